@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup.sh: install what mcoll needs (Debian packages, Python tools) and build it.
+#   scripts/setup.sh            release build in build/
+#   scripts/setup.sh --asan     also the ASan+UBSan build in build-asan/
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+debs=(build-essential cmake pkg-config libhwloc-dev hwloc
+      libopenmpi-dev openmpi-bin libmpich-dev mpich python3-pip procps)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  sudo=""; [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+python3 -m pip install -q -r "$root/tools/py/requirements.txt" 2>&1 | grep -v 'WARNING: Running pip as' || true
+
+build() {  # build DIR [cmake args]
+  local dir=$1; shift
+  cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$root/$dir" -j"$(nproc)" 2>&1 | grep -E 'warning|error|Error' && exit 1 || true
+}
+build build
+if [[ ${1:-} == --asan ]]; then
+  build build-asan -DMCOLL_SANITIZE=ON
+fi
+echo "setup: built $(ls -d "$root"/build/*/lib 2>/dev/null | xargs -n1 dirname | xargs -n1 basename | tr '\n' ' ')"

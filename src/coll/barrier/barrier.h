@@ -1,0 +1,10 @@
+#ifndef MCOLL_BARRIER_H
+#define MCOLL_BARRIER_H
+
+#include "core/context.h"
+
+enum mcoll_barrier_alg { MCOLL_BARRIER_HIER, MCOLL_BARRIER_NALGS };
+
+int mcoll__barrier(struct mcoll_comm *c);
+
+#endif

@@ -1,0 +1,36 @@
+#ifndef MCOLL_BCAST_H
+#define MCOLL_BCAST_H
+
+#include <stddef.h>
+
+#include "core/context.h"
+
+enum mcoll_bcast_alg { MCOLL_BCAST_SHM_PIPELINE, MCOLL_BCAST_CMA, MCOLL_BCAST_NALGS };
+
+/* One bcast as seen by one rank of a node. The node's source is the root on the
+ * root's node, the node leader elsewhere (it receives from the other nodes). */
+struct mcoll_bcast_call {
+  struct mcoll_comm *c;
+  char *buf;
+  size_t bytes;
+  int source;   /* node-local rank that holds (or receives) the data */
+};
+
+/* The intra-node step: the source publishes byte ranges as they become valid in
+ * its buffer; the readers copy them out. Every rank of the node calls finish. */
+struct mcoll_bcast_intra {
+  void (*publish)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
+  void (*read)(const struct mcoll_bcast_call *call);
+  void (*finish)(const struct mcoll_bcast_call *call);
+};
+
+extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
+extern const struct mcoll_bcast_intra mcoll__bcast_cma;
+
+/* Moves [lo, hi) of the buffer from the root's node leader to every node's leader. */
+int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root);
+
+/* Bcast of contiguous bytes; returns an MPI error code. */
+int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);
+
+#endif

@@ -1,0 +1,59 @@
+/* Intra-node single-copy bcast: readers read the source's buffer directly with
+ * process_vm_readv, chunk by chunk as the source makes chunks valid (pipelined
+ * with the inter-node phase). Reader group j starts at chunk j·N/groups, so about
+ * k readers hit one part of the buffer at a time. The source returns only when
+ * every reader is done with its buffer. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll/bcast/bcast.h"
+#include "core/config.h"
+
+static size_t cma_chunk(void) { return (size_t)mcoll__cfg.CMA_CHUNK; }
+
+static size_t chunk_count(size_t bytes) { return (bytes + cma_chunk() - 1) / cma_chunk(); }
+
+static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  (void)lo;
+  struct mcoll_comm *c = call->c;
+  struct mcoll_data_line *line = &c->shm.data[call->source];
+  atomic_store(&line->cma_addr, (uint64_t)(uintptr_t)call->buf);
+  size_t ready = hi == call->bytes ? chunk_count(call->bytes) : hi / cma_chunk();
+  mcoll__flag_set(&c->shm, &line->cma_ready, c->cma_ready[call->source] + (uint32_t)ready);
+}
+
+static void read_all(const struct mcoll_bcast_call *call) {
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_shm *shm = &c->shm;
+  struct mcoll_data_line *src = &shm->data[call->source];
+  size_t nchunks = chunk_count(call->bytes);
+  int me = shm->local_rank, n = shm->local_size;
+  int readers = n - 1, k = (int)mcoll__cfg.BCAST_K;
+  int groups = (readers + k - 1) / k;
+  int group = ((me - call->source + n) % n - 1) / k;
+  size_t start = nchunks * (size_t)group / (size_t)groups;
+  for (size_t step = 0; step < nchunks; step++) {
+    size_t idx = (start + step) % nchunks;
+    size_t off = idx * cma_chunk();
+    size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
+    mcoll__flag_wait(shm, &src->cma_ready, c->cma_ready[call->source] + (uint32_t)idx + 1);
+    int err = mcoll__cma_read(src->pid, call->buf + off, atomic_load(&src->cma_addr) + off, len);
+    if (err) {
+      fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
+              (int)src->pid, err);
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  mcoll__flag_set(shm, &shm->data[me].cma_done, c->bcast_seq);
+}
+
+static void finish(const struct mcoll_bcast_call *call) {
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_shm *shm = &c->shm;
+  if (shm->local_rank == call->source)
+    for (int r = 0; r < shm->local_size; r++)
+      if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].cma_done, c->bcast_seq);
+  c->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_cma = {publish, read_all, finish};

@@ -1,0 +1,81 @@
+/* Inter-node bcast among the nodes' leaders for this call (the root on its node,
+ * local rank 0 elsewhere), over the host MPI's point-to-point: binomial tree for
+ * small pieces, scatter then ring allgather (van de Geijn) for large ones. */
+#include "coll/bcast/bcast.h"
+#include "coll/tags.h"
+#include "core/config.h"
+
+/* Comm rank leading virtual node v (v = 0 is the root's node). */
+static int leader_of(const struct mcoll_comm *c, int v, int root) {
+  const struct mcoll_topo *t = &c->topo;
+  int node = (t->node_of[root] + v) % t->nnodes;
+  return node == t->node_of[root] ? root : t->node_leader[node];
+}
+
+static int binomial(struct mcoll_comm *c, char *buf, size_t len, int root, int me, int p) {
+  int err = MPI_SUCCESS, mask = 1;
+  for (; mask < p; mask <<= 1)
+    if (me & mask) {
+      err = PMPI_Recv(buf, (int)len, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
+                      c->p2p, MPI_STATUS_IGNORE);
+      break;
+    }
+  for (mask >>= 1; mask > 0 && err == MPI_SUCCESS; mask >>= 1)
+    if (me + mask < p)
+      err = PMPI_Send(buf, (int)len, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
+                      c->p2p);
+  return err;
+}
+
+/* Bytes of blocks [first, last) when len is cut into p blocks of `block` bytes. */
+static void block_span(size_t len, size_t block, int first, int last, size_t *off, int *count) {
+  size_t lo = (size_t)first * block, hi = (size_t)last * block;
+  if (lo > len) lo = len;
+  if (hi > len) hi = len;
+  *off = lo;
+  *count = (int)(hi - lo);
+}
+
+static int scatter_allgather(struct mcoll_comm *c, char *buf, size_t len, int root, int me,
+                             int p) {
+  size_t block = (len + (size_t)p - 1) / (size_t)p, off;
+  int count, err = MPI_SUCCESS, mask = 1;
+  /* Binomial scatter: the subtree under v receives blocks [v, v + its extent). */
+  for (; mask < p; mask <<= 1)
+    if (me & mask) {
+      block_span(len, block, me, me + mask < p ? me + mask : p, &off, &count);
+      err = PMPI_Recv(buf + off, count, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
+                      c->p2p, MPI_STATUS_IGNORE);
+      break;
+    }
+  for (mask >>= 1; mask > 0 && err == MPI_SUCCESS; mask >>= 1)
+    if (me + mask < p) {
+      int last = me + 2 * mask < p ? me + 2 * mask : p;
+      block_span(len, block, me + mask, last, &off, &count);
+      err = PMPI_Send(buf + off, count, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
+                      c->p2p);
+    }
+  /* Ring allgather: step s passes block me-s to the right. */
+  int right = leader_of(c, (me + 1) % p, root), left = leader_of(c, (me - 1 + p) % p, root);
+  for (int s = 0; s < p - 1 && err == MPI_SUCCESS; s++) {
+    size_t send_off, recv_off;
+    int send_count, recv_count;
+    int send_block = (me - s + p) % p, recv_block = (me - s - 1 + 2 * p) % p;
+    block_span(len, block, send_block, send_block + 1, &send_off, &send_count);
+    block_span(len, block, recv_block, recv_block + 1, &recv_off, &recv_count);
+    err = PMPI_Sendrecv(buf + send_off, send_count, MPI_BYTE, right, MCOLL_TAG_BCAST,
+                        buf + recv_off, recv_count, MPI_BYTE, left, MCOLL_TAG_BCAST, c->p2p,
+                        MPI_STATUS_IGNORE);
+  }
+  return err;
+}
+
+int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root) {
+  const struct mcoll_topo *t = &c->topo;
+  int p = t->nnodes;
+  int me = (t->node - t->node_of[root] + p) % p;
+  size_t len = hi - lo;
+  if (p >= 3 && len >= (size_t)mcoll__cfg.INTER_SAG_MIN)
+    return scatter_allgather(c, buf + lo, len, root, me, p);
+  return binomial(c, buf + lo, len, root, me, p);
+}

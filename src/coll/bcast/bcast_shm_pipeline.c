@@ -1,0 +1,70 @@
+/* Intra-node bcast through the segment's ring of slots (seed 000 §4.2).
+ *
+ * The source copies chunk after chunk into the ring; chunk i of the call has
+ * generation base+i+1 and goes to slot gen % nslots once every reader is done
+ * with the slot's previous generation. Readers take the ring a window of S slots
+ * at a time; reader group j (k readers) starts the window at slot j and rotates,
+ * so at most k ranks copy from one slot (one NUMA domain) at a time. */
+#include <string.h>
+
+#include "coll/bcast/bcast.h"
+#include "core/config.h"
+
+static size_t chunk_count(const struct mcoll_shm *shm, size_t bytes) {
+  return (bytes + shm->chunk - 1) / shm->chunk;
+}
+
+static void wait_slot_free(const struct mcoll_bcast_call *call, uint32_t gen) {
+  const struct mcoll_shm *shm = &call->c->shm;
+  uint32_t previous = gen - (uint32_t)shm->nslots;
+  for (int r = 0; r < shm->local_size; r++)
+    if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].consumed, previous);
+}
+
+static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  const struct mcoll_shm *shm = &call->c->shm;
+  uint32_t base = call->c->ring_gen;
+  for (size_t idx = lo / shm->chunk; idx < chunk_count(shm, hi); idx++) {
+    uint32_t gen = base + (uint32_t)idx + 1;
+    int slot = (int)(gen % (uint32_t)shm->nslots);
+    size_t off = idx * shm->chunk;
+    size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
+    wait_slot_free(call, gen);
+    memcpy(mcoll__slot_data(shm, slot), call->buf + off, len);
+    shm->slot[slot].bytes = (uint32_t)len;
+    mcoll__flag_set(shm, &shm->slot[slot].gen, gen);
+  }
+}
+
+static void read_all(const struct mcoll_bcast_call *call) {
+  const struct mcoll_shm *shm = &call->c->shm;
+  uint32_t base = call->c->ring_gen;
+  size_t nchunks = chunk_count(shm, call->bytes);
+  int me = shm->local_rank, n = shm->local_size;
+  int reader = (me - call->source + n) % n - 1;
+  int group = reader / (int)mcoll__cfg.BCAST_K;
+  for (size_t first = 0; first < nchunks; first += (size_t)shm->window) {
+    size_t m = nchunks - first < (size_t)shm->window ? nchunks - first : (size_t)shm->window;
+    for (size_t step = 0; step < m; step++) {
+      size_t idx = first + ((size_t)group + step) % m;
+      uint32_t gen = base + (uint32_t)idx + 1;
+      int slot = (int)(gen % (uint32_t)shm->nslots);
+      size_t off = idx * shm->chunk;
+      size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
+      mcoll__flag_wait(shm, &shm->slot[slot].gen, gen);
+      memcpy(call->buf + off, mcoll__slot_data(shm, slot), len);
+    }
+    mcoll__flag_set(shm, &shm->data[me].consumed, base + (uint32_t)(first + m));
+  }
+}
+
+static void finish(const struct mcoll_bcast_call *call) {
+  struct mcoll_comm *c = call->c;
+  uint32_t nchunks = (uint32_t)chunk_count(&c->shm, call->bytes);
+  /* The source never reads its own chunks: mark them done for the next writer. */
+  if (c->shm.local_rank == call->source)
+    mcoll__flag_set(&c->shm, &c->shm.data[call->source].consumed, c->ring_gen + nchunks);
+  c->ring_gen += nchunks;
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {publish, read_all, finish};

@@ -1,0 +1,63 @@
+/* Which collectives have which algorithms; MCOLL_ALG_<COLL> lookups. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/coll.h"
+#include "mcoll.h"
+
+extern const struct mcoll_coll_algs mcoll__barrier_algs;
+extern const struct mcoll_coll_algs mcoll__bcast_algs;
+
+static const struct mcoll_coll_algs no_algs = {NULL, 0};
+
+static const struct {
+  const char *name;
+  const char *upper;
+} coll_names[MCOLL_NCOLLS] = {
+#define MCOLL_COLL_NAME(upper, lower) {#lower, #upper},
+    MCOLL_COLLS(MCOLL_COLL_NAME)
+#undef MCOLL_COLL_NAME
+};
+
+const char *mcoll__coll_name(enum mcoll_coll coll) { return coll_names[coll].name; }
+
+const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll) {
+  switch (coll) {
+  case MCOLL_COLL_BARRIER: return &mcoll__barrier_algs;
+  case MCOLL_COLL_BCAST: return &mcoll__bcast_algs;
+  default: return &no_algs;
+  }
+}
+
+int mcoll__alg_forced(enum mcoll_coll coll) {
+  static int forced[MCOLL_NCOLLS];
+  static int looked_up[MCOLL_NCOLLS];
+  if (looked_up[coll]) return forced[coll];
+  char var[64];
+  snprintf(var, sizeof var, "MCOLL_ALG_%s", coll_names[coll].upper);
+  const char *name = getenv(var);
+  forced[coll] = -1;
+  if (name && *name) {
+    const struct mcoll_coll_algs *table = mcoll__coll_algs(coll);
+    for (int a = 0; a < table->nalgs; a++)
+      if (!strcmp(table->algs[a].name, name)) forced[coll] = a;
+    if (forced[coll] < 0) fprintf(stderr, "mcoll: %s=%s: no such algorithm, ignored\n", var, name);
+  }
+  looked_up[coll] = 1;
+  return forced[coll];
+}
+
+MCOLL_EXPORT void mcoll_print_algorithms(FILE *out) {
+  fprintf(out, "\nalgorithms (force one with MCOLL_ALG_<COLL>=name):\n");
+  for (int c = 0; c < MCOLL_NCOLLS; c++) {
+    const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
+    if (table->nalgs == 0) {
+      fprintf(out, "  %-22s (host MPI)\n", coll_names[c].name);
+      continue;
+    }
+    for (int a = 0; a < table->nalgs; a++)
+      fprintf(out, "  %-22s %-16s %s\n", a == 0 ? coll_names[c].name : "", table->algs[a].name,
+              table->algs[a].desc);
+  }
+}

@@ -1,0 +1,11 @@
+/* Tags of mcoll's own point-to-point traffic, on each context's private duplicate
+ * communicator (so they never match the application's messages). */
+#ifndef MCOLL_TAGS_H
+#define MCOLL_TAGS_H
+
+enum mcoll_tag {
+  MCOLL_TAG_BARRIER = 1,
+  MCOLL_TAG_BCAST,
+};
+
+#endif

@@ -1,0 +1,83 @@
+#include "core/config.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcoll.h"
+
+struct mcoll_config mcoll__cfg;
+static int config_loaded;
+
+static const struct param_info {
+  const char *name, *kind, *def, *help;
+} param_table[] = {
+#define MCOLL_INFO(name, kind, def, help) {#name, #kind, def, help},
+    MCOLL_PARAMS(MCOLL_INFO)
+#undef MCOLL_INFO
+};
+
+long mcoll__parse_size(const char *text) {
+  char *end;
+  long value = strtol(text, &end, 10);
+  if (end == text || value < 0) return -1;
+  switch (toupper((unsigned char)*end)) {
+  case 'K': value <<= 10; end++; break;
+  case 'M': value <<= 20; end++; break;
+  case 'G': value <<= 30; end++; break;
+  default: break;
+  }
+  return *end == '\0' ? value : -1;
+}
+
+static const char *env_or_default(const char *name, const char *def) {
+  char var[64];
+  snprintf(var, sizeof var, "MCOLL_%s", name);
+  const char *value = getenv(var);
+  return value && *value ? value : def;
+}
+
+static long num_param(const char *name, const char *def) {
+  long value = mcoll__parse_size(env_or_default(name, def));
+  if (value < 0) {
+    fprintf(stderr, "mcoll: ignoring invalid MCOLL_%s, using %s\n", name, def);
+    value = mcoll__parse_size(def);
+  }
+  return value;
+}
+
+#define MCOLL_READ_NUM(name, def) num_param(#name, def)
+#define MCOLL_READ_STR(name, def) env_or_default(#name, def)
+
+void mcoll__config_load(void) {
+  if (config_loaded) return;
+#define MCOLL_READ(name, kind, def, help) mcoll__cfg.name = MCOLL_READ_##kind(name, def);
+  MCOLL_PARAMS(MCOLL_READ)
+#undef MCOLL_READ
+  const char *policy = mcoll__cfg.FALLBACK;
+  if (!strcmp(policy, "error")) mcoll__cfg.fallback_policy = MCOLL_FALLBACK_ERROR;
+  else if (!strcmp(policy, "warn")) mcoll__cfg.fallback_policy = MCOLL_FALLBACK_WARN;
+  else mcoll__cfg.fallback_policy = MCOLL_FALLBACK_SILENT;
+  if (mcoll__cfg.SHM_CHUNK < 4096) mcoll__cfg.SHM_CHUNK = 4096;
+  if (mcoll__cfg.CMA_CHUNK < 4096) mcoll__cfg.CMA_CHUNK = 4096;
+  if (mcoll__cfg.INTER_PIECE < mcoll__cfg.SHM_CHUNK) mcoll__cfg.INTER_PIECE = mcoll__cfg.SHM_CHUNK;
+  /* Pieces end on slot boundaries so a piece is published in whole slots. */
+  mcoll__cfg.INTER_PIECE -= mcoll__cfg.INTER_PIECE % mcoll__cfg.SHM_CHUNK;
+  if (mcoll__cfg.BCAST_K < 1) mcoll__cfg.BCAST_K = 1;
+  if (mcoll__cfg.LIVENESS_MS < 10) mcoll__cfg.LIVENESS_MS = 10;
+  config_loaded = 1;
+}
+
+MCOLL_EXPORT void mcoll_print_params(FILE *out) {
+  mcoll__config_load();
+  fprintf(out, "%-22s %-10s %-8s %s\n", "parameter", "value", "default", "meaning");
+  for (size_t i = 0; i < sizeof param_table / sizeof param_table[0]; i++) {
+    const struct param_info *p = &param_table[i];
+    char var[64];
+    snprintf(var, sizeof var, "MCOLL_%s", p->name);
+    fprintf(out, "%-22s %-10s %-8s %s\n", var, env_or_default(p->name, p->def),
+            *p->def ? p->def : "\"\"", p->help);
+  }
+  fprintf(out, "%-22s %-10s %-8s %s\n", "MCOLL_ALG_<COLL>", "", "\"\"",
+          "force an algorithm for any collective (see the list below)");
+}

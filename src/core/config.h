@@ -1,0 +1,43 @@
+/* Parameters: one table, read once from MCOLL_* environment variables. */
+#ifndef MCOLL_CONFIG_H
+#define MCOLL_CONFIG_H
+
+#include <stdio.h>
+
+/* X(field, kind, default, meaning); kind NUM accepts K/M/G suffixes. */
+#define MCOLL_PARAMS(X)                                                                  \
+  X(DISABLE, NUM, "0", "1: every call goes straight to the host MPI")                    \
+  X(VERBOSE, NUM, "0", "1: at MPI_Finalize rank 0 prints calls per algorithm and fallbacks") \
+  X(FALLBACK, STR, "silent", "on a fallback to the host MPI: silent | warn | error (abort)") \
+  X(TOPO, STR, "", "fake hierarchy for tests: nodes=N,sockets=S,numa=M (per node/socket)") \
+  X(SHM_CHUNK, NUM, "64K", "bytes per slot of the segment's pipeline ring")               \
+  X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
+  X(BCAST_CMA_MIN, NUM, "0", "bcast: single-copy (CMA) from this many bytes; 0 = never by default") \
+  X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \
+  X(INTER_PIECE, NUM, "256K", "bytes per pipelined piece of the inter-node phase")        \
+  X(INTER_SAG_MIN, NUM, "64K", "inter-node bcast: scatter-allgather from this piece size, else binomial") \
+  X(SPIN, NUM, "4000", "polls of a flag before yielding (when ranks <= cores)")           \
+  X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
+  X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive")
+
+typedef long mcoll__param_NUM;
+typedef const char *mcoll__param_STR;
+
+struct mcoll_config {
+#define MCOLL_FIELD(name, kind, def, help) mcoll__param_##kind name;
+  MCOLL_PARAMS(MCOLL_FIELD)
+#undef MCOLL_FIELD
+  int fallback_policy; /* enum mcoll_fallback_policy */
+};
+
+enum mcoll_fallback_policy { MCOLL_FALLBACK_SILENT, MCOLL_FALLBACK_WARN, MCOLL_FALLBACK_ERROR };
+
+extern struct mcoll_config mcoll__cfg;
+
+/* Reads the environment; idempotent and cheap after the first call. */
+void mcoll__config_load(void);
+
+/* Parses "123", "64K", "16M", "1G"; returns -1 on junk. */
+long mcoll__parse_size(const char *text);
+
+#endif

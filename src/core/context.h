@@ -1,0 +1,40 @@
+/* Per-communicator context: built on first use, cached on an attribute whose
+ * delete callback frees it (MPI_Comm_free, MPI_Finalize). */
+#ifndef MCOLL_CONTEXT_H
+#define MCOLL_CONTEXT_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "core/coll.h"
+#include "shm/shm.h"
+#include "topo/topo.h"
+
+struct mcoll_comm {
+  MPI_Comm comm;
+  int rank, size;
+  int inter;            /* intercommunicator: every call falls back */
+  int usable;           /* 0: set-up failed on some rank, every call falls back */
+  MPI_Comm p2p;         /* private duplicate for mcoll's own point-to-point */
+  struct mcoll_topo topo;
+  struct mcoll_shm shm; /* mapped when the node has more than one rank */
+  int cma_ok;           /* every rank of the node can read its peers with CMA */
+  /* Counters that advance identically on every rank of the node. */
+  uint32_t barrier_seq;
+  uint32_t ring_gen;    /* generations published through the ring */
+  uint32_t bcast_seq;
+  uint32_t *cma_ready;  /* [local_size] each rank's cma_ready counter */
+  struct mcoll_comm *prev, *next;
+};
+
+/* The context to run mcoll on, or NULL with *why set: then the caller falls back. */
+struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why);
+
+/* Frees every context still alive (MPI_Finalize). */
+void mcoll__comm_free_all(void);
+
+static inline int mcoll__node_has_peers(const struct mcoll_comm *c) {
+  return c->topo.local_size > 1;
+}
+
+#endif

@@ -1,0 +1,69 @@
+/* Per-collective counters, the fallback policy and the MCOLL_VERBOSE report. */
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "core/coll.h"
+#include "core/config.h"
+
+struct coll_counters {
+  atomic_ulong alg[MCOLL_MAX_ALGS];
+  atomic_ulong passthrough;
+  atomic_ulong invalid;
+  atomic_ulong fallback[MCOLL_NREASONS];
+};
+
+static struct coll_counters counters[MCOLL_NCOLLS];
+
+static const char *const reason_text[MCOLL_NREASONS] = {
+#define MCOLL_REASON_TEXT(name, text) text,
+    MCOLL_FALLBACK_REASONS(MCOLL_REASON_TEXT)
+#undef MCOLL_REASON_TEXT
+};
+
+static void bump(atomic_ulong *counter) {
+  atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+}
+
+static unsigned long get(atomic_ulong *counter) {
+  return atomic_load_explicit(counter, memory_order_relaxed);
+}
+
+void mcoll__count_alg(enum mcoll_coll coll, int alg) { bump(&counters[coll].alg[alg]); }
+void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
+void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
+
+void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
+  bump(&counters[coll].fallback[why]);
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_SILENT) return;
+  int rank = -1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr, "mcoll: rank %d: %s falls back to the host MPI: %s\n", rank,
+          mcoll__coll_name(coll), reason_text[why]);
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {
+    fprintf(stderr, "mcoll: MCOLL_FALLBACK=error: aborting\n");
+    PMPI_Abort(MPI_COMM_WORLD, 3);
+  }
+}
+
+void mcoll__stats_report(FILE *out) {
+  for (int c = 0; c < MCOLL_NCOLLS; c++) {
+    struct coll_counters *k = &counters[c];
+    const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
+    unsigned long by_alg = 0, fallbacks = 0;
+    for (int a = 0; a < table->nalgs; a++) by_alg += get(&k->alg[a]);
+    for (int r = 0; r < MCOLL_NREASONS; r++) fallbacks += get(&k->fallback[r]);
+    unsigned long calls = by_alg + fallbacks + get(&k->passthrough) + get(&k->invalid);
+    if (calls == 0) continue;
+    fprintf(out, "mcoll: %s calls=%lu", mcoll__coll_name(c), calls);
+    for (int a = 0; a < table->nalgs; a++)
+      fprintf(out, " %s=%lu", table->algs[a].name, get(&k->alg[a]));
+    if (get(&k->passthrough)) fprintf(out, " passthrough=%lu", get(&k->passthrough));
+    if (get(&k->invalid)) fprintf(out, " invalid_args=%lu", get(&k->invalid));
+    fprintf(out, " fallback=%lu\n", fallbacks);
+    for (int r = 0; r < MCOLL_NREASONS; r++)
+      if (get(&k->fallback[r]))
+        fprintf(out, "mcoll: %s fallback \"%s\"=%lu\n", mcoll__coll_name(c), reason_text[r],
+                get(&k->fallback[r]));
+  }
+}

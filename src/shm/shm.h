@@ -1,0 +1,91 @@
+/* The node's shared segment: per-rank control lines, a ring of data slots, and
+ * flags that waiters spin on, then yield on, then sleep on (futex). */
+#ifndef MCOLL_SHM_H
+#define MCOLL_SHM_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core/status.h"
+
+/* Two lines: adjacent-line prefetch would otherwise couple neighbours. */
+#define MCOLL_LINE 128
+
+typedef _Atomic uint32_t mcoll_flag;
+
+/* Barrier: one entry per rank, used for both gather (arrive) and scatter (release). */
+struct mcoll_sync_line {
+  mcoll_flag arrive;  /* written by the owner */
+  mcoll_flag release; /* written by the owner's parent in the barrier tree */
+  char pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
+};
+
+/* Data-movement progress of one rank, written by that rank. */
+struct mcoll_data_line {
+  mcoll_flag consumed;        /* ring: last generation this rank is done with */
+  mcoll_flag cma_ready;       /* single copy: chunks of its buffer made readable so far */
+  mcoll_flag cma_done;        /* single copy: last bcast sequence it finished reading */
+  int32_t pid;
+  _Atomic uint64_t cma_addr;  /* single copy: address of its source buffer */
+  int32_t world_rank;
+  char pad[MCOLL_LINE - 4 * sizeof(uint32_t) - sizeof(uint64_t) - sizeof(int32_t)];
+};
+
+struct mcoll_slot_ctl {
+  mcoll_flag gen; /* generation of the data in the slot */
+  uint32_t bytes;
+  char pad[MCOLL_LINE - 2 * sizeof(uint32_t)];
+};
+
+struct mcoll_shm_header {
+  uint64_t magic;
+  _Atomic int32_t sleepers; /* waiters inside futex_wait: writers wake only if > 0 */
+  int32_t local_size;
+  char pad[MCOLL_LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
+};
+
+struct mcoll_shm {
+  void *base;
+  size_t bytes;
+  struct mcoll_shm_header *hdr;
+  struct mcoll_sync_line *sync; /* [local_size] */
+  struct mcoll_data_line *data; /* [local_size] */
+  struct mcoll_slot_ctl *slot;  /* [nslots] */
+  char *slot_data;              /* nslots * chunk bytes */
+  size_t chunk;
+  int nslots;                   /* ring size: a multiple of window */
+  int window;                   /* slots copied concurrently by rotating reader groups */
+  int local_rank, local_size;
+  int spin;                     /* polls before yielding: few when oversubscribed */
+};
+
+/* Creates (node leader), maps (all), then unlinks the segment: after this call
+ * nothing is left in /dev/shm even if a rank crashes. Collective over node_comm. */
+mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mcoll_shm *shm);
+void mcoll__shm_detach(struct mcoll_shm *shm);
+
+static inline char *mcoll__slot_data(const struct mcoll_shm *shm, int slot) {
+  return shm->slot_data + (size_t)slot * shm->chunk;
+}
+
+/* Sequence numbers wrap: compare modulo 2^32. */
+static inline int mcoll__reached(uint32_t value, uint32_t target) {
+  return (int32_t)(value - target) >= 0;
+}
+
+/* Publishes a flag value and wakes sleepers, if any. */
+void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value);
+
+/* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile. */
+void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+
+/* Single copy (CMA) from another process; 0 or an errno. */
+int mcoll__cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t bytes);
+
+/* Whether every rank of the node can read its peers with CMA; collective. */
+int mcoll__cma_probe(MPI_Comm node_comm, const struct mcoll_shm *shm);
+
+#endif

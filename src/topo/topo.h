@@ -1,0 +1,49 @@
+/* The hierarchy of a communicator: nodes, and inside a node a list of levels
+ * (shared cache, NUMA domain, socket), finest first. Levels are data: the
+ * algorithms walk them and need no code per level. */
+#ifndef MCOLL_TOPO_H
+#define MCOLL_TOPO_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/status.h"
+
+#define MCOLL_MAX_LEVELS 4
+
+struct mcoll_level {
+  char name[16];  /* "L3", "numa", "socket"; "fake-" prefixed when overridden */
+  int ngroups;
+  int *group_of;  /* [local_size] group of each node-local rank */
+  int *leader_of; /* [ngroups] node-local rank leading each group (its lowest) */
+  int numa;       /* groups are real NUMA domains: memory can be bound to them */
+};
+
+struct mcoll_topo {
+  int nnodes, node;      /* node count, this rank's node index */
+  int *node_of;          /* [comm size] node index of each rank */
+  int *node_leader;      /* [nnodes] lowest comm rank of each node */
+  int *node_size;        /* [nnodes] */
+  int local_rank, local_size;
+  int *local_ranks;      /* [local_size] comm rank of each node-local rank, ascending */
+  int real_node_size;    /* ranks sharing this machine (for oversubscription) */
+  int nlevels;
+  struct mcoll_level level[MCOLL_MAX_LEVELS];
+  int barrier_parent;    /* node-local rank this rank reports to; -1 at the node leader */
+  int nchildren;
+  int *children;         /* node-local ranks reporting to this rank, finest level first */
+  MPI_Comm node_comm;    /* this rank's (possibly fake) node */
+  MPI_Comm leader_comm;  /* node leaders (local rank 0); MPI_COMM_NULL elsewhere */
+};
+
+mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo);
+void mcoll__topo_free(struct mcoll_topo *topo);
+void mcoll__topo_print(const struct mcoll_topo *topo, FILE *out);
+
+/* Number of real NUMA domains of the machine (1 if unknown). */
+int mcoll__numa_count(void);
+/* Binds [addr, addr+len) to NUMA domain `index` (mod the count); best effort. */
+void mcoll__numa_bind(void *addr, size_t len, int index);
+
+#endif
