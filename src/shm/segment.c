@@ -44,7 +44,10 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   size_t slot_off = off;
   off += sizeof(struct mcoll_slot_ctl) * (size_t)shm->nslots;
   size_t slot_data_off = round_up(off, MCOLL_PAGE);
-  shm->bytes = round_up(slot_data_off + shm->chunk * (size_t)shm->nslots, MCOLL_PAGE);
+  off = slot_data_off + shm->chunk * (size_t)shm->nslots;
+  shm->area_bytes = round_up((size_t)mcoll__cfg.SHM_AREA, MCOLL_PAGE);
+  size_t area_off = round_up(off, MCOLL_PAGE);
+  shm->bytes = area_off + shm->area_bytes * (size_t)local_size;
   char *base = shm->base;
   if (!base) return;
   shm->hdr = (struct mcoll_shm_header *)base;
@@ -52,6 +55,7 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   shm->data = (struct mcoll_data_line *)(base + data_off);
   shm->slot = (struct mcoll_slot_ctl *)(base + slot_off);
   shm->slot_data = base + slot_data_off;
+  shm->area = base + area_off;
 }
 
 mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mcoll_shm *shm) {
@@ -92,6 +96,8 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
     for (int s = 0; s < shm->nslots; s++)
       mcoll__numa_bind(mcoll__slot_data(shm, s), shm->chunk, s % shm->window);
   }
+  /* A rank's area lives on its own NUMA domain: it touches it first. */
+  memset(mcoll__rank_area(shm, shm->local_rank), 0, shm->area_bytes);
   int world_rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   shm->data[shm->local_rank].pid = (int32_t)getpid();

@@ -31,7 +31,11 @@ struct mcoll_data_line {
   int32_t pid;
   _Atomic uint64_t cma_addr;  /* single copy: address of its source buffer */
   int32_t world_rank;
-  char pad[MCOLL_LINE - 4 * sizeof(uint32_t) - sizeof(uint64_t) - sizeof(int32_t)];
+  /* For collectives built on the per-rank areas: generation of the data in this
+   * rank's area, and the last generation this rank finished reading elsewhere. */
+  mcoll_flag posted;
+  mcoll_flag done;
+  char pad[MCOLL_LINE - 6 * sizeof(uint32_t) - sizeof(uint64_t) - sizeof(int32_t)];
 };
 
 struct mcoll_slot_ctl {
@@ -55,6 +59,8 @@ struct mcoll_shm {
   struct mcoll_data_line *data; /* [local_size] */
   struct mcoll_slot_ctl *slot;  /* [nslots] */
   char *slot_data;              /* nslots * chunk bytes */
+  char *area;                   /* local_size * area_bytes: one area per rank */
+  size_t area_bytes;
   size_t chunk;
   int nslots;                   /* ring size: a multiple of window */
   int window;                   /* slots copied concurrently by rotating reader groups */
@@ -69,6 +75,11 @@ void mcoll__shm_detach(struct mcoll_shm *shm);
 
 static inline char *mcoll__slot_data(const struct mcoll_shm *shm, int slot) {
   return shm->slot_data + (size_t)slot * shm->chunk;
+}
+
+/* The area owned by node-local rank r (written by r, read by the others). */
+static inline char *mcoll__rank_area(const struct mcoll_shm *shm, int r) {
+  return shm->area + (size_t)r * shm->area_bytes;
 }
 
 /* Sequence numbers wrap: compare modulo 2^32. */

@@ -1,8 +1,10 @@
-/* Hierarchical barrier (seed 000 §4.1): gather up the levels and scatter back down
- * through one queue of cache-line entries (a rank's arrive and release share its
- * line), with a dissemination barrier among node leaders in between. */
+/* Hierarchical barrier (seed 000 §4.1), an instance of the MAHCAF template:
+ * gather up the node's levels and scatter back down through one queue of
+ * cache-line entries (a rank's arrive and release share its line), with a
+ * dissemination barrier among node leaders in between. */
 #include "coll/barrier/barrier.h"
 #include "coll/tags.h"
+#include "hier/hier.h"
 
 const struct mcoll_coll_algs mcoll__barrier_algs = {
     (const struct mcoll_alg_info[]){
@@ -10,7 +12,26 @@ const struct mcoll_coll_algs mcoll__barrier_algs = {
     },
     MCOLL_BARRIER_NALGS};
 
-static int barrier_between_nodes(struct mcoll_comm *c) {
+/* Children arrive (finest level first), then this rank arrives at its parent and
+ * waits to be released. */
+static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  const struct mcoll_shm *shm = &c->shm;
+  if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
+  for (int i = 0; i < t->nchildren; i++)
+    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, c->barrier_seq);
+  if (t->barrier_parent >= 0) {
+    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, c->barrier_seq);
+    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, c->barrier_seq);
+  }
+  return MPI_SUCCESS;
+}
+
+static int dissemination(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
   for (int dist = 1; dist < t->nnodes; dist <<= 1) {
     int to = t->node_leader[(t->node + dist) % t->nnodes];
@@ -22,24 +43,22 @@ static int barrier_between_nodes(struct mcoll_comm *c) {
   return MPI_SUCCESS;
 }
 
-int mcoll__barrier(struct mcoll_comm *c) {
+/* Coarsest children first: they have the most ranks still waiting below them. */
+static int release_down(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
-  const struct mcoll_shm *shm = &c->shm;
-  uint32_t seq = ++c->barrier_seq;
-  int err = MPI_SUCCESS;
-  mcoll__count_alg(MCOLL_COLL_BARRIER, MCOLL_BARRIER_HIER);
-
-  if (mcoll__node_has_peers(c)) {
-    for (int i = 0; i < t->nchildren; i++)
-      mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, seq);
-    if (t->barrier_parent >= 0) {
-      mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, seq);
-      mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, seq);
-    }
-  }
-  if (t->local_rank == 0 && t->nnodes > 1) err = barrier_between_nodes(c);
-  /* Coarsest children first: they have the most ranks still waiting below them. */
   for (int i = t->nchildren - 1; i >= 0; i--)
-    mcoll__flag_set(shm, &shm->sync[t->children[i]].release, seq);
-  return err;
+    mcoll__flag_set(&c->shm, &c->shm.sync[t->children[i]].release, c->barrier_seq);
+  return MPI_SUCCESS;
+}
+
+static const struct mcoll_hier_steps barrier_steps = {gather_up, dissemination, release_down,
+                                                       NULL};
+
+int mcoll__barrier(struct mcoll_comm *c) {
+  mcoll__count_alg(MCOLL_COLL_BARRIER, MCOLL_BARRIER_HIER);
+  c->barrier_seq++;
+  struct mcoll_hier_call call = {.c = c, .steps = &barrier_steps, .leader = 0};
+  return mcoll__hier_run(&call);
 }

@@ -1,9 +1,9 @@
-/* Bcast: algorithm table, choice, and the pipeline of the inter-node phase with
- * the intra-node phase (a node's readers copy piece i while its leader receives
- * piece i+1). */
+/* Bcast: algorithm table, choice, and its steps in the MAHCAF template: the
+ * inter-node step among node sources, then the intra-node step, piece by piece. */
 #include "coll/bcast/bcast.h"
 
 #include "core/config.h"
+#include "hier/hier.h"
 
 const struct mcoll_coll_algs mcoll__bcast_algs = {
     (const struct mcoll_alg_info[]){
@@ -21,11 +21,26 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   return MCOLL_BCAST_SHM_PIPELINE;
 }
 
-static int local_index(const struct mcoll_topo *t, int rank) {
-  for (int i = 0; i < t->local_size; i++)
-    if (t->local_ranks[i] == rank) return i;
-  return -1;
+static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct mcoll_bcast_call *call = hc->args;
+  return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root);
 }
+
+static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct mcoll_bcast_call *call = hc->args;
+  if (!mcoll__node_has_peers(call->c)) return MPI_SUCCESS;
+  if (call->c->topo.local_rank == call->source) call->intra->publish(call, lo, hi);
+  else call->intra->read(call, lo, hi);
+  return MPI_SUCCESS;
+}
+
+static int finish_step(struct mcoll_hier_call *hc) {
+  struct mcoll_bcast_call *call = hc->args;
+  if (mcoll__node_has_peers(call->c)) call->intra->finish(call);
+  return MPI_SUCCESS;
+}
+
+static const struct mcoll_hier_steps bcast_steps = {NULL, inter_step, intra_step, finish_step};
 
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   const struct mcoll_topo *t = &c->topo;
@@ -34,27 +49,12 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
   c->bcast_seq++;
 
-  int on_root_node = t->node_of[root] == t->node;
-  struct mcoll_bcast_call call = {c, buf, bytes, on_root_node ? local_index(t, root) : 0};
-  const struct mcoll_bcast_intra *intra =
-      alg == MCOLL_BCAST_CMA ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline;
-  int peers = mcoll__node_has_peers(c);
-  int err = MPI_SUCCESS;
-
-  if (t->local_rank == call.source) {
-    if (t->nnodes == 1) {
-      if (peers) intra->publish(&call, 0, bytes);
-    } else {
-      size_t piece = (size_t)mcoll__cfg.INTER_PIECE;
-      for (size_t lo = 0; lo < bytes && err == MPI_SUCCESS; lo += piece) {
-        size_t hi = bytes - lo > piece ? lo + piece : bytes;
-        err = mcoll__bcast_between_nodes(c, buf, lo, hi, root);
-        if (peers) intra->publish(&call, lo, hi);
-      }
-    }
-  } else {
-    intra->read(&call);
-  }
-  if (peers) intra->finish(&call);
-  return err;
+  struct mcoll_bcast_call call = {
+      .c = c, .buf = buf, .bytes = bytes, .root = root,
+      .source = t->node_of[root] == t->node ? mcoll__local_index(t, root) : 0,
+      .intra = alg == MCOLL_BCAST_CMA ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline};
+  struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
+                               .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
+                               .leader = call.source, .args = &call};
+  return mcoll__hier_run(&hc);
 }

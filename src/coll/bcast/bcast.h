@@ -13,21 +13,23 @@ struct mcoll_bcast_call {
   struct mcoll_comm *c;
   char *buf;
   size_t bytes;
-  int source;   /* node-local rank that holds (or receives) the data */
+  int root;
+  int source; /* node-local rank that holds (or receives) the data */
+  const struct mcoll_bcast_intra *intra;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in
- * its buffer; the readers copy them out. Every rank of the node calls finish. */
+ * its buffer; the readers copy the same ranges out. Every rank calls finish. */
 struct mcoll_bcast_intra {
   void (*publish)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
-  void (*read)(const struct mcoll_bcast_call *call);
+  void (*read)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
   void (*finish)(const struct mcoll_bcast_call *call);
 };
 
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
 extern const struct mcoll_bcast_intra mcoll__bcast_cma;
 
-/* Moves [lo, hi) of the buffer from the root's node leader to every node's leader. */
+/* Moves [lo, hi) of the buffer from the root's node to every node's source. */
 int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root);
 
 /* Bcast of contiguous bytes; returns an MPI error code. */

@@ -13,27 +13,33 @@ static size_t cma_chunk(void) { return (size_t)mcoll__cfg.CMA_CHUNK; }
 
 static size_t chunk_count(size_t bytes) { return (bytes + cma_chunk() - 1) / cma_chunk(); }
 
+/* Chunks readable once the first `valid` bytes are. */
+static size_t chunks_ready(const struct mcoll_bcast_call *call, size_t valid) {
+  return valid == call->bytes ? chunk_count(call->bytes) : valid / cma_chunk();
+}
+
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo;
   struct mcoll_comm *c = call->c;
   struct mcoll_data_line *line = &c->shm.data[call->source];
   atomic_store(&line->cma_addr, (uint64_t)(uintptr_t)call->buf);
-  size_t ready = hi == call->bytes ? chunk_count(call->bytes) : hi / cma_chunk();
-  mcoll__flag_set(&c->shm, &line->cma_ready, c->cma_ready[call->source] + (uint32_t)ready);
+  mcoll__flag_set(&c->shm, &line->cma_ready,
+                  c->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
 }
 
-static void read_all(const struct mcoll_bcast_call *call) {
+static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->shm;
   struct mcoll_data_line *src = &shm->data[call->source];
-  size_t nchunks = chunk_count(call->bytes);
+  size_t first = chunks_ready(call, lo), nchunks = chunks_ready(call, hi) - first;
+  if (nchunks == 0) return;
   int me = shm->local_rank, n = shm->local_size;
   int readers = n - 1, k = (int)mcoll__cfg.BCAST_K;
   int groups = (readers + k - 1) / k;
   int group = ((me - call->source + n) % n - 1) / k;
   size_t start = nchunks * (size_t)group / (size_t)groups;
   for (size_t step = 0; step < nchunks; step++) {
-    size_t idx = (start + step) % nchunks;
+    size_t idx = first + (start + step) % nchunks;
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
     mcoll__flag_wait(shm, &src->cma_ready, c->cma_ready[call->source] + (uint32_t)idx + 1);
@@ -44,7 +50,8 @@ static void read_all(const struct mcoll_bcast_call *call) {
       PMPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
-  mcoll__flag_set(shm, &shm->data[me].cma_done, c->bcast_seq);
+  if (first + nchunks == chunk_count(call->bytes))
+    mcoll__flag_set(shm, &shm->data[me].cma_done, c->bcast_seq);
 }
 
 static void finish(const struct mcoll_bcast_call *call) {
@@ -56,4 +63,4 @@ static void finish(const struct mcoll_bcast_call *call) {
   c->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_cma = {publish, read_all, finish};
+const struct mcoll_bcast_intra mcoll__bcast_cma = {publish, read_range, finish};

@@ -36,15 +36,15 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   }
 }
 
-static void read_all(const struct mcoll_bcast_call *call) {
+static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->shm;
   uint32_t base = call->c->ring_gen;
-  size_t nchunks = chunk_count(shm, call->bytes);
+  size_t end = chunk_count(shm, hi);
   int me = shm->local_rank, n = shm->local_size;
   int reader = (me - call->source + n) % n - 1;
   int group = reader / (int)mcoll__cfg.BCAST_K;
-  for (size_t first = 0; first < nchunks; first += (size_t)shm->window) {
-    size_t m = nchunks - first < (size_t)shm->window ? nchunks - first : (size_t)shm->window;
+  for (size_t first = lo / shm->chunk; first < end; first += (size_t)shm->window) {
+    size_t m = end - first < (size_t)shm->window ? end - first : (size_t)shm->window;
     for (size_t step = 0; step < m; step++) {
       size_t idx = first + ((size_t)group + step) % m;
       uint32_t gen = base + (uint32_t)idx + 1;
@@ -67,4 +67,4 @@ static void finish(const struct mcoll_bcast_call *call) {
   c->ring_gen += nchunks;
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {publish, read_all, finish};
+const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {publish, read_range, finish};

@@ -1,0 +1,42 @@
+/* MAHCAF (seed 004): one skeleton for hierarchical collectives.
+ *
+ * A collective is cut into pieces of `piece` bytes; every piece goes through an
+ * intra-node step up (towards the node's leader for this call), an inter-node step
+ * among the nodes' leaders (host MPI point-to-point), and an intra-node step down.
+ * Each collective plugs in its own steps (any may be NULL). Ranks other than the
+ * leader go on with piece i+1 while their leader runs the inter-node step of
+ * piece i, so the phases overlap. */
+#ifndef MCOLL_HIER_H
+#define MCOLL_HIER_H
+
+#include <stddef.h>
+
+#include "core/context.h"
+
+struct mcoll_hier_call;
+
+/* Works on bytes [lo, hi) of the call; returns an MPI error code. */
+typedef int (*mcoll_hier_step)(struct mcoll_hier_call *call, size_t lo, size_t hi);
+
+struct mcoll_hier_steps {
+  mcoll_hier_step intra_up;   /* every rank of the node */
+  mcoll_hier_step inter;      /* the call's node leader only, when there are several nodes */
+  mcoll_hier_step intra_down; /* every rank of the node */
+  int (*finish)(struct mcoll_hier_call *call); /* every rank, once, after the last piece */
+};
+
+struct mcoll_hier_call {
+  struct mcoll_comm *c;
+  const struct mcoll_hier_steps *steps;
+  size_t bytes;  /* size of the pipelined data */
+  size_t piece;  /* bytes per piece; 0: a single piece */
+  int leader;    /* node-local rank that runs the inter-node step */
+  void *args;    /* the collective's own arguments and state */
+};
+
+int mcoll__hier_run(struct mcoll_hier_call *call);
+
+/* Node-local index of comm rank `rank` (-1 if it is on another node). */
+int mcoll__local_index(const struct mcoll_topo *t, int rank);
+
+#endif
