@@ -23,6 +23,7 @@ struct mcoll_comm {
   uint32_t barrier_seq;
   uint32_t ring_gen;    /* generations published through the ring */
   uint32_t bcast_seq;
+  uint32_t area_gen;    /* generations of the per-rank areas (shm/area.h) */
   uint32_t *cma_ready;  /* [local_size] each rank's cma_ready counter */
   struct mcoll_comm *prev, *next;
 };

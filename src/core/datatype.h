@@ -1,4 +1,6 @@
-/* Views of (buffer, count, datatype) as bytes. */
+/* Views of (buffer, count, datatype) as bytes; non-contiguous data is packed so
+ * that every rank runs the same algorithm whatever datatype it describes the same
+ * bytes with (type signatures match, layouts need not). */
 #ifndef MCOLL_DATATYPE_H
 #define MCOLL_DATATYPE_H
 
@@ -6,12 +8,23 @@
 #include <stddef.h>
 
 struct mcoll_bytes {
-  char *ptr;      /* first byte of the data when contiguous */
+  char *ptr;      /* the bytes: inside the user's buffer, or `packed` */
   size_t bytes;   /* count × type size */
-  int contiguous; /* the data is `bytes` consecutive bytes at ptr */
+  int contiguous; /* ptr points into the user's buffer */
+  char *packed;   /* owned temporary when not contiguous */
 };
 
-/* MPI_SUCCESS, or the error the type query returned (invalid type). */
+/* Describes the data without copying. MPI_SUCCESS, or the error of the type
+ * query (an invalid type: the caller passes the call to the host MPI). */
 int mcoll__bytes_of(const void *buf, int count, MPI_Datatype type, struct mcoll_bytes *out);
+
+/* Like mcoll__bytes_of, then for non-contiguous data allocates a packed copy,
+ * filled from buf when `fill` (send side). Aborts the job if memory runs out. */
+int mcoll__bytes_acquire(const void *buf, int count, MPI_Datatype type, int fill,
+                         struct mcoll_bytes *out);
+
+/* Unpacks into buf when `drain` (receive side) and frees the packed copy. */
+void mcoll__bytes_release(struct mcoll_bytes *b, void *buf, int count, MPI_Datatype type,
+                          int drain);
 
 #endif

@@ -1,0 +1,25 @@
+/* Protocol of the per-rank areas, shared by every collective that uses them.
+ *
+ * Each use of the areas on a communicator is one generation g (the context's
+ * area_gen, advanced identically on every rank of the node). A rank may write
+ * generation g into its own area only when every peer has finished reading
+ * generation g-1 (done >= g-1); it then posts g. A rank that has read all it needs
+ * of generation g marks done = g, even if it read nothing. */
+#ifndef MCOLL_AREA_H
+#define MCOLL_AREA_H
+
+#include "core/context.h"
+
+/* Starts generation ++area_gen and returns it. */
+static inline uint32_t mcoll__area_next(struct mcoll_comm *c) { return ++c->area_gen; }
+
+/* Waits until every node peer is done with generation gen-1 (my area is free). */
+void mcoll__area_wait_free(struct mcoll_comm *c, uint32_t gen);
+/* My area now holds generation gen. */
+void mcoll__area_post(struct mcoll_comm *c, uint32_t gen);
+/* Waits until node-local rank r has posted generation gen. */
+void mcoll__area_wait_posted(struct mcoll_comm *c, int r, uint32_t gen);
+/* I have read all I need of generation gen. */
+void mcoll__area_done(struct mcoll_comm *c, uint32_t gen);
+
+#endif
