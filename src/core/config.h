@@ -12,6 +12,7 @@
   X(TOPO, STR, "", "fake hierarchy for tests: nodes=N,sockets=S,numa=M (per node/socket)") \
   X(SHM_CHUNK, NUM, "64K", "bytes per slot of the segment's pipeline ring")               \
   X(SHM_AREA, NUM, "256K", "bytes of each rank's own area in the node segment")          \
+  X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_CMA_MIN, NUM, "0", "bcast: single-copy (CMA) from this many bytes; 0 = never by default") \
   X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \

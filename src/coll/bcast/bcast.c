@@ -7,6 +7,7 @@
 
 const struct mcoll_coll_algs mcoll__bcast_algs = {
     (const struct mcoll_alg_info[]){
+        {"shm_tree", "small: down a tree over the node's levels through the ranks' areas"},
         {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined"},
         {"cma", "single copy: readers read the source's buffer with process_vm_readv"},
     },
@@ -18,8 +19,16 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   if (forced >= 0) return forced;
   if (c->cma_ok && mcoll__cfg.BCAST_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.BCAST_CMA_MIN)
     return MCOLL_BCAST_CMA;
+  if (c->topo.nlevels > 0 && bytes <= (size_t)mcoll__cfg.BCAST_TREE_MAX)
+    return MCOLL_BCAST_SHM_TREE;
   return MCOLL_BCAST_SHM_PIPELINE;
 }
+
+static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
+    [MCOLL_BCAST_SHM_TREE] = &mcoll__bcast_shm_tree,
+    [MCOLL_BCAST_SHM_PIPELINE] = &mcoll__bcast_shm_pipeline,
+    [MCOLL_BCAST_CMA] = &mcoll__bcast_cma,
+};
 
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
@@ -52,7 +61,7 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   struct mcoll_bcast_call call = {
       .c = c, .buf = buf, .bytes = bytes, .root = root,
       .source = t->node_of[root] == t->node ? mcoll__local_index(t, root) : 0,
-      .intra = alg == MCOLL_BCAST_CMA ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline};
+      .intra = intra_steps[alg]};
   struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call};

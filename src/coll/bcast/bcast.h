@@ -5,7 +5,12 @@
 
 #include "core/context.h"
 
-enum mcoll_bcast_alg { MCOLL_BCAST_SHM_PIPELINE, MCOLL_BCAST_CMA, MCOLL_BCAST_NALGS };
+enum mcoll_bcast_alg {
+  MCOLL_BCAST_SHM_TREE,
+  MCOLL_BCAST_SHM_PIPELINE,
+  MCOLL_BCAST_CMA,
+  MCOLL_BCAST_NALGS
+};
 
 /* One bcast as seen by one rank of a node. The node's source is the root on the
  * root's node, the node leader elsewhere (it receives from the other nodes). */
@@ -26,6 +31,7 @@ struct mcoll_bcast_intra {
   void (*finish)(const struct mcoll_bcast_call *call);
 };
 
+extern const struct mcoll_bcast_intra mcoll__bcast_shm_tree;
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
 extern const struct mcoll_bcast_intra mcoll__bcast_cma;
 

@@ -1,0 +1,70 @@
+/* Intra-node bcast down a tree over the node's levels (seed 000 §4.2, small
+ * messages): the source posts the data in its area; in every level group that
+ * does not hold the source, the group's leader copies it from its parent's area
+ * into its own (on its own NUMA domain) for its members. Without levels the tree
+ * is flat. Data larger than an area goes through in area-sized chunks, one area
+ * generation each. */
+#include <string.h>
+
+#include "coll/bcast/bcast.h"
+#include "shm/area.h"
+
+/* Leader of r's group at level l for this call: the source leads its own groups. */
+static int group_leader(const struct mcoll_topo *t, int l, int r, int source) {
+  const struct mcoll_level *level = &t->level[l];
+  int g = level->group_of[r];
+  return level->group_of[source] == g ? source : level->leader_of[g];
+}
+
+/* The rank r copies from: its leader at the finest level where it does not lead. */
+static int tree_parent(const struct mcoll_topo *t, int r, int source) {
+  for (int l = 0; l < t->nlevels; l++) {
+    int lead = group_leader(t, l, r, source);
+    if (lead != r) return lead;
+  }
+  return source;
+}
+
+static int has_children(const struct mcoll_topo *t, int me, int source) {
+  for (int r = 0; r < t->local_size; r++)
+    if (r != source && r != me && tree_parent(t, r, source) == me) return 1;
+  return 0;
+}
+
+static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  struct mcoll_comm *c = call->c;
+  size_t step = c->shm.area_bytes;
+  for (size_t off = lo; off < hi; off += step) {
+    size_t len = hi - off < step ? hi - off : step;
+    uint32_t gen = mcoll__area_next(c);
+    mcoll__area_wait_free(c, gen);
+    memcpy(mcoll__rank_area(&c->shm, c->shm.local_rank), call->buf + off, len);
+    mcoll__area_post(c, gen);
+    mcoll__area_done(c, gen);
+  }
+}
+
+static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  int me = t->local_rank;
+  int parent = tree_parent(t, me, call->source);
+  int forward = has_children(t, me, call->source);
+  size_t step = c->shm.area_bytes;
+  for (size_t off = lo; off < hi; off += step) {
+    size_t len = hi - off < step ? hi - off : step;
+    uint32_t gen = mcoll__area_next(c);
+    mcoll__area_wait_posted(c, parent, gen);
+    memcpy(call->buf + off, mcoll__rank_area(&c->shm, parent), len);
+    if (forward) {
+      mcoll__area_wait_free(c, gen);
+      memcpy(mcoll__rank_area(&c->shm, me), call->buf + off, len);
+      mcoll__area_post(c, gen);
+    }
+    mcoll__area_done(c, gen);
+  }
+}
+
+static void finish(const struct mcoll_bcast_call *call) { (void)call; }
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {publish, read_range, finish};
