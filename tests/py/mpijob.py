@@ -1,0 +1,187 @@
+"""Running MPI jobs for the tests: a hard timeout on every job, no process left
+behind, and no mcoll shared-memory file left behind."""
+
+import dataclasses
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MCOLLRUN = ROOT / "bin" / "mcollrun"
+SHM = Path("/dev/shm")
+FLAVOURS = ("openmpi", "mpich")
+
+
+@dataclasses.dataclass
+class Build:
+    """One build directory (build/ or build-asan/) and the MPI flavours built in it."""
+
+    name: str
+    path: Path
+    flavours: tuple
+
+    def bin(self, flavour, program):
+        return self.path / flavour / "bin" / program
+
+
+def find_build(name):
+    path = ROOT / name
+    flavours = tuple(f for f in FLAVOURS if (path / f / "lib" / "libmcoll.so").exists())
+    return Build(name, path, flavours)
+
+
+@dataclasses.dataclass
+class Result:
+    argv: list
+    env: dict
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def describe(self):
+        env = " ".join(f"{k}={v}" for k, v in sorted(self.env.items()))
+        return (f"command: {env} {' '.join(map(str, self.argv))}\n"
+                f"exit code {self.returncode} after {self.seconds:.1f} s\n"
+                f"--- stdout (last 3000 chars)\n{self.stdout[-3000:]}\n"
+                f"--- stderr (last 6000 chars)\n{self.stderr[-6000:]}")
+
+
+def mcoll_shm_files():
+    return {p.name for p in SHM.glob("mcoll-*")}
+
+
+def _session_processes(sid):
+    """Live pids whose session is sid: the launcher's descendants, even those that
+    moved to another process group (zombies waiting to be reaped do not count)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # after "(comm)": state ppid pgrp session
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def _wait_session_empty(sid, grace):
+    """The job's processes still alive after grace seconds."""
+    deadline = time.monotonic() + grace
+    while True:
+        pids = _session_processes(sid)
+        if not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.1)
+
+
+def _kill_session(sid):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = _session_processes(sid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(1.0)
+
+
+def mpiexec_argv(flavour, np, program, args=(), *, mcoll=True):
+    """Under mcoll: bin/mcollrun; natively: the flavour's own mpiexec."""
+    if mcoll:
+        return [str(MCOLLRUN), "--mpi", flavour, "-np", str(np), str(program), *map(str, args)]
+    launcher = [f"mpiexec.{flavour}", "-np", str(np)]
+    if flavour == "openmpi":
+        launcher[1:1] = ["--oversubscribe"] + (["--allow-run-as-root"] if os.getuid() == 0 else [])
+    return [*launcher, str(program), *map(str, args)]
+
+
+def run_job(argv, env=None, timeout=300, expect_timeout=False):
+    """Runs one job in its own session under a hard timeout; kills the whole session
+    on timeout (and fails the test unless expect_timeout). Afterwards, fails if a
+    process of the job or an mcoll-* file it created is left; both are removed."""
+    extra = dict(env or {})
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MCOLL_")}
+    full_env.update(extra)
+    before = mcoll_shm_files()
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace", start_new_session=True)
+    timed_out = False
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_session(proc.pid)
+        stdout, stderr = proc.communicate()
+    result = Result(argv, extra, proc.returncode, stdout, stderr, time.monotonic() - start)
+
+    stragglers = _wait_session_empty(proc.pid, grace=5.0)
+    if stragglers:
+        _kill_session(proc.pid)
+    leaked = sorted(mcoll_shm_files() - before)
+    for name in leaked:
+        try:
+            (SHM / name).unlink()
+        except FileNotFoundError:
+            pass
+
+    if timed_out and not expect_timeout:
+        pytest.fail(f"job did not finish within {timeout} s (killed)\n{result.describe()}")
+    if stragglers:
+        pytest.fail(f"processes of the job still running after it ended: {stragglers}\n{result.describe()}")
+    if leaked:
+        pytest.fail(f"shared-memory files left in /dev/shm: {leaked}\n{result.describe()}")
+    return result
+
+
+def check_passed(result, program="test_coll"):
+    """The job exited 0 and the program reported zero errors."""
+    summary = re.search(rf"^{program}: (\d+) checks, (\d+) errors$", result.stdout, re.M)
+    if result.returncode != 0 or summary is None or summary.group(2) != "0":
+        pytest.fail(f"{program} failed\n{result.describe()}")
+    return int(summary.group(1))
+
+
+def parse_verbose_report(stderr):
+    """{coll: {"calls": n, "fallback": n, alg: n, ...}} from MCOLL_VERBOSE=1 output."""
+    report = {}
+    for line in stderr.splitlines():
+        m = re.match(r"^mcoll: (\w+) calls=(\d+)((?: [\w-]+=\d+)*)\s*$", line)
+        if m:
+            counts = {"calls": int(m.group(2))}
+            counts.update({k: int(v) for k, v in re.findall(r"([\w-]+)=(\d+)", m.group(3))})
+            report[m.group(1)] = counts
+    return report
+
+
+def mcoll_algorithms(build, flavour):
+    """{coll: {alg: description}} as listed by mcoll-info (the registry)."""
+    result = run_job([str(MCOLLRUN), "--mpi", flavour, "--build", str(build.path), "--info"], timeout=60)
+    algs = {}
+    in_list = False
+    coll = None
+    for line in result.stdout.splitlines():
+        if line.startswith("algorithms"):
+            in_list = True
+            continue
+        if not in_list:
+            continue
+        if not line.strip():  # the list ends at the first blank line
+            break
+        m = re.match(r"^  (\w+)\s+(\w+)\s+(.*)$", line)
+        if m:
+            coll = m.group(1)
+            algs.setdefault(coll, {})[m.group(2)] = m.group(3)
+            continue
+        m = re.match(r"^\s{4,}(\w+)\s+(.*)$", line)
+        if m and coll:
+            algs[coll][m.group(1)] = m.group(2)
+    return algs

@@ -1,0 +1,214 @@
+"""The MPI correctness programs (tests/mpi/) run with mcoll, over both MPI flavours,
+1-8 ranks and fake hierarchies, every registered algorithm forced, the linked
+build, the ASan build, invalid arguments and a killed rank.
+
+Every job runs with MCOLL_FALLBACK=error (an unintended fallback aborts it), under a
+hard timeout, and must leave no /dev/shm/mcoll-* file. Set MCOLL_TEST_SEED to run
+test_coll with another seed than the one derived from each test's name.
+"""
+
+import difflib
+import functools
+import os
+import re
+import zlib
+
+import pytest
+
+import mpijob
+from mpijob import check_passed, mpiexec_argv, parse_verbose_report, run_job
+
+BUILD = mpijob.find_build("build")
+ASAN = mpijob.find_build("build-asan")
+BASE_ENV = {"MCOLL_FALLBACK": "error"}
+JOB_TIMEOUT = 300
+
+
+def flavour_param(flavour, *values, build=BUILD, skip=None):
+    """A test parameter set, skipped when the flavour is not built in build (or skip)."""
+    if flavour not in build.flavours:
+        skip = f"{build.name}/{flavour}/lib/libmcoll.so not built"
+    marks = [pytest.mark.skip(reason=skip)] if skip else []
+    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
+
+
+def seed_for(request):
+    return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))
+
+
+def coll_args(flavour, np):
+    """MPICH 4.0 (ch4:ucx) spins without yielding, so its point-to-point messages --
+    the reference's traffic -- take milliseconds each once ranks outnumber cores
+    (no MPICH setting makes it yield): fewer cases there as ranks grow."""
+    if flavour == "openmpi" or np <= 2:
+        return ["--quick"]
+    if np <= 4:
+        return ["--quick", "--iters", "1", "--burst", "40"]
+    return ["--quick", "--iters", "1", "--burst", "20", "--churn", "2", "--max-bytes", "2M"]
+
+
+def topo_env(topo):
+    return {"MCOLL_TOPO": topo} if topo else {}
+
+
+# Each fake hierarchy under both MPIs; every rank count 1-8 under Open MPI, most of
+# them under MPICH (slow when oversubscribed, see coll_args).
+MATRIX = [
+    ("openmpi", 1, None), ("openmpi", 2, None), ("openmpi", 2, "sockets=2"),
+    ("openmpi", 3, "nodes=3"), ("openmpi", 3, "nodes=2"), ("openmpi", 4, None),
+    ("openmpi", 4, "nodes=2,sockets=2"), ("openmpi", 5, "nodes=2"), ("openmpi", 5, "sockets=2"),
+    ("openmpi", 6, "nodes=3"), ("openmpi", 6, "nodes=2,sockets=2"), ("openmpi", 7, None),
+    ("openmpi", 7, "nodes=2,sockets=2"), ("openmpi", 8, None), ("openmpi", 8, "nodes=2"),
+    ("openmpi", 8, "nodes=3"),
+    ("mpich", 1, None), ("mpich", 2, "nodes=2"), ("mpich", 3, "sockets=2"), ("mpich", 3, "nodes=3"),
+    ("mpich", 4, "nodes=2,sockets=2"), ("mpich", 5, None), ("mpich", 6, "nodes=3"),
+    ("mpich", 7, "sockets=2"), ("mpich", 8, "nodes=2"),
+]
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in MATRIX])
+def test_coll(request, flavour, np, topo):
+    topo = None if topo == "flat" else topo
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args), {**BASE_ENV, **topo_env(topo)}, JOB_TIMEOUT)
+    check_passed(result)
+
+
+@functools.lru_cache(maxsize=None)
+def registered_algorithms(flavour):
+    """(coll, alg, reason to skip or None) from mcoll-info; bcast's two at least. An
+    algorithm the registry marks "(<other coll> only ...)" is listed but skipped."""
+    found = {"bcast": {"shm_pipeline": "", "cma": ""}}
+    if flavour in BUILD.flavours:
+        try:
+            for coll, algs in mpijob.mcoll_algorithms(BUILD, flavour).items():
+                found.setdefault(coll, {}).update(algs)
+        except BaseException:  # collection must survive a broken mcoll-info: its own test fails
+            pass
+    pairs = []
+    for coll, algs in sorted(found.items()):
+        for alg, desc in sorted(algs.items()):
+            only = re.search(r"\((\w+) only", desc)
+            skip = f"registry: {alg} is for {only.group(1)} only" if only and only.group(1) != coll else None
+            pairs.append((coll, alg, skip))
+    return pairs
+
+
+FORCED = [("openmpi", 5, None), ("mpich", 3, "nodes=2")]
+
+
+@pytest.mark.parametrize("flavour,np,topo,coll,alg", [
+    flavour_param(f, n, t or "flat", coll, alg, skip=skip)
+    for f, n, t in FORCED for coll, alg, skip in registered_algorithms(f)])
+def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
+    topo = None if topo == "flat" else topo
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--colls", coll, "--seed", seed_for(request)]
+    env = {**BASE_ENV, **topo_env(topo), f"MCOLL_ALG_{coll.upper()}": alg, "MCOLL_VERBOSE": "1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    counts = parse_verbose_report(result.stderr).get(coll, {})
+    assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
+
+
+def test_info_lists_algorithms():
+    for flavour in BUILD.flavours:
+        algs = mpijob.mcoll_algorithms(BUILD, flavour)
+        assert "bcast" in algs and {"shm_pipeline", "cma"} <= set(algs["bcast"]), algs
+        assert "barrier" in algs, algs
+    if not BUILD.flavours:
+        pytest.skip("build/: no flavour built")
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_verbose_report(request, flavour):
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, 4) + ["--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_TOPO": "nodes=2"}
+    result = run_job(mpiexec_argv(flavour, 4, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    report = parse_verbose_report(result.stderr)
+    for coll in ("barrier", "bcast"):
+        counts = report.get(coll)
+        assert counts, f"no '{coll} calls=' line in the report\n{result.describe()}"
+        algs = {k: v for k, v in counts.items() if k not in ("calls", "fallback", "passthrough")}
+        assert counts["calls"] > 0 and sum(algs.values()) > 0, f"{coll}: no mcoll algorithm ran: {counts}"
+        assert counts["fallback"] == 0, f"{coll}: fallbacks: {counts}"
+    fallbacks = {c: n["fallback"] for c, n in report.items() if n.get("fallback")}
+    assert not fallbacks, f"fallbacks: {fallbacks}\n{result.describe()}"
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_linked_build(request, flavour):
+    """mcoll linked with -lmcoll ahead of the MPI, started by the plain mpiexec."""
+    program = BUILD.bin(flavour, "mcoll-test-coll-linked")
+    args = coll_args(flavour, 3) + ["--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"}
+    result = run_job(mpiexec_argv(flavour, 3, program, args, mcoll=False), env, JOB_TIMEOUT)
+    check_passed(result)
+    bcast = parse_verbose_report(result.stderr).get("bcast", {})
+    algs = sum(v for k, v in bcast.items() if k not in ("calls", "fallback", "passthrough"))
+    assert algs > 0, f"mcoll did not take over bcast in the linked build: {bcast}\n{result.describe()}"
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_disabled_passes_through(request, flavour):
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, 3) + ["--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_DISABLE": "1", "MCOLL_VERBOSE": "1", "MCOLL_TOPO": "nodes=2"}
+    result = run_job(mpiexec_argv(flavour, 3, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    ran = {c: n for c, n in parse_verbose_report(result.stderr).items()
+           if any(v for k, v in n.items() if k not in ("calls", "fallback", "passthrough"))}
+    assert not ran, f"MCOLL_DISABLE=1 but mcoll algorithms ran: {ran}"
+
+
+ASAN_RUNS = [("openmpi", 4, "nodes=2"), ("mpich", 3, "sockets=2")]
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t, build=ASAN) for f, n, t in ASAN_RUNS])
+def test_coll_asan(request, flavour, np, topo):
+    """The ASan+UBSan build; leak checking off: both MPIs leak at exit on their own."""
+    program = ASAN.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--seed", seed_for(request)]
+    env = {**BASE_ENV, **topo_env(topo), "MCOLL_BUILD_DIR": str(ASAN.path),
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_errors_same_as_native(flavour):
+    """Invalid arguments reach the error handler with the same class as without mcoll."""
+    program = BUILD.bin(flavour, "mcoll-test-errors")
+    native = run_job(mpiexec_argv(flavour, 3, program, mcoll=False), {}, 120)
+    with_mcoll = run_job(mpiexec_argv(flavour, 3, program), {**BASE_ENV, "MCOLL_TOPO": "nodes=2"}, 120)
+    assert native.returncode == 0 and "test_errors: done" in native.stdout, native.describe()
+    cases = [line for line in native.stdout.splitlines() if ": " in line and "skipped" not in line]
+    assert cases and not [c for c in cases if c.endswith("MPI_SUCCESS")], native.stdout
+    assert with_mcoll.returncode == 0, with_mcoll.describe()
+    diff = "\n".join(difflib.unified_diff(native.stdout.splitlines(), with_mcoll.stdout.splitlines(),
+                                         "native", "with mcoll", lineterm=""))
+    assert not diff, f"error classes differ from the native run:\n{diff}\n{with_mcoll.describe()}"
+
+
+KILL_RUNS = [("openmpi", None, 20, {}), ("openmpi", "nodes=2", 37, {}),
+             ("openmpi", None, 45, {"MCOLL_ALG_BCAST": "cma"}), ("mpich", None, 20, {}),
+             ("mpich", "nodes=2", 37, {})]
+
+
+@pytest.mark.parametrize("flavour,topo,kill_after,extra", [
+    pytest.param(f, t, k, e, id=f"{f}-{t or 'flat'}-after{k}{''.join('-' + v for v in e.values())}",
+                 marks=[] if f in BUILD.flavours else [pytest.mark.skip(reason=f"build/{f} not built")])
+    for f, t, k, e in KILL_RUNS])
+def test_killed_rank(flavour, topo, kill_after, extra):
+    """A rank SIGKILLed in a bcast loop: the job ends within 30 s with an error and
+    leaves no shared-memory file (run_job checks the files and stray processes)."""
+    program = BUILD.bin(flavour, "mcoll-test-kill")
+    result = run_job(mpiexec_argv(flavour, 4, program, [kill_after]),
+                     {**BASE_ENV, **topo_env(topo), **extra}, timeout=30, expect_timeout=True)
+    assert result.seconds < 30, f"the job did not end within 30 s after the kill\n{result.describe()}"
+    assert result.returncode != 0, result.describe()
+    assert re.search(r"kills itself after iteration", result.stderr), result.describe()

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# run.sh: build mcoll (release and ASan+UBSan) and run every test in tests/py.
+# Extra arguments go to pytest, e.g. tests/run.sh -k openmpi -x
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh" --asan
+cd "$root"
+exec python3 -m pytest -q -rs tests/py "$@"
