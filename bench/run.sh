@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# bench/run.sh: the benchmark of record. Builds mcoll (scripts/setup.sh), then for every
+# MPI flavour built runs mcoll-bench under mcollrun -- the host MPI's collectives and
+# mcoll's, alternating in one job -- at 2 ranks bound to cores and at 4 and 8 ranks
+# (oversubscribed on this machine, unbound), and writes to bench/results/:
+#   <stamp>-<flavour>-np<N>.json   results (tools/py/mcoll_report.py reads them)
+#   <stamp>-<flavour>-np<N>.txt    the table mcoll-bench printed
+#   <stamp>.md, <stamp>.png        all runs in one table and one plot
+#   <stamp>-command.txt            the exact commands
+#
+# usage: bench/run.sh [--colls LIST|all] [--np "2 4 8"] [--flavours "openmpi mpich"]
+#                     [--no-check] [--no-setup] [--no-mcoll] [--build DIR]
+#   --colls     collectives (default barrier,bcast; env MCOLL_BENCH_COLLS); the
+#               default run takes ~2 minutes on 2 cores, all collectives ~10-15
+#   --np        rank counts (env MCOLL_BENCH_NP)
+#   --flavours  MPI flavours (default: every build/<flavour> with mcoll-bench)
+#   --no-check  do not check results (mcoll-bench -c is on by default)
+#   --no-setup  use the existing build instead of running scripts/setup.sh
+#   --no-mcoll  plain mpiexec, no preload: the pipeline without the library (ratios ~1)
+set -euo pipefail
+root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+
+colls=${MCOLL_BENCH_COLLS:-barrier,bcast}
+nps=${MCOLL_BENCH_NP:-2 4 8}
+flavours=${MCOLL_BENCH_FLAVOURS:-}
+build=$root/build
+check=1 setup=1 preload=1
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --colls) colls=$2; shift 2 ;;
+    --np) nps=$2; shift 2 ;;
+    --flavours) flavours=$2; shift 2 ;;
+    --build) build=$(readlink -f "$2"); shift 2 ;;
+    --no-check) check=0; shift ;;
+    --no-setup) setup=0; shift ;;
+    --no-mcoll) preload=0; shift ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if [[ $setup -eq 1 ]]; then
+  "$root/scripts/setup.sh"
+fi
+if [[ -z $flavours ]]; then
+  for dir in "$build"/*/; do
+    [[ -x $dir/bin/mcoll-bench ]] && flavours+="$(basename "$dir") "
+  done
+fi
+[[ -n $flavours ]] || { echo "run.sh: no mcoll-bench under $build/*/bin" >&2; exit 2; }
+
+cores=$(nproc)
+ncolls=16
+[[ $colls == all ]] || ncolls=$(tr ',' '\n' <<<"$colls" | grep -c .)
+job_timeout=300
+[[ $ncolls -gt 4 ]] && job_timeout=600
+
+# Size sweep per job, so that the whole run stays within minutes. Oversubscribed
+# ranks are slow: Open MPI yields, MPICH spins without yielding and a collective
+# then costs scheduler time slices (ms), so MPICH gets a short, coarse sweep. With
+# many collectives (--colls all) sweeps are coarser, and oversubscribed jobs skip
+# buffers past -M (n blocks for alltoall, allgather, ...), whose calls take seconds.
+sweep_args() {  # flavour np -> array sweep
+  local load=bound count=few
+  [[ $2 -gt $cores ]] && load=oversubscribed
+  [[ $ncolls -gt 4 ]] && count=many
+  case $1-$load-$count in
+    *-bound-few) sweep=(-b 8 -e 16M -f 2) ;;
+    *-bound-many) sweep=(-b 8 -e 16M -f 4) ;;
+    mpich-oversubscribed-few) sweep=(-b 8 -e 1M -f 4 -T 1) ;;
+    mpich-oversubscribed-many) sweep=(-b 8 -e 256K -f 8 -M 2M -T 1 -r 7) ;;
+    *-oversubscribed-few) sweep=(-b 8 -e 16M -f 2) ;;
+    *-oversubscribed-many) sweep=(-b 8 -e 16M -f 4 -M 16M) ;;
+  esac
+}
+
+launcher() {  # flavour np -> array launch: the command up to the program
+  local flavour=$1 np=$2 bind=()
+  if [[ $np -le $cores ]]; then
+    if [[ $flavour == mpich ]]; then bind=(-bind-to core); else bind=(--bind-to core); fi
+  elif [[ $flavour == openmpi ]]; then
+    bind=(--bind-to none)  # oversubscribed: unbound (MPICH's hydra binds only if asked)
+  fi
+  if [[ $preload -eq 1 ]]; then
+    launch=("$root/bin/mcollrun" --mpi "$flavour" --build "$build" -np "$np" "${bind[@]}")
+  elif [[ $flavour == openmpi ]]; then
+    launch=(mpiexec.openmpi --allow-run-as-root --oversubscribe -np "$np" "${bind[@]}")
+  else
+    launch=(mpiexec.mpich -np "$np" "${bind[@]}")
+  fi
+}
+
+results=$root/bench/results
+mkdir -p "$results"
+stamp=$(date +%Y%m%d-%H%M)
+commands=$results/$stamp-command.txt
+{
+  echo "# bench/run.sh $stamp on $(hostname), $cores cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none)"
+  echo "# colls=$colls np=($nps) flavours=($flavours) check=$check mcoll=$preload"
+} >"$commands"
+
+jsons=() failed=()
+for flavour in $flavours; do
+  for np in $nps; do
+    name=$stamp-$flavour-np$np
+    launcher "$flavour" "$np"
+    sweep_args "$flavour" "$np"
+    cmd=(timeout "$job_timeout" "${launch[@]}" "$build/$flavour/bin/mcoll-bench" -C "$colls" "${sweep[@]}")
+    [[ $check -eq 1 ]] && cmd+=(-c)
+    cmd+=(-o "$results/$name.json")
+    printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"
+    echo >>"$commands"
+    echo "== $flavour, $np ranks: ${cmd[*]}"
+    if ! "${cmd[@]}" | tee "$results/$name.txt"; then
+      echo "run.sh: $flavour np$np failed (exit ${PIPESTATUS[0]})" >&2
+      failed+=("$flavour-np$np")
+    fi
+    # A job cut short leaves the rows it finished, marked "complete": false.
+    [[ -s $results/$name.json ]] && jsons+=("$results/$name.json")
+  done
+done
+
+if [[ ${#jsons[@]} -gt 0 ]]; then
+  report=(python3 "$root/tools/py/mcoll_report.py" "${jsons[@]}"
+          --md "$results/$stamp.md" --png "$results/$stamp.png")
+  printf '%q ' "${report[@]}" | sed 's/ $//' >>"$commands"
+  echo >>"$commands"
+  "${report[@]}"
+  echo
+  cat "$results/$stamp.md"
+fi
+echo
+echo "run.sh: results in $results/$stamp-*  (commands: $commands)"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "run.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

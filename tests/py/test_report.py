@@ -1,0 +1,119 @@
+"""Tests of tools/py/mcoll_report.py on small synthetic mcoll-bench results."""
+
+import copy
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "py"))
+import mcoll_report as report  # noqa: E402
+
+
+def make_result(coll, nbytes, native_us, mcoll_us, busbw_factor=1.0):
+    total = nbytes
+    native_gbs = total / native_us / 1e3 if nbytes else None
+    mcoll_gbs = total / mcoll_us / 1e3 if nbytes else None
+    return {
+        "coll": coll, "bytes": nbytes, "total_bytes": total, "count": nbytes // 4,
+        "iters": 10, "warmup": 1, "native_us": native_us, "mcoll_us": mcoll_us,
+        "ratio": native_us / mcoll_us,
+        "algbw_native_gbs": native_gbs, "algbw_mcoll_gbs": mcoll_gbs,
+        "busbw_native_gbs": native_gbs * busbw_factor if nbytes else None,
+        "busbw_mcoll_gbs": mcoll_gbs * busbw_factor if nbytes else None,
+        "memcpy_gbs": 40.0 if nbytes else None,
+        "native_samples_us": [native_us] * 7, "mcoll_samples_us": [mcoll_us] * 7,
+    }
+
+
+@pytest.fixture
+def doc():
+    return {
+        "tool": "mcoll-bench", "format": 1, "argv": ["mcoll-bench", "-C", "barrier,allreduce"],
+        "mpi_library": "Open MPI v4.1.4, package: Debian OpenMPI\nmore", "flavour": "openmpi",
+        "nprocs": 2, "hostname": "vm", "date": "2025-01-01T00:00:00+0000",
+        "mcoll_loaded": True, "mcoll_version": "0.1.0", "rounds": 7, "iters": 0,
+        "warmup": -1, "results": [
+            make_result("barrier", 0, 1.0, 0.5),
+            make_result("allreduce", 8, 2.0, 1.0, busbw_factor=1.0),
+            make_result("allreduce", 1024, 4.0, 5.0, busbw_factor=1.0),
+            make_result("allreduce", 1 << 20, 250.0, 100.0, busbw_factor=1.0),
+        ],
+    }
+
+
+def write_json(path, data):
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_table_rows_one_per_result(doc):
+    rows = report.table_rows([doc])
+    assert len(rows) == 4
+    assert rows[0] == ["openmpi np2", "barrier", "0 B", "1.00", "0.50", "2.00", "-", "-"]
+    assert rows[1][:6] == ["openmpi np2", "allreduce", "8 B", "2.00", "1.00", "2.00"]
+    assert rows[3][2:6] == ["1 MiB", "250.0", "100.0", "2.50"]
+    assert rows[3][6:] == ["4.19", "10.49"]
+    assert all(len(r) == len(report.TABLE_HEADER) for r in rows)
+
+
+def test_ratio_formatting():
+    assert report.format_ratio(2.0) == "2.00"
+    assert report.format_ratio(0.456) == "0.46"
+    assert report.format_ratio(None) == "-"
+    assert report.format_ratio(math.nan) == "-"
+
+
+def test_ratio_computed_when_missing(doc):
+    row = dict(doc["results"][2], ratio=None)
+    assert report.ratio_of(row) == pytest.approx(0.8)
+
+
+def test_sizes_and_times_formatting():
+    assert report.format_size(8) == "8 B"
+    assert report.format_size(4096) == "4 KiB"
+    assert report.format_size(1536 * 1024) == "1.5 MiB"
+    assert report.format_size(16 << 20) == "16 MiB"
+    assert report.format_us(1234.5) == "1234"
+    assert report.format_us(12.345) == "12.3"
+
+
+def test_series_label_marks_runs_without_mcoll(doc):
+    assert report.series_label(doc) == "openmpi np2"
+    assert report.series_label(dict(doc, mcoll_loaded=False)) == "openmpi np2 (no mcoll)"
+    assert report.series_label(dict(doc, complete=False)) == "openmpi np2 (partial)"
+
+
+def test_markdown_has_header_metadata_and_rows(doc):
+    text = report.render_markdown([doc])
+    lines = text.splitlines()
+    header = "| " + " | ".join(report.TABLE_HEADER) + " |"
+    assert header in lines
+    assert "Open MPI v4.1.4, package: Debian OpenMPI" in text
+    assert sum(line.startswith("| openmpi np2 |") for line in lines) == 4
+
+
+def test_load_rejects_other_json(tmp_path):
+    path = write_json(tmp_path / "other.json", {"hello": 1})
+    with pytest.raises(ValueError):
+        report.load_result(path)
+
+
+def test_main_writes_markdown_and_png_for_two_series(doc, tmp_path):
+    other = copy.deepcopy(doc)
+    other.update(flavour="mpich", nprocs=4)
+    a = write_json(tmp_path / "a.json", doc)
+    b = write_json(tmp_path / "b.json", other)
+    md, png = tmp_path / "out.md", tmp_path / "out.png"
+    assert report.main([str(a), str(b), "--md", str(md), "--png", str(png)]) == 0
+    text = md.read_text(encoding="utf-8")
+    assert "| mpich np4 | allreduce |" in text
+    assert png.stat().st_size > 1000
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_main_fails_cleanly_on_missing_file(tmp_path, capsys):
+    assert report.main([str(tmp_path / "missing.json")]) == 1
+    assert "mcoll_report" in capsys.readouterr().err

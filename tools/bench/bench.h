@@ -1,0 +1,113 @@
+/* mcoll-bench internals shared by its files:
+ *   bench_colls.c   the collectives: calls, buffer layouts, send data, result checks
+ *   bench_output.c  the stdout table and the JSON file
+ *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
+#ifndef MCOLL_BENCH_H
+#define MCOLL_BENCH_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define BENCH_NCOLLS 16
+
+/* The same calls twice: once straight into the host MPI, once through whatever
+ * MPI_* resolves to (mcoll when preloaded, the host MPI otherwise). */
+struct mpi_api {
+    const char *label;
+    int (*barrier)(MPI_Comm);
+    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*reduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm);
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*allgatherv)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                      MPI_Datatype, MPI_Comm);
+    int (*gather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*gatherv)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                   MPI_Datatype, int, MPI_Comm);
+    int (*scatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*scatterv)(const void *, const int[], const int[], MPI_Datatype, void *, int,
+                    MPI_Datatype, int, MPI_Comm);
+    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+    int (*alltoallv)(const void *, const int[], const int[], MPI_Datatype, void *,
+                     const int[], const int[], MPI_Datatype, MPI_Comm);
+    int (*reduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*reduce_scatter)(const void *, void *, const int[], MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*scan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*exscan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+};
+
+extern const struct mpi_api bench_native_api, bench_mcoll_api;
+
+struct coll_desc;
+
+/* One (collective, size) with its buffers, identical in shape on every rank. */
+struct row {
+    const struct coll_desc *coll;
+    const char *name;
+    MPI_Comm comm;
+    int rank, nprocs, root;
+    MPI_Datatype type;
+    size_t elem;
+    int count;           /* elements per block */
+    size_t block;        /* bytes per block: the "bytes" column */
+    size_t total;        /* bytes of the largest buffer: algbw = total / time */
+    double busbw_factor; /* nccl-tests: busbw = algbw * factor */
+    void *send, *recv;
+    size_t send_bytes, recv_bytes;
+    int *counts, *displs; /* the v-variants use equal blocks */
+    void *expect;         /* the result this rank must hold; NULL: none or unchecked */
+};
+
+const char *bench_coll_name(int coll);
+int bench_coll_index(const char *name); /* -1 if unknown */
+
+/* Sizes a row of collective `coll` for `bytes` requested (rounded down to whole
+ * elements); false if that leaves nothing to move. */
+bool bench_row_init(struct row *r, int coll, size_t bytes, MPI_Comm comm, int root);
+/* Buffers, send data, and with check the expected result. */
+void bench_row_alloc(struct row *r, bool check);
+void bench_row_free(struct row *r);
+/* One call of the row's collective; aborts the job if it fails. */
+void bench_run(const struct mpi_api *api, const struct row *r);
+/* Wrong result elements on this rank, the first one reported on stderr. */
+long bench_check_result(const struct row *r, const char *label);
+
+_Noreturn void bench_die(MPI_Comm comm, const char *what);
+void *bench_alloc_pages(size_t bytes);
+
+struct options {
+    size_t min_bytes, max_bytes, max_buffer;
+    double factor;
+    int iters, warmup, rounds, max_iters, root; /* iters 0, warmup -1: adapt */
+    double round_seconds;
+    bool check;
+    bool want[BENCH_NCOLLS];
+    const char *json_path;
+};
+
+struct result {
+    const char *coll;
+    size_t bytes, total;
+    int count, iters, warmup;
+    double busbw_factor;
+    double native, mcoll;   /* seconds per call, medians over rounds */
+    double memcpy_gbs;      /* single-thread memcpy of total bytes */
+    double *native_samples, *mcoll_samples; /* one per round */
+};
+
+struct run_info {
+    int argc;
+    char **argv;
+    const char *mpi_version, *flavour, *mcoll_version; /* mcoll_version NULL: not loaded */
+    char hostname[256], date[64];
+    int nprocs;
+};
+
+void bench_print_header(const struct run_info *ri, const struct options *o);
+void bench_print_result(const struct result *s);
+/* Rewritten after every row, so that a job cut short still leaves its rows. */
+void bench_write_json(const char *path, const struct run_info *ri, const struct options *o,
+                      const struct result *res, int nres, bool complete);
+
+#endif

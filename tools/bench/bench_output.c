@@ -1,0 +1,171 @@
+/* mcoll-bench's output: the table on stdout and the JSON file (tools/py reads it). */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static double gbs(size_t bytes, double seconds)
+{
+    return bytes / seconds / 1e9;
+}
+
+void bench_print_header(const struct run_info *ri, const struct options *o)
+{
+    const char *v = ri->mpi_version;
+    printf("# mcoll-bench: native = PMPI_* (host MPI), mcoll = MPI_* (intercepted)\n");
+    printf("# mpi: %.*s\n", (int)strcspn(v, "\n"), v);
+    if (ri->mcoll_version)
+        printf("# mcoll %s loaded\n", ri->mcoll_version);
+    else
+        printf("# mcoll NOT loaded: MPI_* is the host MPI, ratios are ~1\n");
+    printf("# nprocs %d on %s, %s, rounds %d, ", ri->nprocs, ri->hostname, ri->date, o->rounds);
+    if (o->iters > 0)
+        printf("iters %d", o->iters);
+    else
+        printf("iters adapted (block >= %g ms, <= %d)", o->round_seconds * 1e3, o->max_iters);
+    if (o->warmup >= 0)
+        printf(", warmup %d", o->warmup);
+    else
+        printf(", warmup iters/10");
+    printf(", root %d, check %s\n", o->root, o->check ? "on" : "off");
+    printf("# bytes: per-rank block for allgather*, gather*, scatter*, alltoall*, "
+           "reduce_scatter*; whole buffer otherwise. total: largest buffer\n");
+    printf("# time: median over rounds of the slowest rank's time per call. "
+           "ratio = native/mcoll (> 1: mcoll faster)\n");
+    printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "coll", "bytes",
+           "total", "iters", "native_us", "mcoll_us", "ratio", "algbw_n", "algbw_m", "busbw_n",
+           "busbw_m", "memcpy");
+    printf("# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "", "", "", "", "", "",
+           "", "GB/s", "GB/s", "GB/s", "GB/s", "GB/s");
+    fflush(stdout);
+}
+
+void bench_print_result(const struct result *s)
+{
+    printf("  %-20s %10zu %10zu %6d %11.2f %11.2f %7.2f", s->coll, s->bytes, s->total, s->iters,
+           s->native * 1e6, s->mcoll * 1e6, s->native / s->mcoll);
+    if (s->total == 0) {
+        printf(" %8s %8s %8s %8s %8s\n", "-", "-", "-", "-", "-");
+    } else {
+        double an = gbs(s->total, s->native), am = gbs(s->total, s->mcoll);
+        printf(" %8.2f %8.2f %8.2f %8.2f %8.2f\n", an, am, an * s->busbw_factor,
+               am * s->busbw_factor, s->memcpy_gbs);
+    }
+    fflush(stdout);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* JSON has no NaN: the bandwidths of size-0 rows are null. */
+static void json_number(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+static void json_key_number(FILE *f, const char *key, double v)
+{
+    fprintf(f, ", \"%s\": ", key);
+    json_number(f, v);
+}
+
+static void json_samples_us(FILE *f, const char *key, const double *v, int n)
+{
+    fprintf(f, ",\n     \"%s\": [", key);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ", " : "", f);
+        json_number(f, v[i] * 1e6);
+    }
+    fputc(']', f);
+}
+
+static void json_result(FILE *f, const struct result *s, int rounds)
+{
+    double an = s->total ? gbs(s->total, s->native) : NAN;
+    double am = s->total ? gbs(s->total, s->mcoll) : NAN;
+    fprintf(f, "    {\"coll\": \"%s\", \"bytes\": %zu, \"total_bytes\": %zu, \"count\": %d",
+            s->coll, s->bytes, s->total, s->count);
+    fprintf(f, ", \"iters\": %d, \"warmup\": %d,\n     \"native_us\": ", s->iters, s->warmup);
+    json_number(f, s->native * 1e6);
+    json_key_number(f, "mcoll_us", s->mcoll * 1e6);
+    json_key_number(f, "ratio", s->native / s->mcoll);
+    fputs(",\n     \"algbw_native_gbs\": ", f);
+    json_number(f, an);
+    json_key_number(f, "algbw_mcoll_gbs", am);
+    json_key_number(f, "busbw_native_gbs", an * s->busbw_factor);
+    json_key_number(f, "busbw_mcoll_gbs", am * s->busbw_factor);
+    json_key_number(f, "memcpy_gbs", s->total ? s->memcpy_gbs : NAN);
+    json_samples_us(f, "native_samples_us", s->native_samples, rounds);
+    json_samples_us(f, "mcoll_samples_us", s->mcoll_samples, rounds);
+    fputs("}", f);
+}
+
+void bench_write_json(const char *path, const struct run_info *ri, const struct options *o,
+                      const struct result *res, int nres, bool complete)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "mcoll-bench: cannot write %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "{\n  \"tool\": \"mcoll-bench\",\n  \"format\": 1,\n  \"complete\": %s,\n",
+            complete ? "true" : "false");
+    fputs("  \"argv\": [", f);
+    for (int i = 0; i < ri->argc; i++) {
+        fputs(i ? ", " : "", f);
+        json_string(f, ri->argv[i]);
+    }
+    fputs("],\n  \"mpi_library\": ", f);
+    json_string(f, ri->mpi_version);
+    fputs(",\n  \"flavour\": ", f);
+    json_string(f, ri->flavour);
+    fprintf(f, ",\n  \"nprocs\": %d,\n  \"hostname\": ", ri->nprocs);
+    json_string(f, ri->hostname);
+    fputs(",\n  \"date\": ", f);
+    json_string(f, ri->date);
+    fprintf(f, ",\n  \"mcoll_loaded\": %s,\n  \"mcoll_version\": ",
+            ri->mcoll_version ? "true" : "false");
+    if (ri->mcoll_version)
+        json_string(f, ri->mcoll_version);
+    else
+        fputs("null", f);
+    fprintf(f,
+            ",\n  \"rounds\": %d,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
+            "  \"round_target_ms\": %g,\n  \"max_iters\": %d,\n  \"root\": %d,\n"
+            "  \"check\": %s,\n",
+            o->rounds, o->iters, o->warmup, o->round_seconds * 1e3, o->max_iters, o->root,
+            o->check ? "true" : "false");
+    fputs("  \"notes\": {\"iters\": \"0 (warmup -1): adapted per result\", "
+          "\"bytes\": \"per-rank block for allgather(v), gather(v), scatter(v), alltoall(v), "
+          "reduce_scatter(_block); whole buffer otherwise\", "
+          "\"total_bytes\": \"largest buffer on a rank; algbw = total_bytes / time\", "
+          "\"times\": \"per call, slowest rank, median over rounds\"},\n"
+          "  \"results\": [\n",
+          f);
+    for (int i = 0; i < nres; i++) {
+        json_result(f, &res[i], o->rounds);
+        fputs(i + 1 < nres ? ",\n" : "\n", f);
+    }
+    fputs("  ]\n}\n", f);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        fprintf(stderr, "mcoll-bench: error writing %s\n", path);
+}

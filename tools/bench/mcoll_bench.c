@@ -1,0 +1,403 @@
+/* mcoll-bench: the host MPI's collectives (PMPI_*) against mcoll's (MPI_*, which mcoll
+ * intercepts when preloaded), timed in one job, alternating, in the nccl-tests style.
+ *
+ * Sizes ("bytes"): the per-rank block for allgather(v), gather(v), scatter(v),
+ * alltoall(v) and reduce_scatter(_block) -- what one rank contributes to, or receives
+ * from, one peer; the whole buffer for bcast, reduce, allreduce, scan and exscan.
+ * "total" is the size of the largest buffer on a rank (n blocks, or the whole buffer);
+ * algorithm bandwidth is total / time, bus bandwidth applies the nccl-tests factor.
+ * Reductions sum floats, so their sizes are rounded down to a multiple of 4 bytes.
+ *
+ * Each round runs a native and an mcoll block (which goes first alternates); a block is
+ * warm-up calls, a barrier, then the timed calls. A round's time per call is the
+ * maximum over ranks; a row reports the median over rounds. */
+#include "bench.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double *alloc_doubles(int n)
+{
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v)
+        bench_die(MPI_COMM_WORLD, "out of memory");
+    return v;
+}
+
+static double median(const double *v, int n)
+{
+    double *s = alloc_doubles(n);
+    memcpy(s, v, sizeof(double) * (size_t)n);
+    for (int i = 1; i < n; i++) /* rounds are few: insertion sort */
+        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
+            double t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    free(s);
+    return m;
+}
+
+/* Seconds per call of `iters` calls after `warmup` calls, the slowest rank's. */
+static double time_block(const struct mpi_api *api, const struct row *r, int warmup, int iters)
+{
+    for (int i = 0; i < warmup; i++)
+        bench_run(api, r);
+    PMPI_Barrier(r->comm);
+    double start = now_seconds();
+    for (int i = 0; i < iters; i++)
+        bench_run(api, r);
+    double per_call = (now_seconds() - start) / iters;
+    PMPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, r->comm);
+    return per_call;
+}
+
+/* Per-call time, over blocks of 4x more calls until one is long enough to trust; the
+ * last block runs twice, so that one preempted block cannot shrink the count. */
+static double probe_call_seconds(const struct mpi_api *api, const struct row *r,
+                                 const struct options *o)
+{
+    for (int n = 1;; n *= 4) {
+        double t = time_block(api, r, 0, n);
+        if (t * n >= o->round_seconds / 4 || n >= o->max_iters)
+            return fmin(t, time_block(api, r, 0, n));
+    }
+}
+
+/* The same on every rank, as the probed times are maxima over ranks. The faster side
+ * sets the count; a much slower side may not stretch its blocks past 4x the target. */
+static int choose_iters(const struct row *r, const struct options *o)
+{
+    if (o->iters > 0)
+        return o->iters;
+    double t_native = probe_call_seconds(&bench_native_api, r, o);
+    double t_mcoll = probe_call_seconds(&bench_mcoll_api, r, o);
+    double fast = fmax(fmin(t_native, t_mcoll), 1e-9);
+    double slow = fmax(fmax(t_native, t_mcoll), 1e-9);
+    double n = fmin(ceil(o->round_seconds / fast), ceil(4 * o->round_seconds / slow));
+    n = fmin(n, o->max_iters);
+    return n < 1 ? 1 : (int)n;
+}
+
+/* Through a volatile pointer, so that the compiler keeps copies nobody reads. */
+static void *(*volatile copy_bytes)(void *, const void *, size_t) = memcpy;
+
+/* Median seconds per single-thread memcpy of `bytes`. */
+static double memcpy_seconds(size_t bytes, const struct options *o)
+{
+    uint8_t *src = bench_alloc_pages(bytes), *dst = bench_alloc_pages(bytes);
+    memset(src, 1, bytes);
+    memset(dst, 0, bytes);
+    double start = now_seconds();
+    copy_bytes(dst, src, bytes);
+    double once = fmax(now_seconds() - start, 1e-9);
+    int reps = (int)fmin(fmax(ceil(o->round_seconds / 2 / once), 1), 1e6);
+    double *samples = alloc_doubles(o->rounds);
+    for (int k = 0; k < o->rounds; k++) {
+        start = now_seconds();
+        for (int i = 0; i < reps; i++)
+            copy_bytes(dst, src, bytes);
+        samples[k] = (now_seconds() - start) / reps;
+    }
+    double m = median(samples, o->rounds);
+    free(samples);
+    free(src);
+    free(dst);
+    return m;
+}
+
+/* memcpy GB/s by size, measured once per size in a job. */
+struct memcpy_rates {
+    int n, cap;
+    size_t *bytes;
+    double *gbs;
+};
+
+/* Collective: rank 0 measures while the others sleep rather than spin in MPI, so that
+ * it has a core to itself. The rate is only meaningful on rank 0. */
+static double memcpy_gbs(struct memcpy_rates *mr, size_t bytes, const struct options *o,
+                         MPI_Comm comm, int rank)
+{
+    for (int i = 0; i < mr->n; i++)
+        if (mr->bytes[i] == bytes)
+            return mr->gbs[i];
+    if (mr->n == mr->cap) {
+        mr->cap = mr->cap ? 2 * mr->cap : 32;
+        mr->bytes = realloc(mr->bytes, sizeof *mr->bytes * (size_t)mr->cap);
+        mr->gbs = realloc(mr->gbs, sizeof *mr->gbs * (size_t)mr->cap);
+        if (!mr->bytes || !mr->gbs)
+            bench_die(comm, "out of memory");
+    }
+    double gbs = rank == 0 ? bytes / memcpy_seconds(bytes, o) / 1e9 : 0;
+    MPI_Request req;
+    PMPI_Ibarrier(comm, &req);
+    for (int done = 0; !done;) {
+        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+    mr->bytes[mr->n] = bytes;
+    mr->gbs[mr->n++] = gbs;
+    return gbs;
+}
+
+static void check_block(const struct mpi_api *api, const struct row *r)
+{
+    long wrong = bench_check_result(r, api->label);
+    PMPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, r->comm);
+    if (wrong) {
+        if (r->rank == 0)
+            fprintf(stderr, "mcoll-bench: %s %s %zu B: %ld wrong elements in all\n",
+                    api->label, r->name, r->block, wrong);
+        bench_die(r->comm, "aborting on wrong results");
+    }
+}
+
+static void bench_row(const struct row *r, const struct options *o, struct result *res)
+{
+    bench_run(&bench_native_api, r); /* first calls set things up: never timed */
+    bench_run(&bench_mcoll_api, r);
+    int iters = choose_iters(r, o);
+    int warmup = o->warmup >= 0 ? o->warmup : iters / 10;
+    res->native_samples = alloc_doubles(o->rounds);
+    res->mcoll_samples = alloc_doubles(o->rounds);
+    for (int k = 0; k < o->rounds; k++) {
+        for (int side = 0; side < 2; side++) {
+            bool native = (side == 0) == (k % 2 == 0);
+            const struct mpi_api *api = native ? &bench_native_api : &bench_mcoll_api;
+            if (o->check) /* a collective that writes nothing must not pass */
+                memset(r->recv, 0xA5, r->recv_bytes);
+            double t = time_block(api, r, warmup, iters);
+            (native ? res->native_samples : res->mcoll_samples)[k] = t;
+            if (o->check)
+                check_block(api, r);
+        }
+    }
+    res->coll = r->name;
+    res->bytes = r->block;
+    res->total = r->total;
+    res->count = r->count;
+    res->iters = iters;
+    res->warmup = warmup;
+    res->busbw_factor = r->busbw_factor;
+    res->native = median(res->native_samples, o->rounds);
+    res->mcoll = median(res->mcoll_samples, o->rounds);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
+            "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
+            "                   [-T block_ms] [-N max_iters] [-M max_buffer]\n"
+            "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
+            "  -f       size factor (default 2)\n"
+            "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
+            "  -w       warm-up calls per block (default iters/10)\n"
+            "  -r       rounds, each one native and one mcoll block (default 9)\n"
+            "  -c       check the results of every block, abort on a mismatch\n"
+            "  -C       comma list of collectives, or all (default barrier,bcast)\n"
+            "  -R       root of the rooted collectives (default 0)\n"
+            "  -o       write the results as JSON\n"
+            "  -T       milliseconds per block when adapting -n (default 2)\n"
+            "  -N       most calls per block when adapting (default 10000)\n"
+            "  -M       skip sizes whose largest buffer exceeds this (default 256M)\n"
+            "collectives:");
+    for (int i = 0; i < BENCH_NCOLLS; i++)
+        fprintf(stderr, " %s", bench_coll_name(i));
+    fputc('\n', stderr);
+}
+
+static bool parse_bytes(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = 1;
+    switch (*end) {
+    case 'k': case 'K': unit = 1024.0; end++; break;
+    case 'm': case 'M': unit = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': unit = 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (errno || end == s || *end || v < 0)
+        return false;
+    *out = (size_t)(v * unit);
+    return true;
+}
+
+static bool parse_colls(const char *list, bool want[BENCH_NCOLLS])
+{
+    bool all = strcmp(list, "all") == 0;
+    for (int i = 0; i < BENCH_NCOLLS; i++)
+        want[i] = all;
+    if (all)
+        return true;
+    char *copy = strdup(list), *save = NULL;
+    bool ok = copy != NULL;
+    for (char *name = ok ? strtok_r(copy, ",", &save) : NULL; name && ok;
+         name = strtok_r(NULL, ",", &save)) {
+        int i = bench_coll_index(name);
+        if (i < 0)
+            fprintf(stderr, "mcoll-bench: unknown collective '%s'\n", name);
+        else
+            want[i] = true;
+        ok = i >= 0;
+    }
+    free(copy);
+    return ok;
+}
+
+static bool parse_options(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){.min_bytes = 8, .max_bytes = 16 << 20, .max_buffer = 256 << 20,
+                          .factor = 2, .warmup = -1, .rounds = 9, .max_iters = 10000,
+                          .round_seconds = 2e-3};
+    parse_colls("barrier,bcast", o->want);
+    int opt;
+    bool ok = true;
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:h")) != -1) {
+        switch (opt) {
+        case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
+        case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
+        case 'M': ok = parse_bytes(optarg, &o->max_buffer); break;
+        case 'f': o->factor = atof(optarg); ok = o->factor > 1; break;
+        case 'n': o->iters = atoi(optarg); ok = o->iters > 0; break;
+        case 'w': o->warmup = atoi(optarg); ok = o->warmup >= 0; break;
+        case 'r': o->rounds = atoi(optarg); ok = o->rounds > 0; break;
+        case 'N': o->max_iters = atoi(optarg); ok = o->max_iters > 0; break;
+        case 'T': o->round_seconds = atof(optarg) / 1e3; ok = o->round_seconds > 0; break;
+        case 'c': o->check = true; break;
+        case 'C': ok = parse_colls(optarg, o->want); break;
+        case 'R': o->root = atoi(optarg); break;
+        case 'o': o->json_path = optarg; break;
+        default: ok = false; break;
+        }
+    }
+    return ok && optind == argc && o->min_bytes <= o->max_bytes;
+}
+
+static const char *flavour_of(const char *mpi_version)
+{
+    if (strstr(mpi_version, "Open MPI"))
+        return "openmpi";
+    if (strstr(mpi_version, "MPICH"))
+        return "mpich";
+    return "unknown";
+}
+
+static void run_info_init(struct run_info *ri, int argc, char **argv, const char *mpi_version,
+                          int nprocs)
+{
+    *ri = (struct run_info){.argc = argc, .argv = argv, .mpi_version = mpi_version,
+                            .flavour = flavour_of(mpi_version), .nprocs = nprocs};
+    /* Without mcoll preloaded the symbol is absent and MPI_* is the host MPI. */
+    const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "mcoll_version");
+    ri->mcoll_version = version ? version() : NULL;
+    if (gethostname(ri->hostname, sizeof ri->hostname) != 0)
+        strcpy(ri->hostname, "unknown");
+    ri->hostname[sizeof ri->hostname - 1] = '\0';
+    time_t t = time(NULL);
+    strftime(ri->date, sizeof ri->date, "%Y-%m-%dT%H:%M:%S%z", localtime(&t));
+}
+
+static size_t next_size(size_t bytes, double factor)
+{
+    size_t next = (size_t)((double)bytes * factor);
+    return next > bytes ? next : bytes + 1;
+}
+
+static struct result *append_result(struct result **res, int *n, int *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *res = realloc(*res, sizeof **res * (size_t)*cap);
+        if (!*res)
+            bench_die(MPI_COMM_WORLD, "out of memory");
+    }
+    (*res)[*n] = (struct result){0};
+    return &(*res)[(*n)++];
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int rank, nprocs;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nprocs);
+
+    struct options o;
+    if (!parse_options(argc, argv, &o) || o.root < 0 || o.root >= nprocs) {
+        if (rank == 0)
+            usage();
+        MPI_Finalize();
+        return 2;
+    }
+    if (rank == 0 && o.rounds < 7)
+        fprintf(stderr, "mcoll-bench: warning: %d rounds; medians want at least 7\n",
+                o.rounds);
+
+    char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    PMPI_Get_library_version(mpi_version, &len);
+    struct run_info ri;
+    run_info_init(&ri, argc, argv, mpi_version, nprocs);
+    if (rank == 0)
+        bench_print_header(&ri, &o);
+
+    struct result *results = NULL;
+    int nres = 0, cap = 0;
+    struct memcpy_rates rates = {0};
+    for (int c = 0; c < BENCH_NCOLLS; c++) {
+        if (!o.want[c])
+            continue;
+        size_t last_block = SIZE_MAX;
+        for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = next_size(bytes, o.factor)) {
+            struct row r;
+            if (!bench_row_init(&r, c, bytes, comm, o.root) || r.block == last_block ||
+                r.total > o.max_buffer)
+                continue;
+            last_block = r.block;
+            struct result *res = append_result(&results, &nres, &cap);
+            if (r.total)
+                res->memcpy_gbs = memcpy_gbs(&rates, r.total, &o, comm, rank);
+            bench_row_alloc(&r, o.check);
+            bench_row(&r, &o, res);
+            bench_row_free(&r);
+            if (rank == 0)
+                bench_print_result(res);
+            if (rank == 0 && o.json_path)
+                bench_write_json(o.json_path, &ri, &o, results, nres, false);
+            if (r.total == 0) /* barrier: one row */
+                break;
+        }
+    }
+    if (rank == 0 && o.json_path)
+        bench_write_json(o.json_path, &ri, &o, results, nres, true);
+
+    for (int i = 0; i < nres; i++) {
+        free(results[i].native_samples);
+        free(results[i].mcoll_samples);
+    }
+    free(results);
+    free(rates.bytes);
+    free(rates.gbs);
+    MPI_Finalize();
+    return 0;
+}
