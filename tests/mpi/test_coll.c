@@ -7,7 +7,8 @@
  * every buffer: data, gaps of non-contiguous types, and guard zones around buffers.
  *
  * usage: test_coll [--colls a,b] [--comms a,b] [--iters N] [--seed S]
- *                  [--max-bytes N[K|M]] [--burst N] [--churn N] [--quick] [--verbose]
+ *                  [--max-bytes N[K|M]] [--large PERCENT] [--burst N] [--churn N]
+ *                  [--quick] [--verbose]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -1621,7 +1622,8 @@ static void usage_exit(const char *why)
     if (world_rank == 0) {
         fprintf(stderr, "test_coll: %s\n", why);
         fprintf(stderr, "usage: test_coll [--colls a,b] [--comms a,b] [--iters N] [--seed S] [--max-bytes N[K|M]]\n"
-                        "                 [--burst N] [--churn N] [--quick] [--verbose]\n  colls:");
+                        "                 [--large PERCENT] [--burst N] [--churn N] [--quick] [--verbose]\n"
+                        "  --large: share of cases sized 1 MiB .. max-bytes\n  colls:");
         for (int k = 0; k < N_COLLS; k++) fprintf(stderr, " %s", coll_names[k]);
         fprintf(stderr, "\n  comms:");
         for (int k = 0; k < N_COMM_KINDS; k++) fprintf(stderr, " %s", comm_kind_names[k]);
@@ -1681,6 +1683,7 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--iters")) opt.iters = atoi(v);
         else if (!strcmp(a, "--seed")) opt.seed = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--max-bytes")) opt.max_bytes = parse_bytes(v);
+        else if (!strcmp(a, "--large")) opt.large_percent = atoi(v);
         else if (!strcmp(a, "--burst")) opt.burst = atoi(v);
         else if (!strcmp(a, "--churn")) opt.churn = atoi(v);
         else usage_exit("unknown option");

@@ -75,6 +75,20 @@ def test_coll(request, flavour, np, topo):
     check_passed(result)
 
 
+LARGE = [("openmpi", 3, "nodes=2"), ("mpich", 2, None)]
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in LARGE])
+def test_coll_large_messages(request, flavour, np, topo):
+    """Half of the cases between 1 and 8 MiB (the other runs stop at 1 MiB)."""
+    topo = None if topo == "flat" else topo
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = ["--iters", "1", "--max-bytes", "8M", "--large", "50", "--burst", "0", "--churn", "0",
+            "--comms", "world,reversed", "--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args), {**BASE_ENV, **topo_env(topo)}, JOB_TIMEOUT)
+    check_passed(result)
+
+
 @functools.lru_cache(maxsize=None)
 def registered_algorithms(flavour):
     """(coll, alg, reason to skip or None) from mcoll-info; bcast's two at least. An
@@ -169,11 +183,12 @@ ASAN_RUNS = [("openmpi", 4, "nodes=2"), ("mpich", 3, "sockets=2")]
 
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t, build=ASAN) for f, n, t in ASAN_RUNS])
 def test_coll_asan(request, flavour, np, topo):
-    """The ASan+UBSan build; leak checking off: both MPIs leak at exit on their own."""
+    """The ASan+UBSan build; leak checking off: both MPIs leak at exit on their own.
+    verify_asan_link_order=0: bin/mcollrun preloads libubsan ahead of libasan."""
     program = ASAN.bin(flavour, "mcoll-test-coll")
     args = coll_args(flavour, np) + ["--seed", seed_for(request)]
     env = {**BASE_ENV, **topo_env(topo), "MCOLL_BUILD_DIR": str(ASAN.path),
-           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1", "UBSAN_OPTIONS": "print_stacktrace=1"}
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0", "UBSAN_OPTIONS": "print_stacktrace=1"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
