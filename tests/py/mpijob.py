@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -54,6 +55,25 @@ class Result:
 
 def mcoll_shm_files():
     return {p.name for p in SHM.glob("mcoll-*")}
+
+
+def _creator_pid(name):
+    """mcoll names its files mcoll-<creator pid>-..."""
+    m = re.match(r"mcoll-(\d+)-", name)
+    return int(m.group(1)) if m else None
+
+
+class _PidSampler(threading.Thread):
+    """Records every pid seen in the job's session while it runs, so that files left
+    by this job can be told from those of jobs running beside it."""
+
+    def __init__(self, sid):
+        super().__init__(daemon=True)
+        self.sid, self.pids, self.done = sid, {sid}, threading.Event()
+
+    def run(self):
+        while not self.done.wait(0.05):
+            self.pids.update(_session_processes(self.sid))
 
 
 def _session_processes(sid):
@@ -106,7 +126,9 @@ def mpiexec_argv(flavour, np, program, args=(), *, mcoll=True):
 def run_job(argv, env=None, timeout=300, expect_timeout=False):
     """Runs one job in its own session under a hard timeout; kills the whole session
     on timeout (and fails the test unless expect_timeout). Afterwards, fails if a
-    process of the job or an mcoll-* file it created is left; both are removed."""
+    process of the job or an mcoll-* file it created is left; both are removed.
+    A file counts as the job's when its creator pid was one of the job's processes
+    (other jobs may be running on the machine at the same time)."""
     extra = dict(env or {})
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MCOLL_")}
     full_env.update(extra)
@@ -114,6 +136,8 @@ def run_job(argv, env=None, timeout=300, expect_timeout=False):
     start = time.monotonic()
     proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, errors="replace", start_new_session=True)
+    sampler = _PidSampler(proc.pid)
+    sampler.start()
     timed_out = False
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -126,7 +150,9 @@ def run_job(argv, env=None, timeout=300, expect_timeout=False):
     stragglers = _wait_session_empty(proc.pid, grace=5.0)
     if stragglers:
         _kill_session(proc.pid)
-    leaked = sorted(mcoll_shm_files() - before)
+    sampler.done.set()
+    sampler.join()
+    leaked = sorted(f for f in mcoll_shm_files() - before if _creator_pid(f) in sampler.pids | {None})
     for name in leaked:
         try:
             (SHM / name).unlink()
