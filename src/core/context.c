@@ -34,6 +34,8 @@ static void context_setup(struct mcoll_comm *c) {
   mcoll_status status = MCOLL_OK;
   int ok = 0, all_ok = 0;
   MCOLL_CHECK_MPI(PMPI_Comm_dup(c->comm, &c->p2p));
+  /* mcoll__type_usable probes datatypes on it and must get errors back. */
+  PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
   MCOLL_CHECK(mcoll__topo_build(c->comm, &c->topo));
   if (mcoll__node_has_peers(c)) {
     MCOLL_CHECK(mcoll__shm_attach(c->topo.node_comm, c->topo.real_node_size, &c->shm));
