@@ -21,7 +21,7 @@ python3 -m pip install -q -r "$root/tools/py/requirements.txt" 2>&1 | grep -v 'W
 build() {  # build DIR [cmake args]
   local dir=$1; shift
   cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$root/$dir" -j"$(nproc)" 2>&1 | grep -E 'warning|error|Error' && exit 1 || true
+  cmake --build "$root/$dir" -j"$(nproc)" 2>&1 | grep -E 'warning:|error:|Error [0-9]' && exit 1 || true
 }
 build build
 if [[ ${1:-} == --asan ]]; then
