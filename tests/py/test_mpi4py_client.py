@@ -1,0 +1,55 @@
+"""A real client: mpi4py's own collective tests (test_cco_*.py, test_msgzero.py) at 4
+ranks under mcoll, one test per MPI flavour, through tests/clients/mpi4py.sh.
+
+The script builds mpi4py from its PyPI sdist against the flavour's MPI the first time
+(cached in build/mpi4py-<flavour>/), then runs each module under bin/mcollrun with
+MCOLL_VERBOSE=1. Here: every module passed, and mcoll's own algorithms (not
+passthrough or fallback) took some of the collectives.
+"""
+
+import os
+import re
+
+import pytest
+
+import mpijob
+from mpijob import ROOT, run_job
+
+SCRIPT = ROOT / "tests" / "clients" / "mpi4py.sh"
+BUILD = mpijob.find_build(os.environ.get("MCOLL_BUILD_DIR", "build"))
+PREPARE_TIMEOUT = 3600  # two mpi4py builds from source on 2 busy cores
+RUN_TIMEOUT = 1500  # the script's own budget is a few minutes per flavour
+
+MODULE_LINE = re.compile(
+    r"^mpi4py: (?P<flavour>\w+) (?P<module>test_\w+) mcoll: (?P<verdict>PASS|FAIL)"
+    r"(?:.* mcoll algorithms: (?P<algs>.*?))?\s*$", re.M)
+
+
+def script_env():
+    """run_job drops MCOLL_* from the environment; the script's own knobs pass."""
+    return {k: v for k, v in os.environ.items()
+            if k.startswith("MCOLL_MPI4PY_") or k == "MCOLL_BUILD_DIR"}
+
+
+def flavour_param(flavour):
+    marks = [] if flavour in BUILD.flavours else [
+        pytest.mark.skip(reason=f"{BUILD.name}/{flavour}/lib/libmcoll.so not built")]
+    return pytest.param(flavour, marks=marks, id=flavour)
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_mpi4py_collective_tests(flavour):
+    prepared = run_job([str(SCRIPT), "--prepare", flavour], env=script_env(),
+                       timeout=PREPARE_TIMEOUT)
+    if prepared.returncode != 0:
+        pytest.fail(f"could not build mpi4py for {flavour}\n{prepared.describe()}")
+
+    result = run_job([str(SCRIPT), flavour], env=script_env(), timeout=RUN_TIMEOUT)
+    modules = {m["module"]: m for m in MODULE_LINE.finditer(result.stdout)
+               if m["flavour"] == flavour}
+    failed = sorted(name for name, m in modules.items() if m["verdict"] != "PASS")
+    assert result.returncode == 0 and modules and not failed, (
+        f"mpi4py modules failing under mcoll: {failed or 'see output'}\n{result.describe()}")
+
+    took = {name: m["algs"] for name, m in modules.items() if m["algs"] not in (None, "none")}
+    assert took, f"mcoll's algorithms took no collective of mpi4py's tests\n{result.describe()}"
