@@ -8,6 +8,21 @@
 
 extern const struct mcoll_coll_algs mcoll__barrier_algs;
 extern const struct mcoll_coll_algs mcoll__bcast_algs;
+extern const struct mcoll_coll_algs mcoll__reduce_algs;
+extern const struct mcoll_coll_algs mcoll__allreduce_algs;
+extern const struct mcoll_coll_algs mcoll__reduce_scatter_algs;
+extern const struct mcoll_coll_algs mcoll__reduce_scatter_block_algs;
+extern const struct mcoll_coll_algs mcoll__scan_algs;
+extern const struct mcoll_coll_algs mcoll__exscan_algs;
+extern const struct mcoll_coll_algs mcoll__allgather_algs;
+extern const struct mcoll_coll_algs mcoll__allgatherv_algs;
+extern const struct mcoll_coll_algs mcoll__gather_algs;
+extern const struct mcoll_coll_algs mcoll__gatherv_algs;
+extern const struct mcoll_coll_algs mcoll__scatter_algs;
+extern const struct mcoll_coll_algs mcoll__scatterv_algs;
+extern const struct mcoll_coll_algs mcoll__alltoall_algs;
+extern const struct mcoll_coll_algs mcoll__alltoallv_algs;
+extern const struct mcoll_coll_algs mcoll__alltoallw_algs;
 
 static const struct mcoll_coll_algs no_algs = {NULL, 0};
 
@@ -26,6 +41,21 @@ const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll) {
   switch (coll) {
   case MCOLL_COLL_BARRIER: return &mcoll__barrier_algs;
   case MCOLL_COLL_BCAST: return &mcoll__bcast_algs;
+  case MCOLL_COLL_REDUCE: return &mcoll__reduce_algs;
+  case MCOLL_COLL_ALLREDUCE: return &mcoll__allreduce_algs;
+  case MCOLL_COLL_REDUCE_SCATTER: return &mcoll__reduce_scatter_algs;
+  case MCOLL_COLL_REDUCE_SCATTER_BLOCK: return &mcoll__reduce_scatter_block_algs;
+  case MCOLL_COLL_SCAN: return &mcoll__scan_algs;
+  case MCOLL_COLL_EXSCAN: return &mcoll__exscan_algs;
+  case MCOLL_COLL_ALLGATHER: return &mcoll__allgather_algs;
+  case MCOLL_COLL_ALLGATHERV: return &mcoll__allgatherv_algs;
+  case MCOLL_COLL_GATHER: return &mcoll__gather_algs;
+  case MCOLL_COLL_GATHERV: return &mcoll__gatherv_algs;
+  case MCOLL_COLL_SCATTER: return &mcoll__scatter_algs;
+  case MCOLL_COLL_SCATTERV: return &mcoll__scatterv_algs;
+  case MCOLL_COLL_ALLTOALL: return &mcoll__alltoall_algs;
+  case MCOLL_COLL_ALLTOALLV: return &mcoll__alltoallv_algs;
+  case MCOLL_COLL_ALLTOALLW: return &mcoll__alltoallw_algs;
   default: return &no_algs;
   }
 }

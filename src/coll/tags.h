@@ -6,6 +6,9 @@
 enum mcoll_tag {
   MCOLL_TAG_BARRIER = 1,
   MCOLL_TAG_BCAST,
+  MCOLL_TAG_GATHER_FAMILY,
+  MCOLL_TAG_ALLTOALL,
+  MCOLL_TAG_REDUCE,
 };
 
 #endif

@@ -16,8 +16,19 @@
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_CMA_MIN, NUM, "0", "bcast: single-copy (CMA) from this many bytes; 0 = never by default") \
   X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \
+  X(ALLGATHER_CMA_MIN, NUM, "32K", "allgather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
+  X(GATHER_CMA_MIN, NUM, "32K", "gather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas")  \
+  X(SCATTER_CMA_MIN, NUM, "64K", "scatter(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
+  X(AREA_STREAM_MIN, NUM, "8K", "allgather/gather/scatter: copies of this many bytes into an area use streaming stores; 0 = never") \
   X(INTER_PIECE, NUM, "256K", "bytes per pipelined piece of the inter-node phase")        \
   X(INTER_SAG_MIN, NUM, "64K", "inter-node bcast: scatter-allgather from this piece size, else binomial") \
+  X(ALLTOALL_CMA_MIN, NUM, "256K", "alltoall(v,w): blocks from this many bytes move by single copy (CMA), smaller ones through the areas") \
+  X(ALLTOALL_STREAM_MIN, NUM, "16K", "alltoall: write fragments this large into the areas with streaming stores; 0 = never") \
+  X(ALLTOALL_TILE, NUM, "0", "alltoall tiled: bytes per tile; 0 = from the LLC: c*c*T <= LLC/2") \
+  X(RED_FLAT_MAX, NUM, "1K", "reductions: every rank folds all inputs up to this many bytes, else HSRA") \
+  X(RED_RD_MAX, NUM, "32K", "inter-node reductions: recursive doubling/binomial up to this many bytes, else Rabenseifner") \
+  X(RED_CMA_MIN, NUM, "32K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
+  X(RED_CMA_RANKS, NUM, "2", "reductions: single copy (CMA) only on nodes of at most this many ranks") \
   X(SPIN, NUM, "4000", "polls of a flag before yielding (when ranks <= cores)")           \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive")

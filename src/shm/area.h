@@ -19,6 +19,10 @@ void mcoll__area_wait_free(struct mcoll_comm *c, uint32_t gen);
 void mcoll__area_post(struct mcoll_comm *c, uint32_t gen);
 /* Waits until node-local rank r has posted generation gen. */
 void mcoll__area_wait_posted(struct mcoll_comm *c, int r, uint32_t gen);
+/* Whether node-local rank r has posted generation gen (does not wait). */
+static inline int mcoll__area_posted(const struct mcoll_comm *c, int r, uint32_t gen) {
+  return mcoll__reached(atomic_load_explicit(&c->shm.data[r].posted, memory_order_acquire), gen);
+}
 /* I have read all I need of generation gen. */
 void mcoll__area_done(struct mcoll_comm *c, uint32_t gen);
 

@@ -97,6 +97,19 @@ int mcoll__numa_count(void) {
   return machine_numa_count;
 }
 
+size_t mcoll__llc_bytes(int *sharing) {
+  pthread_once(&placement_once, discover_placement);
+  if (!machine) return 0;
+  /* From the root down, the first cache met is the outermost one. */
+  for (int depth = 0; depth < hwloc_topology_get_depth(machine); depth++) {
+    hwloc_obj_t obj = hwloc_get_obj_by_depth(machine, depth, 0);
+    if (!obj || !hwloc_obj_type_is_cache(obj->type)) continue;
+    *sharing = hwloc_bitmap_weight(obj->cpuset);
+    return (size_t)obj->attr->cache.size;
+  }
+  return 0;
+}
+
 void mcoll__numa_bind(void *addr, size_t len, int index) {
   if (!machine || machine_numa_count < 2) return;
   hwloc_obj_t numa = hwloc_get_obj_by_type(machine, HWLOC_OBJ_NUMANODE,

@@ -41,6 +41,9 @@ mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo);
 void mcoll__topo_free(struct mcoll_topo *topo);
 void mcoll__topo_print(const struct mcoll_topo *topo, FILE *out);
 
+/* Bytes of the last-level cache (0 if unknown); *sharing: CPUs that share it. */
+size_t mcoll__llc_bytes(int *sharing);
+
 /* Number of real NUMA domains of the machine (1 if unknown). */
 int mcoll__numa_count(void);
 /* Binds [addr, addr+len) to NUMA domain `index` (mod the count); best effort. */

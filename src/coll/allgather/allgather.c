@@ -1,0 +1,102 @@
+/* Allgather(v): algorithm tables, choice, and the steps in the MAHCAF template.
+ * One node: every rank reads every other's block (allgather_node.c). Several
+ * nodes: gather to the node leader, ring of node blocks among leaders, then the
+ * leader's full result goes down its node with bcast's intra-node step. */
+#include <string.h>
+
+#include "coll/allgather/allgather.h"
+#include "coll/bcast/bcast.h"
+#include "coll/gather/gather.h"
+#include "core/config.h"
+#include "hier/hier.h"
+
+const struct mcoll_coll_algs mcoll__allgather_algs = {
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+const struct mcoll_coll_algs mcoll__allgatherv_algs = {
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+
+struct allgather_call {
+  const char *mine;
+  size_t my_len;
+  struct mcoll_blocks *dst;
+  int forced;
+  struct mcoll_bcast_call bcast; /* several nodes: the leader's result down the node */
+};
+
+static int node_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct allgather_call *a = hc->args;
+  struct mcoll_allgather_node g = {a->mine, a->my_len, a->dst, a->forced};
+  mcoll__allgather_node(hc->c, &g);
+  return MPI_SUCCESS;
+}
+
+static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct allgather_call *a = hc->args;
+  struct mcoll_gather_node g = {.sink = 0, .mine = a->mine, .my_len = a->my_len,
+                                .dst = a->dst, .lens = a->dst, .lens_everywhere = 1,
+                                .forced = a->forced};
+  mcoll__gather_node(hc->c, &g);
+  return MPI_SUCCESS;
+}
+
+static int between_nodes(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct allgather_call *a = hc->args;
+  return mcoll__allgather_between_nodes(hc->c, a->dst);
+}
+
+static int bcast_down(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct allgather_call *a = hc->args;
+  if (!mcoll__node_has_peers(hc->c)) return MPI_SUCCESS;
+  if (hc->c->topo.local_rank == 0) a->bcast.intra->publish(&a->bcast, lo, hi);
+  else a->bcast.intra->read(&a->bcast, lo, hi);
+  return MPI_SUCCESS;
+}
+
+static int bcast_finish(struct mcoll_hier_call *hc) {
+  struct allgather_call *a = hc->args;
+  if (mcoll__node_has_peers(hc->c)) a->bcast.intra->finish(&a->bcast);
+  return MPI_SUCCESS;
+}
+
+static const struct mcoll_hier_steps one_node_steps = {NULL, NULL, node_step, NULL};
+static const struct mcoll_hier_steps hier_steps = {gather_up, between_nodes, bcast_down,
+                                                   bcast_finish};
+
+static size_t largest_block(const struct mcoll_blocks *b) {
+  size_t most = 0;
+  for (int r = 0; r < b->n; r++)
+    if (mcoll__block_len(b, r) > most) most = mcoll__block_len(b, r);
+  return b->counts ? most : mcoll__block_len(b, 0);
+}
+
+int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *mine,
+                     size_t my_len, struct mcoll_blocks *dst) {
+  const struct mcoll_topo *t = &c->topo;
+  int forced = mcoll__alg_forced(coll);
+  mcoll__count_alg(coll, mcoll__move_of(c, largest_block(dst), forced,
+                                        (size_t)mcoll__cfg.ALLGATHER_CMA_MIN));
+  size_t total = mcoll__blocks_total(dst);
+  if (total == 0) return MPI_SUCCESS;
+  int in_place = mine == NULL, several = t->nnodes > 1;
+  /* Several nodes: the result travels as one span (bcast), so it must be dense. */
+  mcoll__blocks_acquire(dst, several, in_place ? c->rank : -1);
+  struct allgather_call a = {.mine = in_place ? mcoll__block_ptr(dst, c->rank) : mine,
+                             .my_len = my_len, .dst = dst, .forced = forced};
+  struct mcoll_hier_call hc = {.c = c, .steps = &one_node_steps, .bytes = total, .args = &a};
+  if (several) {
+    hc.steps = &hier_steps;
+    int cma = c->cma_ok && (forced == MCOLL_MOVE_CMA ||
+                            (forced < 0 && mcoll__cfg.BCAST_CMA_MIN > 0 &&
+                             total >= (size_t)mcoll__cfg.BCAST_CMA_MIN));
+    if (mcoll__node_has_peers(c)) c->bcast_seq++;
+    a.bcast = (struct mcoll_bcast_call){
+        .c = c, .buf = mcoll__block_ptr(dst, 0), .bytes = total, .root = t->local_ranks[0],
+        .source = 0, .intra = cma ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline};
+  }
+  int err = mcoll__hier_run(&hc);
+  mcoll__blocks_release(dst, err == MPI_SUCCESS, in_place ? c->rank : -2);
+  return err;
+}

@@ -1,0 +1,74 @@
+/* Intra-node allgather through the per-rank areas (shm/area.h) or by single copy.
+ *
+ * Every length is known everywhere, so each rank computes the call's T area
+ * generations alone (the most chunks any area-moved block needs, at least 1). In
+ * generation base+t each rank writes its chunk t into its own area (a single-copy
+ * rank publishes its buffer in the first), posts, then copies the others' chunks
+ * out in the order me+1, me+2, ...: at each step every source has one reader
+ * (seed 000 §4.2, bounded concurrency), and marks the generation done. Small calls
+ * use slots of the areas so that back-to-back calls overlap (coll/move.h). */
+#include <string.h>
+
+#include "coll/allgather/allgather.h"
+#include "core/config.h"
+#include "shm/area.h"
+
+static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_allgather_node *g,
+                               size_t len) {
+  return mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.ALLGATHER_CMA_MIN);
+}
+
+void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g) {
+  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_topo *t = &c->topo;
+  char *own = mcoll__block_ptr(g->dst, c->rank);
+  if (!mcoll__node_has_peers(c)) {
+    if (g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    return;
+  }
+  const size_t area = shm->area_bytes;
+  int me = shm->local_rank, n = shm->local_size;
+  uint32_t base = c->area_gen, rounds = 1;
+  int small = 1; /* one generation, every block in one slot of the areas */
+  for (int j = 0; j < n; j++) {
+    size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
+    if (move_of(c, g, len) == MCOLL_MOVE_CMA || len > mcoll__slot_bytes(shm)) small = 0;
+    if (move_of(c, g, len) == MCOLL_MOVE_AREA && mcoll__area_chunks(len, area) > rounds)
+      rounds = mcoll__area_chunks(len, area);
+  }
+  enum mcoll_move my_move = move_of(c, g, g->my_len);
+  uint32_t lag = small ? mcoll__slot_begin(c, base + 1) : 0;
+
+  for (uint32_t r = 1; r <= rounds; r++) {
+    size_t at = (size_t)(r - 1) * area;
+    char *my_area = small ? mcoll__slot_area(shm, me, base + r) : mcoll__rank_area(shm, me);
+    if (small) mcoll__slot_wait_free(c, base + r, lag);
+    else mcoll__area_wait_free(c, base + r);
+    if (my_move == MCOLL_MOVE_CMA && r == 1)
+      atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
+    else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
+      mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
+    mcoll__area_post(c, base + r);
+    if (r == 1 && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    for (int s = 1; s < n; s++) {
+      int j = (me + s) % n;
+      size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
+      char *to = mcoll__block_ptr(g->dst, t->local_ranks[j]);
+      if (move_of(c, g, len) == MCOLL_MOVE_CMA) {
+        if (r > 1) continue;
+        mcoll__area_wait_posted(c, j, base + 1);
+        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+      } else if (at < len) {
+        mcoll__area_wait_posted(c, j, base + r);
+        const char *from = small ? mcoll__slot_area(shm, j, base + r) : mcoll__rank_area(shm, j);
+        memcpy(to + at, from, len - at < area ? len - at : area);
+      }
+    }
+    mcoll__area_done(c, base + r);
+  }
+  /* The others read my buffer itself: keep it until they are past generation 1. */
+  if (my_move == MCOLL_MOVE_CMA)
+    for (int j = 0; j < n; j++)
+      if (j != me) mcoll__flag_wait(shm, &shm->data[j].done, base + 1);
+  c->area_gen = base + rounds;
+}

@@ -1,0 +1,141 @@
+/* Alltoall(v,w): algorithm table, choice, and the call's frame: blocks for other
+ * nodes go pairwise over the host MPI's point-to-point among all ranks (started
+ * first, so they overlap the node's exchange), the own block is copied, and the
+ * node's blocks move in shared memory.
+ *
+ * Why no node-leader aggregation between nodes: it saves network messages only for
+ * small blocks (n² → nodes² messages) at the price of two extra copies and a
+ * leader that serialises its node's traffic; large blocks, the ones this file is
+ * tuned for, gain nothing from it. Every rank talking to its remote peers keeps
+ * all cores busy and needs no staging memory. */
+#include "coll/alltoall/alltoall.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "topo/topo.h"
+
+static const struct mcoll_alg_info alltoall_algs[] = {
+    {"shm_direct", "each rank writes its blocks into its area, peers copy theirs out"},
+    {"bruck", "Bruck over the areas, log2(n) rounds (alltoall only; v/w run shm_direct)"},
+    {"pairwise_cma", "pairwise single copy: read (me-s)'s block with process_vm_readv"},
+    {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas"},
+    {"tiled_cma", "single copy tile by tile: round t reads tile t of every block"},
+};
+const struct mcoll_coll_algs mcoll__alltoall_algs = {alltoall_algs, MCOLL_A2A_NALGS};
+const struct mcoll_coll_algs mcoll__alltoallv_algs = {alltoall_algs, MCOLL_A2A_NALGS};
+const struct mcoll_coll_algs mcoll__alltoallw_algs = {alltoall_algs, MCOLL_A2A_NALGS};
+
+static size_t slot_bytes(const struct mcoll_comm *c, int buffers) {
+  size_t room = c->shm.area_bytes - mcoll__a2a_header_bytes(c->topo.local_size);
+  size_t slot = room / (size_t)buffers / (size_t)(c->topo.local_size - 1);
+  return slot / 64 * 64;
+}
+
+size_t mcoll__a2a_tile(const struct mcoll_comm *c) {
+  static size_t llc;
+  static int sharing = 1;
+  static long cpus;
+  if (mcoll__cfg.ALLTOALL_TILE > 0) return (size_t)mcoll__cfg.ALLTOALL_TILE;
+  if (cpus == 0) { /* the machine's: looked up once (sysconf reads /sys) */
+    llc = mcoll__llc_bytes(&sharing);
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  }
+  /* Ranks copying at once in one cache: those of the node that it can run. */
+  size_t ranks = (size_t)c->topo.local_size;
+  if (sharing > 0 && ranks > (size_t)sharing) ranks = (size_t)sharing;
+  if (cpus > 0 && ranks > (size_t)cpus) ranks = (size_t)cpus;
+  size_t tile = (llc ? llc : 8u << 20) / 2 / (ranks * ranks);
+  tile = tile / 4096 * 4096;
+  return tile < 4096 ? 4096 : tile;
+}
+
+static size_t cma_min(void) {
+  return mcoll__cfg.ALLTOALL_CMA_MIN > 0 ? (size_t)mcoll__cfg.ALLTOALL_CMA_MIN : 1;
+}
+
+void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e) {
+  e->slot_frag = slot_bytes(a->c, 1);
+  e->cma_min = SIZE_MAX;
+  e->cma_frag = SIZE_MAX;
+  e->double_buffer = 0;
+  switch (alg) {
+  case MCOLL_A2A_PAIRWISE_CMA: e->cma_min = cma_min(); break;
+  case MCOLL_A2A_TILED_CMA:
+    e->cma_min = cma_min();
+    e->cma_frag = mcoll__a2a_tile(a->c);
+    break;
+  case MCOLL_A2A_TILED: {
+    size_t tile = mcoll__a2a_tile(a->c), slot = slot_bytes(a->c, 2);
+    e->slot_frag = tile < slot ? tile : slot;
+    e->double_buffer = 1;
+    break;
+  }
+  default: break;
+  }
+}
+
+/* Whether Bruck's rounds fit the areas: about half the blocks move per round. */
+static int bruck_fits(const struct mcoll_a2a *a) {
+  size_t m = (size_t)a->c->topo.local_size;
+  return a->block <= (a->c->shm.area_bytes - mcoll__a2a_header_bytes((int)m)) / (m / 2 + 1);
+}
+
+/* Depends only on what every rank of the node knows alike: the collective, the
+ * block size of alltoall, the node's shape and the environment. Nodes may choose
+ * differently: the algorithm only moves blocks inside the node. */
+static int choose(const struct mcoll_a2a *a) {
+  const struct mcoll_comm *c = a->c;
+  int alg = mcoll__alg_forced(a->coll);
+  /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
+   * copy above (alltoallv/w decide per block, inside pairwise_cma). */
+  if (alg < 0) {
+    int large = !a->uniform || a->block >= cma_min();
+    if (!large) alg = MCOLL_A2A_SHM_DIRECT;
+    else if (c->cma_ok) alg = MCOLL_A2A_PAIRWISE_CMA;
+    else alg = a->uniform ? MCOLL_A2A_TILED : MCOLL_A2A_SHM_DIRECT;
+  }
+  if (!c->cma_ok && alg == MCOLL_A2A_PAIRWISE_CMA) alg = MCOLL_A2A_SHM_DIRECT;
+  if (!c->cma_ok && alg == MCOLL_A2A_TILED_CMA) alg = MCOLL_A2A_TILED;
+  if (alg == MCOLL_A2A_BRUCK && (!a->uniform || (mcoll__node_has_peers(c) && !bruck_fits(a))))
+    alg = MCOLL_A2A_SHM_DIRECT;
+  return alg;
+}
+
+int mcoll__a2a_run(struct mcoll_a2a *a) {
+  struct mcoll_comm *c = a->c;
+  int alg = choose(a), me = c->rank, nreq = 0, err = MPI_SUCCESS;
+  mcoll__count_alg(a->coll, alg);
+  if (a->uniform && a->block == 0) return MPI_SUCCESS;
+  MPI_Request local_reqs[32], *reqs = local_reqs;
+  if (c->topo.nnodes > 1) {
+    size_t need = 2 * (size_t)(c->size - c->topo.local_size);
+    if (need > sizeof local_reqs / sizeof local_reqs[0]) {
+      reqs = malloc(sizeof *reqs * need);
+      if (!reqs) return MPI_ERR_NO_MEM;
+    }
+    err = mcoll__a2a_inter_start(a, reqs, &nreq);
+  }
+  int engine = mcoll__node_has_peers(c) && alg != MCOLL_A2A_BRUCK;
+  /* The node engine copies the own block while its peers catch up. */
+  if (!engine && !a->inplace && a->recv[me].bytes)
+    memcpy(a->recv[me].ptr, a->send[me].ptr, a->recv[me].bytes);
+  if (mcoll__node_has_peers(c)) {
+    if (!engine) {
+      mcoll__a2a_node_bruck(a);
+    } else {
+      struct mcoll_a2a_engine e;
+      mcoll__a2a_engine_config(a, alg, &e);
+      mcoll__a2a_node_engine(a, &e);
+    }
+  }
+  for (int i = 0; i < nreq; i++) {
+    int wait_err = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    if (err == MPI_SUCCESS) err = wait_err;
+  }
+  if (reqs != local_reqs) free(reqs);
+  return err;
+}

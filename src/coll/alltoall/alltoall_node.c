@@ -1,0 +1,150 @@
+/* The node's exchange through the per-rank areas (protocol of shm/area.h), in
+ * rounds: in round r every rank writes fragment r of each of its blocks for node
+ * peers into its slots, posts, then copies fragment r of its own blocks out of the
+ * peers' slots, visiting them pairwise (step s: peer me-s) so that no area is read
+ * by everyone at once. Blocks from cma_min bytes on skip the slots: the receiver
+ * reads them straight from the sender's buffer (single copy), whole or a tile per
+ * round.
+ *
+ * The algorithms differ only in the fragment: shm_direct uses all of the area,
+ * tiled uses cache-sized tiles and two halves of the area (round r writes half
+ * r mod 2 while peers may still read the other), so writer and readers work on
+ * data that is still in the shared cache (seed 000 §4.3). On the 2-core machine
+ * this was measured no faster than one large fragment: the per-round
+ * synchronisation costs more than the cache saves.
+ *
+ * Alltoallv/w: the rounds needed depend on block sizes no rank knows in full, so
+ * round 0 always runs and carries each rank's own count in its header; everyone
+ * reads every header and takes the maximum. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coll/alltoall/alltoall.h"
+#include "coll/move.h"
+#include "core/config.h"
+#include "shm/area.h"
+
+static int by_cma(const struct mcoll_a2a_engine *e, size_t bytes) { return bytes >= e->cma_min; }
+
+static size_t pair_frag(const struct mcoll_a2a_engine *e, size_t bytes) {
+  return by_cma(e, bytes) ? e->cma_frag : e->slot_frag;
+}
+
+static uint32_t pair_rounds(const struct mcoll_a2a_engine *e, size_t bytes) {
+  size_t frag = pair_frag(e, bytes);
+  if (bytes == 0) return 0;
+  return frag == SIZE_MAX ? 1 : (uint32_t)((bytes + frag - 1) / frag);
+}
+
+/* Slot of `owner`'s block for node-local rank k in round r. */
+static char *slot(const struct mcoll_comm *c, const struct mcoll_a2a_engine *e, int owner, int k,
+                  uint32_t r) {
+  size_t m = (size_t)c->topo.local_size, index = (size_t)(k < owner ? k : k - 1);
+  size_t half = e->double_buffer && (r & 1) ? (m - 1) * e->slot_frag : 0;
+  return mcoll__rank_area(&c->shm, owner) + mcoll__a2a_header_bytes((int)m) + half +
+         index * e->slot_frag;
+}
+
+static void write_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r) {
+  const struct mcoll_topo *t = &a->c->topo;
+  for (int k = 0; k < t->local_size; k++) {
+    const struct mcoll_span *s = &a->send[t->local_ranks[k]];
+    if (k == t->local_rank || by_cma(e, s->bytes) || r >= pair_rounds(e, s->bytes)) continue;
+    size_t off = (size_t)r * e->slot_frag;
+    size_t len = s->bytes - off < e->slot_frag ? s->bytes - off : e->slot_frag;
+    mcoll__stream_copy(slot(a->c, e, t->local_rank, k, r), s->ptr + off, len,
+                       (size_t)mcoll__cfg.ALLTOALL_STREAM_MIN);
+  }
+}
+
+static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r, int j) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_shm *shm = &c->shm;
+  int me = c->topo.local_rank;
+  const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
+  size_t frag = pair_frag(e, rv->bytes), off = (size_t)r * frag;
+  size_t len = rv->bytes - off < frag ? rv->bytes - off : frag;
+  if (!by_cma(e, rv->bytes)) {
+    memcpy(rv->ptr + off, slot(c, e, j, me, r), len);
+    return;
+  }
+  const uint64_t *addr = (const uint64_t *)(mcoll__rank_area(shm, j) + MCOLL_A2A_ADDR_OFFSET);
+  int err = mcoll__cma_read(shm->data[j].pid, rv->ptr + off, addr[me] + off, len);
+  if (err) {
+    fprintf(stderr, "mcoll: alltoall: process_vm_readv from pid %d failed (errno %d); aborting\n",
+            (int)shm->data[j].pid, err);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+static int reads_in_round(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
+                          int j) {
+  return r < pair_rounds(e, a->recv[a->c->topo.local_ranks[j]].bytes);
+}
+
+/* Peers in pairwise order, but whoever has posted already goes first: with more
+ * ranks than cores, waiting for one peer that is not running would stall the rest. */
+static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
+                       uint32_t gen) {
+  struct mcoll_comm *c = a->c;
+  int m = c->topo.local_size, me = c->topo.local_rank;
+  uint64_t served = 0; /* bit s: step s done in the first pass (m <= 64) */
+  for (int s = 1; s < m && m <= 64; s++) {
+    int j = (me - s + m) % m;
+    if (reads_in_round(a, e, r, j) && mcoll__area_posted(c, j, gen)) {
+      read_pair(a, e, r, j);
+      served |= 1ull << s;
+    }
+  }
+  for (int s = 1; s < m; s++) {
+    int j = (me - s + m) % m;
+    if ((m <= 64 && (served >> s & 1)) || !reads_in_round(a, e, r, j)) continue;
+    mcoll__area_wait_posted(c, j, gen);
+    read_pair(a, e, r, j);
+  }
+}
+
+static void copy_own(struct mcoll_a2a *a) {
+  const struct mcoll_span *s = &a->send[a->c->rank], *d = &a->recv[a->c->rank];
+  if (!a->inplace && d->bytes) memcpy(d->ptr, s->ptr, d->bytes);
+}
+
+void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_topo *t = &c->topo;
+  int m = t->local_size, me = t->local_rank;
+  char *mine = mcoll__rank_area(&c->shm, me);
+  uint64_t *my_addr = (uint64_t *)(mine + MCOLL_A2A_ADDR_OFFSET);
+  uint32_t rounds = a->uniform ? pair_rounds(e, a->block) : 1;
+  int cma_sends = a->uniform && by_cma(e, a->block);
+  for (int k = 0; k < m && !a->uniform; k++) {
+    size_t bytes = a->send[t->local_ranks[k]].bytes;
+    if (k == me) continue;
+    if (pair_rounds(e, bytes) > rounds) rounds = pair_rounds(e, bytes);
+    if (bytes && by_cma(e, bytes)) cma_sends = 1;
+  }
+  for (uint32_t r = 0; r < rounds; r++) {
+    uint32_t gen = mcoll__area_next(c);
+    /* Double-buffered, round r only needs the half of round r-2 to be free. */
+    mcoll__area_wait_free(c, e->double_buffer && r > 0 ? gen - 1 : gen);
+    if (r == 0) {
+      *(volatile uint32_t *)mine = rounds;
+      for (int k = 0; k < m && cma_sends; k++)
+        my_addr[k] = (uint64_t)(uintptr_t)a->send[t->local_ranks[k]].ptr;
+    }
+    write_round(a, e, r);
+    mcoll__area_post(c, gen);
+    if (r == 0) copy_own(a); /* while the peers finish writing */
+    for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
+      int j = (me - s + m) % m;
+      mcoll__area_wait_posted(c, j, gen);
+      uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->shm, j);
+      if (theirs > rounds) rounds = theirs;
+    }
+    read_round(a, e, r, gen);
+    mcoll__area_done(c, gen);
+  }
+  /* Peers read my buffers directly: they stay mine only once everyone is done. */
+  if (cma_sends) mcoll__area_wait_free(c, c->area_gen + 1);
+}

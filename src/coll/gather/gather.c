@@ -1,0 +1,133 @@
+/* Gather(v): algorithm tables, choice, and the steps in the MAHCAF template:
+ * each node gathers to its sink (the root on the root's node, the node leader
+ * elsewhere), then the other nodes' leaders send their node's blocks to the root,
+ * which receives each node straight into the ranks' places (a datatype per node). */
+#include <stdlib.h>
+
+#include "coll/gather/gather.h"
+#include "coll/tags.h"
+#include "core/config.h"
+#include "hier/hier.h"
+
+const struct mcoll_coll_algs mcoll__gather_algs = {
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+const struct mcoll_coll_algs mcoll__gatherv_algs = {
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+
+struct gather_call {
+  const struct mcoll_gather_args *a;
+  int forced, sink;
+  struct mcoll_blocks uniform; /* gather: every block has my_len bytes */
+  struct mcoll_blocks node;    /* another node's leader: its node's blocks */
+  int *lens;                   /* another node's leader: bytes of each rank */
+  int remote_leader;
+};
+
+static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct gather_call *g = hc->args;
+  const struct mcoll_gather_args *a = g->a;
+  struct mcoll_gather_node node = {
+      .sink = g->sink, .mine = a->mine, .my_len = a->my_len,
+      .dst = hc->c->rank == a->root ? a->dst : g->remote_leader ? &g->node : NULL,
+      .lens = a->v ? NULL : &g->uniform, .lens_everywhere = !a->v, .forced = g->forced};
+  mcoll__gather_node(hc->c, &node);
+  return MPI_SUCCESS;
+}
+
+static int root_receives(struct mcoll_comm *c, const struct mcoll_gather_args *a) {
+  const struct mcoll_topo *t = &c->topo;
+  int err = MPI_SUCCESS, posted = 0, typed = 0;
+  MPI_Request *req = mcoll__xmalloc(sizeof(MPI_Request) * (size_t)t->nnodes);
+  MPI_Datatype *types = mcoll__xmalloc(sizeof(MPI_Datatype) * (size_t)t->nnodes);
+  for (int k = 0; k < t->nnodes && err == MPI_SUCCESS; k++) {
+    if (k == t->node) continue;
+    err = mcoll__blocks_node_type(a->dst, t->node_of, k, &types[typed]);
+    if (err != MPI_SUCCESS) break;
+    err = PMPI_Irecv(a->dst->base, 1, types[typed++], t->node_leader[k], MCOLL_TAG_GATHER_FAMILY,
+                     c->p2p, &req[posted]);
+    if (err == MPI_SUCCESS) posted++;
+  }
+  int wait_err = posted ? mcoll__wait_all(posted, req) : MPI_SUCCESS;
+  for (int k = 0; k < typed; k++) PMPI_Type_free(&types[k]);
+  free(req);
+  free(types);
+  return err != MPI_SUCCESS ? err : wait_err;
+}
+
+static int between_nodes(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct gather_call *g = hc->args;
+  struct mcoll_comm *c = hc->c;
+  if (c->rank == g->a->root) return root_receives(c, g->a);
+  return PMPI_Send(g->node.base, (int)mcoll__blocks_total(&g->node), MPI_BYTE, g->a->root,
+                   MCOLL_TAG_GATHER_FAMILY, c->p2p);
+}
+
+static const struct mcoll_hier_steps gather_steps = {gather_up, between_nodes, NULL, NULL};
+
+/* gatherv: the root tells each other node's leader the bytes of its node's ranks. */
+static int send_lengths(struct mcoll_comm *c, const struct mcoll_gather_args *a) {
+  const struct mcoll_topo *t = &c->topo;
+  int err = MPI_SUCCESS;
+  int *lens = mcoll__xmalloc(sizeof(int) * (size_t)c->size);
+  for (int k = 0; k < t->nnodes && err == MPI_SUCCESS; k++) {
+    int m = 0;
+    if (k == t->node) continue;
+    for (int r = 0; r < c->size; r++)
+      if (t->node_of[r] == k) lens[m++] = (int)mcoll__block_len(a->dst, r);
+    err = PMPI_Send(lens, m, MPI_INT, t->node_leader[k], MCOLL_TAG_GATHER_FAMILY, c->p2p);
+  }
+  free(lens);
+  return err;
+}
+
+/* Another node's leader: learns its node's lengths and makes room for its blocks. */
+static int prepare_node(struct mcoll_comm *c, struct gather_call *g) {
+  const struct mcoll_topo *t = &c->topo;
+  int *mine = mcoll__xmalloc(sizeof(int) * (size_t)t->local_size), err = MPI_SUCCESS;
+  g->lens = mcoll__xmalloc(sizeof(int) * (size_t)c->size);
+  for (int r = 0; r < c->size; r++) g->lens[r] = 0;
+  if (g->a->v)
+    err = PMPI_Recv(mine, t->local_size, MPI_INT, g->a->root, MCOLL_TAG_GATHER_FAMILY, c->p2p,
+                    MPI_STATUS_IGNORE);
+  for (int i = 0; i < t->local_size; i++)
+    g->lens[t->local_ranks[i]] = g->a->v ? mine[i] : (int)g->a->my_len;
+  free(mine);
+  mcoll__blocks_scratch(&g->node, c->size, g->lens);
+  return err;
+}
+
+static size_t largest_block(const struct mcoll_blocks *b) {
+  size_t most = 0;
+  for (int r = 0; r < b->n; r++)
+    if (mcoll__block_len(b, r) > most) most = mcoll__block_len(b, r);
+  return most;
+}
+
+int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
+  const struct mcoll_topo *t = &c->topo;
+  int is_root = c->rank == a->root, root_node = t->node_of[a->root];
+  struct gather_call g = {.a = a, .forced = mcoll__alg_forced(coll)};
+  size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
+  mcoll__count_alg(coll, mcoll__move_of(c, counted, g.forced, (size_t)mcoll__cfg.GATHER_CMA_MIN));
+  if (!a->v && a->my_len == 0) return MPI_SUCCESS;
+
+  int err = MPI_SUCCESS;
+  g.sink = t->node == root_node ? mcoll__local_index(t, a->root) : 0;
+  g.remote_leader = t->node != root_node && t->local_rank == 0;
+  mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
+  if (is_root) mcoll__blocks_acquire(a->dst, 0, -1);
+  if (is_root && a->v && t->nnodes > 1) err = send_lengths(c, a);
+  if (g.remote_leader) {
+    int prep_err = prepare_node(c, &g);
+    if (err == MPI_SUCCESS) err = prep_err;
+  }
+  struct mcoll_hier_call hc = {.c = c, .steps = &gather_steps, .leader = g.sink, .args = &g};
+  int run_err = mcoll__hier_run(&hc);
+  if (err == MPI_SUCCESS) err = run_err;
+  if (is_root) mcoll__blocks_release(a->dst, err == MPI_SUCCESS, a->mine ? -2 : a->root);
+  if (g.remote_leader) mcoll__blocks_release(&g.node, 0, -2);
+  free(g.lens);
+  return err;
+}

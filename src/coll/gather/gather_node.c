@@ -1,0 +1,159 @@
+/* Intra-node gather through the per-rank areas (shm/area.h) or by single copy.
+ *
+ * The call takes T area generations, T = the most chunks any area-moved block needs
+ * (at least 1). In generation base+t every rank with a chunk t writes it into its
+ * own area (a single-copy rank publishes its buffer's address in the first) and
+ * posts; the sink copies the chunks out, then marks the generation done. The sink
+ * also writes T at the head of its area in the first generation, for ranks that do
+ * not know every length (gatherv); those mark themselves done with all T at once,
+ * since they read nothing else. Small calls whose lengths everyone knows use slots
+ * of the areas so that back-to-back calls overlap (coll/move.h). */
+#include <string.h>
+
+#include "coll/gather/gather.h"
+#include "core/config.h"
+#include "shm/area.h"
+
+static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
+                            const struct mcoll_blocks *lens) {
+  const struct mcoll_topo *t = &c->topo;
+  uint32_t rounds = 1;
+  for (int j = 0; j < t->local_size; j++) {
+    size_t len = mcoll__block_len(lens, t->local_ranks[j]);
+    uint32_t chunks = mcoll__area_chunks(len, c->shm.area_bytes);
+    if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_AREA &&
+        chunks > rounds)
+      rounds = chunks;
+  }
+  return rounds;
+}
+
+/* One generation with every block in one slot of the areas (coll/move.h), only when
+ * every rank knows every length, so that all decide alike. */
+static int small_call(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
+                      const struct mcoll_blocks *lens) {
+  const struct mcoll_topo *t = &c->topo;
+  if (!g->lens_everywhere) return 0;
+  for (int j = 0; j < t->local_size; j++) {
+    size_t len = mcoll__block_len(lens, t->local_ranks[j]);
+    if (len > mcoll__slot_bytes(&c->shm) ||
+        mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) != MCOLL_MOVE_AREA)
+      return 0;
+  }
+  return 1;
+}
+
+static void small_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  const struct mcoll_shm *shm = &c->shm;
+  int me = shm->local_rank, n = shm->local_size;
+  uint32_t gen = c->area_gen + 1;
+  mcoll__slot_begin(c, gen);
+  char *own = mcoll__block_ptr(g->dst, c->rank);
+  if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+  for (int s = 1; s < n; s++) {
+    int j = (me + s) % n, r = c->topo.local_ranks[j];
+    size_t len = mcoll__block_len(g->dst, r);
+    if (!len) continue;
+    mcoll__area_wait_posted(c, j, gen);
+    memcpy(mcoll__block_ptr(g->dst, r), mcoll__slot_area(shm, j, gen), len);
+  }
+  mcoll__area_done(c, gen);
+  c->area_gen = gen;
+}
+
+static void small_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  uint32_t gen = c->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  mcoll__area_done(c, gen); /* I read nothing */
+  mcoll__slot_wait_free(c, gen, lag);
+  if (g->my_len)
+    mcoll__area_write(mcoll__slot_area(&c->shm, c->shm.local_rank, gen), g->mine, g->my_len);
+  mcoll__area_post(c, gen);
+  c->area_gen = gen;
+}
+
+static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_topo *t = &c->topo;
+  const size_t area = shm->area_bytes;
+  int me = shm->local_rank, n = shm->local_size;
+  uint32_t base = c->area_gen, rounds = call_rounds(c, g, g->dst);
+
+  mcoll__area_wait_free(c, base + 1);
+  memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
+  mcoll__area_post(c, base + 1);
+  char *own = mcoll__block_ptr(g->dst, c->rank);
+  if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+
+  for (uint32_t r = 1; r <= rounds; r++) {
+    size_t at = (size_t)(r - 1) * area;
+    for (int s = 1; s < n; s++) {
+      int j = (me + s) % n;
+      size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
+      char *to = mcoll__block_ptr(g->dst, t->local_ranks[j]);
+      if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+          MCOLL_MOVE_CMA) {
+        if (r > 1) continue;
+        mcoll__area_wait_posted(c, j, base + 1);
+        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+      } else if (at < len) {
+        mcoll__area_wait_posted(c, j, base + r);
+        memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
+      }
+    }
+    mcoll__area_done(c, base + r);
+  }
+  c->area_gen = base + rounds;
+}
+
+static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  const struct mcoll_shm *shm = &c->shm;
+  const size_t area = shm->area_bytes;
+  int me = shm->local_rank;
+  uint32_t base = c->area_gen, rounds;
+  char *my_area = mcoll__rank_area(shm, me);
+  enum mcoll_move move =
+      mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN);
+  uint32_t chunks = move == MCOLL_MOVE_AREA ? mcoll__area_chunks(g->my_len, area) : 0;
+
+  mcoll__area_wait_free(c, base + 1);
+  if (move == MCOLL_MOVE_CMA)
+    atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
+  else if (g->my_len)
+    mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
+  mcoll__area_post(c, base + 1);
+  if (g->lens) {
+    rounds = call_rounds(c, g, g->lens);
+  } else {
+    mcoll__area_wait_posted(c, g->sink, base + 1);
+    memcpy(&rounds, mcoll__rank_area(shm, g->sink), sizeof rounds);
+  }
+  mcoll__area_done(c, base + rounds);
+
+  for (uint32_t r = 2; r <= chunks; r++) {
+    size_t at = (size_t)(r - 1) * area;
+    mcoll__area_wait_free(c, base + r);
+    mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
+    mcoll__area_post(c, base + r);
+  }
+  /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
+  if (move == MCOLL_MOVE_CMA) mcoll__flag_wait(shm, &shm->data[g->sink].done, base + 1);
+  c->area_gen = base + rounds;
+}
+
+void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  if (!mcoll__node_has_peers(c)) {
+    char *own = mcoll__block_ptr(g->dst, c->rank);
+    if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    return;
+  }
+  int sink = c->shm.local_rank == g->sink;
+  if (small_call(c, g, sink ? g->dst : g->lens)) {
+    if (sink) small_sink(c, g);
+    else small_member(c, g);
+  } else if (sink) {
+    sink_side(c, g);
+  } else {
+    member_side(c, g);
+  }
+}

@@ -1,0 +1,82 @@
+/* How one rank's block moves inside a node, for the gather family: through the
+ * owner's area (shm/area.h; two copies, chunked when the block exceeds the area),
+ * or by a single copy (CMA) straight from the owner's buffer. The choice depends
+ * only on the block's length, which both its owner and its reader know. */
+#ifndef MCOLL_MOVE_H
+#define MCOLL_MOVE_H
+
+#include <stdio.h>
+
+#include "core/context.h"
+#include "shm/area.h"
+
+/* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
+enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
+
+#define MCOLL_MOVE_ALG_INFO                                                            \
+  {"area", "two copies through the per-rank areas of the node segment, chunked"},      \
+  {"cma", "single copy from the owner's buffer (process_vm_readv), bounded readers"}
+
+/* forced: MCOLL_MOVE_* or -1 (by length: single copy from cma_min bytes). */
+static inline enum mcoll_move mcoll__move_of(const struct mcoll_comm *c, size_t len, int forced,
+                                             size_t cma_min) {
+  if (!c->cma_ok || len == 0) return MCOLL_MOVE_AREA;
+  if (forced >= 0) return (enum mcoll_move)forced;
+  return len >= cma_min ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
+}
+
+/* Chunks of at most `area` bytes that a block of len bytes needs. */
+static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
+  return (uint32_t)((len + area - 1) / area);
+}
+
+/* Small calls may run several generations apart, although the area protocol keeps one
+ * in flight: a generation whose data fits in one slot (1/MCOLL_AREA_SLOTS of an area)
+ * uses slot gen % MCOLL_AREA_SLOTS of every area. During a run of such generations a
+ * writer needs its peers done with the generation that last used its slot (or with
+ * the one before the run), not with gen-1. Every rank of the node calls
+ * mcoll__slot_begin for each such generation; it returns the writer's lag. */
+#define MCOLL_AREA_SLOTS 8
+
+static inline uint32_t mcoll__slot_begin(struct mcoll_comm *c, uint32_t gen) {
+  if (c->area_slot_last != gen - 1) c->area_slot_from = gen;
+  c->area_slot_last = gen;
+  uint32_t behind = gen - c->area_slot_from;
+  return behind < MCOLL_AREA_SLOTS - 1 ? behind : MCOLL_AREA_SLOTS - 1;
+}
+
+static inline size_t mcoll__slot_bytes(const struct mcoll_shm *shm) {
+  return shm->area_bytes / MCOLL_AREA_SLOTS;
+}
+
+static inline char *mcoll__slot_area(const struct mcoll_shm *shm, int r, uint32_t gen) {
+  return mcoll__rank_area(shm, r) + (gen % MCOLL_AREA_SLOTS) * mcoll__slot_bytes(shm);
+}
+
+/* mcoll__area_wait_free for a slot generation. */
+static inline void mcoll__slot_wait_free(struct mcoll_comm *c, uint32_t gen, uint32_t lag) {
+  const struct mcoll_shm *shm = &c->shm;
+  for (int r = 0; r < shm->local_size; r++)
+    if (r != shm->local_rank) mcoll__flag_wait(shm, &shm->data[r].done, gen - 1 - lag);
+}
+
+/* Copies into memory that a peer has read before: plain stores would first take
+ * every line back from the reader's cache; streaming stores skip that (a 64 KiB
+ * copy went from 11 to 2 µs here). From stream_min bytes (0: never), 16-byte aligned. */
+void mcoll__stream_copy(void *dst, const void *src, size_t len, size_t stream_min);
+/* mcoll__stream_copy from MCOLL_AREA_STREAM_MIN bytes. */
+void mcoll__area_write(void *dst, const void *src, size_t len);
+
+/* Single copy of len bytes at `addr` in node-local rank r's memory; aborts on failure
+ * (the probe at set-up said CMA works, so a failure is a broken peer). */
+static inline void mcoll__cma_get(const struct mcoll_comm *c, int r, void *dst, uint64_t addr,
+                                  size_t len) {
+  int err = mcoll__cma_read(c->shm.data[r].pid, dst, addr, len);
+  if (err) {
+    fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
+            (int)c->shm.data[r].pid, err);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+#endif

@@ -1,0 +1,203 @@
+/* What the reduction collectives (reduce, allreduce, reduce_scatter(_block), scan,
+ * exscan) share: the data seen as elements of the datatype, folds in rank order,
+ * the intra-node engines over the per-rank areas, and the algorithms among a
+ * group of ranks over the host MPI's point-to-point (node leaders, or every rank).
+ *
+ * Every buffer holds elements at a stride of the type's extent. Pointers called
+ * `data` point at the first byte of element 0's data (user buffer + true_lb);
+ * MPI calls get the type's base (data - true_lb). */
+#ifndef MCOLL_RED_H
+#define MCOLL_RED_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "core/coll.h"
+#include "core/context.h"
+#include "core/xmalloc.h"
+
+/* Every reduction collective's table lists these, in this order. */
+enum mcoll_red_alg { MCOLL_RED_FLAT, MCOLL_RED_HSRA, MCOLL_RED_P2P, MCOLL_RED_CMA, MCOLL_RED_NALGS };
+
+/* inout[i] = in[i] op inout[i] for i < n, on element data (red_ops.c). */
+typedef void (*mcoll_red_kernel)(const void *in, void *inout, size_t n);
+
+struct mcoll_red_type {
+  MPI_Datatype type;
+  MPI_Op op;
+  int commutative;
+  mcoll_red_kernel kernel; /* NULL: PMPI_Reduce_local */
+  size_t extent;      /* bytes from one element to the next */
+  MPI_Aint true_lb;   /* where an element's data starts, from its base */
+  size_t true_extent; /* bytes of one element's data (holes included) */
+};
+
+enum mcoll_red_check { MCOLL_RED_OK, MCOLL_RED_INVALID, MCOLL_RED_UNSUPPORTED };
+
+/* Describes (type, op). INVALID: the host MPI must raise the error; UNSUPPORTED:
+ * a layout mcoll does not fold (derived types with holes); the same on every rank
+ * since a reduction's datatype and op are the same on every rank. */
+enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op);
+
+/* mcoll's own fold of a predefined op on a predefined type of `size` bytes, or NULL. */
+mcoll_red_kernel mcoll__red_kernel(MPI_Datatype type, MPI_Op op, size_t size);
+
+/* Bytes covering n elements' data. */
+static inline size_t mcoll__red_span(const struct mcoll_red_type *t, size_t n) {
+  return n ? (n - 1) * t->extent + t->true_extent : 0;
+}
+
+static inline char *mcoll__red_data(const struct mcoll_red_type *t, const void *buf) {
+  return (char *)buf + t->true_lb;
+}
+
+/* Element i of a buffer whose element 0's data is at `data`. */
+static inline char *mcoll__red_at(const struct mcoll_red_type *t, const char *data, size_t i) {
+  return (char *)data + i * t->extent;
+}
+
+void mcoll__red_copy(const struct mcoll_red_type *t, char *dst, const char *src, size_t n);
+/* inout = in op inout, element-wise (in holds the lower ranks). */
+void mcoll__red_fold(const struct mcoll_red_type *t, const char *in, char *inout, size_t n);
+/* Storage for n elements (data pointer); aborts the job when memory runs out. */
+char *mcoll__red_alloc(const struct mcoll_red_type *t, size_t n);
+void mcoll__red_free(const struct mcoll_red_type *t, char *data);
+
+/* Whether the comm's nodes hold consecutive ranks (node order = rank order). */
+int mcoll__red_nodes_contiguous(const struct mcoll_comm *c);
+
+/* Algorithm for a call: P2P when rank order cannot be kept through the nodes
+ * (`ordered`: the result depends on rank order, and nodes are not contiguous) or
+ * when an area cannot hold `area_need` bytes; else the forced one; else FLAT up to
+ * RED_FLAT_MAX bytes, CMA from RED_CMA_MIN bytes on nodes of at most RED_CMA_RANKS
+ * ranks that can use it, HSRA between. P2P depends only on what every rank knows;
+ * the others may differ between nodes (they only choose the intra-node engine). */
+int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
+                      size_t area_need);
+
+/* Bytes per pipelined piece of the inter-node phase: whole elements. */
+size_t mcoll__red_piece(const struct mcoll_red_type *t);
+
+/* The input of a call: the receive buffer when sendbuf is MPI_IN_PLACE. */
+static inline const char *mcoll__red_input(const struct mcoll_red_type *t, const void *sendbuf,
+                                           void *recvbuf) {
+  return mcoll__red_data(t, sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf);
+}
+
+/* The collectives, after the wrapper checked the arguments. */
+int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                     void *recvbuf, size_t count);
+int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                  void *recvbuf, size_t count, int root);
+/* recvcounts: per rank; NULL: recvcount for every rank (reduce_scatter_block). */
+int mcoll__reduce_scatter(struct mcoll_comm *c, const struct mcoll_red_type *t,
+                          const void *sendbuf, void *recvbuf, const int *recvcounts,
+                          int recvcount);
+int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                void *recvbuf, size_t count, int exclusive);
+
+/* ---- intra-node engines ------------------------------------------------------ */
+
+/* A result a rank wants from the node: the fold of node-local ranks [0, upto) (0:
+ * none), written at dst (element 0 of the vector, or of my block if own_block). */
+struct mcoll_node_out {
+  int upto;
+  char *dst;
+  int own_block;
+};
+
+/* One fold of the node's inputs over elements [0, count) of a vector. */
+struct mcoll_node_red {
+  struct mcoll_comm *c;
+  const struct mcoll_red_type *t;
+  const char *in;       /* my input (data pointer) */
+  size_t count;
+  const int *blocks;    /* NULL, or [local_size] elements of each node-local rank's block */
+  struct mcoll_node_out out[2];
+  int levels;           /* HSRA may fold level by level (outputs then need upto = local_size) */
+  int prefix;           /* outputs are prefixes (upto < local_size): fold in rank order */
+  int all_out;          /* every rank takes the whole result (allreduce on one node) */
+  int dest;             /* 1 + the node-local rank that alone takes the result (reduce),
+                         * or 0: HSRA gives it nothing to fold, flat reads its input in
+                         * place */
+};
+
+/* Every rank posts its input; each rank folds what it needs from every area. */
+void mcoll__node_red_flat(const struct mcoll_node_red *r);
+/* HSRA: rank j folds segment j across the areas in rank order (leaving prefix k in
+ * area k), level by level when the node has levels; then the results are copied. */
+void mcoll__node_red_hsra(const struct mcoll_node_red *r);
+/* HSRA for commutative ops on a node without levels when the whole result goes to
+ * every rank (all_out) or to the dest: folds into the receive buffers. */
+void mcoll__node_red_hsra_all(const struct mcoll_node_red *r);
+/* Every rank folds what it needs from the peers' inputs, read with CMA. */
+void mcoll__node_red_cma(const struct mcoll_node_red *r);
+void mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* A node of one rank: outputs are copies of the input. */
+void mcoll__node_alone(const struct mcoll_node_red *r);
+
+/* Node-local rank `leader` passes elements [0, count) of src through its area in
+ * chunks; every other rank calls take(arg, chunk data, first element, n). */
+typedef void (*mcoll_node_take)(void *arg, const char *chunk, size_t first, size_t n);
+void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,
+                       const char *src, size_t count, mcoll_node_take take, void *arg);
+
+/* Chunks of a vector (split into blocks, or one block) through the areas: chunk k
+ * holds slice k of every block, one after the other. */
+struct mcoll_node_layout {
+  size_t count, nchunks;
+  int nblocks;
+  const int *blocks; /* NULL: one block of count elements */
+};
+
+void mcoll__node_layout(struct mcoll_node_layout *l, const struct mcoll_node_red *r,
+                        size_t area_elems);
+
+/* Elements of block b. */
+static inline size_t mcoll__node_block(const struct mcoll_node_layout *l, int b) {
+  return l->blocks ? (size_t)l->blocks[b] : l->count;
+}
+
+/* Slice k of a block of cnt elements: [*off, *off + *n) within the block. */
+static inline void mcoll__node_slice(const struct mcoll_node_layout *l, size_t cnt, size_t k,
+                                     size_t *off, size_t *n) {
+  size_t q = (cnt + l->nchunks - 1) / l->nchunks, lo = k * q, hi = lo + q;
+  if (lo > cnt) lo = cnt;
+  if (hi > cnt) hi = cnt;
+  *off = lo;
+  *n = hi - lo;
+}
+/* Elements [lo, hi) of a chunk of elems that member `index` of `members` folds; the
+ * member `skip` (-1: none) gets none. */
+void mcoll__node_segment(size_t elems, int members, int index, int skip, size_t *lo,
+                         size_t *hi);
+/* Copies my input's slices of chunk k into `area`; returns the chunk's elements. */
+size_t mcoll__node_chunk_in(const struct mcoll_node_layout *l, const struct mcoll_node_red *r,
+                            size_t k, char *area);
+/* Copies chunk k's results (elems elements) to output o (my block's slice, or all
+ * slices) from `area`, or if area is NULL from each rank's final segment in its area. */
+void mcoll__node_chunk_out(const struct mcoll_node_layout *l, const struct mcoll_node_red *r,
+                           size_t k, const char *area, size_t elems,
+                           const struct mcoll_node_out *o);
+
+/* ---- among a group of ranks (host MPI point-to-point) ------------------------ */
+
+struct mcoll_red_group {
+  struct mcoll_comm *c;
+  int n, me;
+  const int *ranks; /* comm rank of member i, in the order of the reduction; NULL: i */
+};
+
+/* In place on buf (data pointer): recursive doubling up to RED_RD_MAX bytes, else
+ * reduce-scatter by recursive halving + allgather by recursive doubling. */
+int mcoll__group_allreduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
+                           char *buf, size_t count);
+/* buf: my input; the result at member root (buf is scratch elsewhere). Binomial
+ * tree up to RED_RD_MAX bytes, else reduce-scatter + gather to the root. */
+int mcoll__group_reduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
+                        char *buf, size_t count, int root);
+/* buf: my input; out: the fold of members [0, me) (undefined at member 0). */
+int mcoll__group_exscan(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
+                        char *buf, size_t count);
+
+#endif

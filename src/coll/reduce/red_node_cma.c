@@ -1,0 +1,125 @@
+/* The single-copy intra-node engine, for large messages on few ranks: every rank
+ * posts the address of its input in its area, and folds what it needs from the
+ * peers' inputs read straight out of their memory with process_vm_readv (CMA), in
+ * rank order. No copy into the areas: a peer's input crosses between cores once
+ * (twice through the areas: written there, then read), and an input the owner has
+ * not changed since the last call is still in the reader's cache. Reads are cut
+ * into CMA_CHUNK pieces through a per-thread scratch buffer.
+ *
+ * A rank's input must stay as it is until every peer has read it: every rank waits
+ * for all peers to be done before it returns, and an input that is also an output
+ * (MPI_IN_PLACE) is published as a private copy. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coll/reduce/red.h"
+#include "core/config.h"
+#include "shm/area.h"
+
+static _Thread_local char *scratch;
+static _Thread_local size_t scratch_bytes;
+
+static char *scratch_get(size_t bytes) {
+  if (bytes > scratch_bytes) {
+    free(scratch);
+    scratch = mcoll__xmalloc(bytes);
+    scratch_bytes = bytes;
+  }
+  return scratch;
+}
+
+struct cma_call {
+  const struct mcoll_node_red *r;
+  const char *own; /* my input as published */
+  char *tmp;       /* one chunk of a peer's input */
+  uint32_t gen;
+};
+
+static int overlaps(const char *a, size_t a_len, const char *b, size_t b_len) {
+  return a < b + b_len && b < a + a_len;
+}
+
+/* Reads elements [v, v + m) of peer x's input into dst. */
+static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size_t m) {
+  const struct mcoll_red_type *t = k->r->t;
+  const struct mcoll_shm *shm = &k->r->c->shm;
+  uint64_t addr = *(const uint64_t *)mcoll__rank_area(shm, x) + v * t->extent;
+  int err = mcoll__cma_read(shm->data[x].pid, dst, addr, mcoll__red_span(t, m));
+  if (err) {
+    fprintf(stderr, "mcoll: reduction: process_vm_readv from world rank %d failed (errno %d)\n",
+            shm->data[x].world_rank, err);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+
+/* Elements [v, v + m) of rank x's input: mine in place, a peer's read into tmp. */
+static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m) {
+  if (x == k->r->c->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
+  read_peer(k, x, k->tmp, v, m);
+  return k->tmp;
+}
+
+/* d[0, m) = fold of ranks [0, upto) over vector elements [v, v + m). */
+static void fold_chunk(const struct cma_call *k, int upto, char *d, size_t v, size_t m) {
+  const struct mcoll_red_type *t = k->r->t;
+  int me = k->r->c->shm.local_rank;
+  if (t->commutative && me < upto && upto > 1) {
+    /* Any order: the first peer's input straight into d, then the others. */
+    int first = me == 0 ? 1 : 0;
+    read_peer(k, first, d, v, m);
+    for (int x = 0; x < upto; x++)
+      if (x != first) mcoll__red_fold(t, input_of(k, x, v, m), d, m);
+    return;
+  }
+  /* The last rank's input straight into d, then the others folded in from the right. */
+  if (upto - 1 == me) mcoll__red_copy(t, d, input_of(k, me, v, m), m);
+  else read_peer(k, upto - 1, d, v, m);
+  for (int x = upto - 2; x >= 0; x--) mcoll__red_fold(t, input_of(k, x, v, m), d, m);
+}
+
+static size_t block_start(const struct mcoll_node_red *r, int b) {
+  size_t start = 0;
+  for (int x = 0; x < b; x++) start += (size_t)r->blocks[x];
+  return start;
+}
+
+void mcoll__node_red_cma(const struct mcoll_node_red *r) {
+  struct mcoll_comm *c = r->c;
+  const struct mcoll_red_type *t = r->t;
+  const struct mcoll_shm *shm = &c->shm;
+  int me = shm->local_rank;
+  size_t chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent, span = mcoll__red_span(t, r->count);
+  if (chunk == 0) chunk = 1;
+  /* An input that is also an output goes out as a private copy. */
+  int copy = 0;
+  for (int i = 0; i < 2; i++) {
+    const struct mcoll_node_out *o = &r->out[i];
+    size_t n = o->own_block && r->blocks ? (size_t)r->blocks[me] : r->count;
+    if (o->upto > 0 && overlaps(o->dst, mcoll__red_span(t, n), r->in, span)) copy = 1;
+  }
+  char *room = scratch_get((copy ? r->count * t->extent : 0) + chunk * t->extent);
+  struct cma_call k = {r, copy ? room : r->in, room + (copy ? r->count * t->extent : 0), 0};
+  if (copy) mcoll__red_copy(t, room, r->in, r->count);
+
+  k.gen = mcoll__area_next(c);
+  mcoll__area_wait_free(c, k.gen);
+  *(uint64_t *)mcoll__rank_area(shm, me) = (uint64_t)(uintptr_t)k.own;
+  mcoll__area_post(c, k.gen);
+  int need = r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
+  for (int x = 0; x < need; x++)
+    if (x != me) mcoll__area_wait_posted(c, x, k.gen);
+  for (int i = 0; i < 2; i++) {
+    const struct mcoll_node_out *o = &r->out[i];
+    if (o->upto <= 0) continue;
+    int mine = o->own_block && r->blocks;
+    size_t first = mine ? block_start(r, me) : 0, len = mine ? (size_t)r->blocks[me] : r->count;
+    for (size_t f = 0; f < len; f += chunk) {
+      size_t m = len - f < chunk ? len - f : chunk;
+      fold_chunk(&k, o->upto, mcoll__red_at(t, o->dst, f), first + f, m);
+    }
+  }
+  mcoll__area_done(c, k.gen);
+  for (int x = 0; x < shm->local_size; x++)
+    if (x != me) mcoll__flag_wait(shm, &shm->data[x].done, k.gen);
+}

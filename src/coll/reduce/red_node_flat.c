@@ -1,0 +1,124 @@
+/* The flat intra-node engine, for small messages: every rank posts its input in its
+ * area and folds every input it needs itself, in rank order, straight into its
+ * result. One round of synchronisation, no scratch.
+ *
+ * A call that fits in a slot (1/RED_SLOTS of an area) writes generation g into slot
+ * g % RED_SLOTS, so it needs only the readers of the generation that last used that
+ * slot to be done, or those of the last generation that used whole areas (before
+ * the current run of slot calls, which every rank of the node sees alike):
+ * back-to-back small calls run up to RED_SLOTS - 1 generations ahead of their
+ * readers. Each slot ends with a stamp, the generation last written into it; once a
+ * run has filled every slot the readers wait on the stamp instead of the posted
+ * flag, and an input of up to STAMP_LINE - 4 bytes sits in the stamp's cache line,
+ * so the line that says "ready" brings the data with it. */
+#include "coll/reduce/red.h"
+#include "shm/area.h"
+
+#define RED_SLOTS 8
+#define STAMP_LINE 64
+
+struct slot {
+  size_t base; /* byte offset of the chunk's data in every area */
+  size_t stamp; /* byte offset of the stamp in every area */
+  int stamped; /* the readers may wait on stamps */
+};
+
+/* Output o of chunk k: the fold of areas [0, upto) in rank order, folded from the
+ * right (inout = lower op inout), so it needs no scratch. */
+static void fold_out(const struct mcoll_node_layout *l, const struct mcoll_node_red *r, size_t k,
+                     size_t base, const struct mcoll_node_out *o) {
+  const struct mcoll_red_type *t = r->t;
+  const struct mcoll_shm *shm = &r->c->shm;
+  int me = shm->local_rank;
+  size_t pos = 0, displ = 0;
+  for (int b = 0; b < l->nblocks; b++) {
+    size_t cnt = mcoll__node_block(l, b), off, n;
+    mcoll__node_slice(l, cnt, k, &off, &n);
+    int mine = o->own_block && (b == me || l->nblocks == 1);
+    if ((!o->own_block || mine) && n) {
+      char *dst = mcoll__red_at(t, o->dst, mine ? off : displ + off);
+      size_t at = base + pos * t->extent;
+      if (t->commutative && me < o->upto) {
+        /* Any order: start from my input (dst may be it: MPI_IN_PLACE). */
+        mcoll__red_copy(t, dst, mcoll__red_at(t, r->in, displ + off), n);
+        for (int src = 0; src < o->upto; src++)
+          if (src != me) mcoll__red_fold(t, mcoll__rank_area(shm, src) + at, dst, n);
+      } else {
+        mcoll__red_copy(t, dst, mcoll__rank_area(shm, o->upto - 1) + at, n);
+        for (int src = o->upto - 2; src >= 0; src--)
+          mcoll__red_fold(t, mcoll__rank_area(shm, src) + at, dst, n);
+      }
+    }
+    pos += n;
+    displ += cnt;
+  }
+}
+
+static mcoll_flag *stamp_of(const struct mcoll_shm *shm, int r, const struct slot *s) {
+  return (mcoll_flag *)(mcoll__rank_area(shm, r) + s->stamp);
+}
+
+/* Takes slot gen % RED_SLOTS once the readers of the slot's previous generation are
+ * done (every rank stamps its slot, even one that writes no data). red_slot_seen
+ * remembers the least `done` seen last time, so most calls need not look at the
+ * peers' lines. */
+static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
+  const struct mcoll_shm *shm = &c->shm;
+  size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
+  if (c->red_slot_last != gen - 1) { /* a new run: look at the peers first */
+    c->red_slot_from = gen;
+    c->red_slot_seen = gen - 2;
+  }
+  c->red_slot_last = gen;
+  uint32_t need = gen - RED_SLOTS, whole = c->red_slot_from - 1;
+  if (!mcoll__reached(need, whole)) need = whole;
+  if (!mcoll__reached(c->red_slot_seen, need)) {
+    uint32_t least = gen;
+    for (int x = 0; x < shm->local_size; x++) {
+      if (x == shm->local_rank) continue;
+      mcoll__flag_wait(shm, &shm->data[x].done, need);
+      uint32_t done = atomic_load_explicit(&shm->data[x].done, memory_order_acquire);
+      if (!mcoll__reached(done, least)) least = done;
+    }
+    c->red_slot_seen = least;
+  }
+  struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
+                   mcoll__reached(gen - RED_SLOTS, c->red_slot_from)};
+  if (span <= STAMP_LINE - sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
+  return s;
+}
+
+void mcoll__node_red_flat(const struct mcoll_node_red *r) {
+  struct mcoll_comm *c = r->c;
+  if (!mcoll__node_has_peers(c)) {
+    mcoll__node_alone(r);
+    return;
+  }
+  const struct mcoll_shm *shm = &c->shm;
+  int me = shm->local_rank;
+  int need = r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
+  struct mcoll_node_layout l;
+  mcoll__node_layout(&l, r, shm->area_bytes / r->t->extent);
+  size_t span = mcoll__red_span(r->t, r->count);
+  int slotted = l.nchunks == 1 && span <= shm->area_bytes / RED_SLOTS - STAMP_LINE;
+  /* Nobody reads the area of a dest that starts from its own input. */
+  int writes = r->dest - 1 != me || !r->t->commutative;
+  for (size_t k = 0; k < l.nchunks; k++) {
+    uint32_t gen = mcoll__area_next(c);
+    struct slot s = {0, 0, 0};
+    if (slotted) s = slot_start(c, gen, span);
+    else if (writes) mcoll__area_wait_free(c, gen);
+    if (writes) mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me) + s.base);
+    /* Every slot call stamps its slot, so that later calls of the run may trust it. */
+    if (slotted) mcoll__flag_set(shm, stamp_of(shm, me, &s), gen);
+    if (writes && !s.stamped) mcoll__area_post(c, gen);
+    for (int src = 0; src < need; src++) {
+      if (src == me) continue;
+      if (s.stamped) mcoll__flag_wait(shm, stamp_of(shm, src, &s), gen);
+      else mcoll__area_wait_posted(c, src, gen);
+    }
+    for (int i = 0; i < 2; i++)
+      if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i]);
+    mcoll__area_done(c, gen);
+  }
+}

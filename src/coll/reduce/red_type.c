@@ -1,0 +1,153 @@
+/* The datatype and op of a reduction, element copies and folds, and the choice of
+ * algorithm shared by every reduction collective. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/reduce/red.h"
+#include "core/config.h"
+
+static int is_pair_type(MPI_Datatype type) {
+  return type == MPI_2INT || type == MPI_FLOAT_INT || type == MPI_DOUBLE_INT ||
+         type == MPI_LONG_INT || type == MPI_SHORT_INT || type == MPI_LONG_DOUBLE_INT;
+}
+
+/* The plain predefined types (no holes, lb 0): their size without asking the MPI. */
+static size_t plain_size(MPI_Datatype type) {
+  static const struct {
+    MPI_Datatype type;
+    size_t size;
+  } plain[] = {
+      {MPI_INT, sizeof(int)},       {MPI_FLOAT, sizeof(float)},
+      {MPI_DOUBLE, sizeof(double)}, {MPI_LONG, sizeof(long)},
+      {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
+      {MPI_LONG_LONG, sizeof(long long)}, {MPI_UNSIGNED_LONG_LONG, sizeof(unsigned long long)},
+      {MPI_SHORT, sizeof(short)},   {MPI_UNSIGNED_SHORT, sizeof(unsigned short)},
+      {MPI_SIGNED_CHAR, 1},         {MPI_UNSIGNED_CHAR, 1},
+      {MPI_BYTE, 1},                {MPI_INT8_T, 1},
+      {MPI_UINT8_T, 1},             {MPI_INT16_T, 2},
+      {MPI_UINT16_T, 2},            {MPI_INT32_T, 4},
+      {MPI_UINT32_T, 4},            {MPI_INT64_T, 8},
+      {MPI_UINT64_T, 8},            {MPI_C_FLOAT_COMPLEX, 2 * sizeof(float)},
+      {MPI_C_DOUBLE_COMPLEX, 2 * sizeof(double)},
+  };
+  for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+    if (plain[i].type == type) return plain[i].size;
+  return 0;
+}
+
+/* Predefined (type, op) pairs with a kernel, seen last by this thread: predefined
+ * handles are never reused, so a hit needs no query (MPICH's four queries cost
+ * ~0.2 us). */
+struct known_pair {
+  MPI_Datatype type;
+  MPI_Op op;
+  mcoll_red_kernel kernel;
+  size_t size;
+};
+static _Thread_local struct known_pair known[4];
+static _Thread_local unsigned known_next;
+
+static int known_lookup(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) {
+  for (int i = 0; i < 4; i++) {
+    const struct known_pair *k = &known[i];
+    if (k->kernel && k->type == type && k->op == op) {
+      *t = (struct mcoll_red_type){type, op, 1, k->kernel, k->size, 0, k->size};
+      return 1;
+    }
+  }
+  size_t size = plain_size(type);
+  mcoll_red_kernel kernel = size ? mcoll__red_kernel(type, op, size) : NULL;
+  if (!kernel) return 0;
+  known[known_next++ % 4] = (struct known_pair){type, op, kernel, size};
+  *t = (struct mcoll_red_type){type, op, 1, kernel, size, 0, size};
+  return 1;
+}
+
+enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) {
+  int size, commutative;
+  if (known_lookup(t, type, op)) return MCOLL_RED_OK;
+  MPI_Aint lb, extent, true_lb, true_extent;
+  if (type == MPI_DATATYPE_NULL || op == MPI_OP_NULL) return MCOLL_RED_INVALID;
+  if (PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+      PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+      PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS ||
+      PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
+    return MCOLL_RED_INVALID;
+  /* MINLOC/MAXLOC take exactly the pair types, the other predefined ops never. */
+  if ((op == MPI_MINLOC || op == MPI_MAXLOC) != is_pair_type(type) &&
+      (op == MPI_MINLOC || op == MPI_MAXLOC || op == MPI_MAX || op == MPI_MIN ||
+       op == MPI_SUM || op == MPI_PROD || op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR ||
+       op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR))
+    return MCOLL_RED_INVALID;
+  t->type = type;
+  t->op = op;
+  t->commutative = commutative;
+  t->extent = (size_t)extent;
+  t->true_lb = true_lb;
+  t->true_extent = (size_t)true_extent;
+  t->kernel = mcoll__red_kernel(type, op, (size_t)size);
+  if (extent <= 0 || true_extent > extent || size <= 0) return MCOLL_RED_UNSUPPORTED;
+  if (size == true_extent) return MCOLL_RED_OK;
+  /* Holes: only inside the predefined pair types (struct padding) may they be
+   * copied over; a derived type's holes may be the application's data. */
+  int nints, naddrs, ntypes, combiner;
+  if (PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner) != MPI_SUCCESS)
+    return MCOLL_RED_INVALID;
+  return combiner == MPI_COMBINER_NAMED ? MCOLL_RED_OK : MCOLL_RED_UNSUPPORTED;
+}
+
+void mcoll__red_copy(const struct mcoll_red_type *t, char *dst, const char *src, size_t n) {
+  if (n && dst != src) memcpy(dst, src, mcoll__red_span(t, n));
+}
+
+void mcoll__red_fold(const struct mcoll_red_type *t, const char *in, char *inout, size_t n) {
+  if (t->kernel) {
+    if (n) t->kernel(in, inout, n);
+    return;
+  }
+  const size_t step = (size_t)1 << 30;
+  while (n) {
+    size_t m = n < step ? n : step;
+    PMPI_Reduce_local(in - t->true_lb, inout - t->true_lb, (int)m, t->type, t->op);
+    in += m * t->extent;
+    inout += m * t->extent;
+    n -= m;
+  }
+}
+
+char *mcoll__red_alloc(const struct mcoll_red_type *t, size_t n) {
+  return mcoll__xmalloc(n * t->extent);
+}
+
+void mcoll__red_free(const struct mcoll_red_type *t, char *data) {
+  (void)t;
+  free(data);
+}
+
+int mcoll__red_nodes_contiguous(const struct mcoll_comm *c) {
+  /* Nodes are numbered by their lowest rank: contiguous iff node_of never drops. */
+  for (int r = 1; r < c->size; r++)
+    if (c->topo.node_of[r] < c->topo.node_of[r - 1]) return 0;
+  return 1;
+}
+
+int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
+                      size_t area_need) {
+  if (ordered && c->topo.nnodes > 1 && !mcoll__red_nodes_contiguous(c)) return MCOLL_RED_P2P;
+  /* SHM_AREA, not the mapped size: the same on every node, even one without a segment. */
+  if (area_need > (size_t)mcoll__cfg.SHM_AREA) return MCOLL_RED_P2P;
+  int forced = mcoll__alg_forced(coll);
+  if (forced == MCOLL_RED_CMA && !c->cma_ok) forced = MCOLL_RED_HSRA;
+  if (forced >= 0) return forced;
+  if (bytes <= (size_t)mcoll__cfg.RED_FLAT_MAX) return MCOLL_RED_FLAT;
+  if (c->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
+      c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
+    return MCOLL_RED_CMA;
+  return MCOLL_RED_HSRA;
+}
+
+size_t mcoll__red_piece(const struct mcoll_red_type *t) {
+  size_t piece = (size_t)mcoll__cfg.INTER_PIECE;
+  return piece < t->extent ? t->extent : piece - piece % t->extent;
+}

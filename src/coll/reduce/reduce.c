@@ -1,0 +1,100 @@
+/* Reduce: algorithm table, and its steps in the MAHCAF template, piece by piece:
+ * the node folds the piece into its leader for the call (the root on the root's
+ * node, local rank 0 elsewhere: flat or HSRA), then the leaders reduce it to the
+ * root (binomial tree, or reduce-scatter + gather for large pieces). */
+#include "coll/reduce/red.h"
+#include "hier/hier.h"
+
+#include <stdlib.h>
+
+const struct mcoll_coll_algs mcoll__reduce_algs = {
+    (const struct mcoll_alg_info[]){
+        {"flat", "every rank posts its input in its area, the root folds all of them (small "
+                 "messages); MCOLL_ALG_REDUCE=flat"},
+        {"hsra", "rank j folds segment j across the areas, level by level (HSRA), the root "
+                 "copies the result; leaders: binomial / reduce-scatter+gather; "
+                 "MCOLL_ALG_REDUCE=hsra"},
+        {"p2p", "binomial / reduce-scatter+gather among all ranks in rank order over "
+                "point-to-point (nodes not in rank order); MCOLL_ALG_REDUCE=p2p"},
+        {"cma", "the root folds the peers' inputs read in place with CMA (large messages, few "
+                "ranks); leaders as hsra; MCOLL_ALG_REDUCE=cma"},
+    },
+    MCOLL_RED_NALGS};
+
+struct reduce_call {
+  struct mcoll_comm *c;
+  const struct mcoll_red_type *t;
+  const char *in;
+  char *out;     /* root: the result; other leaders: one piece of scratch */
+  int root, alg;
+  int *leaders;  /* [nnodes] comm rank leading each node for this call */
+};
+
+/* Where this rank's node result goes for the piece starting at byte lo. */
+static char *piece_dst(const struct reduce_call *a, size_t lo) {
+  return a->c->rank == a->root ? a->out + lo : a->out;
+}
+
+static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct reduce_call *a = hc->args;
+  const struct mcoll_red_type *t = a->t;
+  const struct mcoll_topo *topo = &a->c->topo;
+  /* The leader copies the whole result out: the others fold it all. */
+  struct mcoll_node_red r = {.c = a->c, .t = t, .in = a->in + lo,
+                             .count = (hi - lo) / t->extent, .levels = 1,
+                             .dest = hc->leader + 1};
+  if (topo->local_rank == hc->leader)
+    r.out[0] = (struct mcoll_node_out){topo->local_size, piece_dst(a, lo), 0};
+  mcoll__node_red(&r, a->alg);
+  return MPI_SUCCESS;
+}
+
+static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct reduce_call *a = hc->args;
+  const struct mcoll_topo *topo = &a->c->topo;
+  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, a->leaders};
+  return mcoll__group_reduce(&g, a->t, piece_dst(a, lo), (hi - lo) / a->t->extent,
+                             topo->node_of[a->root]);
+}
+
+static const struct mcoll_hier_steps reduce_steps = {up, inter, NULL, NULL};
+
+static int reduce_p2p(struct reduce_call *a, size_t count) {
+  struct mcoll_comm *c = a->c;
+  struct mcoll_red_group g = {c, c->size, c->rank, NULL};
+  char *buf = c->rank == a->root ? a->out : mcoll__red_alloc(a->t, count);
+  mcoll__red_copy(a->t, buf, a->in, count);
+  int err = mcoll__group_reduce(&g, a->t, buf, count, a->root);
+  if (buf != a->out) mcoll__red_free(a->t, buf);
+  return err;
+}
+
+int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                  void *recvbuf, size_t count, int root) {
+  const struct mcoll_topo *topo = &c->topo;
+  size_t bytes = count * t->extent;
+  int alg = mcoll__red_choose(MCOLL_COLL_REDUCE, c, bytes, !t->commutative, t->extent);
+  mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
+  int is_root = c->rank == root;
+  struct reduce_call a = {c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
+                                                                                        : sendbuf),
+                          is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL};
+  if (count == 0) return MPI_SUCCESS;
+  if (alg == MCOLL_RED_P2P || c->size == 1) return reduce_p2p(&a, count);
+
+  int root_node = topo->node_of[root];
+  int leader = root_node == topo->node ? mcoll__local_index(topo, root) : 0;
+  struct mcoll_hier_call hc = {.c = c, .steps = &reduce_steps, .bytes = bytes, .piece = 0,
+                               .leader = leader, .args = &a};
+  if (topo->nnodes == 1) return mcoll__hier_run(&hc);
+
+  hc.piece = mcoll__red_piece(t);
+  a.leaders = mcoll__xmalloc(sizeof(int) * (size_t)topo->nnodes);
+  for (int k = 0; k < topo->nnodes; k++) a.leaders[k] = k == root_node ? root : topo->node_leader[k];
+  if (!is_root && topo->local_rank == leader)
+    a.out = mcoll__red_alloc(t, (count < hc.piece / t->extent ? count : hc.piece / t->extent));
+  int err = mcoll__hier_run(&hc);
+  if (!is_root && a.out) mcoll__red_free(t, a.out);
+  free(a.leaders);
+  return err;
+}

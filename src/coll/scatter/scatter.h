@@ -1,0 +1,35 @@
+#ifndef MCOLL_SCATTER_H
+#define MCOLL_SCATTER_H
+
+#include <stddef.h>
+
+#include "coll/blocks.h"
+#include "coll/move.h"
+#include "core/context.h"
+
+/* Intra-node scatter: node-local rank `source` hands each rank of the node its
+ * block. The source knows every length; the others know their own. */
+struct mcoll_scatter_node {
+  int source;                     /* node-local rank that sends */
+  const struct mcoll_blocks *src; /* source: each comm rank's block */
+  char *mine;                     /* my block; NULL at the source: leave it (MPI_IN_PLACE) */
+  size_t my_len;
+  int forced;                     /* MCOLL_MOVE_* or -1 */
+  int uniform;                    /* every block has my_len bytes (scatter): all know all */
+};
+
+void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s);
+
+/* Scatter(v) of bytes: rank r's `mine` receives block r of src (root only). */
+struct mcoll_scatter_args {
+  struct mcoll_blocks *src; /* root only */
+  char *mine;               /* NULL at the root: MPI_IN_PLACE */
+  size_t my_len;
+  int root;
+  int v;                    /* scatterv: non-roots know only their own length */
+};
+
+int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
+                   const struct mcoll_scatter_args *a);
+
+#endif

@@ -1,0 +1,154 @@
+/* Intra-node scatter through the source's area (shm/area.h) or by single copy.
+ *
+ * Only the source knows every length, so each generation's area starts with a
+ * table: the call's round count, and per node rank where its part lies (an offset
+ * in the area, or in the source's published buffer for single-copy ranks). Round r
+ * gives every area-moved rank at most q bytes, q = what fits divided among them.
+ * Single-copy readers go in groups of MCOLL_BCAST_K (seed 000 §4.2: bounded
+ * concurrency on one source buffer); group g starts when group g-1 is done. Small
+ * calls with equal blocks use slots of the areas so that back-to-back calls overlap. */
+#include <string.h>
+
+#include "coll/scatter/scatter.h"
+#include "core/config.h"
+#include "shm/area.h"
+
+struct entry {
+  uint64_t off, len;
+  int32_t reader; /* order among single-copy readers, -1 for area-moved ranks */
+  int32_t pad;
+};
+
+struct head {
+  uint32_t rounds;
+  uint32_t pad;
+  struct entry entry[];
+};
+
+static size_t head_bytes(int n) {
+  return (sizeof(struct head) + sizeof(struct entry) * (size_t)n + 63) / 64 * 64;
+}
+
+static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_scatter_node *s,
+                               size_t len) {
+  return mcoll__move_of(c, len, s->forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN);
+}
+
+/* One generation with the table and every part in one slot of the areas (coll/move.h),
+ * only when every block has the same length, which all ranks know. */
+static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+  size_t parts = s->my_len * (size_t)(c->shm.local_size - 1);
+  return s->uniform && move_of(c, s, s->my_len) == MCOLL_MOVE_AREA &&
+         head_bytes(c->shm.local_size) + parts <= mcoll__slot_bytes(&c->shm);
+}
+
+static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int small) {
+  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_topo *t = &c->topo;
+  int me = shm->local_rank, n = shm->local_size;
+  uint32_t lag = small ? mcoll__slot_begin(c, c->area_gen + 1) : 0;
+  char *area = small ? mcoll__slot_area(shm, me, c->area_gen + 1) : mcoll__rank_area(shm, me);
+  struct head *head = (struct head *)area;
+  size_t hbytes = head_bytes(n);
+  uint32_t base = c->area_gen, rounds = 1;
+  int sharers = 0, readers = 0;
+
+  for (int j = 0; j < n; j++)
+    if (j != me && mcoll__block_len(s->src, t->local_ranks[j]) &&
+        move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_AREA)
+      sharers++;
+  size_t share = sharers ? (shm->area_bytes - hbytes) / (size_t)sharers : 0;
+  if (share > 64) share &= ~(size_t)63;
+  for (int j = 0; j < n && share; j++) {
+    size_t len = mcoll__block_len(s->src, t->local_ranks[j]);
+    if (j != me && move_of(c, s, len) == MCOLL_MOVE_AREA && mcoll__area_chunks(len, share) > rounds)
+      rounds = mcoll__area_chunks(len, share);
+  }
+  mcoll__area_done(c, base + rounds); /* the source reads no one's area */
+
+  for (uint32_t r = 1; r <= rounds; r++) {
+    size_t at = (size_t)(r - 1) * share, pos = hbytes;
+    if (small) mcoll__slot_wait_free(c, base + r, lag);
+    else mcoll__area_wait_free(c, base + r);
+    head->rounds = rounds;
+    for (int step = 1; step < n; step++) {
+      int j = (me + step) % n;
+      size_t len = mcoll__block_len(s->src, t->local_ranks[j]);
+      const char *block = mcoll__block_ptr(s->src, t->local_ranks[j]);
+      struct entry *e = &head->entry[j];
+      if (move_of(c, s, len) == MCOLL_MOVE_CMA) {
+        if (r > 1) continue;
+        *e = (struct entry){.off = (uint64_t)mcoll__block_off(s->src, t->local_ranks[j]),
+                            .len = len, .reader = readers++};
+        atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)s->src->base);
+        continue;
+      }
+      *e = (struct entry){.off = pos, .len = at < len ? len - at : 0, .reader = -1};
+      if (e->len > share) e->len = share;
+      if (e->len) mcoll__area_write(area + pos, block + at, e->len);
+      pos += e->len;
+    }
+    mcoll__area_post(c, base + r);
+    if (r == 1 && s->mine && s->my_len)
+      memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
+  }
+  /* Single-copy readers read my buffer: keep it until they are done. */
+  for (int j = 0; j < n && readers; j++)
+    if (j != me && move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_CMA)
+      mcoll__flag_wait(shm, &shm->data[j].done, base + rounds);
+  c->area_gen = base + rounds;
+}
+
+/* Waits until the single-copy readers of the group before mine are done. */
+static void wait_turn(const struct mcoll_comm *c, const struct head *head, int reader,
+                      uint32_t last) {
+  const struct mcoll_shm *shm = &c->shm;
+  int k = mcoll__cfg.BCAST_K > 0 ? (int)mcoll__cfg.BCAST_K : 1;
+  int group = reader / k;
+  if (group == 0) return;
+  for (int j = 0; j < shm->local_size; j++) {
+    int other = head->entry[j].reader;
+    if (j != shm->local_rank && other >= (group - 1) * k && other < group * k)
+      mcoll__flag_wait(shm, &shm->data[j].done, last);
+  }
+}
+
+static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int small) {
+  const struct mcoll_shm *shm = &c->shm;
+  int me = shm->local_rank, source = s->source;
+  if (small) mcoll__slot_begin(c, c->area_gen + 1);
+  const char *area =
+      small ? mcoll__slot_area(shm, source, c->area_gen + 1) : mcoll__rank_area(shm, source);
+  const struct head *head = (const struct head *)area;
+  uint32_t base = c->area_gen;
+
+  mcoll__area_wait_posted(c, source, base + 1);
+  uint32_t rounds = head->rounds;
+  if (move_of(c, s, s->my_len) == MCOLL_MOVE_CMA) {
+    struct entry e = head->entry[me];
+    wait_turn(c, head, e.reader, base + rounds);
+    mcoll__cma_get(c, source, s->mine, atomic_load(&shm->data[source].cma_addr) + e.off,
+                   s->my_len);
+  } else {
+    size_t got = 0;
+    for (uint32_t r = 1;; r++) {
+      struct entry e = head->entry[me];
+      if (e.len) memcpy(s->mine + got, area + e.off, e.len);
+      got += e.len;
+      if (got >= s->my_len || r == rounds) break;
+      mcoll__area_done(c, base + r);
+      mcoll__area_wait_posted(c, source, base + r + 1);
+    }
+  }
+  mcoll__area_done(c, base + rounds);
+  c->area_gen = base + rounds;
+}
+
+void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+  if (!mcoll__node_has_peers(c)) {
+    if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
+    return;
+  }
+  if (c->shm.local_rank == s->source) source_side(c, s, small_call(c, s));
+  else member_side(c, s, small_call(c, s));
+}

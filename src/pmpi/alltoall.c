@@ -1,0 +1,29 @@
+#include "coll/alltoall/alltoall.h"
+#include "pmpi/wrap.h"
+
+MCOLL_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                              void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                              MPI_Comm comm) {
+  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALL, comm);
+  if (!c) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  int inplace = sendbuf == MPI_IN_PLACE, ssize = 0, rsize = 0;
+  if (recvbuf == MPI_IN_PLACE || recvcount < 0 || recvtype == MPI_DATATYPE_NULL ||
+      PMPI_Type_size(recvtype, &rsize) != MPI_SUCCESS ||
+      (!inplace && (sendcount < 0 || sendtype == MPI_DATATYPE_NULL ||
+                    PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS ||
+                    (size_t)sendcount * (size_t)ssize != (size_t)recvcount * (size_t)rsize))) {
+    mcoll__count_invalid(MCOLL_COLL_ALLTOALL);
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALL, .uniform = 1,
+                        .block = (size_t)recvcount * (size_t)rsize, .inplace = inplace};
+  struct mcoll_a2a_side ss = {.buf = (char *)sendbuf, .count = sendcount, .type = sendtype};
+  struct mcoll_a2a_side rs = {.buf = recvbuf, .count = recvcount, .type = recvtype};
+  if (mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
+    mcoll__count_invalid(MCOLL_COLL_ALLTOALL);
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  }
+  int err = mcoll__a2a_run(&a);
+  mcoll__a2a_blocks_release(&a, err == MPI_SUCCESS);
+  return err;
+}

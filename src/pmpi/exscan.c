@@ -1,0 +1,11 @@
+#include "pmpi/red_wrap.h"
+
+MCOLL_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                            MPI_Op op, MPI_Comm comm) {
+  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_EXSCAN, comm);
+  struct mcoll_red_type t;
+  if (!c || !mcoll__red_args(MCOLL_COLL_EXSCAN, &t, type, op,
+                             count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
+    return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
+  return mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 1);
+}

@@ -1,0 +1,40 @@
+#include "coll/gather/gather.h"
+#include "pmpi/wrap.h"
+
+static int counts_valid(const int *counts, const int *displs, int n) {
+  if (!counts || !displs) return 0;
+  for (int r = 0; r < n; r++)
+    if (counts[r] < 0) return 0;
+  return 1;
+}
+
+MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_GATHERV, comm);
+  if (!c)
+    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                        root, comm);
+  int is_root = mcoll__root_valid(c, root) && c->rank == root;
+  int in_place = is_root && sendbuf == MPI_IN_PLACE;
+  struct mcoll_bytes send;
+  struct mcoll_blocks dst;
+  if (!mcoll__root_valid(c, root) ||
+      (is_root && (!counts_valid(recvcounts, displs, c->size) || recvtype == MPI_DATATYPE_NULL ||
+                   mcoll__blocks_describe(&dst, recvbuf, c->size, 0, recvcounts, displs,
+                                          recvtype) != MPI_SUCCESS)) ||
+      (!in_place && (sendbuf == MPI_IN_PLACE || sendcount < 0 || sendtype == MPI_DATATYPE_NULL ||
+                     mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
+                     (is_root && send.bytes != mcoll__block_len(&dst, root))))) {
+    mcoll__count_invalid(MCOLL_COLL_GATHERV);
+    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                        root, comm);
+  }
+  if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
+  struct mcoll_gather_args a = {.mine = in_place ? NULL : send.ptr,
+                                .my_len = in_place ? mcoll__block_len(&dst, root) : send.bytes,
+                                .dst = is_root ? &dst : NULL, .root = root, .v = 1};
+  int err = mcoll__gather(c, MCOLL_COLL_GATHERV, &a);
+  if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);
+  return err;
+}
