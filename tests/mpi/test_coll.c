@@ -8,6 +8,7 @@
  *
  * usage: test_coll [--colls a,b] [--comms a,b] [--iters N] [--seed S]
  *                  [--max-bytes N[K|M]] [--large PERCENT] [--burst N] [--churn N]
+ *                  [--count-api PERCENT]
  *                  [--quick] [--verbose]
  */
 #ifndef _GNU_SOURCE
@@ -468,6 +469,7 @@ struct options {
     int large_percent;  /* share of cases of 1 MiB .. max_bytes */
     int burst;          /* back-to-back calls per communicator, checked afterwards */
     int churn;          /* communicators created, used once and freed */
+    int count_api_percent; /* MPI-4 libraries: share of calls made with the _c (MPI_Count) API */
     bool verbose;
     bool colls[N_COLLS];
     bool comms[N_COMM_KINDS];
@@ -1149,12 +1151,74 @@ static void run_barriers(struct coll_case *c)
     }
 }
 
+#if MPI_VERSION >= 4
+/* MPI_Count / MPI_Aint copies of an int argument array (NULL stays NULL). */
+static MPI_Count *count_array(const int *a, int n)
+{
+    if (!a) return NULL;
+    MPI_Count *out = xmalloc((size_t)(n ? n : 1) * sizeof *out);
+    for (int k = 0; k < n; k++) out[k] = a[k];
+    return out;
+}
+
+static MPI_Aint *aint_array(const int *a, int n)
+{
+    if (!a) return NULL;
+    MPI_Aint *out = xmalloc((size_t)(n ? n : 1) * sizeof *out);
+    for (int k = 0; k < n; k++) out[k] = a[k];
+    return out;
+}
+
+/* Each rank picks on its own (mixing the two APIs in one call is legal). */
+static bool use_count_api(const struct coll_case *c)
+{
+    uint64_t h = ((uint64_t)c->id * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)world_rank * 0xBF58476D1CE4E5B9ull);
+    return c->coll != C_BARRIER && (h >> 33) % 100 < (uint64_t)opt.count_api_percent;
+}
+
+/* The same call through the MPI-4 large-count API (MPI_Bcast_c, ...). */
+static void run_case_count_api(struct coll_case *c)
+{
+    MPI_Comm comm = c->tc->comm;
+    MPI_Op op = red_ops[c->op];
+    int n = c->n;
+    MPI_Count *sc = count_array(c->scounts, n), *rc = count_array(c->rcounts, n);
+    MPI_Aint *sd = aint_array(c->sdispls, n), *rd = aint_array(c->rdispls, n);
+    switch (c->coll) {
+    case C_BCAST: MPI_Bcast_c(c->rarg, c->rcount, c->rtype, c->root, comm); break;
+    case C_GATHER: MPI_Gather_c(c->sarg, c->scount, c->stype, c->rarg, c->rcount, c->rtype, c->root, comm); break;
+    case C_GATHERV: MPI_Gatherv_c(c->sarg, c->scount, c->stype, c->rarg, rc, rd, c->rtype, c->root, comm); break;
+    case C_SCATTER: MPI_Scatter_c(c->sarg, c->scount, c->stype, c->rarg, c->rcount, c->rtype, c->root, comm); break;
+    case C_SCATTERV: MPI_Scatterv_c(c->sarg, sc, sd, c->stype, c->rarg, c->rcount, c->rtype, c->root, comm); break;
+    case C_ALLGATHER: MPI_Allgather_c(c->sarg, c->scount, c->stype, c->rarg, c->rcount, c->rtype, comm); break;
+    case C_ALLGATHERV: MPI_Allgatherv_c(c->sarg, c->scount, c->stype, c->rarg, rc, rd, c->rtype, comm); break;
+    case C_ALLTOALL: MPI_Alltoall_c(c->sarg, c->scount, c->stype, c->rarg, c->rcount, c->rtype, comm); break;
+    case C_ALLTOALLV: MPI_Alltoallv_c(c->sarg, sc, sd, c->stype, c->rarg, rc, rd, c->rtype, comm); break;
+    case C_ALLTOALLW: MPI_Alltoallw_c(c->sarg, sc, sd, c->stypes, c->rarg, rc, rd, c->rtypes, comm); break;
+    case C_REDUCE: MPI_Reduce_c(c->sarg, c->rarg, c->rcount, c->rtype, op, c->root, comm); break;
+    case C_ALLREDUCE: MPI_Allreduce_c(c->sarg, c->rarg, c->rcount, c->rtype, op, comm); break;
+    case C_REDUCE_SCATTER: MPI_Reduce_scatter_c(c->sarg, c->rarg, rc, c->rtype, op, comm); break;
+    case C_REDUCE_SCATTER_BLOCK: MPI_Reduce_scatter_block_c(c->sarg, c->rarg, c->rcount, c->rtype, op, comm); break;
+    case C_SCAN: MPI_Scan_c(c->sarg, c->rarg, c->rcount, c->rtype, op, comm); break;
+    case C_EXSCAN: MPI_Exscan_c(c->sarg, c->rarg, c->rcount, c->rtype, op, comm); break;
+    default: break;
+    }
+    free(sc), free(rc), free(sd), free(rd);
+}
+#endif
+
 static void run_case(struct coll_case *c)
 {
     MPI_Comm comm = c->tc->comm;
     MPI_Op op = red_ops[c->op];
     if (c->skip) return;
     if (c->skew_us) sleep_us(c->skew_us);
+#if MPI_VERSION >= 4
+    if (use_count_api(c)) {
+        run_case_count_api(c);
+        return;
+    }
+#endif
     switch (c->coll) {
     case C_BARRIER: run_barriers(c); break;
     case C_BCAST: MPI_Bcast(c->rarg, c->rcount, c->rtype, c->root, comm); break;
@@ -1666,7 +1730,8 @@ static void parse_options(int argc, char **argv)
     for (int k = 1; k < argc; k++)
         if (!strcmp(argv[k], "--quick")) quick = true;
     opt = (struct options){.seed = 1, .iters = quick ? 2 : 6, .max_bytes = quick ? MIB : 8 * MIB,
-                           .large_percent = quick ? 3 : 6, .burst = quick ? 60 : 200, .churn = quick ? 4 : 12};
+                           .large_percent = quick ? 3 : 6, .burst = quick ? 60 : 200, .churn = quick ? 4 : 12,
+                           .count_api_percent = 25};
     for (int k = 0; k < N_COLLS; k++) opt.colls[k] = true;
     for (int k = 0; k < N_COMM_KINDS; k++) opt.comms[k] = true;
     for (int k = 1; k < argc; k++) {
@@ -1686,6 +1751,7 @@ static void parse_options(int argc, char **argv)
         else if (!strcmp(a, "--large")) opt.large_percent = atoi(v);
         else if (!strcmp(a, "--burst")) opt.burst = atoi(v);
         else if (!strcmp(a, "--churn")) opt.churn = atoi(v);
+        else if (!strcmp(a, "--count-api")) opt.count_api_percent = atoi(v);
         else usage_exit("unknown option");
     }
     if (opt.max_bytes < 64) opt.max_bytes = 64;

@@ -47,6 +47,11 @@ def coll_args(flavour, np):
     return ["--quick", "--iters", "1", "--burst", "20", "--churn", "2", "--max-bytes", "2M"]
 
 
+ALL_COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather",
+             "gatherv", "scatter", "scatterv", "alltoall", "alltoallv", "alltoallw",
+             "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
+
+
 def topo_env(topo):
     return {"MCOLL_TOPO": topo} if topo else {}
 
@@ -145,7 +150,7 @@ def test_verbose_report(request, flavour):
     result = run_job(mpiexec_argv(flavour, 4, program, args), env, JOB_TIMEOUT)
     check_passed(result)
     report = parse_verbose_report(result.stderr)
-    for coll in ("barrier", "bcast"):
+    for coll in ALL_COLLS:
         counts = report.get(coll)
         assert counts, f"no '{coll} calls=' line in the report\n{result.describe()}"
         algs = {k: v for k, v in counts.items() if k not in ("calls", "fallback", "passthrough")}
@@ -153,6 +158,25 @@ def test_verbose_report(request, flavour):
         assert counts["fallback"] == 0, f"{coll}: fallbacks: {counts}"
     fallbacks = {c: n["fallback"] for c, n in report.items() if n.get("fallback")}
     assert not fallbacks, f"fallbacks: {fallbacks}\n{result.describe()}"
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f, skip=None if f == "mpich" else
+                                                   "Open MPI 4.1 is MPI 3.1: no _c functions")
+                                     for f in mpijob.FLAVOURS])
+def test_large_count_api(request, flavour):
+    """Every call through the MPI-4 large-count API (MPI_Bcast_c, ...), as mpi4py on
+    MPICH makes them: checked against the reference, and mcoll ran them all."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, 3) + ["--count-api", "100", "--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_TOPO": "nodes=2"}
+    result = run_job(mpiexec_argv(flavour, 3, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    report = parse_verbose_report(result.stderr)
+    for coll in ALL_COLLS:
+        counts = report.get(coll, {})
+        algs = sum(v for k, v in counts.items() if k not in ("calls", "fallback", "passthrough"))
+        assert counts.get("calls", 0) > 0 and algs == counts["calls"], (
+            f"{coll}: not every call ran in mcoll: {counts}\n{result.describe()}")
 
 
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
