@@ -26,6 +26,12 @@ MCOLL_EXPORT void mcoll_print_params(FILE *out);
 /* Print every collective's algorithms (names for MCOLL_ALG_<COLL>). */
 MCOLL_EXPORT void mcoll_print_algorithms(FILE *out);
 
+/* Run collective `coll` ("alltoall", ...) with algorithm `alg` from now on, as
+ * MCOLL_ALG_<COLL> would; NULL or "" restores the automatic choice. Every rank of
+ * a communicator must make the same choice before its next call. Returns 0, or -1
+ * for an unknown collective or algorithm (nothing changes then). */
+MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg);
+
 /* Print the hierarchy mcoll uses for MPI_COMM_WORLD; collective over it. */
 MCOLL_EXPORT void mcoll_print_hierarchy(FILE *out);
 

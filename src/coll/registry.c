@@ -60,22 +60,41 @@ const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll) {
   }
 }
 
+/* Algorithm index per collective by name, or -1 when there is none of that name. */
+static int alg_index(enum mcoll_coll coll, const char *name) {
+  const struct mcoll_coll_algs *table = mcoll__coll_algs(coll);
+  for (int a = 0; a < table->nalgs; a++)
+    if (!strcmp(table->algs[a].name, name)) return a;
+  return -1;
+}
+
+static int forced[MCOLL_NCOLLS];
+static int looked_up[MCOLL_NCOLLS];
+
 int mcoll__alg_forced(enum mcoll_coll coll) {
-  static int forced[MCOLL_NCOLLS];
-  static int looked_up[MCOLL_NCOLLS];
   if (looked_up[coll]) return forced[coll];
   char var[64];
   snprintf(var, sizeof var, "MCOLL_ALG_%s", coll_names[coll].upper);
   const char *name = getenv(var);
   forced[coll] = -1;
   if (name && *name) {
-    const struct mcoll_coll_algs *table = mcoll__coll_algs(coll);
-    for (int a = 0; a < table->nalgs; a++)
-      if (!strcmp(table->algs[a].name, name)) forced[coll] = a;
+    forced[coll] = alg_index(coll, name);
     if (forced[coll] < 0) fprintf(stderr, "mcoll: %s=%s: no such algorithm, ignored\n", var, name);
   }
   looked_up[coll] = 1;
   return forced[coll];
+}
+
+MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
+  for (int c = 0; c < MCOLL_NCOLLS; c++) {
+    if (strcmp(coll_names[c].name, coll)) continue;
+    int a = alg && *alg ? alg_index(c, alg) : -1;
+    if (alg && *alg && a < 0) return -1;
+    forced[c] = a;
+    looked_up[c] = 1;
+    return 0;
+  }
+  return -1;
 }
 
 MCOLL_EXPORT void mcoll_print_algorithms(FILE *out) {

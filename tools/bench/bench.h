@@ -84,6 +84,8 @@ struct options {
     bool check;
     bool want[BENCH_NCOLLS];
     const char *json_path;
+    /* -A a,b: two mcoll algorithms of one collective in place of native and mcoll */
+    const char *versus[2];
 };
 
 struct result {

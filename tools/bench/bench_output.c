@@ -14,7 +14,11 @@ static double gbs(size_t bytes, double seconds)
 void bench_print_header(const struct run_info *ri, const struct options *o)
 {
     const char *v = ri->mpi_version;
-    printf("# mcoll-bench: native = PMPI_* (host MPI), mcoll = MPI_* (intercepted)\n");
+    if (o->versus[0])
+        printf("# mcoll-bench -A: native = mcoll's %s, mcoll = mcoll's %s\n", o->versus[0],
+               o->versus[1]);
+    else
+        printf("# mcoll-bench: native = PMPI_* (host MPI), mcoll = MPI_* (intercepted)\n");
     printf("# mpi: %.*s\n", (int)strcspn(v, "\n"), v);
     if (ri->mcoll_version)
         printf("# mcoll %s loaded\n", ri->mcoll_version);
@@ -154,6 +158,13 @@ void bench_write_json(const char *path, const struct run_info *ri, const struct 
             "  \"check\": %s,\n",
             o->rounds, o->iters, o->warmup, o->round_seconds * 1e3, o->max_iters, o->root,
             o->check ? "true" : "false");
+    if (o->versus[0]) { /* -A: the native columns are mcoll's algorithm versus[0] */
+        fputs("  \"versus\": [", f);
+        json_string(f, o->versus[0]);
+        fputs(", ", f);
+        json_string(f, o->versus[1]);
+        fputs("],\n", f);
+    }
     fputs("  \"notes\": {\"iters\": \"0 (warmup -1): adapted per result\", "
           "\"bytes\": \"per-rank block for allgather(v), gather(v), scatter(v), alltoall(v), "
           "reduce_scatter(_block); whole buffer otherwise\", "

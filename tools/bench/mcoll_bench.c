@@ -10,7 +10,11 @@
  *
  * Each round runs a native and an mcoll block (which goes first alternates); a block is
  * warm-up calls, a barrier, then the timed calls. A round's time per call is the
- * maximum over ranks; a row reports the median over rounds. */
+ * maximum over ranks; a row reports the median over rounds.
+ *
+ * With -A a,b the two sides are mcoll's algorithms a and b of the one collective
+ * (set through mcoll_set_algorithm before each block), e.g. tiled against untiled
+ * alltoall; the columns keep their names, "native" standing for a. */
 #include "bench.h"
 
 #include <dlfcn.h>
@@ -67,6 +71,20 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
     return per_call;
 }
 
+/* The API of side 0 ("native") or 1 ("mcoll"); with -A, mcoll set to that side's
+ * algorithm first (the same on every rank). */
+static const struct mpi_api *side_api(int side, const struct row *r, const struct options *o)
+{
+    if (!o->versus[0])
+        return side == 0 ? &bench_native_api : &bench_mcoll_api;
+    static int (*set_algorithm)(const char *, const char *);
+    if (!set_algorithm)
+        set_algorithm = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
+    if (!set_algorithm || set_algorithm(r->name, o->versus[side]) != 0)
+        bench_die(r->comm, "-A: mcoll not loaded, or no such algorithm of this collective");
+    return &bench_mcoll_api;
+}
+
 /* Per-call time, over blocks of 4x more calls until one is long enough to trust; the
  * last block runs twice, so that one preempted block cannot shrink the count. */
 static double probe_call_seconds(const struct mpi_api *api, const struct row *r,
@@ -85,8 +103,8 @@ static int choose_iters(const struct row *r, const struct options *o)
 {
     if (o->iters > 0)
         return o->iters;
-    double t_native = probe_call_seconds(&bench_native_api, r, o);
-    double t_mcoll = probe_call_seconds(&bench_mcoll_api, r, o);
+    double t_native = probe_call_seconds(side_api(0, r, o), r, o);
+    double t_mcoll = probe_call_seconds(side_api(1, r, o), r, o);
     double fast = fmax(fmin(t_native, t_mcoll), 1e-9);
     double slow = fmax(fmax(t_native, t_mcoll), 1e-9);
     double n = fmin(ceil(o->round_seconds / fast), ceil(4 * o->round_seconds / slow));
@@ -170,8 +188,8 @@ static void check_block(const struct mpi_api *api, const struct row *r)
 
 static void bench_row(const struct row *r, const struct options *o, struct result *res)
 {
-    bench_run(&bench_native_api, r); /* first calls set things up: never timed */
-    bench_run(&bench_mcoll_api, r);
+    bench_run(side_api(0, r, o), r); /* first calls set things up: never timed */
+    bench_run(side_api(1, r, o), r);
     int iters = choose_iters(r, o);
     int warmup = o->warmup >= 0 ? o->warmup : iters / 10;
     res->native_samples = alloc_doubles(o->rounds);
@@ -179,7 +197,7 @@ static void bench_row(const struct row *r, const struct options *o, struct resul
     for (int k = 0; k < o->rounds; k++) {
         for (int side = 0; side < 2; side++) {
             bool native = (side == 0) == (k % 2 == 0);
-            const struct mpi_api *api = native ? &bench_native_api : &bench_mcoll_api;
+            const struct mpi_api *api = side_api(native ? 0 : 1, r, o);
             if (o->check) /* a collective that writes nothing must not pass */
                 memset(r->recv, 0xA5, r->recv_bytes);
             double t = time_block(api, r, warmup, iters);
@@ -204,7 +222,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
-            "                   [-T block_ms] [-N max_iters] [-M max_buffer]\n"
+            "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -217,6 +235,8 @@ static void usage(void)
             "  -T       milliseconds per block when adapting -n (default 2)\n"
             "  -N       most calls per block when adapting (default 10000)\n"
             "  -M       skip sizes whose largest buffer exceeds this (default 256M)\n"
+            "  -A       mcoll's algorithm alg_a (the native columns) against alg_b (the\n"
+            "           mcoll columns), for one collective (-C)\n"
             "collectives:");
     for (int i = 0; i < BENCH_NCOLLS; i++)
         fprintf(stderr, " %s", bench_coll_name(i));
@@ -271,7 +291,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:h")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:h")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -286,6 +306,16 @@ static bool parse_options(int argc, char **argv, struct options *o)
         case 'C': ok = parse_colls(optarg, o->want); break;
         case 'R': o->root = atoi(optarg); break;
         case 'o': o->json_path = optarg; break;
+        case 'A': {
+            char *comma = strchr(optarg, ',');
+            ok = comma && comma != optarg && comma[1];
+            if (ok) {
+                *comma = '\0';
+                o->versus[0] = optarg;
+                o->versus[1] = comma + 1;
+            }
+            break;
+        }
         default: ok = false; break;
         }
     }
