@@ -10,8 +10,8 @@
 #
 # usage: bench/run.sh [--colls LIST|all] [--np "2 4 8"] [--flavours "openmpi mpich"]
 #                     [--no-check] [--no-setup] [--no-mcoll] [--build DIR]
-#   --colls     collectives (default barrier,bcast; env MCOLL_BENCH_COLLS); the
-#               default run takes ~2 minutes on 2 cores, all collectives ~10-15
+#   --colls     collectives (default all; env MCOLL_BENCH_COLLS); barrier,bcast
+#               takes ~2 minutes on 2 cores, all collectives ~10-15
 #   --np        rank counts (env MCOLL_BENCH_NP)
 #   --flavours  MPI flavours (default: every build/<flavour> with mcoll-bench)
 #   --no-check  do not check results (mcoll-bench -c is on by default)
@@ -20,7 +20,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 
-colls=${MCOLL_BENCH_COLLS:-barrier,bcast}
+colls=${MCOLL_BENCH_COLLS:-all}
 nps=${MCOLL_BENCH_NP:-2 4 8}
 flavours=${MCOLL_BENCH_FLAVOURS:-}
 build=$root/build
@@ -66,7 +66,7 @@ sweep_args() {  # flavour np -> array sweep
   [[ $ncolls -gt 4 ]] && count=many
   case $1-$load-$count in
     *-bound-few) sweep=(-b 8 -e 16M -f 2) ;;
-    *-bound-many) sweep=(-b 8 -e 16M -f 4) ;;
+    *-bound-many) sweep=(-b 8 -e 16M -f 2) ;;
     mpich-oversubscribed-few) sweep=(-b 8 -e 1M -f 4 -T 1) ;;
     mpich-oversubscribed-many) sweep=(-b 8 -e 256K -f 8 -M 2M -T 1 -r 7) ;;
     *-oversubscribed-few) sweep=(-b 8 -e 16M -f 2) ;;
