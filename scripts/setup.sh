@@ -21,7 +21,13 @@ python3 -m pip install -q -r "$root/tools/py/requirements.txt" 2>&1 | grep -v 'W
 build() {  # build DIR [cmake args]
   local dir=$1; shift
   cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
-  cmake --build "$root/$dir" -j"$(nproc)" 2>&1 | grep -E 'warning:|error:|Error [0-9]' && exit 1 || true
+  local log
+  # A failed build or any compiler diagnostic stops the setup (-Wall -Wextra clean).
+  if ! log=$(cmake --build "$root/$dir" -j"$(nproc)" 2>&1) || grep -qE 'warning:|error:' <<<"$log"; then
+    grep -E 'warning:|error:|Error [0-9]' -A3 <<<"$log" >&2 || echo "$log" | tail -30 >&2
+    echo "setup: the build in $dir failed" >&2
+    exit 1
+  fi
 }
 build build
 if [[ ${1:-} == --asan ]]; then

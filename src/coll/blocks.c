@@ -1,4 +1,5 @@
 #include "coll/blocks.h"
+#include "core/datatype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,12 +7,11 @@
 
 int mcoll__blocks_describe(struct mcoll_blocks *b, void *buf, int n, int count,
                            const int *counts, const int *displs, MPI_Datatype type) {
-  int size;
-  MPI_Aint lb, extent, true_lb, true_extent;
-  int err = PMPI_Type_size(type, &size);
-  if (err == MPI_SUCCESS) err = PMPI_Type_get_extent(type, &lb, &extent);
-  if (err == MPI_SUCCESS) err = PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  struct mcoll_type_info info;
+  int err = mcoll__type_info(type, &info);
   if (err != MPI_SUCCESS) return err;
+  int size = info.size;
+  MPI_Aint extent = info.extent, true_lb = info.true_lb, true_extent = info.true_extent;
   memset(b, 0, sizeof *b);
   b->n = n;
   b->count = count;

@@ -39,7 +39,10 @@ static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
 #define MCOLL_AREA_SLOTS 8
 
 static inline uint32_t mcoll__slot_begin(struct mcoll_comm *c, uint32_t gen) {
-  if (c->area_slot_last != gen - 1) c->area_slot_from = gen;
+  if (c->area_slot_last != gen - 1) {
+    c->area_slot_from = gen;
+    c->area_slot_seen = gen - 2;
+  }
   c->area_slot_last = gen;
   uint32_t behind = gen - c->area_slot_from;
   return behind < MCOLL_AREA_SLOTS - 1 ? behind : MCOLL_AREA_SLOTS - 1;
@@ -53,11 +56,21 @@ static inline char *mcoll__slot_area(const struct mcoll_shm *shm, int r, uint32_
   return mcoll__rank_area(shm, r) + (gen % MCOLL_AREA_SLOTS) * mcoll__slot_bytes(shm);
 }
 
-/* mcoll__area_wait_free for a slot generation. */
+/* mcoll__area_wait_free for a slot generation. area_slot_seen keeps the least `done`
+ * seen last time (they only grow), so that most calls of a run need not pull the
+ * peers' lines over from their cores. */
 static inline void mcoll__slot_wait_free(struct mcoll_comm *c, uint32_t gen, uint32_t lag) {
   const struct mcoll_shm *shm = &c->shm;
-  for (int r = 0; r < shm->local_size; r++)
-    if (r != shm->local_rank) mcoll__flag_wait(shm, &shm->data[r].done, gen - 1 - lag);
+  uint32_t need = gen - 1 - lag;
+  if (mcoll__reached(c->area_slot_seen, need)) return;
+  uint32_t least = gen;
+  for (int r = 0; r < shm->local_size; r++) {
+    if (r == shm->local_rank) continue;
+    mcoll__flag_wait(shm, &shm->data[r].done, need);
+    uint32_t done = atomic_load_explicit(&shm->data[r].done, memory_order_acquire);
+    if (!mcoll__reached(done, least)) least = done;
+  }
+  c->area_slot_seen = least;
 }
 
 /* Copies into memory that a peer has read before: plain stores would first take

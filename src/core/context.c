@@ -1,6 +1,7 @@
 #include "core/context.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,8 +24,19 @@ static void context_destroy(struct mcoll_comm *c) {
   free(c);
 }
 
+/* Each thread remembers the last communicator it looked up; freeing any context
+ * bumps the epoch, which empties every thread's memory (a freed communicator's
+ * handle may come back for a new one). */
+static atomic_uint context_epoch;
+static _Thread_local struct {
+  MPI_Comm comm;
+  struct mcoll_comm *c;
+  unsigned epoch;
+} last_lookup = {MPI_COMM_NULL, NULL, 0};
+
 static int context_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)comm, (void)keyval, (void)extra;
+  atomic_fetch_add_explicit(&context_epoch, 1, memory_order_release);
   context_destroy(attr);
   return MPI_SUCCESS;
 }
@@ -34,7 +46,7 @@ static void context_setup(struct mcoll_comm *c) {
   mcoll_status status = MCOLL_OK;
   int ok = 0, all_ok = 0;
   MCOLL_CHECK_MPI(PMPI_Comm_dup(c->comm, &c->p2p));
-  /* mcoll__type_usable probes datatypes on it and must get errors back. */
+  /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
   PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
   MCOLL_CHECK(mcoll__topo_build(c->comm, &c->topo));
   if (mcoll__node_has_peers(c)) {
@@ -55,6 +67,9 @@ cleanup:
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why) {
   struct mcoll_comm *c = NULL;
   int found = 0;
+  unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
+  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch)
+    return last_lookup.c;
   if (context_keyval == MPI_KEYVAL_INVALID &&
       PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, context_delete, &context_keyval, NULL) !=
           MPI_SUCCESS) {
@@ -82,7 +97,12 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     pthread_mutex_unlock(&live_lock);
     PMPI_Comm_set_attr(comm, context_keyval, c);
   }
-  if (c->usable) return c;
+  if (c->usable) {
+    last_lookup.comm = comm;
+    last_lookup.c = c;
+    last_lookup.epoch = epoch;
+    return c;
+  }
   *why = c->inter ? MCOLL_WHY_INTERCOMM : MCOLL_WHY_NO_CONTEXT;
   return NULL;
 }

@@ -24,7 +24,7 @@ struct mcoll_comm {
   uint32_t ring_gen;    /* generations published through the ring */
   uint32_t bcast_seq;
   uint32_t area_gen;    /* generations of the per-rank areas (shm/area.h) */
-  uint32_t area_slot_from, area_slot_last; /* runs of small area generations (coll/move.h) */
+  uint32_t area_slot_from, area_slot_last, area_slot_seen; /* runs of small area generations (coll/move.h) */
   uint32_t red_slot_from, red_slot_last, red_slot_seen; /* small reductions' area slots */
   uint32_t *cma_ready;  /* [local_size] each rank's cma_ready counter */
   struct mcoll_comm *prev, *next;

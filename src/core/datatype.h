@@ -14,6 +14,23 @@ struct mcoll_bytes {
   char *packed;   /* owned temporary when not contiguous */
 };
 
+/* What mcoll needs of a datatype, from the host MPI's queries. */
+struct mcoll_type_info {
+  int size;
+  MPI_Aint lb, extent, true_lb, true_extent;
+  int named; /* predefined */
+};
+
+/* The facts of a datatype the host MPI would accept for communication (not null,
+ * committed). MPI_SUCCESS, or an error code (the caller passes the call to the
+ * host MPI, which raises its own error). Usable types are cached per handle, per
+ * thread; freeing a derived type drops every cached entry (a type attribute's
+ * delete callback), so a reused handle is never taken for the old type. */
+int mcoll__type_info(MPI_Datatype type, struct mcoll_type_info *out);
+
+/* At MPI_Finalize: frees what mcoll__type_info made. */
+void mcoll__types_release(void);
+
 /* Describes the data without copying. MPI_SUCCESS, or the error of the type
  * query (an invalid type: the caller passes the call to the host MPI). */
 int mcoll__bytes_of(const void *buf, int count, MPI_Datatype type, struct mcoll_bytes *out);

@@ -5,7 +5,7 @@ MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MP
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BCAST, comm);
   struct mcoll_bytes data;
   if (!c) return PMPI_Bcast(buf, count, type, root, comm);
-  if (count < 0 || !mcoll__root_valid(c, root) || !mcoll__type_usable(c, type) ||
+  if (count < 0 || !mcoll__root_valid(c, root) || !mcoll__type_usable(type) ||
       mcoll__bytes_of(buf, count, type, &data) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_BCAST);
     return PMPI_Bcast(buf, count, type, root, comm);

@@ -27,6 +27,7 @@ MCOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *pro
 MCOLL_EXPORT int MPI_Finalize(void) {
   if (mcoll__cfg.VERBOSE && !mcoll__cfg.DISABLE) report();
   mcoll__comm_free_all();
+  mcoll__types_release();
   return PMPI_Finalize();
 }
 

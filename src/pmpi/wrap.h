@@ -32,17 +32,10 @@ static inline int mcoll__root_valid(const struct mcoll_comm *c, int root) {
 }
 
 /* A datatype the host MPI would accept for communication: not null, and for
- * derived types committed. No MPI call says so; a one-element send to
- * MPI_PROC_NULL on the private communicator (which returns errors) checks it
- * and moves nothing. */
-static inline int mcoll__type_usable(const struct mcoll_comm *c, MPI_Datatype type) {
-  int integers, addresses, types, combiner;
-  if (type == MPI_DATATYPE_NULL) return 0;
-  if (PMPI_Type_get_envelope(type, &integers, &addresses, &types, &combiner) != MPI_SUCCESS)
-    return 0;
-  if (combiner == MPI_COMBINER_NAMED) return 1;
-  char unused;
-  return PMPI_Send(&unused, 1, type, MPI_PROC_NULL, 0, c->p2p) == MPI_SUCCESS;
+ * derived types committed (core/datatype.h). */
+static inline int mcoll__type_usable(MPI_Datatype type) {
+  struct mcoll_type_info info;
+  return mcoll__type_info(type, &info) == MPI_SUCCESS;
 }
 
 #endif

@@ -1782,6 +1782,36 @@ static int finish(long ncases)
     return failed;
 }
 
+/* Derived types made, used and freed one after the other: the host MPI may hand
+ * the same handle to a type of another layout, which a library that remembers
+ * types by handle must notice. Each type is k ints wide with stride k+1. */
+static void run_type_reuse(void)
+{
+    enum { ROUNDS = 40, MAXK = 6 };
+    int buf[2 * (MAXK + 1)], expect[2 * (MAXK + 1)];
+    for (int round = 0; round < ROUNDS; round++) {
+        int k = 1 + round % MAXK;
+        MPI_Datatype t;
+        MPI_Type_vector(2, k, k + 1, MPI_INT, &t);
+        MPI_Type_commit(&t);
+        for (int i = 0; i < 2 * (k + 1); i++) {
+            expect[i] = (i % (k + 1)) < k ? 1000 * round + i : -1;
+            buf[i] = world_rank == 0 || (i % (k + 1)) == k ? expect[i] : -7;
+        }
+        MPI_Bcast(buf, 1, t, 0, MPI_COMM_WORLD);
+        for (int i = 0; i < 2 * (k + 1); i++) {
+            stats.checks++;
+            if (buf[i] != expect[i]) {
+                stats.errors++;
+                fprintf(stderr, "test_coll: type reuse round %d (k=%d) rank %d: element %d is %d, not %d\n",
+                        round, k, world_rank, i, buf[i], expect[i]);
+                break;
+            }
+        }
+        MPI_Type_free(&t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1813,6 +1843,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < N_COMM_KINDS && opt.burst > 0; k++)
         if (opt.comms[k]) run_burst(&id, &comms[k], opt.burst);
     run_churn(&id);
+    if (opt.colls[C_BCAST]) run_type_reuse();
 
     for (int k = 0; k < N_COMM_KINDS; k++) free_comm(&comms[k]);
     free_types_and_ops();

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
+#include "core/datatype.h"
 #include "core/xmalloc.h"
 
 struct block_desc {
@@ -28,11 +29,13 @@ struct type_facts {
 };
 
 static int type_facts(MPI_Datatype type, struct type_facts *f) {
-  MPI_Aint lb;
+  struct mcoll_type_info info;
   f->type = type;
-  int err = PMPI_Type_size(type, &f->size);
-  if (err == MPI_SUCCESS) err = PMPI_Type_get_extent(type, &lb, &f->extent);
-  if (err == MPI_SUCCESS) err = PMPI_Type_get_true_extent(type, &f->true_lb, &f->true_extent);
+  int err = mcoll__type_info(type, &info);
+  f->size = info.size;
+  f->extent = info.extent;
+  f->true_lb = info.true_lb;
+  f->true_extent = info.true_extent;
   return err;
 }
 

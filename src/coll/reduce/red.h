@@ -14,6 +14,7 @@
 
 #include "core/coll.h"
 #include "core/context.h"
+#include "core/datatype.h"
 #include "core/xmalloc.h"
 
 /* Every reduction collective's table lists these, in this order. */

@@ -65,15 +65,15 @@ static int known_lookup(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) 
 }
 
 enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) {
-  int size, commutative;
+  int commutative;
   if (known_lookup(t, type, op)) return MCOLL_RED_OK;
-  MPI_Aint lb, extent, true_lb, true_extent;
+  struct mcoll_type_info info;
   if (type == MPI_DATATYPE_NULL || op == MPI_OP_NULL) return MCOLL_RED_INVALID;
-  if (PMPI_Type_size(type, &size) != MPI_SUCCESS ||
-      PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
-      PMPI_Type_get_true_extent(type, &true_lb, &true_extent) != MPI_SUCCESS ||
+  if (mcoll__type_info(type, &info) != MPI_SUCCESS ||
       PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
     return MCOLL_RED_INVALID;
+  int size = info.size;
+  MPI_Aint extent = info.extent, true_lb = info.true_lb, true_extent = info.true_extent;
   /* MINLOC/MAXLOC take exactly the pair types, the other predefined ops never. */
   if ((op == MPI_MINLOC || op == MPI_MAXLOC) != is_pair_type(type) &&
       (op == MPI_MINLOC || op == MPI_MAXLOC || op == MPI_MAX || op == MPI_MIN ||
@@ -91,10 +91,7 @@ enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype
   if (size == true_extent) return MCOLL_RED_OK;
   /* Holes: only inside the predefined pair types (struct padding) may they be
    * copied over; a derived type's holes may be the application's data. */
-  int nints, naddrs, ntypes, combiner;
-  if (PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner) != MPI_SUCCESS)
-    return MCOLL_RED_INVALID;
-  return combiner == MPI_COMBINER_NAMED ? MCOLL_RED_OK : MCOLL_RED_UNSUPPORTED;
+  return info.named ? MCOLL_RED_OK : MCOLL_RED_UNSUPPORTED;
 }
 
 void mcoll__red_copy(const struct mcoll_red_type *t, char *dst, const char *src, size_t n) {
