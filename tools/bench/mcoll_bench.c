@@ -57,12 +57,15 @@ static double median(const double *v, int n)
     return m;
 }
 
-/* Seconds per call of `iters` calls after `warmup` calls, the slowest rank's. */
+/* Seconds per call of `iters` calls after `warmup` calls, the slowest rank's. The
+ * block starts at a barrier, and how far apart the ranks leave it counts in the
+ * block's time: MPI_Barrier, which is mcoll's when loaded, because MPICH's own
+ * lets ranks leave milliseconds apart when oversubscribed. Both sides start alike. */
 static double time_block(const struct mpi_api *api, const struct row *r, int warmup, int iters)
 {
     for (int i = 0; i < warmup; i++)
         bench_run(api, r);
-    PMPI_Barrier(r->comm);
+    MPI_Barrier(r->comm);
     double start = now_seconds();
     for (int i = 0; i < iters; i++)
         bench_run(api, r);
@@ -99,6 +102,8 @@ static double probe_call_seconds(const struct mpi_api *api, const struct row *r,
 
 /* The same on every rank, as the probed times are maxima over ranks. The faster side
  * sets the count; a much slower side may not stretch its blocks past 4x the target. */
+enum { MIN_ITERS = 8 };
+
 static int choose_iters(const struct row *r, const struct options *o)
 {
     if (o->iters > 0)
@@ -108,6 +113,9 @@ static int choose_iters(const struct row *r, const struct options *o)
     double fast = fmax(fmin(t_native, t_mcoll), 1e-9);
     double slow = fmax(fmax(t_native, t_mcoll), 1e-9);
     double n = fmin(ceil(o->round_seconds / fast), ceil(4 * o->round_seconds / slow));
+    /* A few calls at least, so that the start of a block weighs little; unless the
+     * slow side would then take over half a second per block. */
+    n = fmax(n, fmin(MIN_ITERS, floor(0.5 / slow)));
     n = fmin(n, o->max_iters);
     return n < 1 ? 1 : (int)n;
 }

@@ -6,8 +6,8 @@
  * posts; the sink copies the chunks out, then marks the generation done. The sink
  * also writes T at the head of its area in the first generation, for ranks that do
  * not know every length (gatherv); those mark themselves done with all T at once,
- * since they read nothing else. Small calls whose lengths everyone knows use slots
- * of the areas so that back-to-back calls overlap (coll/move.h). */
+ * since they read nothing else. Most calls need only one generation (see
+ * one_generation below), and back-to-back ones overlap. */
 #include <string.h>
 
 #include "coll/gather/gather.h"
@@ -28,22 +28,28 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
   return rounds;
 }
 
-/* One generation with every block in one slot of the areas (coll/move.h), only when
- * every rank knows every length, so that all decide alike. */
-static int small_call(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
-                      const struct mcoll_blocks *lens) {
+/* One generation per call: every block either fits in one slot of its owner's area
+ * (coll/move.h) or goes by single copy, its address in that slot. All ranks must
+ * decide alike: with single copy on, every block qualifies once blocks of a slot's
+ * size go by single copy (a rule everyone can check); otherwise only calls whose
+ * lengths everyone knows, all of them fitting a slot. Back-to-back calls overlap:
+ * a member leaves as soon as its block is in its slot. */
+static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
+                          const struct mcoll_blocks *lens) {
   const struct mcoll_topo *t = &c->topo;
+  size_t cma_min = (size_t)mcoll__cfg.GATHER_CMA_MIN, slot = mcoll__slot_bytes(&c->shm);
+  if (c->cma_ok && g->forced != MCOLL_MOVE_AREA &&
+      (g->forced == MCOLL_MOVE_CMA || (cma_min > 0 && cma_min <= slot)))
+    return 1;
   if (!g->lens_everywhere) return 0;
   for (int j = 0; j < t->local_size; j++) {
     size_t len = mcoll__block_len(lens, t->local_ranks[j]);
-    if (len > mcoll__slot_bytes(&c->shm) ||
-        mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) != MCOLL_MOVE_AREA)
-      return 0;
+    if (len > slot || mcoll__move_of(c, len, g->forced, cma_min) != MCOLL_MOVE_AREA) return 0;
   }
   return 1;
 }
 
-static void small_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->shm;
   int me = shm->local_rank, n = shm->local_size;
   uint32_t gen = c->area_gen + 1;
@@ -55,20 +61,30 @@ static void small_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) 
     size_t len = mcoll__block_len(g->dst, r);
     if (!len) continue;
     mcoll__area_wait_posted(c, j, gen);
-    memcpy(mcoll__block_ptr(g->dst, r), mcoll__slot_area(shm, j, gen), len);
+    const char *slot = mcoll__slot_area(shm, j, gen);
+    if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_CMA)
+      mcoll__cma_get(c, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
+    else
+      memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
   mcoll__area_done(c, gen);
   c->area_gen = gen;
 }
 
-static void small_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  const struct mcoll_shm *shm = &c->shm;
   uint32_t gen = c->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
+  int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+            MCOLL_MOVE_CMA;
   mcoll__area_done(c, gen); /* I read nothing */
   mcoll__slot_wait_free(c, gen, lag);
-  if (g->my_len)
-    mcoll__area_write(mcoll__slot_area(&c->shm, c->shm.local_rank, gen), g->mine, g->my_len);
+  char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
+  if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
+  else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
   mcoll__area_post(c, gen);
+  /* The sink reads my buffer itself: keep it until the sink is done. */
+  if (cma) mcoll__flag_wait(shm, &shm->data[g->sink].done, gen);
   c->area_gen = gen;
 }
 
@@ -148,9 +164,9 @@ void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     return;
   }
   int sink = c->shm.local_rank == g->sink;
-  if (small_call(c, g, sink ? g->dst : g->lens)) {
-    if (sink) small_sink(c, g);
-    else small_member(c, g);
+  if (one_generation(c, g, sink ? g->dst : g->lens)) {
+    if (sink) one_generation_sink(c, g);
+    else one_generation_member(c, g);
   } else if (sink) {
     sink_side(c, g);
   } else {

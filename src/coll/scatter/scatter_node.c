@@ -5,8 +5,9 @@
  * in the area, or in the source's published buffer for single-copy ranks). Round r
  * gives every area-moved rank at most q bytes, q = what fits divided among them.
  * Single-copy readers go in groups of MCOLL_BCAST_K (seed 000 §4.2: bounded
- * concurrency on one source buffer); group g starts when group g-1 is done. Small
- * calls with equal blocks use slots of the areas so that back-to-back calls overlap. */
+ * concurrency on one source buffer); group g starts when group g-1 is done. Most
+ * calls need only one generation (one_generation below), and back-to-back ones
+ * overlap. */
 #include <string.h>
 
 #include "coll/scatter/scatter.h"
@@ -14,7 +15,7 @@
 #include "shm/area.h"
 
 struct entry {
-  uint64_t off, len;
+  uint64_t off, len; /* off: in the area; for a single-copy reader, the block's address */
   int32_t reader; /* order among single-copy readers, -1 for area-moved ranks */
   int32_t pad;
 };
@@ -42,12 +43,53 @@ static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_nod
          head_bytes(c->shm.local_size) + parts <= mcoll__slot_bytes(&c->shm);
 }
 
-static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int small) {
+/* One generation per call, its table in one slot of the source's area (coll/move.h):
+ * parts that fit go in the slot, the others by single copy. With single copy on,
+ * every call (all ranks can tell); without, calls of equal blocks that all fit.
+ * Back-to-back calls overlap: the source moves on once its parts are in the slot. */
+static int one_generation(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+  return (c->cma_ok && s->forced != MCOLL_MOVE_AREA) || small_call(c, s);
+}
+
+static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_topo *t = &c->topo;
+  int me = shm->local_rank, n = shm->local_size, readers = 0;
+  uint32_t gen = c->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  char *slot = mcoll__slot_area(shm, me, gen);
+  struct head *head = (struct head *)slot;
+  size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
+  mcoll__area_done(c, gen); /* the source reads no one's area */
+  mcoll__slot_wait_free(c, gen, lag);
+  head->rounds = 1;
+  for (int step = 1; step < n; step++) {
+    int j = (me + step) % n;
+    size_t len = mcoll__block_len(s->src, t->local_ranks[j]);
+    const char *block = mcoll__block_ptr(s->src, t->local_ranks[j]);
+    struct entry *e = &head->entry[j];
+    if (len && (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room)) {
+      *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
+      continue;
+    }
+    *e = (struct entry){.off = pos, .len = len, .reader = -1};
+    if (len) mcoll__area_write(slot + pos, block, len);
+    pos += len;
+  }
+  mcoll__area_post(c, gen);
+  if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
+  /* Single-copy readers read my buffer: keep it until they are done. */
+  for (int j = 0; j < n && readers; j++)
+    if (j != me && head->entry[j].reader >= 0)
+      mcoll__flag_wait(shm, &shm->data[j].done, gen);
+  c->area_gen = gen;
+}
+
+static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
   const struct mcoll_shm *shm = &c->shm;
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t lag = small ? mcoll__slot_begin(c, c->area_gen + 1) : 0;
-  char *area = small ? mcoll__slot_area(shm, me, c->area_gen + 1) : mcoll__rank_area(shm, me);
+  char *area = mcoll__rank_area(shm, me);
   struct head *head = (struct head *)area;
   size_t hbytes = head_bytes(n);
   uint32_t base = c->area_gen, rounds = 1;
@@ -68,8 +110,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * share, pos = hbytes;
-    if (small) mcoll__slot_wait_free(c, base + r, lag);
-    else mcoll__area_wait_free(c, base + r);
+    mcoll__area_wait_free(c, base + r);
     head->rounds = rounds;
     for (int step = 1; step < n; step++) {
       int j = (me + step) % n;
@@ -78,9 +119,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       struct entry *e = &head->entry[j];
       if (move_of(c, s, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
-        *e = (struct entry){.off = (uint64_t)mcoll__block_off(s->src, t->local_ranks[j]),
-                            .len = len, .reader = readers++};
-        atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)s->src->base);
+        *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
         continue;
       }
       *e = (struct entry){.off = pos, .len = at < len ? len - at : 0, .reader = -1};
@@ -113,22 +152,22 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
   }
 }
 
-static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int small) {
+/* Either kind of call: the table says where my part is. */
+static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->shm;
   int me = shm->local_rank, source = s->source;
-  if (small) mcoll__slot_begin(c, c->area_gen + 1);
+  if (one_gen) mcoll__slot_begin(c, c->area_gen + 1);
   const char *area =
-      small ? mcoll__slot_area(shm, source, c->area_gen + 1) : mcoll__rank_area(shm, source);
+      one_gen ? mcoll__slot_area(shm, source, c->area_gen + 1) : mcoll__rank_area(shm, source);
   const struct head *head = (const struct head *)area;
   uint32_t base = c->area_gen;
 
   mcoll__area_wait_posted(c, source, base + 1);
   uint32_t rounds = head->rounds;
-  if (move_of(c, s, s->my_len) == MCOLL_MOVE_CMA) {
+  if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
-    mcoll__cma_get(c, source, s->mine, atomic_load(&shm->data[source].cma_addr) + e.off,
-                   s->my_len);
+    mcoll__cma_get(c, source, s->mine, e.off, s->my_len);
   } else {
     size_t got = 0;
     for (uint32_t r = 1;; r++) {
@@ -149,6 +188,8 @@ void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *
     if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
     return;
   }
-  if (c->shm.local_rank == s->source) source_side(c, s, small_call(c, s));
-  else member_side(c, s, small_call(c, s));
+  int one_gen = one_generation(c, s);
+  if (c->shm.local_rank != s->source) member_side(c, s, one_gen);
+  else if (one_gen) one_generation_source(c, s);
+  else source_side(c, s);
 }
