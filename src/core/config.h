@@ -22,7 +22,7 @@
   X(AREA_STREAM_MIN, NUM, "8K", "allgather/gather/scatter: copies of this many bytes into an area use streaming stores; 0 = never") \
   X(INTER_PIECE, NUM, "256K", "bytes per pipelined piece of the inter-node phase")        \
   X(INTER_SAG_MIN, NUM, "64K", "inter-node bcast: scatter-allgather from this piece size, else binomial") \
-  X(ALLTOALL_CMA_MIN, NUM, "256K", "alltoall(v,w): blocks from this many bytes move by single copy (CMA), smaller ones through the areas") \
+  X(ALLTOALL_CMA_MIN, NUM, "32K", "alltoall(v,w): blocks from this many bytes move by single copy (CMA), smaller ones through the areas") \
   X(ALLTOALL_STREAM_MIN, NUM, "16K", "alltoall: write fragments this large into the areas with streaming stores; 0 = never") \
   X(ALLTOALL_TILE, NUM, "0", "alltoall tiled: bytes per tile; 0 = from the LLC: c*c*T <= LLC/2") \
   X(RED_FLAT_MAX, NUM, "1K", "reductions: every rank folds all inputs up to this many bytes, else HSRA") \
