@@ -28,6 +28,7 @@
   X(RED_FLAT_MAX, NUM, "1K", "reductions: every rank folds all inputs up to this many bytes, else HSRA") \
   X(RED_RD_MAX, NUM, "32K", "inter-node reductions: recursive doubling/binomial up to this many bytes, else Rabenseifner") \
   X(RED_CMA_MIN, NUM, "32K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
+  X(RED_SPLIT_MIN, NUM, "512K", "reduce by single copy: from this many bytes each rank folds a segment and writes it to the root; 0 = never") \
   X(RED_CMA_RANKS, NUM, "2", "reductions: single copy (CMA) only on nodes of at most this many ranks") \
   X(SPIN, NUM, "4000", "polls of a flag before yielding (when ranks <= cores)")           \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \

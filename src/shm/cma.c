@@ -24,6 +24,24 @@ int mcoll__cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t bytes) {
   return 0;
 }
 
+int mcoll__cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t bytes) {
+  const char *in = src;
+  while (bytes > 0) {
+    struct iovec local = {(void *)in, bytes};
+    struct iovec remote = {(void *)(uintptr_t)remote_addr, bytes};
+    ssize_t put = process_vm_writev(pid, &local, 1, &remote, 1, 0);
+    if (put < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (put == 0) return EFAULT;
+    in += put;
+    remote_addr += (uint64_t)put;
+    bytes -= (size_t)put;
+  }
+  return 0;
+}
+
 int mcoll__cma_probe(MPI_Comm node_comm, const struct mcoll_shm *shm) {
   /* Under Yama ptrace_scope=1 only a declared tracer may read us: declare any. */
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);

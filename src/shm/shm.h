@@ -95,6 +95,8 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
 
 /* Single copy (CMA) from another process; 0 or an errno. */
 int mcoll__cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t bytes);
+/* The other way: bytes at src into remote_addr of process pid (process_vm_writev). */
+int mcoll__cma_write(pid_t pid, uint64_t remote_addr, const void *src, size_t bytes);
 
 /* Whether every rank of the node can read its peers with CMA; collective. */
 int mcoll__cma_probe(MPI_Comm node_comm, const struct mcoll_shm *shm);

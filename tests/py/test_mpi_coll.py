@@ -94,6 +94,19 @@ def test_coll_large_messages(request, flavour, np, topo):
     check_passed(result)
 
 
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in
+                                              [("openmpi", 3, None), ("mpich", 3, "nodes=2")]])
+def test_reduce_split_single_copy(request, flavour, np, topo):
+    """reduce by single copy with the work split among ranks at every size
+    (MCOLL_RED_SPLIT_MIN=1; by default only from 512K)."""
+    topo = None if topo == "flat" else topo
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--colls", "reduce", "--seed", seed_for(request)]
+    env = {**BASE_ENV, **topo_env(topo), "MCOLL_ALG_REDUCE": "cma", "MCOLL_RED_SPLIT_MIN": "1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+
+
 @functools.lru_cache(maxsize=None)
 def registered_algorithms(flavour):
     """(coll, alg, reason to skip or None) from mcoll-info; bcast's two at least. An

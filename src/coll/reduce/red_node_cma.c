@@ -6,6 +6,11 @@
  * not changed since the last call is still in the reader's cache. Reads are cut
  * into CMA_CHUNK pieces through a per-thread scratch buffer.
  *
+ * When one rank alone takes the whole result (reduce), the work is split instead:
+ * rank j folds segment j of the vector over every rank's input and writes it into
+ * the taker's output (process_vm_writev), so each rank reads and folds 1/n of what
+ * the taker alone would.
+ *
  * A rank's input must stay as it is until every peer has read it: every rank waits
  * for all peers to be done before it returns, and an input that is also an output
  * (MPI_IN_PLACE) is published as a private copy. */
@@ -78,6 +83,47 @@ static void fold_chunk(const struct cma_call *k, int upto, char *d, size_t v, si
   for (int x = upto - 2; x >= 0; x--) mcoll__red_fold(t, input_of(k, x, v, m), d, m);
 }
 
+/* Reduce: node-local rank dest-1 alone takes the whole fold (of every rank), large
+ * enough that splitting pays for the extra system calls (MCOLL_RED_SPLIT_MIN). */
+static int one_taker(const struct mcoll_node_red *r) {
+  size_t split_min = (size_t)mcoll__cfg.RED_SPLIT_MIN;
+  if (r->dest <= 0 || r->blocks || r->prefix || r->all_out || split_min == 0 ||
+      r->count * r->t->extent < split_min)
+    return 0;
+  const struct mcoll_node_out *o = &r->out[0];
+  int taker = r->c->shm.local_rank == r->dest - 1;
+  return r->out[1].upto <= 0 && (taker ? o->upto == r->c->shm.local_size && !o->own_block
+                                       : o->upto <= 0);
+}
+
+/* My segment of the fold, chunk by chunk: straight into the output at the taker,
+ * through `out_tmp` and a single-copy write elsewhere. */
+static void fold_segment_for_taker(const struct cma_call *k, char *out_tmp) {
+  const struct mcoll_node_red *r = k->r;
+  const struct mcoll_red_type *t = r->t;
+  const struct mcoll_shm *shm = &r->c->shm;
+  int me = shm->local_rank, n = shm->local_size, taker = r->dest - 1;
+  size_t lo, hi, chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent;
+  if (chunk == 0) chunk = 1;
+  mcoll__node_segment(r->count, n, me, -1, &lo, &hi);
+  uint64_t out_addr = ((const uint64_t *)mcoll__rank_area(shm, taker))[1];
+  for (size_t v = lo; v < hi; v += chunk) {
+    size_t m = hi - v < chunk ? hi - v : chunk;
+    if (me == taker) {
+      fold_chunk(k, n, mcoll__red_at(t, r->out[0].dst, v), v, m);
+      continue;
+    }
+    fold_chunk(k, n, out_tmp, v, m);
+    int err = mcoll__cma_write(shm->data[taker].pid, out_addr + v * t->extent, out_tmp,
+                               mcoll__red_span(t, m));
+    if (err) {
+      fprintf(stderr, "mcoll: reduction: process_vm_writev to world rank %d failed (errno %d)\n",
+              shm->data[taker].world_rank, err);
+      PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+}
+
 static size_t block_start(const struct mcoll_node_red *r, int b) {
   size_t start = 0;
   for (int x = 0; x < b; x++) start += (size_t)r->blocks[x];
@@ -98,18 +144,24 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
     size_t n = o->own_block && r->blocks ? (size_t)r->blocks[me] : r->count;
     if (o->upto > 0 && overlaps(o->dst, mcoll__red_span(t, n), r->in, span)) copy = 1;
   }
-  char *room = scratch_get((copy ? r->count * t->extent : 0) + chunk * t->extent);
-  struct cma_call k = {r, copy ? room : r->in, room + (copy ? r->count * t->extent : 0), 0};
+  int split = one_taker(r);
+  size_t own_bytes = copy ? r->count * t->extent : 0;
+  char *room = scratch_get(own_bytes + (split ? 2 : 1) * chunk * t->extent);
+  struct cma_call k = {r, copy ? room : r->in, room + own_bytes, 0};
   if (copy) mcoll__red_copy(t, room, r->in, r->count);
 
   k.gen = mcoll__area_next(c);
   mcoll__area_wait_free(c, k.gen);
-  *(uint64_t *)mcoll__rank_area(shm, me) = (uint64_t)(uintptr_t)k.own;
+  uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
+  published[0] = (uint64_t)(uintptr_t)k.own;
+  if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
   mcoll__area_post(c, k.gen);
-  int need = r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
+  int need = split ? shm->local_size
+                   : r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
   for (int x = 0; x < need; x++)
     if (x != me) mcoll__area_wait_posted(c, x, k.gen);
-  for (int i = 0; i < 2; i++) {
+  if (split) fold_segment_for_taker(&k, room + own_bytes + chunk * t->extent);
+  for (int i = 0; i < 2 && !split; i++) {
     const struct mcoll_node_out *o = &r->out[i];
     if (o->upto <= 0) continue;
     int mine = o->own_block && r->blocks;
