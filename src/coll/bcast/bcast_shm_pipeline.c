@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
+#include "coll/move.h"
 #include "core/config.h"
 
 static size_t chunk_count(const struct mcoll_shm *shm, size_t bytes) {
@@ -30,7 +31,7 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
     size_t off = idx * shm->chunk;
     size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
     wait_slot_free(call, gen);
-    memcpy(mcoll__slot_data(shm, slot), call->buf + off, len);
+    mcoll__area_write(mcoll__slot_data(shm, slot), call->buf + off, len);
     shm->slot[slot].bytes = (uint32_t)len;
     mcoll__flag_set(shm, &shm->slot[slot].gen, gen);
   }
