@@ -4,6 +4,7 @@
  * Chunk k of a vector cut into blocks holds slice k of every block (each block is
  * cut into nchunks slices), so every chunk carries a share of every rank's block
  * and a reduce_scatter keeps all ranks busy in every chunk. */
+#include "coll/move.h"
 #include "coll/reduce/red.h"
 #include "shm/area.h"
 
@@ -25,7 +26,8 @@ size_t mcoll__node_chunk_in(const struct mcoll_node_layout *l, const struct mcol
   for (int b = 0; b < l->nblocks; b++) {
     size_t cnt = mcoll__node_block(l, b), off, n;
     mcoll__node_slice(l, cnt, k, &off, &n);
-    mcoll__red_copy(t, mcoll__red_at(t, area, pos), mcoll__red_at(t, r->in, displ + off), n);
+    if (n) mcoll__area_write(mcoll__red_at(t, area, pos), mcoll__red_at(t, r->in, displ + off),
+                             mcoll__red_span(t, n));
     pos += n;
     displ += cnt;
   }
