@@ -60,7 +60,8 @@ static double median(const double *v, int n)
 /* Seconds per call of `iters` calls after `warmup` calls, the slowest rank's. The
  * block starts at a barrier, and how far apart the ranks leave it counts in the
  * block's time: MPI_Barrier, which is mcoll's when loaded, because MPICH's own
- * lets ranks leave milliseconds apart when oversubscribed. Both sides start alike. */
+ * lets ranks leave milliseconds apart when oversubscribed. Both sides start and
+ * end alike. */
 static double time_block(const struct mpi_api *api, const struct row *r, int warmup, int iters)
 {
     for (int i = 0; i < warmup; i++)
@@ -70,7 +71,9 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
     for (int i = 0; i < iters; i++)
         bench_run(api, r);
     double per_call = (now_seconds() - start) / iters;
-    PMPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, r->comm);
+    /* mcoll's too, when loaded: in MPICH's own, ranks done early would spin and hold
+     * the cores that the ranks still timing need (oversubscribed runs). */
+    MPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, r->comm);
     return per_call;
 }
 
