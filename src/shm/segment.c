@@ -22,12 +22,14 @@ _Static_assert(sizeof(struct mcoll_shm_header) == MCOLL_LINE, "header size");
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 /* Ring geometry: a window of S slots read by rotating groups of k readers (seed 000
- * §4.2), at least two windows so the writer fills one while the other is read. */
+ * §4.2), at least two windows so the writer fills one while the other is read, and
+ * some 32 slots in all, so that a source of small bcasts may run many calls ahead
+ * of readers that are not running (oversubscribed nodes). */
 static void ring_geometry(int local_size, struct mcoll_shm *shm) {
   int readers = local_size > 1 ? local_size - 1 : 1;
   int groups = (readers + (int)mcoll__cfg.BCAST_K - 1) / (int)mcoll__cfg.BCAST_K;
   int window = groups > mcoll__numa_count() ? groups : mcoll__numa_count();
-  int windows = window >= 4 ? 2 : (8 + window - 1) / window;
+  int windows = window >= 16 ? 2 : (32 + window - 1) / window;
   shm->window = window;
   shm->nslots = window * windows;
   shm->chunk = (size_t)mcoll__cfg.SHM_CHUNK;

@@ -11,10 +11,11 @@
  * run has filled every slot the readers wait on the stamp instead of the posted
  * flag, and an input of up to STAMP_LINE - 4 bytes sits in the stamp's cache line,
  * so the line that says "ready" brings the data with it. */
+#include "coll/move.h"
 #include "coll/reduce/red.h"
 #include "shm/area.h"
 
-#define RED_SLOTS 8
+#define RED_SLOTS MCOLL_AREA_SLOTS
 #define STAMP_LINE 64
 
 struct slot {
