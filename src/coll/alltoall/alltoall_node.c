@@ -110,7 +110,42 @@ static void copy_own(struct mcoll_a2a *a) {
   if (!a->inplace && d->bytes) memcpy(d->ptr, s->ptr, d->bytes);
 }
 
+/* Small alltoall: all my blocks for node peers fit in one slot of my area
+ * (coll/move.h), block k at k·block. One generation per call, and a rank may run
+ * up to the slots' depth ahead of peers that are not running (oversubscribed). */
+static int fits_slot(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  const struct mcoll_comm *c = a->c;
+  return a->uniform && !e->double_buffer && a->block < e->cma_min &&
+         (size_t)c->topo.local_size * a->block <= mcoll__slot_bytes(&c->shm);
+}
+
+static void slot_exchange(struct mcoll_a2a *a) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_topo *t = &c->topo;
+  int m = t->local_size, me = t->local_rank;
+  uint32_t gen = c->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  mcoll__slot_wait_free(c, gen, lag);
+  char *mine = mcoll__slot_area(&c->shm, me, gen);
+  for (int k = 0; k < m; k++)
+    if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
+  mcoll__area_post(c, gen);
+  copy_own(a);
+  for (int s = 1; s < m; s++) {
+    int j = (me - s + m) % m;
+    mcoll__area_wait_posted(c, j, gen);
+    memcpy(a->recv[t->local_ranks[j]].ptr,
+           mcoll__slot_area(&c->shm, j, gen) + (size_t)me * a->block, a->block);
+  }
+  mcoll__area_done(c, gen);
+  c->area_gen = gen;
+}
+
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  if (fits_slot(a, e)) {
+    slot_exchange(a);
+    return;
+  }
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
