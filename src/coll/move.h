@@ -6,6 +6,7 @@
 #define MCOLL_MOVE_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "core/context.h"
 #include "shm/area.h"
@@ -54,6 +55,23 @@ static inline size_t mcoll__slot_bytes(const struct mcoll_shm *shm) {
 
 static inline char *mcoll__slot_area(const struct mcoll_shm *shm, int r, uint32_t gen) {
   return mcoll__rank_area(shm, r) + (gen % MCOLL_AREA_SLOTS) * mcoll__slot_bytes(shm);
+}
+
+/* Inline lines (shm/shm.h): slot runs may use them once every rank's lag is bounded
+ * by MCOLL_INLINE_SLOTS as by MCOLL_AREA_SLOTS. */
+_Static_assert(MCOLL_INLINE_SLOTS == MCOLL_AREA_SLOTS, "inline lines follow the area slots");
+
+static inline void mcoll__inline_put(const struct mcoll_shm *shm, struct mcoll_inline_line *line,
+                                     uint32_t gen, const void *data, size_t len) {
+  line->len = (uint32_t)len;
+  if (len) memcpy(line->data, data, len);
+  mcoll__flag_set(shm, &line->stamp, gen);
+}
+
+static inline void mcoll__inline_get(const struct mcoll_shm *shm, struct mcoll_inline_line *line,
+                                     uint32_t gen, void *data, size_t len) {
+  mcoll__flag_wait(shm, &line->stamp, gen);
+  if (len) memcpy(data, line->data, len);
 }
 
 /* mcoll__area_wait_free for a slot generation. area_slot_seen keeps the least `done`

@@ -1,4 +1,5 @@
 #include "core/context.h"
+#include "core/tls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -28,7 +29,7 @@ static void context_destroy(struct mcoll_comm *c) {
  * bumps the epoch, which empties every thread's memory (a freed communicator's
  * handle may come back for a new one). */
 static atomic_uint context_epoch;
-static _Thread_local struct {
+static MCOLL_TLS struct {
   MPI_Comm comm;
   struct mcoll_comm *c;
   unsigned epoch;

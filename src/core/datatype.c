@@ -1,4 +1,5 @@
 #include "core/datatype.h"
+#include "core/tls.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,8 +20,8 @@ struct cached_type {
 /* Bumped when a derived type that may be cached is freed; each thread's cache is
  * emptied when it sees a new value. */
 static atomic_uint type_epoch;
-static _Thread_local struct cached_type type_cache[TYPE_CACHE];
-static _Thread_local unsigned type_cache_epoch;
+static MCOLL_TLS struct cached_type type_cache[TYPE_CACHE];
+static MCOLL_TLS unsigned type_cache_epoch;
 static int type_keyval = MPI_KEYVAL_INVALID;
 static MPI_Comm probe_comm = MPI_COMM_NULL;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;

@@ -15,6 +15,7 @@ _Static_assert(sizeof(struct mcoll_sync_line) == MCOLL_LINE, "sync line size");
 _Static_assert(sizeof(struct mcoll_data_line) == MCOLL_LINE, "data line size");
 _Static_assert(sizeof(struct mcoll_slot_ctl) == MCOLL_LINE, "slot line size");
 _Static_assert(sizeof(struct mcoll_shm_header) == MCOLL_LINE, "header size");
+_Static_assert(sizeof(struct mcoll_inline_line) == 64, "inline line: one cache line");
 
 #define MCOLL_SHM_MAGIC 0x6d636f6c6c736567ull /* "mcollseg" */
 #define MCOLL_PAGE 4096
@@ -45,6 +46,8 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   off += sizeof(struct mcoll_data_line) * (size_t)local_size;
   size_t slot_off = off;
   off += sizeof(struct mcoll_slot_ctl) * (size_t)shm->nslots;
+  size_t inline_off = off;
+  off += sizeof(struct mcoll_inline_line) * MCOLL_INLINE_SLOTS * (size_t)local_size;
   size_t slot_data_off = round_up(off, MCOLL_PAGE);
   off = slot_data_off + shm->chunk * (size_t)shm->nslots;
   shm->area_bytes = round_up((size_t)mcoll__cfg.SHM_AREA, MCOLL_PAGE);
@@ -56,6 +59,7 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   shm->sync = (struct mcoll_sync_line *)(base + sync_off);
   shm->data = (struct mcoll_data_line *)(base + data_off);
   shm->slot = (struct mcoll_slot_ctl *)(base + slot_off);
+  shm->inline_line = (struct mcoll_inline_line *)(base + inline_off);
   shm->slot_data = base + slot_data_off;
   shm->area = base + area_off;
 }

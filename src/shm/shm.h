@@ -51,6 +51,19 @@ struct mcoll_shm_header {
   char pad[MCOLL_LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
 };
 
+/* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the
+ * generation that says it is there, so the reader's one miss brings both (a flag,
+ * a table and the data apart cost three cross-core transfers). Each node-local rank
+ * has MCOLL_INLINE_SLOTS lines, used in turn by generation and by nothing else, so
+ * a line's stamp only ever grows. */
+#define MCOLL_INLINE_MAX 56
+#define MCOLL_INLINE_SLOTS 32
+struct mcoll_inline_line {
+  mcoll_flag stamp; /* the generation whose data the line holds */
+  uint32_t len;
+  char data[MCOLL_INLINE_MAX];
+};
+
 struct mcoll_shm {
   void *base;
   size_t bytes;
@@ -58,6 +71,7 @@ struct mcoll_shm {
   struct mcoll_sync_line *sync; /* [local_size] */
   struct mcoll_data_line *data; /* [local_size] */
   struct mcoll_slot_ctl *slot;  /* [nslots] */
+  struct mcoll_inline_line *inline_line; /* [local_size][MCOLL_INLINE_SLOTS] */
   char *slot_data;              /* nslots * chunk bytes */
   char *area;                   /* local_size * area_bytes: one area per rank */
   size_t area_bytes;
@@ -75,6 +89,12 @@ void mcoll__shm_detach(struct mcoll_shm *shm);
 
 static inline char *mcoll__slot_data(const struct mcoll_shm *shm, int slot) {
   return shm->slot_data + (size_t)slot * shm->chunk;
+}
+
+/* Node-local rank r's inline line for generation gen. */
+static inline struct mcoll_inline_line *mcoll__inline_line(const struct mcoll_shm *shm, int r,
+                                                           uint32_t gen) {
+  return &shm->inline_line[(size_t)r * MCOLL_INLINE_SLOTS + gen % MCOLL_INLINE_SLOTS];
 }
 
 /* The area owned by node-local rank r (written by r, read by the others). */

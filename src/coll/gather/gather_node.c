@@ -60,9 +60,16 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     int j = (me + s) % n, r = c->topo.local_ranks[j];
     size_t len = mcoll__block_len(g->dst, r);
     if (!len) continue;
+    char *slot = mcoll__slot_area(shm, j, gen);
+    int cma = mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+              MCOLL_MOVE_CMA;
+    if (!cma && len <= MCOLL_INLINE_MAX) {
+      mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, mcoll__block_ptr(g->dst, r),
+                        len);
+      continue;
+    }
     mcoll__area_wait_posted(c, j, gen);
-    const char *slot = mcoll__slot_area(shm, j, gen);
-    if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_CMA)
+    if (cma)
       mcoll__cma_get(c, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
     else
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
@@ -80,6 +87,12 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   mcoll__area_done(c, gen); /* I read nothing */
   mcoll__slot_wait_free(c, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
+  if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
+    mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
+                      g->my_len);
+    c->area_gen = gen;
+    return;
+  }
   if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
   mcoll__area_post(c, gen);

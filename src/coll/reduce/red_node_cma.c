@@ -19,11 +19,12 @@
 #include <stdlib.h>
 
 #include "coll/reduce/red.h"
+#include "core/tls.h"
 #include "core/config.h"
 #include "shm/area.h"
 
-static _Thread_local char *scratch;
-static _Thread_local size_t scratch_bytes;
+static MCOLL_TLS char *scratch;
+static MCOLL_TLS size_t scratch_bytes;
 
 static char *scratch_get(size_t bytes) {
   if (bytes > scratch_bytes) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "coll/reduce/red.h"
+#include "core/tls.h"
 #include "core/config.h"
 
 static int is_pair_type(MPI_Datatype type) {
@@ -45,8 +46,8 @@ struct known_pair {
   mcoll_red_kernel kernel;
   size_t size;
 };
-static _Thread_local struct known_pair known[4];
-static _Thread_local unsigned known_next;
+static MCOLL_TLS struct known_pair known[4];
+static MCOLL_TLS unsigned known_next;
 
 static int known_lookup(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) {
   for (int i = 0; i < 4; i++) {

@@ -68,7 +68,13 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
     size_t len = mcoll__block_len(s->src, t->local_ranks[j]);
     const char *block = mcoll__block_ptr(s->src, t->local_ranks[j]);
     struct entry *e = &head->entry[j];
-    if (len && (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room)) {
+    if (len <= MCOLL_INLINE_MAX && move_of(c, s, len) != MCOLL_MOVE_CMA) {
+      /* The member, which knows its length too, polls its inline line. */
+      mcoll__inline_put(shm, mcoll__inline_line(shm, j, gen), gen, block, len);
+      *e = (struct entry){.off = 0, .len = len, .reader = -1};
+      continue;
+    }
+    if (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room) {
       *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
       continue;
     }
@@ -157,6 +163,13 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   const struct mcoll_shm *shm = &c->shm;
   int me = shm->local_rank, source = s->source;
   if (one_gen) mcoll__slot_begin(c, c->area_gen + 1);
+  if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
+    uint32_t gen = c->area_gen + 1;
+    mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);
+    mcoll__area_done(c, gen);
+    c->area_gen = gen;
+    return;
+  }
   const char *area =
       one_gen ? mcoll__slot_area(shm, source, c->area_gen + 1) : mcoll__rank_area(shm, source);
   const struct head *head = (const struct head *)area;
