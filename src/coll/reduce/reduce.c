@@ -17,7 +17,8 @@ const struct mcoll_coll_algs mcoll__reduce_algs = {
         {"p2p", "binomial / reduce-scatter+gather among all ranks in rank order over "
                 "point-to-point (nodes not in rank order); MCOLL_ALG_REDUCE=p2p"},
         {"cma", "the root folds the peers' inputs read in place with CMA (large messages, few "
-                "ranks); leaders as hsra; MCOLL_ALG_REDUCE=cma"},
+                "ranks); from MCOLL_RED_SPLIT_MIN each rank folds a segment and writes it to the "
+                "root; leaders as hsra; MCOLL_ALG_REDUCE=cma"},
     },
     MCOLL_RED_NALGS};
 
