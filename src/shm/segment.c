@@ -109,7 +109,8 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   shm->data[shm->local_rank].pid = (int32_t)getpid();
   shm->data[shm->local_rank].world_rank = world_rank;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  shm->spin = real_node_size > cpus ? 64 : (int)mcoll__cfg.SPIN;
+  shm->oversubscribed = real_node_size > cpus;
+  shm->spin = shm->oversubscribed ? 64 : (int)mcoll__cfg.SPIN;
   MCOLL_CHECK_MPI(PMPI_Barrier(node_comm));
 
 cleanup:

@@ -80,6 +80,7 @@ struct mcoll_shm {
   int window;                   /* slots copied concurrently by rotating reader groups */
   int local_rank, local_size;
   int spin;                     /* polls before yielding: few when oversubscribed */
+  int oversubscribed;           /* more ranks on this machine than cores */
 };
 
 /* Creates (node leader), maps (all), then unlinks the segment: after this call

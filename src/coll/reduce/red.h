@@ -72,7 +72,8 @@ int mcoll__red_nodes_contiguous(const struct mcoll_comm *c);
  * when an area cannot hold `area_need` bytes; else the forced one; else FLAT up to
  * RED_FLAT_MAX bytes, CMA from RED_CMA_MIN bytes on nodes of at most RED_CMA_RANKS
  * ranks that can use it, HSRA between. P2P depends only on what every rank knows;
- * the others may differ between nodes (they only choose the intra-node engine). */
+ * the others may differ between nodes (they only choose the intra-node engine).
+ * An oversubscribed node uses RED_FLAT_MAX_OVERSUB for FLAT. */
 int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
                       size_t area_need);
 

@@ -138,7 +138,10 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   int forced = mcoll__alg_forced(coll);
   if (forced == MCOLL_RED_CMA && !c->cma_ok) forced = MCOLL_RED_HSRA;
   if (forced >= 0) return forced;
-  if (bytes <= (size_t)mcoll__cfg.RED_FLAT_MAX) return MCOLL_RED_FLAT;
+  /* Ranks that are not running make every extra synchronisation of HSRA cost a
+   * scheduler turn, while two cores give its parallel folds little. */
+  long flat_max = c->shm.oversubscribed ? mcoll__cfg.RED_FLAT_MAX_OVERSUB : mcoll__cfg.RED_FLAT_MAX;
+  if (bytes <= (size_t)flat_max) return MCOLL_RED_FLAT;
   if (c->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
       c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
     return MCOLL_RED_CMA;
