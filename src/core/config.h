@@ -11,7 +11,7 @@
   X(FALLBACK, STR, "silent", "on a fallback to the host MPI: silent | warn | error (abort)") \
   X(TOPO, STR, "", "fake hierarchy for tests: nodes=N,sockets=S,numa=M (per node/socket)") \
   X(SHM_CHUNK, NUM, "64K", "bytes per slot of the segment's pipeline ring")               \
-  X(SHM_AREA, NUM, "1M", "bytes of each rank's own area in the node segment (32 slots for small calls)")          \
+  X(SHM_AREA, NUM, "4M", "bytes of each rank's own area in the node segment (128 slots for small calls)")          \
   X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_CMA_MIN, NUM, "0", "bcast: single-copy (CMA) from this many bytes; 0 = never by default") \

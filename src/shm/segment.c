@@ -24,13 +24,13 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 /* Ring geometry: a window of S slots read by rotating groups of k readers (seed 000
  * §4.2), at least two windows so the writer fills one while the other is read, and
- * some 32 slots in all, so that a source of small bcasts may run many calls ahead
+ * some 128 slots in all, so that a source of small bcasts may run many calls ahead
  * of readers that are not running (oversubscribed nodes). */
 static void ring_geometry(int local_size, struct mcoll_shm *shm) {
   int readers = local_size > 1 ? local_size - 1 : 1;
   int groups = (readers + (int)mcoll__cfg.BCAST_K - 1) / (int)mcoll__cfg.BCAST_K;
   int window = groups > mcoll__numa_count() ? groups : mcoll__numa_count();
-  int windows = window >= 16 ? 2 : (32 + window - 1) / window;
+  int windows = window >= 64 ? 2 : (128 + window - 1) / window;
   shm->window = window;
   shm->nslots = window * windows;
   shm->chunk = (size_t)mcoll__cfg.SHM_CHUNK;
@@ -102,8 +102,9 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
     for (int s = 0; s < shm->nslots; s++)
       mcoll__numa_bind(mcoll__slot_data(shm, s), shm->chunk, s % shm->window);
   }
-  /* A rank's area lives on its own NUMA domain: it touches it first. */
-  memset(mcoll__rank_area(shm, shm->local_rank), 0, shm->area_bytes);
+  /* A rank's area lives on its own NUMA domain: it touches it first. With one
+   * domain, pages are left to be touched when used (areas are large and sparse). */
+  if (mcoll__numa_count() > 1) memset(mcoll__rank_area(shm, shm->local_rank), 0, shm->area_bytes);
   int world_rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   shm->data[shm->local_rank].pid = (int32_t)getpid();

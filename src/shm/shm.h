@@ -57,7 +57,7 @@ struct mcoll_shm_header {
  * has MCOLL_INLINE_SLOTS lines, used in turn by generation and by nothing else, so
  * a line's stamp only ever grows. */
 #define MCOLL_INLINE_MAX 56
-#define MCOLL_INLINE_SLOTS 32
+#define MCOLL_INLINE_SLOTS 128
 struct mcoll_inline_line {
   mcoll_flag stamp; /* the generation whose data the line holds */
   uint32_t len;

@@ -101,7 +101,8 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
   struct mcoll_node_layout l;
   mcoll__node_layout(&l, r, shm->area_bytes / r->t->extent);
   size_t span = mcoll__red_span(r->t, r->count);
-  int slotted = l.nchunks == 1 && span <= shm->area_bytes / RED_SLOTS - STAMP_LINE;
+  size_t slot_bytes = shm->area_bytes / RED_SLOTS;
+  int slotted = l.nchunks == 1 && slot_bytes > STAMP_LINE && span <= slot_bytes - STAMP_LINE;
   /* Nobody reads the area of a dest that starts from its own input. */
   int writes = r->dest - 1 != me || !r->t->commutative;
   for (size_t k = 0; k < l.nchunks; k++) {
