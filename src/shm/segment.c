@@ -109,7 +109,7 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   shm->data[shm->local_rank].pid = (int32_t)getpid();
   shm->data[shm->local_rank].world_rank = world_rank;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
   shm->oversubscribed = real_node_size > cpus;
   shm->spin = shm->oversubscribed ? 64 : (int)mcoll__cfg.SPIN;
   MCOLL_CHECK_MPI(PMPI_Barrier(node_comm));

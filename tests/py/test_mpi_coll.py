@@ -107,6 +107,19 @@ def test_reduce_split_single_copy(request, flavour, np, topo):
     check_passed(result)
 
 
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in
+                                              [("openmpi", 5, None), ("mpich", 4, "sockets=2")]])
+def test_coll_as_if_enough_cores(request, flavour, np, topo):
+    """The decisions for a node with a core per rank (this machine has 2): HSRA for
+    mid-size reductions, scatter's single-copy readers in turns, long spins."""
+    topo = None if topo == "flat" else topo
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--seed", seed_for(request)]
+    env = {**BASE_ENV, **topo_env(topo), "MCOLL_CORES": "64"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+
+
 @functools.lru_cache(maxsize=None)
 def registered_algorithms(flavour):
     """(coll, alg, reason to skip or None) from mcoll-info; bcast's two at least. An

@@ -144,10 +144,13 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   c->area_gen = base + rounds;
 }
 
-/* Waits until the single-copy readers of the group before mine are done. */
+/* Waits until the single-copy readers of the group before mine are done. With
+ * more ranks than cores no more than the cores read at once anyway, and each turn
+ * would cost a scheduler round: all go at once. */
 static void wait_turn(const struct mcoll_comm *c, const struct head *head, int reader,
                       uint32_t last) {
   const struct mcoll_shm *shm = &c->shm;
+  if (shm->oversubscribed) return;
   int k = mcoll__cfg.BCAST_K > 0 ? (int)mcoll__cfg.BCAST_K : 1;
   int group = reader / k;
   if (group == 0) return;
