@@ -26,7 +26,7 @@
   X(ALLTOALL_STREAM_MIN, NUM, "16K", "alltoall: write fragments this large into the areas with streaming stores; 0 = never") \
   X(ALLTOALL_TILE, NUM, "0", "alltoall tiled: bytes per tile; 0 = from the LLC: c*c*T <= LLC/2") \
   X(RED_FLAT_MAX, NUM, "1K", "reductions: every rank folds all inputs up to this many bytes, else HSRA") \
-  X(RED_FLAT_MAX_OVERSUB, NUM, "16K", "reductions on a node with more ranks than cores: flat up to this many bytes") \
+  X(RED_FLAT_MAX_LOWPAR, NUM, "32K", "reductions on nodes of 2 ranks or with more ranks than cores: flat up to this many bytes") \
   X(RED_RD_MAX, NUM, "32K", "inter-node reductions: recursive doubling/binomial up to this many bytes, else Rabenseifner") \
   X(RED_CMA_MIN, NUM, "32K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
   X(RED_SPLIT_MIN, NUM, "512K", "reduce by single copy: from this many bytes each rank folds a segment and writes it to the root; 0 = never") \

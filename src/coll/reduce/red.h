@@ -69,11 +69,11 @@ int mcoll__red_nodes_contiguous(const struct mcoll_comm *c);
 
 /* Algorithm for a call: P2P when rank order cannot be kept through the nodes
  * (`ordered`: the result depends on rank order, and nodes are not contiguous) or
- * when an area cannot hold `area_need` bytes; else the forced one; else FLAT up to
- * RED_FLAT_MAX bytes, CMA from RED_CMA_MIN bytes on nodes of at most RED_CMA_RANKS
- * ranks that can use it, HSRA between. P2P depends only on what every rank knows;
- * the others may differ between nodes (they only choose the intra-node engine).
- * An oversubscribed node uses RED_FLAT_MAX_OVERSUB for FLAT. */
+ * when an area cannot hold `area_need` bytes; else the forced one; else CMA from
+ * RED_CMA_MIN bytes on nodes of at most RED_CMA_RANKS ranks that can use it, FLAT
+ * up to RED_FLAT_MAX bytes (RED_FLAT_MAX_LOWPAR on nodes of two ranks or with more
+ * ranks than cores), HSRA above. P2P depends only on what every rank knows; the
+ * others may differ between nodes (they only choose the intra-node engine). */
 int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
                       size_t area_need);
 

@@ -138,13 +138,15 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   int forced = mcoll__alg_forced(coll);
   if (forced == MCOLL_RED_CMA && !c->cma_ok) forced = MCOLL_RED_HSRA;
   if (forced >= 0) return forced;
-  /* Ranks that are not running make every extra synchronisation of HSRA cost a
-   * scheduler turn, while two cores give its parallel folds little. */
-  long flat_max = c->shm.oversubscribed ? mcoll__cfg.RED_FLAT_MAX_OVERSUB : mcoll__cfg.RED_FLAT_MAX;
-  if (bytes <= (size_t)flat_max) return MCOLL_RED_FLAT;
   if (c->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
       c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
     return MCOLL_RED_CMA;
+  /* HSRA's parallel folds gain little with two ranks, or with more ranks than
+   * cores, and cost a second synchronisation (a scheduler turn when ranks are not
+   * running) and, at two ranks, half as many bytes again across the cores. */
+  int low_parallelism = c->shm.oversubscribed || c->topo.local_size <= 2;
+  long flat_max = low_parallelism ? mcoll__cfg.RED_FLAT_MAX_LOWPAR : mcoll__cfg.RED_FLAT_MAX;
+  if (bytes <= (size_t)flat_max) return MCOLL_RED_FLAT;
   return MCOLL_RED_HSRA;
 }
 
