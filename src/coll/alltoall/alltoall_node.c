@@ -15,7 +15,8 @@
  *
  * Alltoallv/w: the rounds needed depend on block sizes no rank knows in full, so
  * round 0 always runs and carries each rank's own count in its header; everyone
- * reads every header and takes the maximum. */
+ * reads every header and takes the maximum. On oversubscribed nodes with single
+ * copy, a call is one generation in a slot instead (slot_exchange_v). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -141,9 +142,97 @@ static void slot_exchange(struct mcoll_a2a *a) {
   c->area_gen = gen;
 }
 
+/* Alltoallv/w with single copy on: one generation per call, in one slot of each
+ * area. The slot opens with a table, an entry per node-local rank: where my block
+ * for it lies, an offset in the slot or (single copy) its address in my buffer.
+ * Blocks below cma_min go into the slot while they fit; the others are read from my
+ * buffer. Nobody needs another rank's counts to take part, so back-to-back calls
+ * overlap, and a call costs one synchronisation instead of a header round first. */
+struct v_entry {
+  uint64_t where, len, by_cma;
+};
+
+static size_t v_table_bytes(int m) {
+  return (sizeof(struct v_entry) * (size_t)m + MCOLL_LINE - 1) / MCOLL_LINE * MCOLL_LINE;
+}
+
+/* The same on every rank of the node: the engine (the node's choice), the shape, and
+ * oversubscription: running ahead pays where peers are not running; with a core
+ * each, ranks run in step and the whole area, still in the caches, is faster (2
+ * ranks, 4 KiB blocks: 0.57 us against 0.72 us through the slots). */
+static int one_generation_v(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  return !a->uniform && a->c->shm.oversubscribed && a->c->cma_ok && e->cma_min != SIZE_MAX &&
+         e->cma_frag == SIZE_MAX &&
+         !e->double_buffer && v_table_bytes(a->c->topo.local_size) < mcoll__slot_bytes(&a->c->shm);
+}
+
+static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
+  const char *slot = mcoll__slot_area(&c->shm, j, gen);
+  const struct v_entry *en = (const struct v_entry *)slot + c->topo.local_rank;
+  /* Matching signatures make the lengths equal; a mismatch must not read past. */
+  size_t len = en->len < rv->bytes ? en->len : rv->bytes;
+  if (!len) return;
+  if (en->by_cma) mcoll__cma_get(c, j, rv->ptr, en->where, len);
+  else memcpy(rv->ptr, slot + en->where, len);
+}
+
+static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_topo *t = &c->topo;
+  const struct mcoll_shm *shm = &c->shm;
+  int m = t->local_size, me = t->local_rank, cma_sends = 0;
+  uint32_t gen = c->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  mcoll__slot_wait_free(c, gen, lag);
+  char *mine = mcoll__slot_area(shm, me, gen);
+  struct v_entry *table = (struct v_entry *)mine;
+  size_t pos = v_table_bytes(m), room = mcoll__slot_bytes(shm);
+  for (int k = 0; k < m; k++) {
+    const struct mcoll_span *s = &a->send[t->local_ranks[k]];
+    if (k == me) continue;
+    if (s->bytes < e->cma_min && s->bytes <= room - pos) {
+      if (s->bytes) memcpy(mine + pos, s->ptr, s->bytes);
+      table[k] = (struct v_entry){pos, s->bytes, 0};
+      pos += s->bytes;
+    } else {
+      table[k] = (struct v_entry){(uint64_t)(uintptr_t)s->ptr, s->bytes, 1};
+      cma_sends = 1;
+    }
+  }
+  mcoll__area_post(c, gen);
+  copy_own(a);
+  /* Whoever has posted first, then the rest in pairwise order (see read_round). */
+  uint64_t served = 0;
+  for (int s = 1; s < m && m <= 64; s++) {
+    int j = (me - s + m) % m;
+    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_posted(c, j, gen)) {
+      read_v(a, j, gen);
+      served |= 1ull << s;
+    }
+  }
+  for (int s = 1; s < m; s++) {
+    int j = (me - s + m) % m;
+    if ((m <= 64 && (served >> s & 1)) || !a->recv[t->local_ranks[j]].bytes) continue;
+    mcoll__area_wait_posted(c, j, gen);
+    read_v(a, j, gen);
+  }
+  mcoll__area_done(c, gen);
+  /* Single-copy readers read my buffers: they stay mine until those are done. */
+  for (int k = 0; k < m && cma_sends; k++)
+    if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
+      mcoll__flag_wait(shm, &shm->data[k].done, gen);
+  c->area_gen = gen;
+}
+
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   if (fits_slot(a, e)) {
     slot_exchange(a);
+    return;
+  }
+  if (one_generation_v(a, e)) {
+    slot_exchange_v(a, e);
     return;
   }
   struct mcoll_comm *c = a->c;
