@@ -36,9 +36,8 @@ static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
  * uses slot gen % MCOLL_AREA_SLOTS of every area. During a run of such generations a
  * writer needs its peers done with the generation that last used its slot (or with
  * the one before the run), not with gen-1. Every rank of the node calls
- * mcoll__slot_begin for each such generation; it returns the writer's lag. */
-#define MCOLL_AREA_SLOTS 128
-
+ * mcoll__slot_begin for each such generation; it returns the writer's lag.
+ * MCOLL_AREA_SLOTS is in shm/shm.h (the segment touches the slots' pages). */
 static inline uint32_t mcoll__slot_begin(struct mcoll_comm *c, uint32_t gen) {
   if (c->area_slot_last != gen - 1) {
     c->area_slot_from = gen;

@@ -103,8 +103,19 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
       mcoll__numa_bind(mcoll__slot_data(shm, s), shm->chunk, s % shm->window);
   }
   /* A rank's area lives on its own NUMA domain: it touches it first. With one
-   * domain, pages are left to be touched when used (areas are large and sparse). */
-  if (mcoll__numa_count() > 1) memset(mcoll__rank_area(shm, shm->local_rank), 0, shm->area_bytes);
+   * domain only the pages that small calls use, each slot's first and last, are
+   * touched now, so that the first calls do not take page faults; the rest of the
+   * area (large and sparse) when it is used. */
+  char *area = mcoll__rank_area(shm, shm->local_rank);
+  if (mcoll__numa_count() > 1) {
+    memset(area, 0, shm->area_bytes);
+  } else {
+    size_t stride = shm->area_bytes / MCOLL_AREA_SLOTS;
+    for (size_t s = 0; s < MCOLL_AREA_SLOTS && stride; s++) {
+      ((volatile char *)area)[s * stride] = 0;
+      ((volatile char *)area)[(s + 1) * stride - 1] = 0;
+    }
+  }
   int world_rank;
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   shm->data[shm->local_rank].pid = (int32_t)getpid();
