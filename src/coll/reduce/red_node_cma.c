@@ -167,6 +167,10 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
     if (o->upto <= 0) continue;
     int mine = o->own_block && r->blocks;
     size_t first = mine ? block_start(r, me) : 0, len = mine ? (size_t)r->blocks[me] : r->count;
+    if (o->upto == 1 && me != 0) { /* rank 0's input as it is (exscan): no fold to chunk for */
+      read_peer(&k, 0, o->dst, first, len);
+      continue;
+    }
     for (size_t f = 0; f < len; f += chunk) {
       size_t m = len - f < chunk ? len - f : chunk;
       fold_chunk(&k, o->upto, mcoll__red_at(t, o->dst, f), first + f, m);
