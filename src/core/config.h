@@ -32,6 +32,7 @@
   X(RED_SPLIT_MIN, NUM, "512K", "reduce by single copy: from this many bytes each rank folds a segment and writes it to the root; 0 = never") \
   X(RED_CMA_RANKS, NUM, "2", "reductions: single copy (CMA) only on nodes of at most this many ranks") \
   X(SPIN, NUM, "4000", "polls of a flag before yielding (when ranks <= cores)")           \
+  X(SPIN_OVERSUBSCRIBED, NUM, "8", "polls of a flag before yielding when ranks > cores")  \
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive")

@@ -20,7 +20,8 @@ struct mcoll_comm {
   struct mcoll_shm shm; /* mapped when the node has more than one rank */
   int cma_ok;           /* every rank of the node can read its peers with CMA */
   /* Counters that advance identically on every rank of the node. */
-  uint32_t barrier_seq;
+  uint32_t barrier_seq;         /* hier barriers */
+  uint32_t barrier_counter_seq; /* counter barriers (the count in the segment) */
   uint32_t ring_gen;    /* generations published through the ring */
   uint32_t bcast_seq;
   uint32_t area_gen;    /* generations of the per-rank areas (shm/area.h) */

@@ -49,6 +49,11 @@ struct mcoll_shm_header {
   _Atomic int32_t sleepers; /* waiters inside futex_wait: writers wake only if > 0 */
   int32_t local_size;
   char pad[MCOLL_LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
+  /* Counter barrier (coll/barrier): arrivals so far, and the last barrier released.
+   * One line, so that the last arriver's add and release take it once. */
+  mcoll_flag barrier_arrived;
+  mcoll_flag barrier_released;
+  char barrier_pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
 };
 
 /* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the
@@ -112,6 +117,9 @@ static inline int mcoll__reached(uint32_t value, uint32_t target) {
 
 /* Publishes a flag value and wakes sleepers, if any. */
 void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value);
+/* Adds to a flag that others may wait on (wakes sleepers as mcoll__flag_set does);
+ * returns the new value. */
+uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t add);
 
 /* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile. */
 void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);

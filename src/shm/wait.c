@@ -34,6 +34,12 @@ void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t val
   if (atomic_load(&shm->hdr->sleepers) > 0) futex(flag, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t add) {
+  uint32_t value = atomic_fetch_add(flag, add) + add;
+  if (atomic_load(&shm->hdr->sleepers) > 0) futex(flag, FUTEX_WAKE, INT_MAX, NULL);
+  return value;
+}
+
 static double now_us(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -3,7 +3,7 @@
 
 #include "core/context.h"
 
-enum mcoll_barrier_alg { MCOLL_BARRIER_HIER, MCOLL_BARRIER_NALGS };
+enum mcoll_barrier_alg { MCOLL_BARRIER_HIER, MCOLL_BARRIER_COUNTER, MCOLL_BARRIER_NALGS };
 
 int mcoll__barrier(struct mcoll_comm *c);
 

@@ -1,0 +1,110 @@
+/* Barriers, instances of the MAHCAF template, with a dissemination barrier among
+ * node leaders in between their intra-node phases.
+ *
+ * hier (seed 000 §4.1): gather up the node's levels and scatter back down through
+ * one queue of cache-line entries (a rank's arrive and release share its line).
+ *
+ * counter, for nodes with more ranks than cores: every rank adds one to a shared
+ * count; on a single node the last to arrive releases everyone. The tree needs
+ * each parent scheduled in turn to pass arrivals up and releases down, a scheduler
+ * round each when ranks share a core (4 ranks on 2 cores: 8.4 µs, Open MPI's own
+ * 5.5 µs); with the count, whichever rank is running when the last one arrives goes
+ * on. */
+#include "coll/barrier/barrier.h"
+#include "coll/tags.h"
+#include "hier/hier.h"
+
+const struct mcoll_coll_algs mcoll__barrier_algs = {
+    (const struct mcoll_alg_info[]){
+        {"hier", "tree over the node's levels in shared memory; dissemination among nodes"},
+        {"counter", "shared arrival count, the last to arrive releases (nodes with more ranks "
+                    "than cores); dissemination among nodes"},
+    },
+    MCOLL_BARRIER_NALGS};
+
+/* Children arrive (finest level first), then this rank arrives at its parent and
+ * waits to be released. */
+static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  const struct mcoll_shm *shm = &c->shm;
+  if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
+  for (int i = 0; i < t->nchildren; i++)
+    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, c->barrier_seq);
+  if (t->barrier_parent >= 0) {
+    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, c->barrier_seq);
+    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, c->barrier_seq);
+  }
+  return MPI_SUCCESS;
+}
+
+static int dissemination(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  for (int dist = 1; dist < t->nnodes; dist <<= 1) {
+    int to = t->node_leader[(t->node + dist) % t->nnodes];
+    int from = t->node_leader[(t->node - dist + t->nnodes) % t->nnodes];
+    int err = PMPI_Sendrecv(NULL, 0, MPI_BYTE, to, MCOLL_TAG_BARRIER, NULL, 0, MPI_BYTE, from,
+                            MCOLL_TAG_BARRIER, c->p2p, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS) return err;
+  }
+  return MPI_SUCCESS;
+}
+
+/* Coarsest children first: they have the most ranks still waiting below them. */
+static int release_down(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  for (int i = t->nchildren - 1; i >= 0; i--)
+    mcoll__flag_set(&c->shm, &c->shm.sync[t->children[i]].release, c->barrier_seq);
+  return MPI_SUCCESS;
+}
+
+static const struct mcoll_hier_steps barrier_steps = {gather_up, dissemination, release_down,
+                                                       NULL};
+
+/* Barrier k is complete when the count reaches k times the node's ranks: no rank
+ * adds for k+1 before k is released, so the count never runs ahead. Between
+ * nodes the leader waits for the count, and releases after the dissemination. */
+static int counter_arrive(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_shm *shm = &c->shm;
+  if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
+  uint32_t seq = c->barrier_counter_seq, all = seq * (uint32_t)shm->local_size;
+  uint32_t arrived = mcoll__flag_add(shm, &shm->hdr->barrier_arrived, 1);
+  if (c->topo.nnodes > 1 && shm->local_rank == call->leader)
+    mcoll__flag_wait(shm, &shm->hdr->barrier_arrived, all);
+  else if (c->topo.nnodes == 1 && arrived == all)
+    mcoll__flag_set(shm, &shm->hdr->barrier_released, seq);
+  else
+    mcoll__flag_wait(shm, &shm->hdr->barrier_released, seq);
+  return MPI_SUCCESS;
+}
+
+static int counter_release(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  if (c->topo.nnodes > 1 && c->shm.local_rank == call->leader && mcoll__node_has_peers(c))
+    mcoll__flag_set(&c->shm, &c->shm.hdr->barrier_released, c->barrier_counter_seq);
+  return MPI_SUCCESS;
+}
+
+static const struct mcoll_hier_steps counter_steps = {counter_arrive, dissemination,
+                                                      counter_release, NULL};
+
+/* The choice depends only on what every rank of the node sees alike; each kind
+ * counts its own barriers (the bench switches kinds between blocks). */
+int mcoll__barrier(struct mcoll_comm *c) {
+  int alg = mcoll__alg_forced(MCOLL_COLL_BARRIER);
+  if (alg < 0) alg = c->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
+  mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
+  if (alg == MCOLL_BARRIER_COUNTER) c->barrier_counter_seq++;
+  else c->barrier_seq++;
+  struct mcoll_hier_call call = {
+      .c = c, .steps = alg == MCOLL_BARRIER_COUNTER ? &counter_steps : &barrier_steps, .leader = 0};
+  return mcoll__hier_run(&call);
+}
