@@ -4,7 +4,14 @@
  * generation base+i+1 and goes to slot gen % nslots once every reader is done
  * with the slot's previous generation. Readers take the ring a window of S slots
  * at a time; reader group j (k readers) starts the window at slot j and rotates,
- * so at most k ranks copy from one slot (one NUMA domain) at a time. */
+ * so at most k ranks copy from one slot (one NUMA domain) at a time.
+ *
+ * Between calls the source may run the whole ring ahead. Within a long call on a
+ * node with a core per rank it keeps at most MCOLL_BCAST_AHEAD bytes ahead of the
+ * readers and writes with plain stores, so that a chunk is still in cache when it
+ * is read: 2 ranks, 4 MiB went from ~300 to ~150 µs against streaming the chunks
+ * to memory across the whole ring. With more ranks than cores the readers are
+ * often not running, and the source had better finish its copies meanwhile. */
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
@@ -15,23 +22,36 @@ static size_t chunk_count(const struct mcoll_shm *shm, size_t bytes) {
   return (bytes + shm->chunk - 1) / shm->chunk;
 }
 
-static void wait_slot_free(const struct mcoll_bcast_call *call, uint32_t gen) {
+/* Waits until every reader is done with generation gen - behind. */
+static void wait_consumed(const struct mcoll_bcast_call *call, uint32_t gen, size_t behind) {
   const struct mcoll_shm *shm = &call->c->shm;
-  uint32_t previous = gen - (uint32_t)shm->nslots;
+  uint32_t previous = gen - (uint32_t)behind;
   for (int r = 0; r < shm->local_size; r++)
     if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].consumed, previous);
+}
+
+/* Chunks the source may be ahead of the readers within a call. Readers report
+ * whole windows, so it must be at least two of them (one filled, one read). */
+static size_t run_ahead(const struct mcoll_shm *shm) {
+  size_t ahead = (size_t)mcoll__cfg.BCAST_AHEAD / shm->chunk, window = (size_t)shm->window;
+  if (shm->oversubscribed || ahead == 0) return (size_t)shm->nslots;
+  if (ahead < 2 * window) ahead = 2 * window;
+  return ahead < (size_t)shm->nslots ? ahead : (size_t)shm->nslots;
 }
 
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->shm;
   uint32_t base = call->c->ring_gen;
+  size_t ahead = run_ahead(shm);
+  int cached = ahead < (size_t)shm->nslots && call->bytes > shm->chunk;
   for (size_t idx = lo / shm->chunk; idx < chunk_count(shm, hi); idx++) {
     uint32_t gen = base + (uint32_t)idx + 1;
     int slot = (int)(gen % (uint32_t)shm->nslots);
     size_t off = idx * shm->chunk;
     size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
-    wait_slot_free(call, gen);
-    mcoll__area_write(mcoll__slot_data(shm, slot), call->buf + off, len);
+    wait_consumed(call, gen, idx >= ahead ? ahead : (size_t)shm->nslots);
+    if (cached) memcpy(mcoll__slot_data(shm, slot), call->buf + off, len);
+    else mcoll__area_write(mcoll__slot_data(shm, slot), call->buf + off, len);
     shm->slot[slot].bytes = (uint32_t)len;
     mcoll__flag_set(shm, &shm->slot[slot].gen, gen);
   }
