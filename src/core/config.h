@@ -30,6 +30,7 @@
   X(RED_FLAT_MAX_LOWPAR, NUM, "32K", "reductions on nodes of 2 ranks or with more ranks than cores: flat up to this many bytes") \
   X(RED_RD_MAX, NUM, "32K", "inter-node reductions: recursive doubling/binomial up to this many bytes, else Rabenseifner") \
   X(RED_CMA_MIN, NUM, "32K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
+  X(RED_CMA_MAX, NUM, "1M", "reduce/allreduce: HSRA instead of single copy (CMA) from this many bytes; 0 = no limit") \
   X(RED_SPLIT_MIN, NUM, "512K", "reduce by single copy: from this many bytes each rank folds a segment and writes it to the root; 0 = never") \
   X(RED_CMA_RANKS, NUM, "2", "reductions: single copy (CMA) only on nodes of at most this many ranks") \
   X(SPIN, NUM, "4000", "polls of a flag before yielding (when ranks <= cores)")           \

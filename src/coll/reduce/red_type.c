@@ -138,8 +138,13 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   int forced = mcoll__alg_forced(coll);
   if (forced == MCOLL_RED_CMA && !c->cma_ok) forced = MCOLL_RED_HSRA;
   if (forced >= 0) return forced;
+  /* Reduce and allreduce need every input whole: from RED_CMA_MAX, HSRA's copies
+   * through the areas, which stay in cache, beat reading it by single copy. */
+  int whole_inputs = coll == MCOLL_COLL_REDUCE || coll == MCOLL_COLL_ALLREDUCE;
+  int cma_max_passed = whole_inputs && mcoll__cfg.RED_CMA_MAX > 0 &&
+                       bytes >= (size_t)mcoll__cfg.RED_CMA_MAX;
   if (c->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
-      c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
+      !cma_max_passed && c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
     return MCOLL_RED_CMA;
   /* HSRA's parallel folds gain little with two ranks, or with more ranks than
    * cores, and cost a second synchronisation (a scheduler turn when ranks are not
