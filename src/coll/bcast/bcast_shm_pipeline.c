@@ -33,8 +33,8 @@ static void wait_consumed(const struct mcoll_bcast_call *call, uint32_t gen, siz
 /* Chunks the source may be ahead of the readers within a call. Readers report
  * whole windows, so it must be at least two of them (one filled, one read). */
 static size_t run_ahead(const struct mcoll_shm *shm) {
+  if (shm->oversubscribed || mcoll__cfg.BCAST_AHEAD <= 0) return (size_t)shm->nslots;
   size_t ahead = (size_t)mcoll__cfg.BCAST_AHEAD / shm->chunk, window = (size_t)shm->window;
-  if (shm->oversubscribed || ahead == 0) return (size_t)shm->nslots;
   if (ahead < 2 * window) ahead = 2 * window;
   return ahead < (size_t)shm->nslots ? ahead : (size_t)shm->nslots;
 }
