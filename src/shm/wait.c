@@ -28,15 +28,19 @@ static long futex(mcoll_flag *addr, int op, uint32_t value, const struct timespe
   return syscall(SYS_futex, (uint32_t *)addr, op, value, timeout, NULL, 0);
 }
 
-void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value) {
-  /* seq_cst store then load: either we see the sleeper, or it sees the value. */
-  atomic_store(flag, value);
+/* After a seq_cst write of flag: either we see the sleeper, or it sees the value. */
+static void wake_sleepers(const struct mcoll_shm *shm, mcoll_flag *flag) {
   if (atomic_load(&shm->hdr->sleepers) > 0) futex(flag, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value) {
+  atomic_store(flag, value);
+  wake_sleepers(shm, flag);
 }
 
 uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t add) {
   uint32_t value = atomic_fetch_add(flag, add) + add;
-  if (atomic_load(&shm->hdr->sleepers) > 0) futex(flag, FUTEX_WAKE, INT_MAX, NULL);
+  wake_sleepers(shm, flag);
   return value;
 }
 
