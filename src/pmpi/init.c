@@ -2,6 +2,7 @@
  * delete callback, so MPI_Comm_free needs nothing of its own. */
 #include <stdio.h>
 
+#include "core/host_progress.h"
 #include "pmpi/wrap.h"
 
 static void report(void) {
@@ -16,18 +17,23 @@ static void report(void) {
 
 MCOLL_EXPORT int MPI_Init(int *argc, char ***argv) {
   mcoll__config_load();
-  return PMPI_Init(argc, argv);
+  int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS && !mcoll__cfg.DISABLE) mcoll__host_progress_init();
+  return rc;
 }
 
 MCOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   mcoll__config_load();
-  return PMPI_Init_thread(argc, argv, required, provided);
+  int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS && !mcoll__cfg.DISABLE) mcoll__host_progress_init();
+  return rc;
 }
 
 MCOLL_EXPORT int MPI_Finalize(void) {
   if (mcoll__cfg.VERBOSE && !mcoll__cfg.DISABLE) report();
   mcoll__comm_free_all();
   mcoll__types_release();
+  mcoll__host_progress_finalize();
   return PMPI_Finalize();
 }
 
