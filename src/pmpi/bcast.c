@@ -13,6 +13,10 @@ MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MP
   int is_root = c->rank == root;
   mcoll__bytes_acquire(buf, count, type, is_root, &data);
   int err = mcoll__bcast(c, data.ptr, data.bytes, root);
-  mcoll__bytes_release(&data, buf, count, type, !is_root && err == MPI_SUCCESS);
+  /* After a truncation the bytes that fit are there, as natively. */
+  mcoll__bytes_release(&data, buf, count, type,
+                       !is_root && (err == MPI_SUCCESS || err == MPI_ERR_TRUNCATE));
+  /* Errors reach the communicator's error handler, as the host MPI's would. */
+  if (err != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, err);
   return err;
 }

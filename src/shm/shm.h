@@ -30,18 +30,22 @@ struct mcoll_data_line {
   mcoll_flag cma_done;        /* single copy: last bcast sequence it finished reading */
   int32_t pid;
   _Atomic uint64_t cma_addr;  /* single copy: address of its source buffer */
+  /* bcast source: bytes of the call it publishes (shm tree, single copy), written
+   * before the flag that readers wait on in this line, so they compare it for free */
+  uint64_t source_bytes;
   int32_t world_rank;
   /* For collectives built on the per-rank areas: generation of the data in this
    * rank's area, and the last generation this rank finished reading elsewhere. */
   mcoll_flag posted;
   mcoll_flag done;
-  char pad[MCOLL_LINE - 6 * sizeof(uint32_t) - sizeof(uint64_t) - sizeof(int32_t)];
+  char pad[MCOLL_LINE - 6 * sizeof(uint32_t) - 2 * sizeof(uint64_t) - sizeof(int32_t)];
 };
 
 struct mcoll_slot_ctl {
   mcoll_flag gen; /* generation of the data in the slot */
   uint32_t bytes;
-  char pad[MCOLL_LINE - 2 * sizeof(uint32_t)];
+  uint64_t call_bytes; /* bytes of the whole bcast (readers check that they agree) */
+  char pad[MCOLL_LINE - 2 * sizeof(uint32_t) - sizeof(uint64_t)];
 };
 
 struct mcoll_shm_header {

@@ -2,8 +2,20 @@
  * inter-node step among node sources, then the intra-node step, piece by piece. */
 #include "coll/bcast/bcast.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/config.h"
 #include "hier/hier.h"
+
+/* A bcast that brings fewer bytes than a rank expects: MPICH reports it, Open MPI
+ * does not (the bytes that came are in the buffer either way). */
+#ifdef MPICH_VERSION
+#define MCOLL_BCAST_SHORTER_ERROR MPI_ERR_OTHER
+#else
+#define MCOLL_BCAST_SHORTER_ERROR MPI_SUCCESS
+#endif
 
 const struct mcoll_coll_algs mcoll__bcast_algs = {
     (const struct mcoll_alg_info[]){
@@ -35,11 +47,36 @@ static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root);
 }
 
+/* An erroneous program: the source broadcasts source_bytes where this rank expects
+ * call->bytes. Read the source's bytes by its protocol (so that the node's counters
+ * stay in step) into scratch memory, keep what fits, and report what the host MPI
+ * reports: MPI_ERR_TRUNCATE when more came than fits. */
+static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) {
+  char *scratch = malloc(source_bytes);
+  if (!scratch) {
+    fprintf(stderr, "mcoll: bcast: out of memory for the %zu bytes of a mismatched bcast; aborting\n",
+            source_bytes);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  struct mcoll_bcast_call as_sent = *call;
+  as_sent.buf = scratch;
+  as_sent.bytes = source_bytes;
+  call->intra->read(&as_sent, 0, source_bytes);
+  memcpy(call->buf, scratch, source_bytes < call->bytes ? source_bytes : call->bytes);
+  free(scratch);
+  call->error = source_bytes > call->bytes ? MPI_ERR_TRUNCATE : MCOLL_BCAST_SHORTER_ERROR;
+  call->bytes = source_bytes; /* finish() accounts for the chunks the source sent */
+}
+
 static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
   if (!mcoll__node_has_peers(call->c)) return MPI_SUCCESS;
-  if (call->c->topo.local_rank == call->source) call->intra->publish(call, lo, hi);
-  else call->intra->read(call, lo, hi);
+  if (call->c->topo.local_rank == call->source) {
+    call->intra->publish(call, lo, hi);
+  } else {
+    size_t source_bytes = call->intra->read(call, lo, hi);
+    if (source_bytes != call->bytes) read_mismatched(call, source_bytes);
+  }
   return MPI_SUCCESS;
 }
 
@@ -61,9 +98,10 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   struct mcoll_bcast_call call = {
       .c = c, .buf = buf, .bytes = bytes, .root = root,
       .source = t->node_of[root] == t->node ? mcoll__local_index(t, root) : 0,
-      .intra = intra_steps[alg]};
+      .intra = intra_steps[alg], .check_bytes = t->nnodes == 1, .error = MPI_SUCCESS};
   struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call};
-  return mcoll__hier_run(&hc);
+  int err = mcoll__hier_run(&hc);
+  return err != MPI_SUCCESS ? err : call.error;
 }

@@ -21,13 +21,19 @@ struct mcoll_bcast_call {
   int root;
   int source; /* node-local rank that holds (or receives) the data */
   const struct mcoll_bcast_intra *intra;
+  /* Readers compare the source's byte count with theirs (one node, one piece): in
+   * an erroneous program they differ, and then error is what the host MPI reports. */
+  int check_bytes;
+  int error;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in
  * its buffer; the readers copy the same ranges out. Every rank calls finish. */
 struct mcoll_bcast_intra {
   void (*publish)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
-  void (*read)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
+  /* Returns call->bytes; or, when call->check_bytes and the source broadcasts
+   * another count, that count, having read and consumed nothing (lo is then 0). */
+  size_t (*read)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
   void (*finish)(const struct mcoll_bcast_call *call);
 };
 

@@ -23,16 +23,21 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   struct mcoll_data_line *line = &c->shm.data[call->source];
   atomic_store(&line->cma_addr, (uint64_t)(uintptr_t)call->buf);
+  line->source_bytes = call->bytes;
   mcoll__flag_set(&c->shm, &line->cma_ready,
                   c->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
 }
 
-static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->shm;
   struct mcoll_data_line *src = &shm->data[call->source];
+  if (call->check_bytes && lo == 0) {
+    mcoll__flag_wait(shm, &src->cma_ready, c->cma_ready[call->source] + 1);
+    if (src->source_bytes != call->bytes) return src->source_bytes;
+  }
   size_t first = chunks_ready(call, lo), nchunks = chunks_ready(call, hi) - first;
-  if (nchunks == 0) return;
+  if (nchunks == 0) return call->bytes;
   int me = shm->local_rank, n = shm->local_size;
   int readers = n - 1, k = (int)mcoll__cfg.BCAST_K;
   int groups = (readers + k - 1) / k;
@@ -52,6 +57,7 @@ static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi
   }
   if (first + nchunks == chunk_count(call->bytes))
     mcoll__flag_set(shm, &shm->data[me].cma_done, c->bcast_seq);
+  return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) {

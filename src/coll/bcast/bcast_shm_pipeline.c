@@ -53,13 +53,20 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
     if (cached) memcpy(mcoll__slot_data(shm, slot), call->buf + off, len);
     else mcoll__area_write(mcoll__slot_data(shm, slot), call->buf + off, len);
     shm->slot[slot].bytes = (uint32_t)len;
+    shm->slot[slot].call_bytes = call->bytes;
     mcoll__flag_set(shm, &shm->slot[slot].gen, gen);
   }
 }
 
-static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->shm;
   uint32_t base = call->c->ring_gen;
+  if (call->check_bytes && lo == 0) {
+    /* Chunk 0 comes first; the first reader group waits for it anyway. */
+    int slot = (int)((base + 1) % (uint32_t)shm->nslots);
+    mcoll__flag_wait(shm, &shm->slot[slot].gen, base + 1);
+    if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
+  }
   size_t end = chunk_count(shm, hi);
   int me = shm->local_rank, n = shm->local_size;
   int reader = (me - call->source + n) % n - 1;
@@ -77,6 +84,7 @@ static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi
     }
     mcoll__flag_set(shm, &shm->data[me].consumed, base + (uint32_t)(first + m));
   }
+  return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) {

@@ -39,17 +39,23 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
     uint32_t gen = mcoll__area_next(c);
     mcoll__area_wait_free(c, gen);
     memcpy(mcoll__rank_area(&c->shm, c->shm.local_rank), call->buf + off, len);
+    c->shm.data[c->shm.local_rank].source_bytes = call->bytes;
     mcoll__area_post(c, gen);
     mcoll__area_done(c, gen);
   }
 }
 
-static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
   int me = t->local_rank;
   int parent = tree_parent(t, me, call->source);
   int forward = has_children(t, me, call->source);
+  if (call->check_bytes && lo == 0) {
+    /* The parent stamps the call's size in the line of the flag we wait for. */
+    mcoll__area_wait_posted(c, parent, c->area_gen + 1);
+    if (c->shm.data[parent].source_bytes != call->bytes) return c->shm.data[parent].source_bytes;
+  }
   size_t step = c->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
@@ -59,10 +65,12 @@ static void read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi
     if (forward) {
       mcoll__area_wait_free(c, gen);
       memcpy(mcoll__rank_area(&c->shm, me), call->buf + off, len);
+      c->shm.data[me].source_bytes = call->bytes;
       mcoll__area_post(c, gen);
     }
     mcoll__area_done(c, gen);
   }
+  return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }

@@ -1,0 +1,132 @@
+/* test_mismatch: erroneous programs whose ranks disagree on a collective's size,
+ * on a communicator with MPI_ERRORS_RETURN. Each job runs one case (a host MPI
+ * may leave the communicator unusable after such an error). Rank 0 prints the
+ * error class that each rank got and whether memory past a rank's buffer was
+ * written, so that a run without mcoll and a run with it can be compared.
+ *
+ * usage: test_mismatch CASE [BYTES]
+ *   bcast-longer   the root sends 2*BYTES, the others expect BYTES
+ *   bcast-shorter  the root sends BYTES, the others expect 2*BYTES
+ *   allreduce-counts  rank 0 reduces 2*BYTES, the others BYTES (MPI_INT, MPI_SUM)
+ *   then "recheck" (under mcoll: the host MPIs may leave the communicator broken):
+ *                  matched bcasts and an allreduce on the same communicator must
+ *                  still be right; rank 0 prints "recheck: ok" or "recheck: FAILED"
+ * At the end rank 0 prints "test_mismatch: done".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG = 99, GUARD = 4096, GUARD_BYTE = 0x5a };
+
+static int rank, size;
+
+static const char *class_name(int cls) {
+  static char other[32];
+  switch (cls) {
+  case MPI_SUCCESS: return "MPI_SUCCESS";
+  case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+  case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+  case MPI_ERR_ARG: return "MPI_ERR_ARG";
+  case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+  case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+  case MPI_ERR_UNKNOWN: return "MPI_ERR_UNKNOWN";
+  case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
+  }
+  snprintf(other, sizeof other, "class %d", cls);
+  return other;
+}
+
+/* Buffer of `bytes` followed by a guard that nothing may write. */
+static unsigned char *guarded(size_t bytes, int fill) {
+  unsigned char *p = malloc(bytes + GUARD);
+  memset(p, fill, bytes);
+  memset(p + bytes, GUARD_BYTE, GUARD);
+  return p;
+}
+
+static int guard_intact(const unsigned char *p, size_t bytes) {
+  for (size_t i = 0; i < GUARD; i++)
+    if (p[bytes + i] != GUARD_BYTE) return 0;
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc < 2) {
+    if (rank == 0) fprintf(stderr, "usage: test_mismatch CASE [BYTES]\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *name = argv[1];
+  size_t bytes = argc > 2 ? strtoul(argv[2], NULL, 0) : 1024;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  /* A first, matched call builds whatever the library sets up on first use. */
+  int warm = 1;
+  MPI_Bcast(&warm, 1, MPI_INT, 0, comm);
+
+  int rc = MPI_SUCCESS, intact = 1;
+  if (!strcmp(name, "bcast-longer") || !strcmp(name, "bcast-shorter")) {
+    int longer = !strcmp(name, "bcast-longer");
+    size_t mine = rank == 0 ? (longer ? 2 * bytes : bytes) : (longer ? bytes : 2 * bytes);
+    unsigned char *buf = guarded(mine, rank == 0 ? 0x11 : 0);
+    rc = MPI_Bcast(buf, (int)mine, MPI_BYTE, 0, comm);
+    intact = guard_intact(buf, mine);
+    free(buf);
+  } else if (!strcmp(name, "allreduce-counts")) {
+    size_t n = (rank == 0 ? 2 * bytes : bytes) / sizeof(int);
+    int *in = calloc(n, sizeof(int));
+    unsigned char *out = guarded(n * sizeof(int), 0);
+    rc = MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    intact = guard_intact(out, n * sizeof(int));
+    free(in);
+    free(out);
+  } else {
+    if (rank == 0) fprintf(stderr, "test_mismatch: unknown case %s\n", name);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  int mine[2] = {cls, intact};
+  if (rank != 0) {
+    MPI_Send(mine, 2, MPI_INT, 0, TAG, MPI_COMM_WORLD);
+  } else {
+    for (int r = 0; r < size; r++) {
+      int theirs[2] = {mine[0], mine[1]};
+      if (r) MPI_Recv(theirs, 2, MPI_INT, r, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      printf("%s %zu: rank %d: %s%s\n", name, bytes, r, class_name(theirs[0]),
+             theirs[1] ? "" : " (wrote past its buffer)");
+    }
+  }
+  if (argc > 3 && !strcmp(argv[3], "recheck")) {
+    int bad = 0;
+    static const size_t sizes[] = {8, 1000, 100000, 1 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+      unsigned char *buf = guarded(sizes[k], rank == 0 ? 0x33 : 0);
+      if (MPI_Bcast(buf, (int)sizes[k], MPI_BYTE, 0, comm) != MPI_SUCCESS) bad++;
+      for (size_t i = 0; i < sizes[k]; i++) bad += buf[i] != 0x33;
+      bad += !guard_intact(buf, sizes[k]);
+      free(buf);
+    }
+    int one = 1, sum = 0;
+    if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS || sum != size) bad++;
+    int all_bad = 0;
+    MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) printf("recheck: %s\n", all_bad ? "FAILED" : "ok");
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) printf("test_mismatch: done\n");
+  fflush(stdout);
+  MPI_Comm_free(&comm);
+  MPI_Finalize();
+  return 0;
+}
