@@ -61,16 +61,20 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->shm;
   uint32_t base = call->c->ring_gen;
-  if (call->check_bytes && lo == 0) {
-    /* Chunk 0 comes first; the first reader group waits for it anyway. */
-    int slot = (int)((base + 1) % (uint32_t)shm->nslots);
-    mcoll__flag_wait(shm, &shm->slot[slot].gen, base + 1);
-    if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
-  }
   size_t end = chunk_count(shm, hi);
   int me = shm->local_rank, n = shm->local_size;
   int reader = (me - call->source + n) % n - 1;
   int group = reader / (int)mcoll__cfg.BCAST_K;
+  /* The source's byte count is in chunk 0's line: the first reader group checks it
+   * when it takes chunk 0 first anyway, the others wait for that line first. */
+  int unchecked = call->check_bytes && lo == 0;
+  size_t first_window = end < (size_t)shm->window ? end : (size_t)shm->window;
+  if (unchecked && (size_t)group % first_window != 0) {
+    int slot = (int)((base + 1) % (uint32_t)shm->nslots);
+    mcoll__flag_wait(shm, &shm->slot[slot].gen, base + 1);
+    if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
+    unchecked = 0;
+  }
   for (size_t first = lo / shm->chunk; first < end; first += (size_t)shm->window) {
     size_t m = end - first < (size_t)shm->window ? end - first : (size_t)shm->window;
     for (size_t step = 0; step < m; step++) {
@@ -80,6 +84,10 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
       size_t off = idx * shm->chunk;
       size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
       mcoll__flag_wait(shm, &shm->slot[slot].gen, gen);
+      if (unchecked) { /* chunk 0 */
+        if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
+        unchecked = 0;
+      }
       memcpy(call->buf + off, mcoll__slot_data(shm, slot), len);
     }
     mcoll__flag_set(shm, &shm->data[me].consumed, base + (uint32_t)(first + m));

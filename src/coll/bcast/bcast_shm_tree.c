@@ -51,16 +51,15 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   int me = t->local_rank;
   int parent = tree_parent(t, me, call->source);
   int forward = has_children(t, me, call->source);
-  if (call->check_bytes && lo == 0) {
-    /* The parent stamps the call's size in the line of the flag we wait for. */
-    mcoll__area_wait_posted(c, parent, c->area_gen + 1);
-    if (c->shm.data[parent].source_bytes != call->bytes) return c->shm.data[parent].source_bytes;
-  }
   size_t step = c->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
+    mcoll__area_wait_posted(c, parent, c->area_gen + 1);
+    /* The parent stamps the call's size in the line of the flag we waited for;
+     * on a mismatch, leave before taking the generation. */
+    if (call->check_bytes && off == 0 && c->shm.data[parent].source_bytes != call->bytes)
+      return c->shm.data[parent].source_bytes;
     uint32_t gen = mcoll__area_next(c);
-    mcoll__area_wait_posted(c, parent, gen);
     memcpy(call->buf + off, mcoll__rank_area(&c->shm, parent), len);
     if (forward) {
       mcoll__area_wait_free(c, gen);
