@@ -8,6 +8,7 @@
  *   bcast-longer   the root sends 2*BYTES, the others expect BYTES
  *   bcast-shorter  the root sends BYTES, the others expect 2*BYTES
  *   allreduce-counts  rank 0 reduces 2*BYTES, the others BYTES (MPI_INT, MPI_SUM)
+ *   reduce-counts  the root (0) reduces BYTES, the others 2*BYTES (MPI_INT, MPI_SUM)
  *   then "recheck" (under mcoll: the host MPIs may leave the communicator broken):
  *                  matched bcasts and an allreduce on the same communicator must
  *                  still be right; rank 0 prints "recheck: ok" or "recheck: FAILED"
@@ -86,6 +87,14 @@ int main(int argc, char **argv) {
     int *in = calloc(n, sizeof(int));
     unsigned char *out = guarded(n * sizeof(int), 0);
     rc = MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    intact = guard_intact(out, n * sizeof(int));
+    free(in);
+    free(out);
+  } else if (!strcmp(name, "reduce-counts")) {
+    size_t n = (rank == 0 ? bytes : 2 * bytes) / sizeof(int);
+    int *in = calloc(n, sizeof(int));
+    unsigned char *out = guarded(n * sizeof(int), 0);
+    rc = MPI_Reduce(in, out, (int)n, MPI_INT, MPI_SUM, 0, comm);
     intact = guard_intact(out, n * sizeof(int));
     free(in);
     free(out);

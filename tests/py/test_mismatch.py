@@ -10,10 +10,12 @@ itself finishes (2 ranks, small sizes: natively Open MPI hangs or crashes from
 64 KiB, and at 4 ranks) -- nothing may be written past a buffer, and the
 communicator must still work afterwards.
 
-allreduce with different counts: no host MPI handles it well natively (MPICH
-returns MPI_ERR_TRUNCATE on the rank with the smaller count from 1 KiB and hangs
-at 8 B; Open MPI returns it at 2 ranks up to 1 KiB, hangs or crashes otherwise).
-Under mcoll it must at least finish without writing past a buffer."""
+allreduce and reduce with different counts: no host MPI handles them well natively
+(allreduce: MPICH returns MPI_ERR_TRUNCATE on the rank with the smaller count from
+1 KiB and hangs at 8 B; Open MPI returns it at 2 ranks up to 1 KiB, hangs or
+crashes otherwise). Under mcoll they must finish without writing past a buffer,
+or stop the job with mcoll's message where single copy would read or write past
+a peer's buffer; never hang."""
 
 import re
 
@@ -87,8 +89,14 @@ def test_bcast_mismatch_reported_as_natively(flavour, np, case, nbytes):
         assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"
 
 
-@pytest.mark.parametrize("flavour,np,nbytes",
-                         flavour_params(*[(np, n) for np in (2, 4) for n in (8, 1024, 65536, 1 << 20)]))
-def test_allreduce_counts_mismatch_finishes(flavour, np, nbytes):
-    result = run_mismatch(flavour, np, "allreduce-counts", nbytes, mcoll=True)
+@pytest.mark.parametrize("flavour,np,case,nbytes",
+                         flavour_params(*[(np, case, n) for np in (2, 4)
+                                          for case in ("allreduce-counts", "reduce-counts")
+                                          for n in (8, 1024, 16384, 65536, 256 << 10, 1 << 20)]))
+def test_reduction_counts_mismatch_never_hangs_or_overruns(flavour, np, case, nbytes):
+    result = run_mismatch(flavour, np, case, nbytes, mcoll=True)
+    if "the counts must match (erroneous program); aborting" in result.stderr:
+        assert result.returncode != 0, result.describe()
+        return
     check_mcoll_run(result, np)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"

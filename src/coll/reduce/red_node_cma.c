@@ -59,6 +59,21 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
   }
 }
 
+/* Ranks that disagree on the count (an erroneous program) would read or write past
+ * each other's buffers: stop the job instead. The count sits in the line of the
+ * address we read anyway. */
+static void check_same_count(const struct mcoll_node_red *r, int x) {
+  const struct mcoll_shm *shm = &r->c->shm;
+  uint64_t theirs = ((const uint64_t *)mcoll__rank_area(shm, x))[2];
+  if (theirs == r->count) return;
+  fprintf(stderr,
+          "mcoll: reduction: world rank %d does not reduce the %zu elements that world rank %d "
+          "does (it published %llu): the counts must match (erroneous program); aborting\n",
+          shm->data[x].world_rank, r->count, shm->data[shm->local_rank].world_rank,
+          (unsigned long long)theirs);
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 /* Elements [v, v + m) of rank x's input: mine in place, a peer's read into tmp. */
 static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m) {
   if (x == k->r->c->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
@@ -156,11 +171,15 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
   published[0] = (uint64_t)(uintptr_t)k.own;
   if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
+  published[2] = r->count;
   mcoll__area_post(c, k.gen);
   int need = split ? shm->local_size
                    : r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
   for (int x = 0; x < need; x++)
-    if (x != me) mcoll__area_wait_posted(c, x, k.gen);
+    if (x != me) {
+      mcoll__area_wait_posted(c, x, k.gen);
+      check_same_count(r, x);
+    }
   if (split) fold_segment_for_taker(&k, room + own_bytes + chunk * t->extent);
   for (int i = 0; i < 2 && !split; i++) {
     const struct mcoll_node_out *o = &r->out[i];
