@@ -31,6 +31,11 @@ struct mcoll_red_type {
   size_t extent;      /* bytes from one element to the next */
   MPI_Aint true_lb;   /* where an element's data starts, from its base */
   size_t true_extent; /* bytes of one element's data (holes included) */
+  /* mcoll's kernel gives a op b and b op a the same bits (integers, float sums and
+   * products; not float MIN/MAX, which keep one of two equal zeros or pass a NaN
+   * on by position, nor the host MPI's folds): only then may two ranks fold the
+   * same pair in opposite orders and still agree. */
+  int symmetric;
 };
 
 enum mcoll_red_check { MCOLL_RED_OK, MCOLL_RED_INVALID, MCOLL_RED_UNSUPPORTED };
@@ -42,6 +47,8 @@ enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype
 
 /* mcoll's own fold of a predefined op on a predefined type of `size` bytes, or NULL. */
 mcoll_red_kernel mcoll__red_kernel(MPI_Datatype type, MPI_Op op, size_t size);
+/* Whether mcoll__red_kernel's fold of (type, op) is symmetric in its operands' bits. */
+int mcoll__red_symmetric(MPI_Datatype type, MPI_Op op);
 
 /* Bytes covering n elements' data. */
 static inline size_t mcoll__red_span(const struct mcoll_red_type *t, size_t n) {
@@ -58,7 +65,10 @@ static inline char *mcoll__red_at(const struct mcoll_red_type *t, const char *da
 }
 
 void mcoll__red_copy(const struct mcoll_red_type *t, char *dst, const char *src, size_t n);
-/* inout = in op inout, element-wise (in holds the lower ranks). */
+/* inout = in op inout, element-wise (in holds the lower ranks). Every rank that
+ * computes an element of a shared result must make the same sequence of folds with
+ * the same operands in the same roles (a canonical expression tree), unless the
+ * type is symmetric: floating-point folds are not associative. */
 void mcoll__red_fold(const struct mcoll_red_type *t, const char *in, char *inout, size_t n);
 /* Storage for n elements (data pointer); aborts the job when memory runs out. */
 char *mcoll__red_alloc(const struct mcoll_red_type *t, size_t n);

@@ -118,14 +118,28 @@ static int allgather_doubling(const struct mcoll_red_group *g, const struct mcol
   return err;
 }
 
+/* Both partners of a step compute the same fold, lower op upper, with the same
+ * operands in the same roles, so that every member ends with the same bits (a
+ * symmetric op may swap them). The partner below keeps the result in the received
+ * buffer: the two buffers trade roles instead of a copy per step. */
 static int doubling(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                     const struct shape *s, char *buf, char *tmp, size_t count) {
   int err = MPI_SUCCESS;
+  char *acc = buf, *theirs = tmp;
   for (int mask = 1; mask < s->pof2 && err == MPI_SUCCESS; mask <<= 1) {
     int peer = s->newrank ^ mask;
-    err = exchange(g, t, buf, count, tmp, count, member_of(s, peer));
-    if (err == MPI_SUCCESS) combine(t, buf, tmp, count, peer < s->newrank);
+    err = exchange(g, t, acc, count, theirs, count, member_of(s, peer));
+    if (err != MPI_SUCCESS) break;
+    if (peer < s->newrank || t->symmetric) {
+      mcoll__red_fold(t, theirs, acc, count);
+    } else {
+      mcoll__red_fold(t, acc, theirs, count);
+      char *swap = acc;
+      acc = theirs;
+      theirs = swap;
+    }
   }
+  mcoll__red_copy(t, buf, acc, count);
   return err;
 }
 

@@ -85,15 +85,17 @@ static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m)
 static void fold_chunk(const struct cma_call *k, int upto, char *d, size_t v, size_t m) {
   const struct mcoll_red_type *t = k->r->t;
   int me = k->r->c->shm.local_rank;
-  if (t->commutative && me < upto && upto > 1) {
-    /* Any order: the first peer's input straight into d, then the others. */
+  if (t->symmetric && me < upto && upto > 1) {
+    /* Ranks 0 and 1 in either order give the same bits, the rest follow in rank
+     * order: the first peer's input straight into d, then the others. */
     int first = me == 0 ? 1 : 0;
     read_peer(k, first, d, v, m);
     for (int x = 0; x < upto; x++)
       if (x != first) mcoll__red_fold(t, input_of(k, x, v, m), d, m);
     return;
   }
-  /* The last rank's input straight into d, then the others folded in from the right. */
+  /* Rank order, the same on every rank: the last rank's input straight into d, then
+   * the others folded in from the right. */
   if (upto - 1 == me) mcoll__red_copy(t, d, input_of(k, me, v, m), m);
   else read_peer(k, upto - 1, d, v, m);
   for (int x = upto - 2; x >= 0; x--) mcoll__red_fold(t, input_of(k, x, v, m), d, m);

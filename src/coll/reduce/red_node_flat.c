@@ -24,10 +24,14 @@ struct slot {
   int stamped; /* the readers may wait on stamps */
 };
 
-/* Output o of chunk k: the fold of areas [0, upto) in rank order, folded from the
- * right (inout = lower op inout), so it needs no scratch. */
+/* Output o of chunk k: the fold of areas [0, upto) in rank order, with no scratch.
+ * Every rank that computes the same output folds the same operands in the same
+ * order (float sums must agree to the bit): a commutative op from input 0 upwards
+ * (my own input read where it is cheapest: in place, or from my area when in
+ * place would be overwritten by input 0's copy), others from the right (inout =
+ * lower op inout). Either way one copy and upto - 1 folds, as from my own input. */
 static void fold_out(const struct mcoll_node_layout *l, const struct mcoll_node_red *r, size_t k,
-                     size_t base, const struct mcoll_node_out *o) {
+                     size_t base, const struct mcoll_node_out *o, int own_in_area) {
   const struct mcoll_red_type *t = r->t;
   const struct mcoll_shm *shm = &r->c->shm;
   int me = shm->local_rank;
@@ -40,10 +44,13 @@ static void fold_out(const struct mcoll_node_layout *l, const struct mcoll_node_
       char *dst = mcoll__red_at(t, o->dst, mine ? off : displ + off);
       size_t at = base + pos * t->extent;
       if (t->commutative && me < o->upto) {
-        /* Any order: start from my input (dst may be it: MPI_IN_PLACE). */
-        mcoll__red_copy(t, dst, mcoll__red_at(t, r->in, displ + off), n);
-        for (int src = 0; src < o->upto; src++)
-          if (src != me) mcoll__red_fold(t, mcoll__rank_area(shm, src) + at, dst, n);
+        /* Input 0 first: dst may be my input (MPI_IN_PLACE), which rank 0 starts from
+         * and the others then read from their area. */
+        const char *own = me == 0 || !own_in_area ? mcoll__red_at(t, r->in, displ + off)
+                                                  : mcoll__rank_area(shm, me) + at;
+        mcoll__red_copy(t, dst, me == 0 ? own : mcoll__rank_area(shm, 0) + at, n);
+        for (int src = 1; src < o->upto; src++)
+          mcoll__red_fold(t, src == me ? own : mcoll__rank_area(shm, src) + at, dst, n);
       } else {
         mcoll__red_copy(t, dst, mcoll__rank_area(shm, o->upto - 1) + at, n);
         for (int src = o->upto - 2; src >= 0; src--)
@@ -53,6 +60,15 @@ static void fold_out(const struct mcoll_node_layout *l, const struct mcoll_node_
     pos += n;
     displ += cnt;
   }
+}
+
+/* Whether an output overlaps my input. */
+static int in_place(const struct mcoll_node_red *r, size_t span) {
+  for (int i = 0; i < 2; i++) {
+    const struct mcoll_node_out *o = &r->out[i];
+    if (o->upto > 0 && o->dst < r->in + span && r->in < o->dst + span) return 1;
+  }
+  return 0;
 }
 
 static mcoll_flag *stamp_of(const struct mcoll_shm *shm, int r, const struct slot *s) {
@@ -103,8 +119,10 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
   size_t span = mcoll__red_span(r->t, r->count);
   size_t slot_bytes = shm->area_bytes / RED_SLOTS;
   int slotted = l.nchunks == 1 && slot_bytes > STAMP_LINE && span <= slot_bytes - STAMP_LINE;
-  /* Nobody reads the area of a dest that starts from its own input. */
-  int writes = r->dest - 1 != me || !r->t->commutative;
+  /* Nobody reads the area of a dest of a commutative op: it reads its input in
+   * place, unless that is its output and input 0 goes there first. */
+  int writes = r->dest - 1 != me || !r->t->commutative ||
+               (me != 0 && in_place(r, mcoll__red_span(r->t, r->count)));
   for (size_t k = 0; k < l.nchunks; k++) {
     uint32_t gen = mcoll__area_next(c);
     struct slot s = {0, 0, 0};
@@ -120,7 +138,7 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
       else mcoll__area_wait_posted(c, src, gen);
     }
     for (int i = 0; i < 2; i++)
-      if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i]);
+      if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i], writes);
     mcoll__area_done(c, gen);
   }
 }

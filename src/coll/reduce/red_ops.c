@@ -188,3 +188,15 @@ mcoll_red_kernel mcoll__red_kernel(MPI_Datatype type, MPI_Op op, size_t size) {
   default: return NULL;
   }
 }
+
+int mcoll__red_symmetric(MPI_Datatype type, MPI_Op op) {
+  switch (kind_of(type)) {
+  case K_SIGNED:
+  case K_UNSIGNED:
+  case K_BYTE: return 1;
+  case K_FLOAT: return op == MPI_SUM || op == MPI_PROD;
+  case K_COMPLEX: return op == MPI_SUM;
+  case K_PAIR: return type == MPI_2INT || type == MPI_LONG_INT || type == MPI_SHORT_INT;
+  default: return 0;
+  }
+}

@@ -45,6 +45,7 @@ struct known_pair {
   MPI_Op op;
   mcoll_red_kernel kernel;
   size_t size;
+  int symmetric;
 };
 static MCOLL_TLS struct known_pair known[4];
 static MCOLL_TLS unsigned known_next;
@@ -53,15 +54,16 @@ static int known_lookup(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) 
   for (int i = 0; i < 4; i++) {
     const struct known_pair *k = &known[i];
     if (k->kernel && k->type == type && k->op == op) {
-      *t = (struct mcoll_red_type){type, op, 1, k->kernel, k->size, 0, k->size};
+      *t = (struct mcoll_red_type){type, op, 1, k->kernel, k->size, 0, k->size, k->symmetric};
       return 1;
     }
   }
   size_t size = plain_size(type);
   mcoll_red_kernel kernel = size ? mcoll__red_kernel(type, op, size) : NULL;
   if (!kernel) return 0;
-  known[known_next++ % 4] = (struct known_pair){type, op, kernel, size};
-  *t = (struct mcoll_red_type){type, op, 1, kernel, size, 0, size};
+  int symmetric = mcoll__red_symmetric(type, op);
+  known[known_next++ % 4] = (struct known_pair){type, op, kernel, size, symmetric};
+  *t = (struct mcoll_red_type){type, op, 1, kernel, size, 0, size, symmetric};
   return 1;
 }
 
@@ -88,6 +90,7 @@ enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype
   t->true_lb = true_lb;
   t->true_extent = (size_t)true_extent;
   t->kernel = mcoll__red_kernel(type, op, (size_t)size);
+  t->symmetric = t->kernel && mcoll__red_symmetric(type, op);
   if (extent <= 0 || true_extent > extent || size <= 0) return MCOLL_RED_UNSUPPORTED;
   if (size == true_extent) return MCOLL_RED_OK;
   /* Holes: only inside the predefined pair types (struct padding) may they be
