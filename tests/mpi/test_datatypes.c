@@ -172,9 +172,9 @@ static void case_bigpack(void) {
   int rc;
   if (rank == 0) {
     /* In place: the root's own block is already in its receive buffer. */
-    unsigned char *all = malloc((size_t)size * 2 * elem);
+    /* Fresh pages read as zero: no memset (it would double the runtime). */
+    unsigned char *all = calloc((size_t)size * 2, elem);
     if (!all) MPI_Abort(MPI_COMM_WORLD, 2);
-    memset(all, 0, (size_t)size * 2 * elem);
     rc = MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, 2, plain, 0, MPI_COMM_WORLD);
     for (int r = 1; r < size; r++)
       for (int e = 0; e < 2; e++)
@@ -189,7 +189,6 @@ static void case_bigpack(void) {
     size_t extent = (HV_BLOCKS - 1) * stride + MIB;
     unsigned char *send = malloc(2 * extent);
     if (!send) MPI_Abort(MPI_COMM_WORLD, 2);
-    memset(send, 0xee, 2 * extent);
     for (int e = 0; e < 2; e++)
       for (int b = 0; b < HV_BLOCKS; b++)
         memset(send + (size_t)e * extent + (size_t)b * stride, block_value(rank, e, b), MIB);
