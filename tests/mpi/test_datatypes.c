@@ -8,11 +8,17 @@
  *   bigtype   bcast of one contiguous type of 2 GiB + 1 MiB (2 ranks: ~4.1 GiB)
  *   bigpack   gather of 2 x hvector of 1025 MiB per rank, root in place with a
  *             contiguous type (2 ranks only: ~6.1 GiB, ~8.2 GiB if a rank packs)
+ *   zerocopy  derived types whose data is plain bytes in order move without packing,
+ *             the others are packed (counted by interposing PMPI_Pack at the root)
  *   ops       erroneous op/type pairs in every reduction collective on a
  *             communicator with MPI_ERRORS_RETURN: rank 0 prints one line per call
  *             with each rank's error class, for comparison with a native run
  * Ends with "test_datatypes: N checks, E errors".
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <stdint.h>
@@ -200,6 +206,67 @@ static void case_bigpack(void) {
   MPI_Type_free(&plain);
 }
 
+/* The program's own PMPI_Pack comes first in symbol lookup, so mcoll's calls land
+ * here; the host MPI's follows. */
+static int pmpi_packs;
+int PMPI_Pack(const void *inbuf, int incount, MPI_Datatype type, void *outbuf, int outsize,
+              int *position, MPI_Comm comm) {
+  typedef int (*pack_fn)(const void *, int, MPI_Datatype, void *, int, int *, MPI_Comm);
+  static pack_fn host_pack;
+  if (!host_pack) host_pack = (pack_fn)dlsym(RTLD_NEXT, "PMPI_Pack");
+  pmpi_packs++;
+  return host_pack(inbuf, incount, type, outbuf, outsize, position, comm);
+}
+
+/* Bcast of count elements of t (freed) from rank 0; checks at the root whether the
+ * data was packed. */
+static void bcast_packs(const char *name, MPI_Datatype t, int count, int want_packed) {
+  static int buf[4096];
+  MPI_Type_commit(&t);
+  int before = pmpi_packs;
+  MPI_Bcast(buf, count, t, 0, MPI_COMM_WORLD);
+  if (rank == 0) check((pmpi_packs > before) == want_packed, name, 0, pmpi_packs > before, want_packed);
+  MPI_Type_free(&t);
+}
+
+static void case_zerocopy(void) {
+  MPI_Datatype t, inner;
+  int lens[2] = {2, 3}, in_order[2] = {0, 2}, reversed[2] = {3, 0};
+  MPI_Type_contiguous(4, MPI_INT, &t);
+  bcast_packs("contiguous", t, 3, 0);
+  MPI_Type_vector(3, 2, 2, MPI_INT, &t);
+  bcast_packs("vector without gaps", t, 2, 0);
+  MPI_Type_vector(3, 1, 2, MPI_INT, &t);
+  bcast_packs("vector with gaps", t, 1, 1);
+  MPI_Type_create_hvector(3, 2, 2 * sizeof(int), MPI_INT, &t);
+  bcast_packs("hvector without gaps", t, 2, 0);
+  MPI_Type_indexed(2, lens, in_order, MPI_INT, &t);
+  bcast_packs("indexed in order", t, 1, 0);
+  MPI_Type_indexed(2, lens, reversed, MPI_INT, &t);
+  bcast_packs("indexed reversed", t, 1, 1);
+  MPI_Type_dup(MPI_DOUBLE, &t);
+  bcast_packs("dup", t, 5, 0);
+  MPI_Type_contiguous(3, MPI_INT, &inner);
+  MPI_Type_contiguous(2, inner, &t);
+  MPI_Type_free(&inner);
+  bcast_packs("nested contiguous", t, 2, 0);
+  MPI_Type_contiguous(2, MPI_DOUBLE, &inner);
+  MPI_Type_create_resized(inner, 0, 24, &t);
+  MPI_Type_free(&inner);
+  bcast_packs("resized, one element", t, 1, 0);
+  MPI_Type_contiguous(2, MPI_DOUBLE, &inner);
+  MPI_Type_create_resized(inner, 0, 24, &t);
+  MPI_Type_free(&inner);
+  bcast_packs("resized, two elements", t, 2, 1);
+  int one[2] = {1, 1};
+  MPI_Aint packed_displs[2] = {0, sizeof(int)};
+  MPI_Datatype int_float[2] = {MPI_INT, MPI_FLOAT};
+  MPI_Type_create_struct(2, one, packed_displs, int_float, &t);
+  bcast_packs("struct int, float", t, 3, 0);
+  bcast_packs("swapped struct", swapped_pair(), 1, 1);
+  bcast_packs("overlapping indexed block", overlapping_three(), 1, 1);
+}
+
 /* ---- erroneous op/type pairs ---------------------------------------------------- */
 
 static void report(const char *name, int rc) {
@@ -272,6 +339,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(which, "bigtype")) case_bigtype();
   else if (!strcmp(which, "bigpack")) case_bigpack();
   else if (!strcmp(which, "ops")) case_ops();
+  else if (!strcmp(which, "zerocopy")) case_zerocopy();
   else {
     if (rank == 0) fprintf(stderr, "test_datatypes: unknown case %s\n", which);
     MPI_Abort(MPI_COMM_WORLD, 2);

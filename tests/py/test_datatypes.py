@@ -59,6 +59,15 @@ def test_reordered_and_overlapping_typemaps(flavour, np, topo):
 
 
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_dense_derived_types_move_without_packing(flavour):
+    """The layout walk: derived types whose data is plain bytes in order (contiguous,
+    gap-free vectors, in-order indexed, dup, nested, resized, packed struct) are not
+    packed; reordered, overlapping, gapped ones are (PMPI_Pack calls counted)."""
+    _, checks = run_case(flavour, 2, "zerocopy")
+    assert checks == 13
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 @pytest.mark.parametrize("alg", ["", "cma"])
 def test_bcast_mpi_bottom_absolute_struct(flavour, alg):
     """MPI_Bcast(MPI_BOTTOM, 1, struct of absolute addresses): MPICH's MPI_Pack
