@@ -62,6 +62,10 @@ static struct cached_type *cache_slot(MPI_Datatype type) {
 struct layout_walk {
   MPI_Aint next;
   int started, ok;
+  /* The facts of the child last seen: indexed types repeat one child many times. */
+  MPI_Datatype child;
+  MPI_Count size, extent, true_lb;
+  int child_dense;
 };
 
 static void walk_run(struct layout_walk *w, MPI_Aint start, MPI_Count len) {
@@ -76,21 +80,25 @@ static int layout_dense(MPI_Datatype type, int depth);
 /* `count` elements of `child` from displacement d, one extent apart. */
 static void walk_elems(struct layout_walk *w, MPI_Datatype child, MPI_Aint d, MPI_Count count,
                        int depth) {
-  MPI_Count size, lb, extent, true_lb, true_extent;
   if (!w->ok || count == 0) return;
-  if (PMPI_Type_size_x(child, &size) != MPI_SUCCESS ||
-      PMPI_Type_get_extent_x(child, &lb, &extent) != MPI_SUCCESS ||
-      PMPI_Type_get_true_extent_x(child, &true_lb, &true_extent) != MPI_SUCCESS) {
-    w->ok = 0;
-    return;
+  if (child != w->child) {
+    MPI_Count lb, true_extent;
+    if (PMPI_Type_size_x(child, &w->size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent_x(child, &lb, &w->extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent_x(child, &w->true_lb, &true_extent) != MPI_SUCCESS) {
+      w->ok = 0;
+      return;
+    }
+    w->child_dense = w->size == 0 || layout_dense(child, depth + 1);
+    w->child = child;
   }
-  if (size == 0) return;
+  if (w->size == 0) return;
   /* Elements follow each other only when an extent is exactly their data. */
-  if (!layout_dense(child, depth + 1) || (count > 1 && extent != size)) {
+  if (!w->child_dense || (count > 1 && w->extent != w->size)) {
     w->ok = 0;
     return;
   }
-  walk_run(w, d + (MPI_Aint)true_lb, count * size);
+  walk_run(w, d + (MPI_Aint)w->true_lb, count * w->size);
 }
 
 static int is_named(MPI_Datatype type) {
@@ -122,7 +130,7 @@ static int layout_dense(MPI_Datatype type, int depth) {
     free(ints), free(addrs), free(types);
     return 0;
   }
-  struct layout_walk w = {0, 0, 1};
+  struct layout_walk w = {.ok = 1, .child = MPI_DATATYPE_NULL};
   MPI_Count lb = 0, ext = 0;
   if (nt > 0 && PMPI_Type_get_extent_x(types[0], &lb, &ext) != MPI_SUCCESS) w.ok = 0;
   MPI_Aint extent = (MPI_Aint)ext;
