@@ -10,7 +10,7 @@ int mcoll__blocks_describe(struct mcoll_blocks *b, void *buf, int n, int count,
   struct mcoll_type_info info;
   int err = mcoll__type_info(type, &info);
   if (err != MPI_SUCCESS) return err;
-  int size = info.size;
+  size_t size = info.size;
   MPI_Aint extent = info.extent, true_lb = info.true_lb, true_extent = info.true_extent;
   memset(b, 0, sizeof *b);
   b->n = n;
@@ -20,7 +20,9 @@ int mcoll__blocks_describe(struct mcoll_blocks *b, void *buf, int n, int count,
   b->elem = (size_t)size;
   b->type = type;
   b->extent = extent;
-  b->contiguous = size == 0 || (true_extent == size && extent == size);
+  (void)true_extent;
+  /* Plain bytes: element data in order, and elements one after the other. */
+  b->contiguous = size == 0 || (info.dense && (size_t)extent == size);
   b->stride = b->contiguous ? (size_t)extent : (size_t)size;
   /* Packing takes the buffer as given; plain bytes start at the true lower bound. */
   b->user = (char *)buf + (b->contiguous ? true_lb : 0);
@@ -80,11 +82,10 @@ static void move_block(struct mcoll_blocks *b, int r, int to_packed) {
   size_t len = mcoll__block_len(b, r);
   if (len == 0) return;
   char *packed = mcoll__block_ptr(b, r), *user = user_block(b, r);
-  int count = b->counts ? b->counts[r] : b->count, position = 0;
+  int count = b->counts ? b->counts[r] : b->count;
   if (b->contiguous && to_packed) memcpy(packed, user, len);
   else if (b->contiguous) memcpy(user, packed, len);
-  else if (to_packed) PMPI_Pack(user, count, b->type, packed, (int)len, &position, MPI_COMM_SELF);
-  else PMPI_Unpack(packed, (int)len, &position, user, count, b->type, MPI_COMM_SELF);
+  else mcoll__pack_move(user, count, b->type, packed, to_packed);
 }
 
 void mcoll__blocks_acquire(struct mcoll_blocks *b, int need_dense, int fill) {

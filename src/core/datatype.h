@@ -16,9 +16,11 @@ struct mcoll_bytes {
 
 /* What mcoll needs of a datatype, from the host MPI's queries. */
 struct mcoll_type_info {
-  int size;
+  size_t size; /* may exceed INT_MAX */
   MPI_Aint lb, extent, true_lb, true_extent;
   int named; /* predefined */
+  int dense; /* one element's data is `size` bytes from true_lb in typemap order
+              * (no holes, overlaps or reordering): it moves as plain bytes */
 };
 
 /* The facts of a datatype the host MPI would accept for communication (not null,
@@ -27,6 +29,15 @@ struct mcoll_type_info {
  * thread; freeing a derived type drops every cached entry (a type attribute's
  * delete callback), so a reused handle is never taken for the old type. */
 int mcoll__type_info(MPI_Datatype type, struct mcoll_type_info *out);
+
+/* Packs count elements at buf into `packed` (to_packed) or unpacks them from it;
+ * any size, MPI_BOTTOM included. MPI_SUCCESS or the host MPI's error. */
+int mcoll__pack_move(void *buf, int count, MPI_Datatype type, char *packed, int to_packed);
+
+/* Whether the host MPI accepts `op` on `type` in a reduction (user ops: always).
+ * Predefined ops are checked once per (type, op) and thread (the verdict is
+ * dropped when a derived type is freed). */
+int mcoll__op_type_valid(MPI_Datatype type, MPI_Op op);
 
 /* At MPI_Finalize: frees what mcoll__type_info made. */
 void mcoll__types_release(void);

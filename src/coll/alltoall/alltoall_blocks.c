@@ -24,8 +24,9 @@ struct block_desc {
 /* Type facts; alltoall and alltoallv query their one type once. */
 struct type_facts {
   MPI_Datatype type;
-  int size;
-  MPI_Aint extent, true_lb, true_extent;
+  size_t size;
+  MPI_Aint extent, true_lb;
+  int dense; /* element data in typemap order (core/datatype.h) */
 };
 
 static int type_facts(MPI_Datatype type, struct type_facts *f) {
@@ -35,7 +36,7 @@ static int type_facts(MPI_Datatype type, struct type_facts *f) {
   f->size = info.size;
   f->extent = info.extent;
   f->true_lb = info.true_lb;
-  f->true_extent = info.true_extent;
+  f->dense = info.dense;
   return err;
 }
 
@@ -59,8 +60,8 @@ static int describe(const struct mcoll_a2a_side *s, int j, struct type_facts *f,
   d->type = f->type;
   d->base = at;
   d->ptr = at + f->true_lb;
-  d->bytes = (size_t)d->count * (size_t)f->size;
-  d->contiguous = f->true_extent == f->size && (d->count <= 1 || f->extent == f->size);
+  d->bytes = (size_t)d->count * f->size;
+  d->contiguous = d->bytes == 0 || (f->dense && (d->count <= 1 || (size_t)f->extent == f->size));
   return MPI_SUCCESS;
 }
 
@@ -70,9 +71,7 @@ static int copy_out(const struct block_desc *d, char *scratch, size_t *off) {
   if (d->contiguous) {
     memcpy(scratch + *off, d->ptr, d->bytes);
   } else {
-    int position = 0;
-    err = PMPI_Pack(d->base, d->count, d->type, scratch + *off, (int)d->bytes, &position,
-                    MPI_COMM_SELF);
+    err = mcoll__pack_move(d->base, d->count, d->type, scratch + *off, 1);
   }
   *off += d->bytes;
   return err;
@@ -156,10 +155,8 @@ void mcoll__a2a_blocks_release(struct mcoll_a2a *a, int ok) {
     for (int j = 0; j < n; j++) {
       if (!a->rpacked[j]) continue;
       struct block_desc d;
-      int position = 0;
       describe(&a->rside, j, &f, &d);
-      PMPI_Unpack(a->recv[j].ptr, (int)d.bytes, &position, d.base, d.count, d.type,
-                  MPI_COMM_SELF);
+      mcoll__pack_move(d.base, d.count, d.type, a->recv[j].ptr, 0);
     }
   }
   free(a->scratch);

@@ -1,5 +1,6 @@
 /* The datatype and op of a reduction, element copies and folds, and the choice of
  * algorithm shared by every reduction collective. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +8,6 @@
 #include "coll/reduce/red.h"
 #include "core/tls.h"
 #include "core/config.h"
-
-static int is_pair_type(MPI_Datatype type) {
-  return type == MPI_2INT || type == MPI_FLOAT_INT || type == MPI_DOUBLE_INT ||
-         type == MPI_LONG_INT || type == MPI_SHORT_INT || type == MPI_LONG_DOUBLE_INT;
-}
 
 /* The plain predefined types (no holes, lb 0): their size without asking the MPI. */
 static size_t plain_size(MPI_Datatype type) {
@@ -75,24 +71,22 @@ enum mcoll_red_check mcoll__red_type_init(struct mcoll_red_type *t, MPI_Datatype
   if (mcoll__type_info(type, &info) != MPI_SUCCESS ||
       PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
     return MCOLL_RED_INVALID;
-  int size = info.size;
+  size_t size = info.size;
   MPI_Aint extent = info.extent, true_lb = info.true_lb, true_extent = info.true_extent;
-  /* MINLOC/MAXLOC take exactly the pair types, the other predefined ops never. */
-  if ((op == MPI_MINLOC || op == MPI_MAXLOC) != is_pair_type(type) &&
-      (op == MPI_MINLOC || op == MPI_MAXLOC || op == MPI_MAX || op == MPI_MIN ||
-       op == MPI_SUM || op == MPI_PROD || op == MPI_LAND || op == MPI_LOR || op == MPI_LXOR ||
-       op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR))
-    return MCOLL_RED_INVALID;
+  /* The pairs the host MPI refuses go to it, which raises the error it would. */
+  if (!mcoll__op_type_valid(type, op)) return MCOLL_RED_INVALID;
   t->type = type;
   t->op = op;
   t->commutative = commutative;
   t->extent = (size_t)extent;
   t->true_lb = true_lb;
   t->true_extent = (size_t)true_extent;
-  t->kernel = mcoll__red_kernel(type, op, (size_t)size);
+  t->kernel = mcoll__red_kernel(type, op, size);
   t->symmetric = t->kernel && mcoll__red_symmetric(type, op);
-  if (extent <= 0 || true_extent > extent || size <= 0) return MCOLL_RED_UNSUPPORTED;
-  if (size == true_extent) return MCOLL_RED_OK;
+  /* Folds count elements in ints (PMPI_Reduce_local). */
+  if (extent <= 0 || true_extent > extent || size == 0 || size > INT_MAX)
+    return MCOLL_RED_UNSUPPORTED;
+  if (size == (size_t)true_extent) return MCOLL_RED_OK;
   /* Holes: only inside the predefined pair types (struct padding) may they be
    * copied over; a derived type's holes may be the application's data. */
   return info.named ? MCOLL_RED_OK : MCOLL_RED_UNSUPPORTED;
