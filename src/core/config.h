@@ -37,7 +37,8 @@
   X(SPIN_OVERSUBSCRIBED, NUM, "8", "polls of a flag before yielding when ranks > cores")  \
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
-  X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive")
+  X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
+  X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context (segment, sequences) when one thread makes MPI calls")
 
 typedef long mcoll__param_NUM;
 typedef const char *mcoll__param_STR;

@@ -5,13 +5,17 @@
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/coll.h"
 #include "shm/shm.h"
 #include "topo/topo.h"
 
+/* One context may serve several communicators: a communicator whose group is
+ * identical (same processes, same order) to that of a live context shares it, when
+ * only one thread per process makes MPI calls (see context.c). */
 struct mcoll_comm {
-  MPI_Comm comm;
+  MPI_Comm comm;        /* the communicator it was built for (set-up only) */
   int rank, size;
   int inter;            /* intercommunicator: every call falls back */
   int usable;           /* 0: set-up failed on some rank, every call falls back */
@@ -28,11 +32,20 @@ struct mcoll_comm {
   uint32_t area_slot_from, area_slot_last, area_slot_seen; /* runs of small area generations (coll/move.h) */
   uint32_t red_slot_from, red_slot_last, red_slot_seen; /* small reductions' area slots */
   uint32_t *cma_ready;  /* [local_size] each rank's cma_ready counter */
+  /* Sharing (context.c): the group, an id every rank of the group agrees on, and the
+   * communicators whose attribute points here. */
+  MPI_Group group;
+  unsigned id;
+  MPI_Comm *users;
+  int nusers, users_cap;
   struct mcoll_comm *prev, *next;
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why);
+
+/* Prints how many contexts were built and how many communicators shared one. */
+void mcoll__context_report(FILE *out);
 
 /* Frees every context still alive (MPI_Finalize). */
 void mcoll__comm_free_all(void);

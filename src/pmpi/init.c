@@ -12,6 +12,7 @@ static void report(void) {
   if (rank != 0) return;
   fprintf(stderr, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
   mcoll__stats_report(stderr);
+  mcoll__context_report(stderr);
   fflush(stderr);
 }
 
