@@ -1,0 +1,62 @@
+/* Pre-faulting the node segment (shm/prefault.h). */
+#include "shm/prefault.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/config.h"
+
+/* Linux 5.14; older kernels refuse them with EINVAL and get the loop below. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+static size_t page_size(void) {
+  static size_t page;
+  if (!page) {
+    long p = sysconf(_SC_PAGESIZE);
+    page = p > 0 ? (size_t)p : 4096;
+  }
+  return page;
+}
+
+/* Maps [start, start+len) writable (write) or readable in this rank, one system
+ * call for the range where the kernel has MADV_POPULATE_*. */
+static void populate(char *start, size_t len, int write) {
+  if (len == 0) return;
+  size_t page = page_size();
+  uintptr_t first = (uintptr_t)start & ~(uintptr_t)(page - 1);
+  uintptr_t end = ((uintptr_t)start + len + page - 1) & ~(uintptr_t)(page - 1);
+  if (madvise((void *)first, end - first, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+    return;
+  /* A read fault on a shared tmpfs mapping maps the page writable as well (no
+   * write-notify on shmem), and allocates it if it is a hole. */
+  for (uintptr_t p = first; p < end; p += page) (void)*(volatile const char *)p;
+}
+
+void mcoll__shm_prefault(const struct mcoll_shm *shm) {
+  if (!mcoll__cfg.SHM_PREFAULT || !shm->base) return;
+  /* Control, slot and inline lines: everything up to the ring's data. */
+  populate(shm->base, (size_t)(shm->slot_data - (char *)shm->base), 1);
+  /* The ring: any rank may be a bcast's source, every other rank reads. */
+  populate(shm->slot_data, shm->chunk * (size_t)shm->nslots, 1);
+  /* The areas' small-call slots: peers' pages are only read here. */
+  size_t stride = shm->area_bytes / MCOLL_AREA_SLOTS, page = page_size();
+  for (int r = 0; r < shm->local_size && stride; r++) {
+    char *area = mcoll__rank_area(shm, r);
+    int own = r == shm->local_rank;
+    for (size_t s = 0; s < MCOLL_AREA_SLOTS; s++) {
+      char *slot = area + s * stride;
+      if (stride <= 2 * page) {
+        populate(slot, stride, own);
+      } else {
+        populate(slot, 1, own);
+        populate(slot + stride - 1, 1, own);
+      }
+    }
+  }
+}
