@@ -60,19 +60,23 @@ void mcoll__shm_prefault(const struct mcoll_shm *shm) {
       populate(mcoll__slot_data(shm, slot), per_slot, 1);
     }
   }
-  /* The areas' small-call slots: peers' pages are only read here. */
-  size_t stride = shm->area_bytes / MCOLL_AREA_SLOTS, page = page_size();
-  for (int r = 0; r < shm->local_size && stride; r++) {
+  /* The areas' small-call slots, the same bytes of each as of a ring slot, and the
+   * last page (a slot's owner touches its first and last at set-up). A rank writes
+   * only its own area; peers' pages are only read here. */
+  size_t stride = shm->area_bytes / MCOLL_AREA_SLOTS;
+  size_t per_area_slot = per_slot < stride ? per_slot : stride;
+  for (int i = 0; i < shm->local_size && stride; i++) {
+    int r = (shm->local_rank + i) % shm->local_size; /* own area first: allocate it */
     char *area = mcoll__rank_area(shm, r);
     int own = r == shm->local_rank;
+    if (per_area_slot == stride) {
+      populate(area, stride * MCOLL_AREA_SLOTS, own);
+      continue;
+    }
     for (size_t s = 0; s < MCOLL_AREA_SLOTS; s++) {
       char *slot = area + s * stride;
-      if (stride <= 2 * page) {
-        populate(slot, stride, own);
-      } else {
-        populate(slot, 1, own);
-        populate(slot + stride - 1, 1, own);
-      }
+      populate(slot, per_area_slot ? per_area_slot : 1, own);
+      populate(slot + stride - 1, 1, own);
     }
   }
 }

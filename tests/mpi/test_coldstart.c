@@ -33,8 +33,8 @@ struct cold_case {
 
 static const struct cold_case cases[] = {
     {BCAST, 8}, {BCAST, 512}, {BCAST, 4096}, {BCAST, 32768}, {BCAST, 65536},
-    {ALLREDUCE, 8}, {ALLREDUCE, 4096}, {REDUCE, 8}, {REDUCE, 4096},
-    {ALLGATHER, 8}, {ALLGATHER, 1024}, {GATHER, 8}, {SCATTER, 8}, {ALLTOALL, 8},
+    {ALLREDUCE, 8}, {ALLREDUCE, 4096}, {ALLREDUCE, 8192}, {REDUCE, 8}, {REDUCE, 4096},
+    {REDUCE, 16384}, {ALLGATHER, 8}, {ALLGATHER, 1024}, {ALLGATHER, 8192}, {GATHER, 8}, {SCATTER, 8}, {ALLTOALL, 8},
 };
 
 /* One call; `round` varies the data so that a stale slot cannot pass. */
