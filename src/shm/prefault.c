@@ -38,24 +38,6 @@ static void populate(char *start, size_t len, int write) {
   for (uintptr_t p = first; p < end; p += page) (void)*(volatile const char *)p;
 }
 
-/* Reads one byte of each of n lines `stride` bytes apart. */
-static void touch_lines(const char *start, size_t n, size_t stride) {
-  for (size_t i = 0; i < n; i++) (void)*(volatile const char *)(start + i * stride);
-}
-
-/* Mapped is not yet fast: each of the first small calls also reads a line of a page
- * this core has not used, a TLB miss and a page walk through page tables just
- * written (2 ranks, bcast/allreduce 8 B: ~0.5 us more per call for 128 calls). A
- * read of the lines they use first brings the translations and the lines in, for a
- * few hundred reads. */
-static void warm_small_call_lines(const struct mcoll_shm *shm) {
-  touch_lines(shm->base, (size_t)(shm->slot_data - (char *)shm->base) / MCOLL_LINE, MCOLL_LINE);
-  touch_lines(shm->slot_data, (size_t)shm->nslots, shm->chunk);
-  size_t stride = shm->area_bytes / MCOLL_AREA_SLOTS;
-  for (int r = 0; r < shm->local_size && stride; r++)
-    touch_lines(mcoll__rank_area(shm, r), MCOLL_AREA_SLOTS, stride);
-}
-
 void mcoll__shm_prefault(const struct mcoll_shm *shm) {
   if (mcoll__cfg.SHM_PREFAULT <= 0 || !shm->base) return;
   /* Control, slot and inline lines: everything up to the ring's data. */
@@ -97,5 +79,4 @@ void mcoll__shm_prefault(const struct mcoll_shm *shm) {
       populate(slot + stride - 1, 1, own);
     }
   }
-  warm_small_call_lines(shm);
 }
