@@ -117,3 +117,66 @@ def test_main_writes_markdown_and_png_for_two_series(doc, tmp_path):
 def test_main_fails_cleanly_on_missing_file(tmp_path, capsys):
     assert report.main([str(tmp_path / "missing.json")]) == 1
     assert "mcoll_report" in capsys.readouterr().err
+
+
+def make_cold_result(coll, nbytes, native, mcoll):
+    """native/mcoll: (set-up, first, 1-10, 1-N, warm) in µs."""
+    row = make_result(coll, nbytes, native[3], mcoll[3])
+    for side, (setup, first, first10, _, warm) in (("native", native), ("mcoll", mcoll)):
+        row.update({f"{side}_setup_us": setup, f"{side}_first_us": first,
+                    f"{side}_first10_us": first10, f"{side}_warm_us": warm,
+                    f"{side}_per_call_us": [first] + [warm] * 9})
+    row["cold_calls"] = 10
+    return row
+
+
+@pytest.fixture
+def cold_doc(doc):
+    cold = copy.deepcopy(doc)
+    cold.update(mode="cold", cold_calls=10, results=[
+        make_cold_result("bcast", 8, (1.0, 1.5, 0.7, 0.6, 0.6), (700.0, 8.0, 0.8, 0.75, 0.5)),
+        make_cold_result("bcast", 65536, (1.0, 20.0, 6.0, 6.0, 6.0), (700.0, 40.0, 3.5, 3.3, 3.3)),
+    ])
+    return cold
+
+
+def test_modes_label_series_and_default_to_back2back(doc, cold_doc):
+    assert report.mode_of(doc) == "back2back"
+    assert report.series_label(cold_doc) == "openmpi np2 cold"
+    assert report.series_label(dict(doc, mode="latency")) == "openmpi np2 latency"
+
+
+def test_cold_rows_report_setup_first_calls_warm_and_ratios(cold_doc):
+    rows = report.cold_table_rows([cold_doc])
+    assert len(rows) == 2
+    assert all(len(r) == len(report.COLD_HEADER) for r in rows)
+    assert rows[0][:3] == ["openmpi np2 cold", "bcast", "8 B"]
+    assert rows[0][3:13] == ["1.00", "700.0", "1.50", "8.00", "0.70", "0.80", "0.60", "0.75",
+                             "0.60", "0.50"]
+    assert rows[0][13:] == ["1.00", "1.50", "0.80"]  # cold/warm native, mcoll; native/mcoll
+    assert rows[1][13:] == ["1.00", "1.00", "1.82"]
+
+
+def test_markdown_sections_per_mode(doc, cold_doc):
+    latency = dict(copy.deepcopy(doc), mode="latency")
+    text = report.render_markdown([doc, latency, cold_doc])
+    lines = text.splitlines()
+    for title in report.MODE_TITLES.values():
+        assert f"## {title}" in lines
+    assert "| " + " | ".join(report.COLD_HEADER) + " |" in lines
+    assert sum(line.startswith("| openmpi np2 |") for line in lines) == 4
+    assert sum(line.startswith("| openmpi np2 latency |") for line in lines) == 4
+    assert sum(line.startswith("| openmpi np2 cold |") for line in lines) == 2
+    # sections in the order back-to-back, latency, cold
+    assert (lines.index("## " + report.MODE_TITLES["back2back"])
+            < lines.index("## " + report.MODE_TITLES["latency"])
+            < lines.index("## " + report.MODE_TITLES["cold"]))
+
+
+def test_main_plots_all_modes(doc, cold_doc, tmp_path):
+    latency = dict(copy.deepcopy(doc), mode="latency")
+    paths = [write_json(tmp_path / f"{i}.json", d) for i, d in enumerate([doc, latency, cold_doc])]
+    md, png = tmp_path / "out.md", tmp_path / "out.png"
+    assert report.main([*map(str, paths), "--md", str(md), "--png", str(png)]) == 0
+    assert "| openmpi np2 cold | bcast | 64 KiB |" in md.read_text(encoding="utf-8")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

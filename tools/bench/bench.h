@@ -1,6 +1,7 @@
 /* mcoll-bench internals shared by its files:
  *   bench_colls.c   the collectives: calls, buffer layouts, send data, result checks
  *   bench_output.c  the stdout table and the JSON file
+ *   bench_modes.c   the cold and latency modes (-m cold, -m latency)
  *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
 #ifndef MCOLL_BENCH_H
 #define MCOLL_BENCH_H
@@ -40,6 +41,8 @@ struct mpi_api {
 extern const struct mpi_api bench_native_api, bench_mcoll_api;
 
 struct coll_desc;
+struct options;
+struct result;
 
 /* One (collective, size) with its buffers, identical in shape on every rank. */
 struct row {
@@ -74,9 +77,25 @@ void bench_run(const struct mpi_api *api, const struct row *r);
 long bench_check_result(const struct row *r, const char *label);
 
 _Noreturn void bench_die(MPI_Comm comm, const char *what);
+double bench_now(void);
+double *bench_alloc_doubles(int n);
+double bench_median(const double *v, int n);
+const struct mpi_api *bench_side_api(int side, const struct row *r, const struct options *o);
+int bench_choose_iters(const struct row *r, const struct options *o);
+void bench_check_block(const struct mpi_api *api, const struct row *r);
+/* The modes other than back-to-back: one row, rounds alternating native and mcoll. */
+void bench_cold_row(const struct row *r, const struct options *o, struct result *res);
+void bench_latency_row(const struct row *r, const struct options *o, struct result *res);
 void *bench_alloc_pages(size_t bytes);
 
+/* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
+ * -K calls on a fresh communicator; latency: a barrier after every call, only the
+ * calls timed (OSU's convention). */
+enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY };
+
 struct options {
+    enum bench_mode mode;
+    int cold_calls; /* -K: calls timed one by one on each fresh communicator */
     size_t min_bytes, max_bytes, max_buffer;
     double factor;
     int iters, warmup, rounds, max_iters, root; /* iters 0, warmup -1: adapt */
@@ -96,6 +115,14 @@ struct result {
     double native, mcoll;   /* seconds per call, medians over rounds */
     double memcpy_gbs;      /* single-thread memcpy of total bytes */
     double *native_samples, *mcoll_samples; /* one per round */
+    /* Cold mode (native, mcoll above are the medians of calls 1..cold_calls). Every
+     * number is a median over rounds of the slowest rank's time. */
+    int cold_calls;
+    double native_setup, mcoll_setup;   /* the first barrier on the fresh communicator */
+    double native_first, mcoll_first;   /* its first call */
+    double native_first10, mcoll_first10; /* median of calls 1..10 */
+    double native_warm, mcoll_warm;     /* the same calls timed alike once warm */
+    double *native_per_call, *mcoll_per_call; /* [cold_calls], call 1 first */
 };
 
 struct run_info {

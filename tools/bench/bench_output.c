@@ -11,6 +11,26 @@ static double gbs(size_t bytes, double seconds)
     return bytes / seconds / 1e9;
 }
 
+static const char *mode_name(enum bench_mode mode)
+{
+    return mode == MODE_COLD ? "cold" : mode == MODE_LATENCY ? "latency" : "back2back";
+}
+
+static void print_cold_header(const struct options *o)
+{
+    printf("# cold: a fresh communicator per side and round; setup = its first barrier "
+           "(mcoll builds its context), then calls 1..%d timed one by one (host barrier "
+           "before each), warm = the same after 256 more calls\n",
+           o->cold_calls);
+    printf("# times in us, median over rounds per call index of the slowest rank; "
+           "c/w = median of calls 1..%d / warm; ratio = native/mcoll of calls 1..%d\n",
+           o->cold_calls, o->cold_calls);
+    printf("#\n# %-20s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %6s %6s %7s\n", "coll",
+           "bytes", "setup_n", "setup_m", "first_n", "first_m", "1-10_n", "1-10_m", "1-N_n",
+           "1-N_m", "warm_n", "warm_m", "c/w_n", "c/w_m", "ratio");
+    fflush(stdout);
+}
+
 void bench_print_header(const struct run_info *ri, const struct options *o)
 {
     const char *v = ri->mpi_version;
@@ -34,10 +54,18 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
     else
         printf(", warmup iters/10");
     printf(", root %d, check %s\n", o->root, o->check ? "on" : "off");
+    printf("# mode %s\n", mode_name(o->mode));
+    if (o->mode == MODE_LATENCY)
+        printf("# latency: a barrier of the same side after every call, the calls alone "
+               "timed; a rank's average per call, the slowest rank's\n");
     printf("# bytes: per-rank block for allgather*, gather*, scatter*, alltoall*, "
            "reduce_scatter*; whole buffer otherwise. total: largest buffer\n");
     printf("# time: median over rounds of the slowest rank's time per call. "
            "ratio = native/mcoll (> 1: mcoll faster)\n");
+    if (o->mode == MODE_COLD) {
+        print_cold_header(o);
+        return;
+    }
     printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "coll", "bytes",
            "total", "iters", "native_us", "mcoll_us", "ratio", "algbw_n", "algbw_m", "busbw_n",
            "busbw_m", "memcpy");
@@ -48,6 +76,17 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
 
 void bench_print_result(const struct result *s)
 {
+    if (s->cold_calls) {
+        printf("  %-20s %10zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f "
+               "%6.2f %6.2f %7.2f\n",
+               s->coll, s->bytes, s->native_setup * 1e6, s->mcoll_setup * 1e6,
+               s->native_first * 1e6, s->mcoll_first * 1e6, s->native_first10 * 1e6,
+               s->mcoll_first10 * 1e6, s->native * 1e6, s->mcoll * 1e6, s->native_warm * 1e6,
+               s->mcoll_warm * 1e6, s->native / s->native_warm, s->mcoll / s->mcoll_warm,
+               s->native / s->mcoll);
+        fflush(stdout);
+        return;
+    }
     printf("  %-20s %10zu %10zu %6d %11.2f %11.2f %7.2f", s->coll, s->bytes, s->total, s->iters,
            s->native * 1e6, s->mcoll * 1e6, s->native / s->mcoll);
     if (s->total == 0) {
@@ -118,6 +157,19 @@ static void json_result(FILE *f, const struct result *s, int rounds)
     json_key_number(f, "memcpy_gbs", s->total ? s->memcpy_gbs : NAN);
     json_samples_us(f, "native_samples_us", s->native_samples, rounds);
     json_samples_us(f, "mcoll_samples_us", s->mcoll_samples, rounds);
+    if (s->cold_calls) {
+        fprintf(f, ",\n     \"cold_calls\": %d", s->cold_calls);
+        json_key_number(f, "native_setup_us", s->native_setup * 1e6);
+        json_key_number(f, "mcoll_setup_us", s->mcoll_setup * 1e6);
+        json_key_number(f, "native_first_us", s->native_first * 1e6);
+        json_key_number(f, "mcoll_first_us", s->mcoll_first * 1e6);
+        json_key_number(f, "native_first10_us", s->native_first10 * 1e6);
+        json_key_number(f, "mcoll_first10_us", s->mcoll_first10 * 1e6);
+        json_key_number(f, "native_warm_us", s->native_warm * 1e6);
+        json_key_number(f, "mcoll_warm_us", s->mcoll_warm * 1e6);
+        json_samples_us(f, "native_per_call_us", s->native_per_call, s->cold_calls);
+        json_samples_us(f, "mcoll_per_call_us", s->mcoll_per_call, s->cold_calls);
+    }
     fputs("}", f);
 }
 
@@ -133,6 +185,9 @@ void bench_write_json(const char *path, const struct run_info *ri, const struct 
     }
     fprintf(f, "{\n  \"tool\": \"mcoll-bench\",\n  \"format\": 1,\n  \"complete\": %s,\n",
             complete ? "true" : "false");
+    fprintf(f, "  \"mode\": \"%s\",\n", mode_name(o->mode));
+    if (o->mode == MODE_COLD)
+        fprintf(f, "  \"cold_calls\": %d,\n", o->cold_calls);
     fputs("  \"argv\": [", f);
     for (int i = 0; i < ri->argc; i++) {
         fputs(i ? ", " : "", f);

@@ -27,14 +27,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_seconds(void)
+double bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double *alloc_doubles(int n)
+double *bench_alloc_doubles(int n)
 {
     double *v = malloc(sizeof(double) * (size_t)n);
     if (!v)
@@ -42,9 +42,9 @@ static double *alloc_doubles(int n)
     return v;
 }
 
-static double median(const double *v, int n)
+double bench_median(const double *v, int n)
 {
-    double *s = alloc_doubles(n);
+    double *s = bench_alloc_doubles(n);
     memcpy(s, v, sizeof(double) * (size_t)n);
     for (int i = 1; i < n; i++) /* rounds are few: insertion sort */
         for (int j = i; j > 0 && s[j - 1] > s[j]; j--) {
@@ -67,10 +67,10 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
     for (int i = 0; i < warmup; i++)
         bench_run(api, r);
     MPI_Barrier(r->comm);
-    double start = now_seconds();
+    double start = bench_now();
     for (int i = 0; i < iters; i++)
         bench_run(api, r);
-    double per_call = (now_seconds() - start) / iters;
+    double per_call = (bench_now() - start) / iters;
     /* mcoll's too, when loaded: in MPICH's own, ranks done early would spin and hold
      * the cores that the ranks still timing need (oversubscribed runs). */
     MPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, r->comm);
@@ -79,7 +79,7 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
 
 /* The API of side 0 ("native") or 1 ("mcoll"); with -A, mcoll set to that side's
  * algorithm first (the same on every rank). */
-static const struct mpi_api *side_api(int side, const struct row *r, const struct options *o)
+const struct mpi_api *bench_side_api(int side, const struct row *r, const struct options *o)
 {
     if (!o->versus[0])
         return side == 0 ? &bench_native_api : &bench_mcoll_api;
@@ -107,12 +107,12 @@ static double probe_call_seconds(const struct mpi_api *api, const struct row *r,
  * sets the count; a much slower side may not stretch its blocks past 4x the target. */
 enum { MIN_ITERS = 8 };
 
-static int choose_iters(const struct row *r, const struct options *o)
+int bench_choose_iters(const struct row *r, const struct options *o)
 {
     if (o->iters > 0)
         return o->iters;
-    double t_native = probe_call_seconds(side_api(0, r, o), r, o);
-    double t_mcoll = probe_call_seconds(side_api(1, r, o), r, o);
+    double t_native = probe_call_seconds(bench_side_api(0, r, o), r, o);
+    double t_mcoll = probe_call_seconds(bench_side_api(1, r, o), r, o);
     double fast = fmax(fmin(t_native, t_mcoll), 1e-9);
     double slow = fmax(fmax(t_native, t_mcoll), 1e-9);
     double n = fmin(ceil(o->round_seconds / fast), ceil(4 * o->round_seconds / slow));
@@ -132,18 +132,18 @@ static double memcpy_seconds(size_t bytes, const struct options *o)
     uint8_t *src = bench_alloc_pages(bytes), *dst = bench_alloc_pages(bytes);
     memset(src, 1, bytes);
     memset(dst, 0, bytes);
-    double start = now_seconds();
+    double start = bench_now();
     copy_bytes(dst, src, bytes);
-    double once = fmax(now_seconds() - start, 1e-9);
+    double once = fmax(bench_now() - start, 1e-9);
     int reps = (int)fmin(fmax(ceil(o->round_seconds / 2 / once), 1), 1e6);
-    double *samples = alloc_doubles(o->rounds);
+    double *samples = bench_alloc_doubles(o->rounds);
     for (int k = 0; k < o->rounds; k++) {
-        start = now_seconds();
+        start = bench_now();
         for (int i = 0; i < reps; i++)
             copy_bytes(dst, src, bytes);
-        samples[k] = (now_seconds() - start) / reps;
+        samples[k] = (bench_now() - start) / reps;
     }
-    double m = median(samples, o->rounds);
+    double m = bench_median(samples, o->rounds);
     free(samples);
     free(src);
     free(dst);
@@ -185,7 +185,7 @@ static double memcpy_gbs(struct memcpy_rates *mr, size_t bytes, const struct opt
     return gbs;
 }
 
-static void check_block(const struct mpi_api *api, const struct row *r)
+void bench_check_block(const struct mpi_api *api, const struct row *r)
 {
     long wrong = bench_check_result(r, api->label);
     PMPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, r->comm);
@@ -199,22 +199,22 @@ static void check_block(const struct mpi_api *api, const struct row *r)
 
 static void bench_row(const struct row *r, const struct options *o, struct result *res)
 {
-    bench_run(side_api(0, r, o), r); /* first calls set things up: never timed */
-    bench_run(side_api(1, r, o), r);
-    int iters = choose_iters(r, o);
+    bench_run(bench_side_api(0, r, o), r); /* first calls set things up: never timed */
+    bench_run(bench_side_api(1, r, o), r);
+    int iters = bench_choose_iters(r, o);
     int warmup = o->warmup >= 0 ? o->warmup : iters / 10;
-    res->native_samples = alloc_doubles(o->rounds);
-    res->mcoll_samples = alloc_doubles(o->rounds);
+    res->native_samples = bench_alloc_doubles(o->rounds);
+    res->mcoll_samples = bench_alloc_doubles(o->rounds);
     for (int k = 0; k < o->rounds; k++) {
         for (int side = 0; side < 2; side++) {
             bool native = (side == 0) == (k % 2 == 0);
-            const struct mpi_api *api = side_api(native ? 0 : 1, r, o);
+            const struct mpi_api *api = bench_side_api(native ? 0 : 1, r, o);
             if (o->check) /* a collective that writes nothing must not pass */
                 memset(r->recv, 0xA5, r->recv_bytes);
             double t = time_block(api, r, warmup, iters);
             (native ? res->native_samples : res->mcoll_samples)[k] = t;
             if (o->check)
-                check_block(api, r);
+                bench_check_block(api, r);
         }
     }
     res->coll = r->name;
@@ -224,8 +224,8 @@ static void bench_row(const struct row *r, const struct options *o, struct resul
     res->iters = iters;
     res->warmup = warmup;
     res->busbw_factor = r->busbw_factor;
-    res->native = median(res->native_samples, o->rounds);
-    res->mcoll = median(res->mcoll_samples, o->rounds);
+    res->native = bench_median(res->native_samples, o->rounds);
+    res->mcoll = bench_median(res->mcoll_samples, o->rounds);
 }
 
 static void usage(void)
@@ -234,6 +234,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
+            "                   [-m back2back|cold|latency] [-K calls]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -248,6 +249,11 @@ static void usage(void)
             "  -M       skip sizes whose largest buffer exceeds this (default 256M)\n"
             "  -A       mcoll's algorithm alg_a (the native columns) against alg_b (the\n"
             "           mcoll columns), for one collective (-C)\n"
+            "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
+            "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"
+            "           its first barrier (set-up); latency: a barrier after every call,\n"
+            "           the calls alone timed, slowest rank's average (OSU's convention)\n"
+            "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
             "collectives:");
     for (int i = 0; i < BENCH_NCOLLS; i++)
         fprintf(stderr, " %s", bench_coll_name(i));
@@ -298,11 +304,11 @@ static bool parse_options(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.min_bytes = 8, .max_bytes = 16 << 20, .max_buffer = 256 << 20,
                           .factor = 2, .warmup = -1, .rounds = 9, .max_iters = 10000,
-                          .round_seconds = 2e-3};
+                          .round_seconds = 2e-3, .cold_calls = 100};
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:h")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:h")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -317,6 +323,17 @@ static bool parse_options(int argc, char **argv, struct options *o)
         case 'C': ok = parse_colls(optarg, o->want); break;
         case 'R': o->root = atoi(optarg); break;
         case 'o': o->json_path = optarg; break;
+        case 'K': o->cold_calls = atoi(optarg); ok = o->cold_calls > 0; break;
+        case 'm':
+            if (strcmp(optarg, "back2back") == 0)
+                o->mode = MODE_BACK_TO_BACK;
+            else if (strcmp(optarg, "cold") == 0)
+                o->mode = MODE_COLD;
+            else if (strcmp(optarg, "latency") == 0)
+                o->mode = MODE_LATENCY;
+            else
+                ok = false;
+            break;
         case 'A': {
             char *comma = strchr(optarg, ',');
             ok = comma && comma != optarg && comma[1];
@@ -419,7 +436,12 @@ int main(int argc, char **argv)
             if (r.total)
                 res->memcpy_gbs = memcpy_gbs(&rates, r.total, &o, comm, rank);
             bench_row_alloc(&r, o.check);
-            bench_row(&r, &o, res);
+            if (o.mode == MODE_COLD)
+                bench_cold_row(&r, &o, res);
+            else if (o.mode == MODE_LATENCY)
+                bench_latency_row(&r, &o, res);
+            else
+                bench_row(&r, &o, res);
             bench_row_free(&r);
             if (rank == 0)
                 bench_print_result(res);
@@ -435,6 +457,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < nres; i++) {
         free(results[i].native_samples);
         free(results[i].mcoll_samples);
+        free(results[i].native_per_call);
+        free(results[i].mcoll_per_call);
     }
     free(results);
     free(rates.bytes);

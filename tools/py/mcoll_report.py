@@ -3,10 +3,13 @@
 
     python3 tools/py/mcoll_report.py RESULT.json [more.json ...] --md out.md --png out.png
 
-Each JSON file is one series (labelled by MPI flavour and rank count). The table lists,
-per collective and size, the median time per call of the host MPI (native) and of
-mcoll, their ratio native/mcoll (> 1: mcoll faster) and the bus bandwidths. The plot
-has one panel per collective: time against size, log-log, native dashed, mcoll solid.
+Each JSON file is one series (labelled by MPI flavour, rank count and, but for the
+default back-to-back mode, mcoll-bench's mode). The table lists, per collective and
+size, the median time per call of the host MPI (native) and of mcoll, their ratio
+native/mcoll (> 1: mcoll faster) and the bus bandwidths; latency-mode runs get the
+same table in their own section, cold-mode runs a table of set-up, first calls and
+warm calls. The plot has one panel per collective: time against size, log-log, native
+dashed, mcoll solid (cold runs: the median of their first N calls).
 """
 
 import argparse
@@ -17,6 +20,26 @@ from pathlib import Path
 
 TABLE_HEADER = ["series", "coll", "size", "native µs", "mcoll µs", "ratio",
                 "busbw native GB/s", "busbw mcoll GB/s"]
+COLD_HEADER = ["series", "coll", "size", "set-up native µs", "set-up mcoll µs",
+               "1st native µs", "1st mcoll µs", "1-10 native µs", "1-10 mcoll µs",
+               "1-N native µs", "1-N mcoll µs", "warm native µs", "warm mcoll µs",
+               "cold/warm native", "cold/warm mcoll", "ratio 1-N"]
+MODES = ("back2back", "latency", "cold")
+MODE_TITLES = {
+    "back2back": "Back-to-back (warm)",
+    "latency": "Latency mode (OSU's convention)",
+    "cold": "Cold start (fresh communicators)",
+}
+MODE_NOTES = {
+    "back2back": "",
+    "latency": ("A barrier of the same side after every call, the calls alone timed; "
+                "a rank's average per call, the slowest rank's; median over rounds."),
+    "cold": ("Each round, each side: MPI_Comm_dup, its first barrier (set-up: mcoll builds "
+             "its context), then each of the first N calls timed alone after a barrier of "
+             "the host MPI, then the same calls once warm (after 256 more); per call index "
+             "the slowest rank, medians over rounds. cold/warm = median of calls 1-N / "
+             "warm; ratio 1-N = native/mcoll of calls 1-N."),
+}
 
 
 def load_result(path):
@@ -28,10 +51,17 @@ def load_result(path):
     return doc
 
 
+def mode_of(doc):
+    """mcoll-bench's mode; files from before the modes are back-to-back."""
+    return doc.get("mode", "back2back")
+
+
 def series_label(doc):
-    """'openmpi np4', marked when mcoll was not loaded (ratios ~1) or the run was cut
-    short."""
+    """'openmpi np4' ('openmpi np4 cold' for the other modes), marked when mcoll was
+    not loaded (ratios ~1) or the run was cut short."""
     label = f"{doc.get('flavour', 'unknown')} np{doc.get('nprocs', '?')}"
+    if mode_of(doc) != "back2back":
+        label += f" {mode_of(doc)}"
     if not doc.get("mcoll_loaded"):
         label += " (no mcoll)"
     if doc.get("complete") is False:
@@ -100,6 +130,29 @@ def table_rows(docs):
     return rows
 
 
+def cold_ratio(cold, warm):
+    return cold / warm if cold is not None and warm else None
+
+
+def cold_table_rows(docs):
+    """One list of cells per (series, coll, size) of cold-mode runs."""
+    rows = []
+    for doc in docs:
+        label = series_label(doc)
+        for r in doc["results"]:
+            rows.append([label, r["coll"], format_size(r["bytes"]),
+                         format_us(r.get("native_setup_us")), format_us(r.get("mcoll_setup_us")),
+                         format_us(r.get("native_first_us")), format_us(r.get("mcoll_first_us")),
+                         format_us(r.get("native_first10_us")),
+                         format_us(r.get("mcoll_first10_us")),
+                         format_us(r["native_us"]), format_us(r["mcoll_us"]),
+                         format_us(r.get("native_warm_us")), format_us(r.get("mcoll_warm_us")),
+                         format_ratio(cold_ratio(r["native_us"], r.get("native_warm_us"))),
+                         format_ratio(cold_ratio(r["mcoll_us"], r.get("mcoll_warm_us"))),
+                         format_ratio(ratio_of(r))])
+    return rows
+
+
 def markdown_table(header, rows):
     """A pipe table, numbers right-aligned."""
     right = [i for i, h in enumerate(header) if h not in ("series", "coll")]
@@ -126,7 +179,20 @@ def render_markdown(docs):
              "for allgather, gather, scatter, alltoall and reduce_scatter (and their v "
              "forms), the whole buffer otherwise.", ""]
     parts += [describe_run(doc) for doc in docs]
-    parts += ["", markdown_table(TABLE_HEADER, table_rows(docs))]
+    by_mode = {mode: [d for d in docs if mode_of(d) == mode] for mode in MODES}
+    by_mode["back2back"] += [d for d in docs if mode_of(d) not in MODES]
+    only_back2back = len(by_mode["back2back"]) == len(docs)
+    for mode in MODES:
+        if not by_mode[mode]:
+            continue
+        if not only_back2back:
+            parts += ["", f"## {MODE_TITLES[mode]}", ""]
+            if MODE_NOTES[mode]:
+                parts += [MODE_NOTES[mode], ""]
+        if mode == "cold":
+            parts += [markdown_table(COLD_HEADER, cold_table_rows(by_mode[mode]))]
+        else:
+            parts += ["", markdown_table(TABLE_HEADER, table_rows(by_mode[mode]))]
     return "\n".join(parts)
 
 

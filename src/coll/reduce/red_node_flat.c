@@ -82,7 +82,14 @@ static mcoll_flag *stamp_of(const struct mcoll_shm *shm, int r, const struct slo
 static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
   const struct mcoll_shm *shm = &c->shm;
   size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
-  if (c->red_slot_last != gen - 1) { /* a new run: look at the peers first */
+  if (gen == 1 && c->red_slot_last == 0 && c->red_slot_from == 0 && c->red_slot_seen == 0) {
+    /* The context's first area generation: the areas are as the segment was made,
+     * zero, so every stamp is valid (older than any generation) -- as if a run of
+     * slot calls had filled them all, and the first calls may wait on stamps. (After
+     * the generations wrap, red_slot_seen holds a generation before 0, never 0.) */
+    c->red_slot_from = gen - RED_SLOTS;
+    c->red_slot_seen = gen - 2;
+  } else if (c->red_slot_last != gen - 1) { /* a new run: look at the peers first */
     c->red_slot_from = gen;
     c->red_slot_seen = gen - 2;
   }

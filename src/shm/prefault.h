@@ -1,0 +1,21 @@
+/* Mapping a node segment's pages ahead of the first calls on a communicator. */
+#ifndef MCOLL_PREFAULT_H
+#define MCOLL_PREFAULT_H
+
+#include "shm/shm.h"
+
+/* Maps into this rank's page tables (allocating them in the segment if no rank has
+ * yet) the pages that the first calls on a communicator touch: the control and
+ * inline lines, the first MCOLL_SHM_PREFAULT bytes of every slot of the pipeline
+ * ring and of every small-call slot of every rank's area, and each area slot's last
+ * page (by default all of the ring and of the areas).
+ * Without it each of the first 128 calls takes the page faults of its fresh slot:
+ * 2 ranks, bcast 8 B 3.5 us instead of 0.45, 32 KiB 28 us instead of 4.7. Call on
+ * every rank of the node once the segment is mapped and each rank has touched its
+ * own area (after mcoll__shm_attach); it changes no byte of the segment, so it may
+ * run while peers already use it. Does nothing with MCOLL_SHM_PREFAULT=0.
+ * Cost, 2 ranks, the 8 MiB ring and two 4 MiB areas whole: ~5 ms of CPU in all,
+ * mostly page allocation. */
+void mcoll__shm_prefault(const struct mcoll_shm *shm);
+
+#endif
