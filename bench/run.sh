@@ -140,8 +140,12 @@ for flavour in $flavours; do
     mode_args "$mode" "$flavour" "$np"
     mode_colls=$colls
     [[ $mode == cold && $cold_colls != same ]] && mode_colls=$cold_colls
-    cmd=(timeout "$job_timeout" "${launch[@]}" "$build/$flavour/bin/mcoll-bench" -C "$mode_colls"
-         "${sweep[@]}" "${margs[@]}")
+    # Cold: a dup would share the warm context of its parent (MCOLL_SHARE_CONTEXT), so
+    # each fresh communicator builds its own here -- the cost of a new group.
+    share=()
+    [[ $mode == cold ]] && share=(env MCOLL_SHARE_CONTEXT=0)
+    cmd=("${share[@]}" timeout "$job_timeout" "${launch[@]}" "$build/$flavour/bin/mcoll-bench"
+         -C "$mode_colls" "${sweep[@]}" "${margs[@]}")
     [[ $check -eq 1 ]] && cmd+=(-c)
     cmd+=(-o "$results/$name.json")
     printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"
