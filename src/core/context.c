@@ -8,7 +8,9 @@
 
 #include "core/config.h"
 
-static int context_keyval = MPI_KEYVAL_INVALID;
+/* Created by the first lookup of any thread (under keyval_lock), freed at MPI_Finalize. */
+static _Atomic int context_keyval = MPI_KEYVAL_INVALID;
+static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcoll_comm *live_contexts;
 
@@ -65,19 +67,29 @@ cleanup:
   c->usable = all_ok;
 }
 
+static int context_keyval_create(void) {
+  pthread_mutex_lock(&keyval_lock);
+  int keyval = atomic_load_explicit(&context_keyval, memory_order_relaxed);
+  if (keyval == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, context_delete, &keyval, NULL) == MPI_SUCCESS)
+    atomic_store_explicit(&context_keyval, keyval, memory_order_release);
+  pthread_mutex_unlock(&keyval_lock);
+  return keyval;
+}
+
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why) {
   struct mcoll_comm *c = NULL;
   int found = 0;
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
   if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch)
     return last_lookup.c;
-  if (context_keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, context_delete, &context_keyval, NULL) !=
-          MPI_SUCCESS) {
+  int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire);
+  if (keyval == MPI_KEYVAL_INVALID) keyval = context_keyval_create();
+  if (keyval == MPI_KEYVAL_INVALID) {
     *why = MCOLL_WHY_NO_CONTEXT;
     return NULL;
   }
-  PMPI_Comm_get_attr(comm, context_keyval, &c, &found);
+  PMPI_Comm_get_attr(comm, keyval, &c, &found);
   if (!found) {
     c = calloc(1, sizeof *c);
     if (!c) {
@@ -96,7 +108,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     if (live_contexts) live_contexts->prev = c;
     live_contexts = c;
     pthread_mutex_unlock(&live_lock);
-    PMPI_Comm_set_attr(comm, context_keyval, c);
+    PMPI_Comm_set_attr(comm, keyval, c);
   }
   if (c->usable) {
     last_lookup.comm = comm;
@@ -114,5 +126,6 @@ void mcoll__comm_free_all(void) {
     /* Deleting the attribute runs context_delete, which unlinks c. */
     if (PMPI_Comm_delete_attr(c->comm, context_keyval) != MPI_SUCCESS) context_destroy(c);
   }
-  if (context_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&context_keyval);
+  int keyval = atomic_exchange(&context_keyval, MPI_KEYVAL_INVALID);
+  if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
 }
