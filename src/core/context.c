@@ -56,6 +56,9 @@ static void context_setup(struct mcoll_comm *c) {
     MCOLL_CHECK(mcoll__shm_attach(c->topo.node_comm, c->topo.real_node_size, &c->shm));
     c->cma_ok = mcoll__cma_probe(c->topo.node_comm, &c->shm);
   }
+  /* Nothing uses the node communicator after set-up: its context id goes back now
+   * (MPICH has 2048 in all). */
+  MCOLL_CHECK_MPI(PMPI_Comm_free(&c->topo.node_comm));
   c->cma_ready = calloc((size_t)c->topo.local_size, sizeof(uint32_t));
   if (!c->cma_ready) MCOLL_CHECK(MCOLL_ERR_NOMEM);
   ok = 1;
@@ -98,7 +101,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     }
     c->comm = comm;
     c->p2p = MPI_COMM_NULL;
-    c->topo.node_comm = c->topo.leader_comm = MPI_COMM_NULL;
+    c->topo.node_comm = MPI_COMM_NULL;
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
     PMPI_Comm_test_inter(comm, &c->inter);

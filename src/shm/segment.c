@@ -69,6 +69,8 @@ static void layout(struct mcoll_shm *shm, int local_size) {
 }
 
 static atomic_uint segment_counter; /* names made by this process */
+/* Bytes of the segments this process has mapped (all reserved): at most SHM_MAX. */
+static _Atomic size_t reserved_bytes;
 
 static void say_why(const struct mcoll_shm *shm, const char *why, int err) {
   if (!mcoll__cfg.VERBOSE) return;
@@ -177,11 +179,12 @@ static enum map_outcome peer_map(struct mcoll_shm *shm, const char *path, int by
  * file. by_proc: it unlinks the name at once and the peers open its descriptor
  * through /proc, so that no name is left for anyone's death to leak; otherwise the
  * peers open the name, which the leader unlinks once all have it (or one is gone). */
-static enum map_outcome map_round(MPI_Comm node_comm, struct mcoll_shm *shm, const int *pids, int by_proc) {
+static enum map_outcome map_round(MPI_Comm node_comm, struct mcoll_shm *shm, const int *pids, int by_proc,
+                                  int within_budget) {
   char path[64] = "", name[64] = "";
   int fd = -1;
   enum map_outcome mine = MAP_DONE;
-  if (shm->local_rank == 0) {
+  if (shm->local_rank == 0 && within_budget) {
     fd = create_file(shm, name, sizeof name);
     if (fd >= 0) map_fd(shm, fd);
     if (shm->base) {
@@ -200,11 +203,12 @@ static enum map_outcome map_round(MPI_Comm node_comm, struct mcoll_shm *shm, con
     }
     if (shm->base && by_proc) snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
     else if (shm->base) memcpy(path, name, sizeof path);
-    if (!shm->base) mine = MAP_FAILED_HERE;
   }
+  if (!within_budget || (shm->local_rank == 0 && !shm->base)) mine = MAP_FAILED_HERE;
   /* An empty path: the leader has no segment, and nobody opens anything. */
   if (PMPI_Bcast(path, sizeof path, MPI_CHAR, 0, node_comm) != MPI_SUCCESS) mine = MAP_FAILED_HERE;
-  else if (shm->local_rank != 0) mine = path[0] ? peer_map(shm, path, by_proc) : MAP_FAILED_HERE;
+  else if (shm->local_rank != 0 && path[0] && within_budget) mine = peer_map(shm, path, by_proc);
+  else if (shm->local_rank != 0) mine = MAP_FAILED_HERE;
   enum map_outcome node = (enum map_outcome)node_verdict((int)mine, node_comm, shm, name, pids);
   if (fd >= 0) close(fd);
   if (name[0]) shm_unlink(name);
@@ -228,9 +232,14 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   int my_pid = (int)getpid();
   if (shm->local_rank == 0) pids = malloc(sizeof *pids * (size_t)shm->local_size);
   MCOLL_CHECK_MPI(PMPI_Gather(&my_pid, 1, MPI_INT, pids, 1, MPI_INT, 0, node_comm));
-  enum map_outcome outcome = map_round(node_comm, shm, pids, 1);
-  if (outcome == MAP_NO_PROC) outcome = map_round(node_comm, shm, pids, 0);
+  /* Every segment's pages are reserved, so the many-communicator case is bounded;
+   * a rank over its budget fails this set-up for the whole node (the verdict). */
+  int within_budget = atomic_load(&reserved_bytes) + shm->bytes <= (size_t)mcoll__cfg.SHM_MAX;
+  if (!within_budget) say_why(shm, "MCOLL_SHM_MAX reached (segments of other communicators)", 0);
+  enum map_outcome outcome = map_round(node_comm, shm, pids, 1, within_budget);
+  if (outcome == MAP_NO_PROC) outcome = map_round(node_comm, shm, pids, 0, within_budget);
   if (outcome != MAP_DONE) MCOLL_CHECK(MCOLL_ERR_SHM);
+  atomic_fetch_add(&reserved_bytes, shm->bytes);
 
   if (shm->local_rank == 0) {
     for (int s = 0; s < shm->nslots; s++)
@@ -268,6 +277,9 @@ cleanup:
 }
 
 void mcoll__shm_detach(struct mcoll_shm *shm) {
-  if (shm->base) munmap(shm->base, shm->bytes);
+  if (shm->base) {
+    munmap(shm->base, shm->bytes);
+    atomic_fetch_sub(&reserved_bytes, shm->bytes);
+  }
   memset(shm, 0, sizeof *shm);
 }
