@@ -1,4 +1,25 @@
-/* Node segment lifecycle and layout. */
+/* Node segment lifecycle and layout.
+ *
+ * One segment per communicator with node peers: header, per-rank lines, the bcast
+ * ring and one area per rank (layout() below). Set-up, collective over the node:
+ *  - the node leader creates the file (O_EXCL; on a clash a new name, never
+ *    touching the other file) and reserves every page with posix_fallocate, so a
+ *    full /dev/shm is an error here, not a SIGBUS later; it writes the layout into
+ *    the header;
+ *  - it unlinks the name at once and the peers open its descriptor through
+ *    /proc/<pid>/fd, so no rank's death can leave a name behind; where /proc is not
+ *    usable, a second round by name, which the leader unlinks once all have
+ *    mapped or as soon as it sees a peer gone;
+ *  - every peer checks the file's size and the header against its own layout
+ *    (ranks started with different MCOLL_SHM_* must not share it);
+ *  - the node's verdict is agreed (MIN), then the communicator's (context.c): any
+ *    failure means the host MPI for that communicator on every rank, the reason
+ *    printed with MCOLL_VERBOSE.
+ * Reserved pages are real memory, so a process keeps at most MCOLL_SHM_MAX of
+ * segments; communicators beyond use the host MPI. Not done yet (issue 8, defect
+ * 7): lazily made, right-sized ring/areas or a per-node pool shared safely by
+ * communicators of the same node, which would bring the cost of an extra
+ * communicator from a segment (16-42 MiB reserved at 2-8 ranks) to a few KiB. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
