@@ -68,6 +68,12 @@ cleanup:
             mcoll__status_str(status));
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
   c->usable = all_ok;
+  if (!all_ok) {
+    /* Every call falls back: hold no communicator (context id) or segment for it. */
+    mcoll__shm_detach(&c->shm);
+    mcoll__topo_free(&c->topo);
+    if (c->p2p != MPI_COMM_NULL) PMPI_Comm_free(&c->p2p);
+  }
 }
 
 static int context_keyval_create(void) {

@@ -3,9 +3,10 @@
  * One segment per communicator with node peers: header, per-rank lines, the bcast
  * ring and one area per rank (layout() below). Set-up, collective over the node:
  *  - the node leader creates the file (O_EXCL; on a clash a new name, never
- *    touching the other file) and reserves every page with posix_fallocate, so a
- *    full /dev/shm is an error here, not a SIGBUS later; it writes the layout into
- *    the header;
+ *    touching the other file) and reserves the pages of the shared part with
+ *    posix_fallocate, each rank those of its own area (in parallel, on its NUMA
+ *    domain), so a full /dev/shm is an error here, not a SIGBUS later; the leader
+ *    writes the layout into the header;
  *  - it unlinks the name at once and the peers open its descriptor through
  *    /proc/<pid>/fd, so no rank's death can leave a name behind; where /proc is not
  *    usable, a second round by name, which the leader unlinks once all have
@@ -101,6 +102,17 @@ static void say_why(const struct mcoll_shm *shm, const char *why, int err) {
           world_rank, shm->bytes, why, err ? ": " : "", err ? strerror(err) : "");
 }
 
+static size_t area_offset(const struct mcoll_shm *shm) {
+  return shm->bytes - shm->area_bytes * (size_t)shm->local_size;
+}
+
+/* Each rank reserves the pages of its own area: in parallel, and on its own NUMA
+ * domain (the pages are allocated by the caller, under its memory policy). */
+static int reserve_own_part(const struct mcoll_shm *shm, int fd) {
+  off_t start = (off_t)(area_offset(shm) + shm->area_bytes * (size_t)shm->local_rank);
+  return posix_fallocate(fd, start, (off_t)shm->area_bytes);
+}
+
 /* The leader's new file: O_EXCL, and a new name on a clash (a file of that name is
  * someone else's: it is neither used nor unlinked). Its pages are reserved now, so
  * that a full /dev/shm is an error here and not a SIGBUS at some later store. */
@@ -118,7 +130,9 @@ static int create_file(struct mcoll_shm *shm, char *name, size_t name_len) {
       err = errno;
       break;
     }
-    err = posix_fallocate(fd, 0, (off_t)shm->bytes);
+    /* The shared part now; each rank reserves its own area (peer_map). */
+    err = ftruncate(fd, (off_t)shm->bytes) != 0 ? errno : reserve_own_part(shm, fd);
+    if (err == 0) err = posix_fallocate(fd, 0, (off_t)area_offset(shm));
     if (err == 0) return fd;
     close(fd);
     shm_unlink(name);
@@ -186,9 +200,15 @@ static enum map_outcome peer_map(struct mcoll_shm *shm, const char *path, int by
   if (fstat(fd, &st) != 0 || (size_t)st.st_size != shm->bytes)
     say_why(shm, "ranks of this node disagree on its size (MCOLL_SHM_CHUNK, MCOLL_SHM_AREA)", 0);
   else map_fd(shm, fd);
-  close(fd);
   if (shm->base && !header_matches(shm)) {
     say_why(shm, "ranks of this node disagree on its layout (MCOLL_SHM_CHUNK, MCOLL_SHM_AREA)", 0);
+    munmap(shm->base, shm->bytes);
+    shm->base = NULL;
+  }
+  int err = shm->base ? reserve_own_part(shm, fd) : 0;
+  close(fd);
+  if (err) {
+    say_why(shm, "cannot reserve its area in /dev/shm", err);
     munmap(shm->base, shm->bytes);
     shm->base = NULL;
   }
