@@ -2,6 +2,7 @@
 # setup.sh: install what mcoll needs (Debian packages, Python tools) and build it.
 #   scripts/setup.sh            release build in build/
 #   scripts/setup.sh --asan     also the ASan+UBSan build in build-asan/
+#   scripts/setup.sh --tsan     also the ThreadSanitizer build in build-tsan/
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -32,5 +33,8 @@ build() {  # build DIR [cmake args]
 build build
 if [[ ${1:-} == --asan ]]; then
   build build-asan -DMCOLL_SANITIZE=ON
+fi
+if [[ ${1:-} == --tsan ]]; then
+  build build-tsan -DMCOLL_TSAN=ON
 fi
 echo "setup: built $(ls -d "$root"/build/*/lib 2>/dev/null | xargs -n1 dirname | xargs -n1 basename | tr '\n' ' ')"

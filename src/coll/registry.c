@@ -1,5 +1,7 @@
 /* Which collectives have which algorithms; MCOLL_ALG_<COLL> lookups. */
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,21 +70,35 @@ static int alg_index(enum mcoll_coll coll, const char *name) {
   return -1;
 }
 
-static int forced[MCOLL_NCOLLS];
-static int looked_up[MCOLL_NCOLLS];
+/* MCOLL_ALG_<COLL>, read for every collective at once on first use (pthread_once);
+ * mcoll_set_algorithm may change an entry later from any thread, so the entries are
+ * atomics read relaxed (a plain load on the hot path). */
+static _Atomic int forced[MCOLL_NCOLLS];
+static atomic_int forced_loaded;
+static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
+
+static void forced_read(void) {
+  for (int coll = 0; coll < MCOLL_NCOLLS; coll++) {
+    char var[64];
+    snprintf(var, sizeof var, "MCOLL_ALG_%s", coll_names[coll].upper);
+    const char *name = getenv(var);
+    int alg = -1;
+    if (name && *name) {
+      alg = alg_index(coll, name);
+      if (alg < 0) fprintf(stderr, "mcoll: %s=%s: no such algorithm, ignored\n", var, name);
+    }
+    atomic_store_explicit(&forced[coll], alg, memory_order_relaxed);
+  }
+  atomic_store_explicit(&forced_loaded, 1, memory_order_release);
+}
+
+static void forced_load(void) {
+  if (!atomic_load_explicit(&forced_loaded, memory_order_acquire)) pthread_once(&forced_once, forced_read);
+}
 
 int mcoll__alg_forced(enum mcoll_coll coll) {
-  if (looked_up[coll]) return forced[coll];
-  char var[64];
-  snprintf(var, sizeof var, "MCOLL_ALG_%s", coll_names[coll].upper);
-  const char *name = getenv(var);
-  forced[coll] = -1;
-  if (name && *name) {
-    forced[coll] = alg_index(coll, name);
-    if (forced[coll] < 0) fprintf(stderr, "mcoll: %s=%s: no such algorithm, ignored\n", var, name);
-  }
-  looked_up[coll] = 1;
-  return forced[coll];
+  forced_load();
+  return atomic_load_explicit(&forced[coll], memory_order_relaxed);
 }
 
 MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
@@ -90,8 +106,8 @@ MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
     if (strcmp(coll_names[c].name, coll)) continue;
     int a = alg && *alg ? alg_index(c, alg) : -1;
     if (alg && *alg && a < 0) return -1;
-    forced[c] = a;
-    looked_up[c] = 1;
+    forced_load(); /* so that a later first lookup does not overwrite this */
+    atomic_store_explicit(&forced[c], a, memory_order_relaxed);
     return 0;
   }
   return -1;

@@ -1,13 +1,18 @@
 #include "core/config.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mcoll.h"
 
 struct mcoll_config mcoll__cfg;
-static int config_loaded;
+/* Set (release) once mcoll__cfg is complete: the hot path only loads it (acquire,
+ * a plain load on x86); the first load runs once under pthread_once. */
+static atomic_int config_loaded;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
 static const struct param_info {
   const char *name, *kind, *def, *help;
@@ -46,11 +51,22 @@ static long num_param(const char *name, const char *def) {
   return value;
 }
 
+/* A segment-geometry parameter out of [min, max] or not a whole number of pages:
+ * said clearly, then the default (every rank of a node must compute the same
+ * layout, and a default is what a rank without the variable would use). */
+static long bounded_param(const char *name, long value, long min, long max, const char *def) {
+  if (value >= min && value <= max && value % 4096 == 0) return value;
+  fprintf(stderr,
+          "mcoll: MCOLL_%s=%ld is out of bounds (a multiple of 4K from %ldK to %ldM); "
+          "using the default %s\n",
+          name, value, min >> 10, max >> 20, def);
+  return mcoll__parse_size(def);
+}
+
 #define MCOLL_READ_NUM(name, def) num_param(#name, def)
 #define MCOLL_READ_STR(name, def) env_or_default(#name, def)
 
-void mcoll__config_load(void) {
-  if (config_loaded) return;
+static void config_read(void) {
 #define MCOLL_READ(name, kind, def, help) mcoll__cfg.name = MCOLL_READ_##kind(name, def);
   MCOLL_PARAMS(MCOLL_READ)
 #undef MCOLL_READ
@@ -58,14 +74,22 @@ void mcoll__config_load(void) {
   if (!strcmp(policy, "error")) mcoll__cfg.fallback_policy = MCOLL_FALLBACK_ERROR;
   else if (!strcmp(policy, "warn")) mcoll__cfg.fallback_policy = MCOLL_FALLBACK_WARN;
   else mcoll__cfg.fallback_policy = MCOLL_FALLBACK_SILENT;
-  if (mcoll__cfg.SHM_CHUNK < 4096) mcoll__cfg.SHM_CHUNK = 4096;
+  /* An area holds MCOLL_AREA_SLOTS slots of at least a page each; a chunk is at least
+   * a page; neither so large that a node segment could not be reserved. */
+  mcoll__cfg.SHM_CHUNK = bounded_param("SHM_CHUNK", mcoll__cfg.SHM_CHUNK, 4096, 16L << 20, "64K");
+  mcoll__cfg.SHM_AREA = bounded_param("SHM_AREA", mcoll__cfg.SHM_AREA, 128 * 4096, 256L << 20, "4M");
   if (mcoll__cfg.CMA_CHUNK < 4096) mcoll__cfg.CMA_CHUNK = 4096;
   if (mcoll__cfg.INTER_PIECE < mcoll__cfg.SHM_CHUNK) mcoll__cfg.INTER_PIECE = mcoll__cfg.SHM_CHUNK;
   /* Pieces end on slot boundaries so a piece is published in whole slots. */
   mcoll__cfg.INTER_PIECE -= mcoll__cfg.INTER_PIECE % mcoll__cfg.SHM_CHUNK;
   if (mcoll__cfg.BCAST_K < 1) mcoll__cfg.BCAST_K = 1;
   if (mcoll__cfg.LIVENESS_MS < 10) mcoll__cfg.LIVENESS_MS = 10;
-  config_loaded = 1;
+  atomic_store_explicit(&config_loaded, 1, memory_order_release);
+}
+
+void mcoll__config_load(void) {
+  if (atomic_load_explicit(&config_loaded, memory_order_acquire)) return;
+  pthread_once(&config_once, config_read);
 }
 
 MCOLL_EXPORT void mcoll_print_params(FILE *out) {

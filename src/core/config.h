@@ -13,6 +13,7 @@
   X(SHM_CHUNK, NUM, "64K", "bytes per slot of the segment's pipeline ring")               \
   X(SHM_AREA, NUM, "4M", "bytes of each rank's own area in the node segment (128 slots for small calls)")          \
   X(SHM_PREFAULT, NUM, "64K", "bytes at the start of each ring slot (and the area pages small calls use) every rank maps at set-up, so first calls take no page faults; >= SHM_CHUNK: whole ring; 0 = none") \
+  X(SHM_MAX, NUM, "1G", "bytes of node segments a process may have reserved at once; a communicator beyond uses the host MPI") \
   X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_AHEAD, NUM, "1M", "bcast through the ring (a core per rank): bytes the source may be ahead of the readers within a call, written with plain stores; 0 = the whole ring") \

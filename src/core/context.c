@@ -8,7 +8,9 @@
 
 #include "core/config.h"
 
-static int context_keyval = MPI_KEYVAL_INVALID;
+/* Created by the first lookup of any thread (under keyval_lock), freed at MPI_Finalize. */
+static _Atomic int context_keyval = MPI_KEYVAL_INVALID;
+static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcoll_comm *live_contexts;
 
@@ -128,6 +130,9 @@ static void context_setup(struct mcoll_comm *c) {
     MCOLL_CHECK(mcoll__shm_attach(c->topo.node_comm, c->topo.real_node_size, &c->shm));
     c->cma_ok = mcoll__cma_probe(c->topo.node_comm, &c->shm);
   }
+  /* Nothing uses the node communicator after set-up: its context id goes back now
+   * (MPICH has 2048 in all). */
+  MCOLL_CHECK_MPI(PMPI_Comm_free(&c->topo.node_comm));
   c->cma_ready = calloc((size_t)c->topo.local_size, sizeof(uint32_t));
   if (!c->cma_ready) MCOLL_CHECK(MCOLL_ERR_NOMEM);
   ok = 1;
@@ -137,6 +142,22 @@ cleanup:
             mcoll__status_str(status));
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
   c->usable = all_ok;
+  if (!all_ok) {
+    /* Every call falls back: hold no communicator (context id) or segment for it. */
+    mcoll__shm_detach(&c->shm);
+    mcoll__topo_free(&c->topo);
+    if (c->p2p != MPI_COMM_NULL) PMPI_Comm_free(&c->p2p);
+  }
+}
+
+static int context_keyval_create(void) {
+  pthread_mutex_lock(&keyval_lock);
+  int keyval = atomic_load_explicit(&context_keyval, memory_order_relaxed);
+  if (keyval == MPI_KEYVAL_INVALID &&
+      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, context_delete, &keyval, NULL) == MPI_SUCCESS)
+    atomic_store_explicit(&context_keyval, keyval, memory_order_release);
+  pthread_mutex_unlock(&keyval_lock);
+  return keyval;
 }
 
 /* The context for a communicator that has none yet: shared or new. Collective. */
@@ -168,7 +189,7 @@ static struct mcoll_comm *context_build(MPI_Comm comm) {
   c->id = id;
   c->inter = inter;
   c->p2p = MPI_COMM_NULL;
-  c->topo.node_comm = c->topo.leader_comm = MPI_COMM_NULL;
+  c->topo.node_comm = MPI_COMM_NULL;
   PMPI_Comm_rank(comm, &c->rank);
   PMPI_Comm_size(comm, &c->size);
   if (!c->inter) context_setup(c);
@@ -192,20 +213,20 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
   if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch)
     return last_lookup.c;
-  if (context_keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, context_delete, &context_keyval, NULL) !=
-          MPI_SUCCESS) {
+  int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire);
+  if (keyval == MPI_KEYVAL_INVALID) keyval = context_keyval_create();
+  if (keyval == MPI_KEYVAL_INVALID) {
     *why = MCOLL_WHY_NO_CONTEXT;
     return NULL;
   }
-  PMPI_Comm_get_attr(comm, context_keyval, &c, &found);
+  PMPI_Comm_get_attr(comm, keyval, &c, &found);
   if (!found) {
     c = context_build(comm);
     if (!c) {
       *why = MCOLL_WHY_NO_CONTEXT;
       return NULL;
     }
-    PMPI_Comm_set_attr(comm, context_keyval, c);
+    PMPI_Comm_set_attr(comm, keyval, c);
   }
   if (c->usable) {
     last_lookup.comm = comm;
@@ -234,5 +255,6 @@ void mcoll__comm_free_all(void) {
       if (last) context_destroy(c);
     }
   }
-  if (context_keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&context_keyval);
+  int keyval = atomic_exchange(&context_keyval, MPI_KEYVAL_INVALID);
+  if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
 }

@@ -4,7 +4,6 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 
-#include "shm/prefault.h"
 #include "shm/shm.h"
 
 int mcoll__cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t bytes) {
@@ -49,9 +48,6 @@ int mcoll__cma_probe(MPI_Comm node_comm, const struct mcoll_shm *shm) {
   static uint64_t probe_word = 0x6d636f6c6c636d61ull;
   int n = shm->local_size, me = shm->local_rank;
   atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)&probe_word);
-  /* Here because the probe runs right after the segment is mapped and before its
-   * barrier; belongs at the end of mcoll__shm_attach (shm/segment.c). */
-  mcoll__shm_prefault(shm);
   PMPI_Barrier(node_comm);
   int ok = 1, all_ok = 0;
   if (n > 1) {

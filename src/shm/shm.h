@@ -52,7 +52,11 @@ struct mcoll_shm_header {
   uint64_t magic;
   _Atomic int32_t sleepers; /* waiters inside futex_wait: writers wake only if > 0 */
   int32_t local_size;
-  char pad[MCOLL_LINE - sizeof(uint64_t) - 2 * sizeof(int32_t)];
+  /* The layout the creator computed: every rank checks it against its own before
+   * using the segment (ranks started with different MCOLL_SHM_* must not use it). */
+  uint64_t bytes, chunk, area_bytes;
+  int32_t nslots, window;
+  char pad[MCOLL_LINE - 4 * sizeof(uint64_t) - 4 * sizeof(int32_t)];
   /* Counter barrier (coll/barrier): arrivals so far, and the last barrier released.
    * One line, so that the last arriver's add and release take it once. */
   mcoll_flag barrier_arrived;
@@ -95,7 +99,8 @@ struct mcoll_shm {
 };
 
 /* Creates (node leader), maps (all), then unlinks the segment: after this call
- * nothing is left in /dev/shm even if a rank crashes. Collective over node_comm. */
+ * nothing is left in /dev/shm even if a rank crashes. Collective over node_comm;
+ * fails on every rank of the node alike (no space, layouts that differ). */
 mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mcoll_shm *shm);
 void mcoll__shm_detach(struct mcoll_shm *shm);
 
@@ -124,6 +129,9 @@ void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t val
 /* Adds to a flag that others may wait on (wakes sleepers as mcoll__flag_set does);
  * returns the new value. */
 uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t add);
+
+/* Whether process pid has exited (gone, or a zombie). */
+int mcoll__process_gone(pid_t pid);
 
 /* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile. */
 void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);

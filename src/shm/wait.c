@@ -55,7 +55,7 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-static int process_gone(pid_t pid) {
+int mcoll__process_gone(pid_t pid) {
   if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
   char path[64], state = '?';
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -75,7 +75,7 @@ static void check_peers(const struct mcoll_shm *shm) {
   for (int r = 0; r < shm->local_size; r++) {
     if (r == shm->local_rank) continue;
     pid_t pid = shm->data[r].pid;
-    if (pid > 0 && process_gone(pid)) {
+    if (pid > 0 && mcoll__process_gone(pid)) {
       fprintf(stderr,
               "mcoll: world rank %d (pid %d) on this node is gone while rank %d waits for it; "
               "aborting the job\n",

@@ -188,7 +188,7 @@ mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t) {
   MPI_Comm real_node = MPI_COMM_NULL;
   int *ids = NULL, *leaders = NULL;
   memset(t, 0, sizeof *t);
-  t->node_comm = t->leader_comm = MPI_COMM_NULL;
+  t->node_comm = MPI_COMM_NULL;
   pthread_once(&placement_once, discover_placement);
   const struct placement *self = &self_placement;
 
@@ -199,7 +199,9 @@ mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t) {
   if (self->fake_node >= 0) {
     MCOLL_CHECK_MPI(PMPI_Comm_split(real_node, self->fake_node, rank, &t->node_comm));
   } else {
-    MCOLL_CHECK_MPI(PMPI_Comm_dup(real_node, &t->node_comm));
+    /* The real node is the node: no second communicator (each costs a context id). */
+    t->node_comm = real_node;
+    real_node = MPI_COMM_NULL;
   }
   PMPI_Comm_rank(t->node_comm, &t->local_rank);
   PMPI_Comm_size(t->node_comm, &t->local_size);
@@ -224,8 +226,6 @@ mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t) {
     t->node_size[node]++;
   }
   t->node = t->node_of[rank];
-  MCOLL_CHECK_MPI(PMPI_Comm_split(comm, t->local_rank == 0 ? 0 : MPI_UNDEFINED, rank,
-                                  &t->leader_comm));
 
   /* Levels inside the node, finest first. */
   int mine[NLEVEL_KINDS];
@@ -265,9 +265,8 @@ void mcoll__topo_free(struct mcoll_topo *t) {
   free(t->local_ranks);
   free(t->children);
   if (t->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&t->node_comm);
-  if (t->leader_comm != MPI_COMM_NULL) PMPI_Comm_free(&t->leader_comm);
   memset(t, 0, sizeof *t);
-  t->node_comm = t->leader_comm = MPI_COMM_NULL;
+  t->node_comm = MPI_COMM_NULL;
 }
 
 void mcoll__topo_print(const struct mcoll_topo *t, FILE *out) {

@@ -33,8 +33,7 @@ struct mcoll_topo {
   int barrier_parent;    /* node-local rank this rank reports to; -1 at the node leader */
   int nchildren;
   int *children;         /* node-local ranks reporting to this rank, finest level first */
-  MPI_Comm node_comm;    /* this rank's (possibly fake) node */
-  MPI_Comm leader_comm;  /* node leaders (local rank 0); MPI_COMM_NULL elsewhere */
+  MPI_Comm node_comm;    /* this rank's (possibly fake) node; set-up only (then freed) */
 };
 
 mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo);
