@@ -94,3 +94,23 @@ def test_float_consistency_native():
     argv = mpiexec_argv("openmpi", 4, BUILD.bin("openmpi", PROGRAM), ["--max-count", 100003],
                         mcoll=False)
     check_passed(run_job(argv, {}, JOB_TIMEOUT), program="test_float_consistency")
+
+
+ASAN = mpijob.find_build("build-asan")
+
+
+@pytest.mark.parametrize("flavour,np,topo,alg", [
+    param("openmpi", 4, None, "flat"), param("openmpi", 5, "nodes=2", "p2p"),
+    param("openmpi", 3, None, "cma"), param("mpich", 3, "nodes=3", "flat")])
+def test_float_consistency_asan(flavour, np, topo, alg):
+    """Under ASan/UBSan: the flat engine's reads of input 0 and of the own area, the
+    doubling's traded buffers."""
+    if flavour not in ASAN.flavours:
+        pytest.skip(f"build-asan/{flavour} not built")
+    env = {**BASE_ENV, **({"MCOLL_TOPO": topo} if topo else {}),
+           **{f"MCOLL_ALG_{coll.upper()}": alg for coll in REDUCTIONS},
+           "MCOLL_BUILD_DIR": str(ASAN.path),
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
+           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    argv = mpiexec_argv(flavour, np, ASAN.bin(flavour, PROGRAM), ["--max-count", 100003])
+    check_passed(run_job(argv, env, JOB_TIMEOUT), program="test_float_consistency")
