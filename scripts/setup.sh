@@ -2,7 +2,7 @@
 # setup.sh: install what mcoll needs (Debian packages, Python tools) and build it.
 #   scripts/setup.sh            release build in build/
 #   scripts/setup.sh --asan     also the ASan+UBSan build in build-asan/
-#   scripts/setup.sh --tsan     also the ThreadSanitizer build in build-tsan/
+#   scripts/setup.sh --tsan     also the ThreadSanitizer build in build-tsan/ (both may be given)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -31,10 +31,10 @@ build() {  # build DIR [cmake args]
   fi
 }
 build build
-if [[ ${1:-} == --asan ]]; then
-  build build-asan -DMCOLL_SANITIZE=ON
-fi
-if [[ ${1:-} == --tsan ]]; then
-  build build-tsan -DMCOLL_TSAN=ON
-fi
+for arg in "$@"; do
+  case $arg in
+    --asan) build build-asan -DMCOLL_SANITIZE=ON ;;
+    --tsan) build build-tsan -DMCOLL_TSAN=ON ;;
+  esac
+done
 echo "setup: built $(ls -d "$root"/build/*/lib 2>/dev/null | xargs -n1 dirname | xargs -n1 basename | tr '\n' ' ')"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run.sh: build mcoll (release and ASan+UBSan) and run every test in tests/py.
+# run.sh: build mcoll (release, ASan+UBSan and TSan) and run every test in tests/py.
 # Extra arguments go to pytest, e.g. tests/run.sh -k openmpi -x
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/setup.sh" --asan
+"$root/scripts/setup.sh" --asan --tsan
 cd "$root"
 exec python3 -m pytest -q -rs tests/py "$@"

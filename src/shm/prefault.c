@@ -15,13 +15,10 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* Asked each time (set-up only): threads may set up communicators at once. */
 static size_t page_size(void) {
-  static size_t page;
-  if (!page) {
-    long p = sysconf(_SC_PAGESIZE);
-    page = p > 0 ? (size_t)p : 4096;
-  }
-  return page;
+  long p = sysconf(_SC_PAGESIZE);
+  return p > 0 ? (size_t)p : 4096;
 }
 
 /* Maps [start, start+len) writable (write) or readable in this rank, one system
