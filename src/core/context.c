@@ -16,7 +16,7 @@ static struct mcoll_comm *live_contexts;
 
 /* Ids of contexts: agreed by the ranks of a group at set-up (one more than the
  * largest any of them has used), so that equal ids on two ranks name one context. */
-static unsigned last_context_id;
+static atomic_uint last_context_id; /* ids matter only when sharing (one MPI thread) */
 static atomic_ulong contexts_built, contexts_shared;
 
 static void context_destroy(struct mcoll_comm *c) {
@@ -110,11 +110,15 @@ static struct mcoll_comm *identical_context(MPI_Group group) {
 static struct mcoll_comm *agree_on_context(MPI_Comm comm, MPI_Group group, unsigned *id) {
   struct mcoll_comm *found = sharing_allowed() ? identical_context(group) : NULL;
   /* One MIN reduction: the smallest and largest candidate id, the largest id used. */
-  int mine[3] = {found ? (int)found->id : 0, found ? -(int)found->id : 0, -(int)last_context_id};
+  unsigned last = atomic_load_explicit(&last_context_id, memory_order_relaxed);
+  int mine[3] = {found ? (int)found->id : 0, found ? -(int)found->id : 0, -(int)last};
   int all[3] = {0, 0, 0};
   if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return NULL;
   *id = (unsigned)(-all[2]) + 1;
-  if (*id > last_context_id) last_context_id = *id;
+  while (last < *id &&
+         !atomic_compare_exchange_weak_explicit(&last_context_id, &last, *id, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
   return found && all[0] == -all[1] && all[0] == (int)found->id ? found : NULL;
 }
 
