@@ -17,7 +17,9 @@
   X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_AHEAD, NUM, "1M", "bcast through the ring (a core per rank): bytes the source may be ahead of the readers within a call, written with plain stores; 0 = the whole ring") \
-  X(BCAST_CMA_MIN, NUM, "0", "bcast: single-copy (CMA) from this many bytes; 0 = never by default") \
+  X(BCAST_CMA_MIN, NUM, "32K", "bcast: single copy (CMA) from this many bytes on nodes of at most BCAST_CMA_RANKS ranks; 0 = never unless forced") \
+  X(BCAST_CMA_MAX, NUM, "1M", "bcast: the ring again from this many bytes (its copies stay in cache); 0 = no limit") \
+  X(BCAST_CMA_RANKS, NUM, "2", "bcast: single copy by default only on nodes of at most this many ranks")           \
   X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \
   X(ALLGATHER_CMA_MIN, NUM, "32K", "allgather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
   X(GATHER_CMA_MIN, NUM, "32K", "gather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas")  \
