@@ -14,8 +14,10 @@
  *                         file behind
  *   cycles N R            R rounds each of N times dup + allreduce 8 B + free,
  *                         alternately native (PMPI_*) and mcoll; prints medians
+ *   splitcycles N R       the same with a split that reverses the ranks (a new group)
  *   live N                N live dups, each used once; prints RSS per communicator
  *   maxlive               dups (each used once) until the host MPI or mcoll fails
+ *   splitlive N, splitmaxlive   the same with reversing splits
  *
  * Prints "test_resources: N checks, E errors" (the suite's convention).
  */
@@ -242,9 +244,11 @@ int main(int argc, char **argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     run_collectives(comm, 0, 64);
     MPI_Comm_free(&comm);
-  } else if (!strcmp(mode, "cycles")) {
+  } else if (!strcmp(mode, "cycles") || !strcmp(mode, "splitcycles")) {
     /* Rounds of n cycles, alternately through PMPI_* (native) and MPI_* (mcoll when
-     * preloaded); the median round of each, slowest rank. */
+     * preloaded); the median round of each, slowest rank. splitcycles makes each
+     * communicator by a split that reverses the ranks (a new group, never shared). */
+    int split = !strcmp(mode, "splitcycles");
     int n = argc > 2 ? atoi(argv[2]) : 100, rounds = argc > 3 ? atoi(argv[3]) : 9;
     double times[2][64];
     if (rounds > 64) rounds = 64;
@@ -256,11 +260,13 @@ int main(int argc, char **argv) {
       for (int i = 0; i < n; i++) {
         MPI_Comm comm;
         if (native) {
-          PMPI_Comm_dup(MPI_COMM_WORLD, &comm);
+          if (split) PMPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm);
+          else PMPI_Comm_dup(MPI_COMM_WORLD, &comm);
           PMPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
           PMPI_Comm_free(&comm);
         } else {
-          MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+          if (split) MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comm);
+          else MPI_Comm_dup(MPI_COMM_WORLD, &comm);
           MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
           MPI_Comm_free(&comm);
         }
@@ -279,16 +285,20 @@ int main(int argc, char **argv) {
             times[k][j] = t;
           }
     if (rank == 0)
-      printf("test_resources: cycle dup+allreduce 8 B+free: mcoll %.1f us, native %.1f us (medians of %d rounds of %d)\n",
-             times[0][rounds / 2] * 1e6, times[1][rounds / 2] * 1e6, rounds, n);
-  } else if (!strcmp(mode, "live") || !strcmp(mode, "maxlive")) {
-    int n = argc > 2 ? atoi(argv[2]) : (!strcmp(mode, "live") ? 1000 : 100000);
+      printf("test_resources: cycle %s+allreduce 8 B+free: mcoll %.1f us, native %.1f us (medians of %d rounds of %d)\n",
+             split ? "split" : "dup", times[0][rounds / 2] * 1e6, times[1][rounds / 2] * 1e6, rounds, n);
+  } else if (!strcmp(mode, "live") || !strcmp(mode, "maxlive") || !strcmp(mode, "splitlive") ||
+             !strcmp(mode, "splitmaxlive")) {
+    int split = !strncmp(mode, "split", 5);
+    int n = argc > 2 ? atoi(argv[2]) : (strstr(mode, "maxlive") ? 100000 : 1000);
     MPI_Comm *comms = calloc((size_t)n, sizeof *comms);
     double value = 1, sum = 0;
     long rss_before = rss_kib();
     int made = 0;
     for (; made < n; made++) {
-      if (MPI_Comm_dup(MPI_COMM_WORLD, &comms[made]) != MPI_SUCCESS) break;
+      int made_ok = split ? MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &comms[made])
+                          : MPI_Comm_dup(MPI_COMM_WORLD, &comms[made]);
+      if (made_ok != MPI_SUCCESS) break;
       MPI_Comm_set_errhandler(comms[made], MPI_ERRORS_RETURN);
       if (MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, comms[made]) != MPI_SUCCESS) {
         made++;
