@@ -42,7 +42,8 @@
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
-  X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context (segment, sequences) when one thread makes MPI calls")
+  X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \
+  X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
 typedef long mcoll__param_NUM;
 typedef const char *mcoll__param_STR;

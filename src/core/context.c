@@ -1,6 +1,7 @@
 #include "core/context.h"
 #include "core/tls.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ static struct mcoll_comm *live_contexts;
 /* Ids of contexts: agreed by the ranks of a group at set-up (one more than the
  * largest any of them has used), so that equal ids on two ranks name one context. */
 static atomic_uint last_context_id; /* ids matter only when sharing (one MPI thread) */
-static atomic_ulong contexts_built, contexts_shared;
+static atomic_ulong contexts_built, contexts_shared, channels_reused;
 
 static void context_destroy(struct mcoll_comm *c) {
   pthread_mutex_lock(&live_lock);
@@ -25,11 +26,10 @@ static void context_destroy(struct mcoll_comm *c) {
   else if (live_contexts == c) live_contexts = c->next;
   if (c->next) c->next->prev = c->prev;
   pthread_mutex_unlock(&live_lock);
-  mcoll__shm_detach(&c->shm);
+  mcoll__channel_release(c->chan);
   mcoll__topo_free(&c->topo);
   if (c->p2p != MPI_COMM_NULL) PMPI_Comm_free(&c->p2p);
   if (c->group != MPI_GROUP_NULL) PMPI_Group_free(&c->group);
-  free(c->cma_ready);
   free(c->users);
   free(c);
 }
@@ -105,53 +105,157 @@ static struct mcoll_comm *identical_context(MPI_Group group) {
   return best;
 }
 
-/* Collective over comm: the context every rank found to share (the same on all), or
- * NULL; sets *id to the id a new context gets. */
-static struct mcoll_comm *agree_on_context(MPI_Comm comm, MPI_Group group, unsigned *id) {
-  struct mcoll_comm *found = sharing_allowed() ? identical_context(group) : NULL;
-  /* One MIN reduction: the smallest and largest candidate id, the largest id used. */
-  unsigned last = atomic_load_explicit(&last_context_id, memory_order_relaxed);
-  int mine[3] = {found ? (int)found->id : 0, found ? -(int)found->id : 0, -(int)last};
-  int all[3] = {0, 0, 0};
-  if (PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) return NULL;
-  *id = (unsigned)(-all[2]) + 1;
-  while (last < *id &&
-         !atomic_compare_exchange_weak_explicit(&last_context_id, &last, *id, memory_order_relaxed,
-                                                memory_order_relaxed)) {
+/* World ranks of the node's ranks in node-local order (the key of a channel), or
+ * NULL when some is not a world process. */
+static int *node_members(MPI_Group group, const struct mcoll_topo *t) {
+  MPI_Group world = MPI_GROUP_NULL;
+  int *members = malloc(sizeof *members * (size_t)t->local_size);
+  if (members && PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS &&
+      PMPI_Group_translate_ranks(group, t->local_size, t->local_ranks, world, members) == MPI_SUCCESS) {
+    for (int i = 0; i < t->local_size; i++)
+      if (members[i] == MPI_UNDEFINED) {
+        free(members);
+        members = NULL;
+        break;
+      }
+  } else {
+    free(members);
+    members = NULL;
   }
-  return found && all[0] == -all[1] && all[0] == (int)found->id ? found : NULL;
+  if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+  return members;
 }
 
-/* Collective over comm; every rank ends with the same `usable`. */
-static void context_setup(struct mcoll_comm *c) {
-  mcoll_status status = MCOLL_OK;
-  int ok = 0, all_ok = 0;
-  MCOLL_CHECK_MPI(PMPI_Comm_dup(c->comm, &c->p2p));
-  /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
-  PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
-  MCOLL_CHECK(mcoll__topo_build(c->comm, &c->topo));
-  if (mcoll__node_has_peers(c)) {
-    MCOLL_CHECK(mcoll__shm_attach(c->topo.node_comm, c->topo.real_node_size, &c->shm));
-    c->cma_ok = mcoll__cma_probe(c->topo.node_comm, &c->shm);
+/* What the ranks of a new communicator agreed on in one exchange. */
+struct agreement {
+  int ok;                     /* every rank has its hierarchy */
+  struct mcoll_comm *shared;  /* a live context to share, the same on all ranks */
+  int node_agreed;            /* every rank of this node proposed the same channel */
+  int any_new;                /* some node with peers needs a new channel */
+  unsigned id;                /* the id a new context (and channel) gets */
+};
+
+/* Collective over comm. A rank proposes the live context with an identical group
+ * and the channel of its node's processes it found (or none); the context holds
+ * when every rank proposed it, a channel when every rank of its node did. */
+static void agree(struct mcoll_comm *c, int ok, struct mcoll_comm *found,
+                  const struct mcoll_channel *channel, int needs_channel, struct agreement *out) {
+  enum { OK, CTX, CHAN, LAST, N };
+  unsigned last = atomic_load_explicit(&last_context_id, memory_order_relaxed);
+  int mine[N] = {ok, found ? (int)found->id : 0, !needs_channel ? -1 : channel ? (int)channel->id : 0,
+                 (int)last};
+  int *all = malloc(sizeof mine * (size_t)c->size);
+  memset(out, 0, sizeof *out);
+  if (!all || PMPI_Allgather(mine, N, MPI_INT, all, N, MPI_INT, c->comm) != MPI_SUCCESS) {
+    /* (all ranks allocate alike; a failed exchange fails everywhere) */
+    free(all);
+    return;
   }
+  int max_last = 0, same_ctx = mine[CTX] != 0;
+  out->ok = 1;
+  for (int r = 0; r < c->size; r++) {
+    const int *their = &all[r * N];
+    out->ok &= their[OK];
+    same_ctx &= their[CTX] == mine[CTX];
+    if (their[LAST] > max_last) max_last = their[LAST];
+  }
+  out->id = (unsigned)max_last + 1;
+  while (last < out->id &&
+         !atomic_compare_exchange_weak_explicit(&last_context_id, &last, out->id, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+  }
+  out->shared = out->ok && same_ctx ? found : NULL;
+  if (!out->ok) {
+    free(all);
+    return;
+  }
+  /* A node agrees when all its ranks proposed one channel (a node of one rank
+   * proposes -1 and needs none). */
+  const struct mcoll_topo *t = &c->topo;
+  for (int node = 0; node < t->nnodes; node++) {
+    int first = -2, agreed = 1;
+    for (int r = 0; r < c->size; r++) {
+      if (t->node_of[r] != node) continue;
+      int chan = all[r * N + CHAN];
+      if (first == -2) first = chan;
+      agreed &= chan == first && chan != 0;
+    }
+    if (node == t->node) out->node_agreed = agreed;
+    if (!agreed) out->any_new = 1;
+  }
+  free(all);
+}
+
+/* Collective over comm: the split into nodes, by which a node that did not agree
+ * (`make`; it has peers) makes a new channel. */
+static mcoll_status channel_build(struct mcoll_comm *c, const int *members, unsigned id, int make) {
+  mcoll_status status = MCOLL_OK;
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MCOLL_CHECK_MPI(PMPI_Comm_split(c->comm, c->topo.node, c->rank, &node_comm));
+  if (make) MCOLL_CHECK(mcoll__channel_create(node_comm, c->topo.real_node_size, members, id, &c->chan));
+cleanup:
   /* Nothing uses the node communicator after set-up: its context id goes back now
    * (MPICH has 2048 in all). */
-  MCOLL_CHECK_MPI(PMPI_Comm_free(&c->topo.node_comm));
-  c->cma_ready = calloc((size_t)c->topo.local_size, sizeof(uint32_t));
-  if (!c->cma_ready) MCOLL_CHECK(MCOLL_ERR_NOMEM);
-  ok = 1;
-cleanup:
-  if (status != MCOLL_OK && mcoll__cfg.VERBOSE)
-    fprintf(stderr, "mcoll: rank %d: context set-up failed: %s\n", c->rank,
-            mcoll__status_str(status));
-  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
-  c->usable = all_ok;
-  if (!all_ok) {
+  if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
+  return status;
+}
+
+/* Collective over comm: hierarchy, channel and point-to-point communicator of a new
+ * context, or the live context to share instead; every rank ends with the same
+ * `usable`. The common case communicates once: a communicator of world processes
+ * finds its hierarchy from the table of MPI_Init, and a channel over its node's
+ * processes is often in use or in the pool already. */
+static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm *found) {
+  int communicated = 0, ok = 1;
+  int *members = NULL;
+  struct mcoll_channel *channel = NULL;
+  struct agreement agreed;
+  if (mcoll__topo_build(c->comm, &c->topo, &communicated) != MCOLL_OK) ok = 0;
+  int needs_channel = ok && mcoll__node_has_peers(c);
+  if (needs_channel && (members = node_members(c->group, &c->topo)))
+    channel = mcoll__channel_claim(members, c->topo.local_size, sharing_allowed());
+  agree(c, ok, found, channel, needs_channel, &agreed);
+  c->id = agreed.id;
+  ok = agreed.ok;
+  if (agreed.shared || !agreed.node_agreed || !ok) {
+    mcoll__channel_release(channel);
+    channel = NULL;
+  }
+  if (agreed.shared) {
+    free(members);
+    return agreed.shared;
+  }
+  if (ok && agreed.node_agreed) {
+    /* Every rank of the node claimed the agreed channel; a rank alone needs none. */
+    if (channel) atomic_fetch_add_explicit(&channels_reused, 1, memory_order_relaxed);
+    c->chan = channel ? channel : mcoll__channel_private();
+    if (!c->chan) ok = 0;
+  }
+  if (ok && agreed.any_new) {
+    /* New channels where a node did not agree; every rank takes part in the split,
+     * and all agree that each got its part. */
+    int all_ok = 0;
+    if (channel_build(c, members, c->id, !agreed.node_agreed) != MCOLL_OK) ok = 0;
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
+    ok = all_ok;
+  }
+  /* Every rank knows the node count alike: all or none make the communicator. */
+  if (ok && c->topo.nnodes > 1) {
+    if (PMPI_Comm_dup(c->comm, &c->p2p) != MPI_SUCCESS) ok = 0;
+    /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
+    else PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
+  }
+  if (!ok && mcoll__cfg.VERBOSE) fprintf(stderr, "mcoll: rank %d: context set-up failed\n", c->rank);
+  free(members);
+  c->usable = ok;
+  if (!ok) {
     /* Every call falls back: hold no communicator (context id) or segment for it. */
-    mcoll__shm_detach(&c->shm);
+    mcoll__channel_release(c->chan);
+    c->chan = NULL;
     mcoll__topo_free(&c->topo);
     if (c->p2p != MPI_COMM_NULL) PMPI_Comm_free(&c->p2p);
   }
+  return c;
 }
 
 static int context_keyval_create(void) {
@@ -167,36 +271,30 @@ static int context_keyval_create(void) {
 /* The context for a communicator that has none yet: shared or new. Collective. */
 static struct mcoll_comm *context_build(MPI_Comm comm) {
   int inter = 0;
-  unsigned id = 0;
-  MPI_Group group = MPI_GROUP_NULL;
-  struct mcoll_comm *shared = NULL;
   PMPI_Comm_test_inter(comm, &inter);
-  if (!inter) {
-    PMPI_Comm_group(comm, &group);
-    shared = agree_on_context(comm, group, &id);
-  }
-  if (shared) {
-    PMPI_Group_free(&group);
-    pthread_mutex_lock(&live_lock);
-    int ok = context_add_user(shared, comm);
-    pthread_mutex_unlock(&live_lock);
-    atomic_fetch_add_explicit(&contexts_shared, 1, memory_order_relaxed);
-    return ok ? shared : NULL;
-  }
   struct mcoll_comm *c = calloc(1, sizeof *c);
-  if (!c) {
-    if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
-    return NULL;
-  }
+  if (!c) return NULL; /* (an intercommunicator or no memory: the call falls back) */
   c->comm = comm;
-  c->group = group;
-  c->id = id;
   c->inter = inter;
+  c->group = MPI_GROUP_NULL;
   c->p2p = MPI_COMM_NULL;
-  c->topo.node_comm = MPI_COMM_NULL;
   PMPI_Comm_rank(comm, &c->rank);
   PMPI_Comm_size(comm, &c->size);
-  if (!c->inter) context_setup(c);
+  if (!inter) {
+    PMPI_Comm_group(comm, &c->group);
+    struct mcoll_comm *found = sharing_allowed() ? identical_context(c->group) : NULL;
+    struct mcoll_comm *shared = context_setup(c, found);
+    if (shared != c) {
+      PMPI_Group_free(&c->group);
+      mcoll__topo_free(&c->topo);
+      free(c);
+      pthread_mutex_lock(&live_lock);
+      int ok = context_add_user(shared, comm);
+      pthread_mutex_unlock(&live_lock);
+      atomic_fetch_add_explicit(&contexts_shared, 1, memory_order_relaxed);
+      return ok ? shared : NULL;
+    }
+  }
   atomic_fetch_add_explicit(&contexts_built, 1, memory_order_relaxed);
   pthread_mutex_lock(&live_lock);
   if (!context_add_user(c, comm)) {
@@ -243,8 +341,9 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
 }
 
 void mcoll__context_report(FILE *out) {
-  fprintf(out, "mcoll: contexts built=%lu shared=%lu\n", atomic_load(&contexts_built),
-          atomic_load(&contexts_shared));
+  fprintf(out, "mcoll: contexts built=%lu shared=%lu channels made=%lu reused=%lu\n",
+          atomic_load(&contexts_built), atomic_load(&contexts_shared), mcoll__channels_made(),
+          atomic_load(&channels_reused));
 }
 
 void mcoll__comm_free_all(void) {
@@ -261,4 +360,5 @@ void mcoll__comm_free_all(void) {
   }
   int keyval = atomic_exchange(&context_keyval, MPI_KEYVAL_INVALID);
   if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_free_keyval(&keyval);
+  mcoll__channel_free_all();
 }

@@ -8,12 +8,13 @@
 #include <stdio.h>
 
 #include "core/coll.h"
-#include "shm/shm.h"
+#include "shm/channel.h"
 #include "topo/topo.h"
 
 /* One context may serve several communicators: a communicator whose group is
  * identical (same processes, same order) to that of a live context shares it, when
- * only one thread per process makes MPI calls (see context.c). */
+ * only one thread per process makes MPI calls (see context.c). Contexts whose nodes
+ * hold the same processes in the same order share a channel likewise. */
 struct mcoll_comm {
   MPI_Comm comm;        /* the communicator it was built for (set-up only) */
   int rank, size;
@@ -21,17 +22,7 @@ struct mcoll_comm {
   int usable;           /* 0: set-up failed on some rank, every call falls back */
   MPI_Comm p2p;         /* private duplicate for mcoll's own point-to-point */
   struct mcoll_topo topo;
-  struct mcoll_shm shm; /* mapped when the node has more than one rank */
-  int cma_ok;           /* every rank of the node can read its peers with CMA */
-  /* Counters that advance identically on every rank of the node. */
-  uint32_t barrier_seq;         /* hier barriers */
-  uint32_t barrier_counter_seq; /* counter barriers (the count in the segment) */
-  uint32_t ring_gen;    /* generations published through the ring */
-  uint32_t bcast_seq;
-  uint32_t area_gen;    /* generations of the per-rank areas (shm/area.h) */
-  uint32_t area_slot_from, area_slot_last, area_slot_seen; /* runs of small area generations (coll/move.h) */
-  uint32_t red_slot_from, red_slot_last, red_slot_seen; /* small reductions' area slots */
-  uint32_t *cma_ready;  /* [local_size] each rank's cma_ready counter */
+  struct mcoll_channel *chan; /* the node's segment and protocol counters (shm/channel.h) */
   /* Sharing (context.c): the group, an id every rank of the group agrees on, and the
    * communicators whose attribute points here. */
   MPI_Group group;

@@ -25,7 +25,7 @@ MCOLL_EXPORT void mcoll_print_hierarchy(FILE *out) {
   for (int node = 0; node < c->topo.nnodes; node++) {
     if (node == c->topo.node && c->topo.local_rank == 0) {
       if (node == 0) fprintf(out, "single copy (CMA) between ranks of a node: %s\n",
-                             c->cma_ok || c->topo.local_size == 1 ? "yes" : "no (two copies)");
+                             c->chan->cma_ok || c->topo.local_size == 1 ? "yes" : "no (two copies)");
       mcoll__topo_print(&c->topo, out);
       fflush(out);
     }

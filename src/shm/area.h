@@ -11,7 +11,7 @@
 #include "core/context.h"
 
 /* Starts generation ++area_gen and returns it. */
-static inline uint32_t mcoll__area_next(struct mcoll_comm *c) { return ++c->area_gen; }
+static inline uint32_t mcoll__area_next(struct mcoll_comm *c) { return ++c->chan->area_gen; }
 
 /* Waits until every node peer is done with generation gen-1 (my area is free). */
 void mcoll__area_wait_free(struct mcoll_comm *c, uint32_t gen);
@@ -21,7 +21,7 @@ void mcoll__area_post(struct mcoll_comm *c, uint32_t gen);
 void mcoll__area_wait_posted(struct mcoll_comm *c, int r, uint32_t gen);
 /* Whether node-local rank r has posted generation gen (does not wait). */
 static inline int mcoll__area_posted(const struct mcoll_comm *c, int r, uint32_t gen) {
-  return mcoll__reached(atomic_load_explicit(&c->shm.data[r].posted, memory_order_acquire), gen);
+  return mcoll__reached(atomic_load_explicit(&c->chan->shm.data[r].posted, memory_order_acquire), gen);
 }
 /* I have read all I need of generation gen. */
 void mcoll__area_done(struct mcoll_comm *c, uint32_t gen);

@@ -1,5 +1,7 @@
 /* Hierarchy discovery: the node from MPI_COMM_TYPE_SHARED, levels inside it from
- * hwloc (where each rank is bound), or a fake hierarchy from MCOLL_TOPO. */
+ * hwloc (where each rank is bound), or a fake hierarchy from MCOLL_TOPO. Every world
+ * rank's place is gathered once (MPI_Init); a communicator's hierarchy is then
+ * derived from its group without communicating. */
 #include "topo/topo.h"
 
 #include <hwloc.h>
@@ -182,61 +184,125 @@ static mcoll_status build_tree(struct mcoll_topo *t) {
   return MCOLL_OK;
 }
 
-mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t) {
+/* What the hierarchy needs to know of one rank. */
+struct rank_place {
+  int machine;      /* the lowest rank (of the communicator it was found in) on its machine */
+  int fake_node;    /* -1 without MCOLL_TOPO nodes= */
+  int id[NLEVEL_KINDS];
+};
+
+/* Every world rank's place, gathered once at MPI_Init, so that a communicator of
+ * world processes finds its hierarchy without communicating. NULL: not known. */
+static struct rank_place *world_places;
+static int world_size_known;
+
+/* Collective over comm: the place of every rank of comm. */
+static mcoll_status gather_places(MPI_Comm comm, struct rank_place *places) {
   mcoll_status status = MCOLL_OK;
-  int rank, size;
-  MPI_Comm real_node = MPI_COMM_NULL;
-  int *ids = NULL, *leaders = NULL;
-  memset(t, 0, sizeof *t);
-  t->node_comm = MPI_COMM_NULL;
+  int rank;
+  MPI_Comm machine_comm = MPI_COMM_NULL;
   pthread_once(&placement_once, discover_placement);
-  const struct placement *self = &self_placement;
-
   PMPI_Comm_rank(comm, &rank);
-  PMPI_Comm_size(comm, &size);
-  MCOLL_CHECK_MPI(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &real_node));
-  PMPI_Comm_size(real_node, &t->real_node_size);
-  if (self->fake_node >= 0) {
-    MCOLL_CHECK_MPI(PMPI_Comm_split(real_node, self->fake_node, rank, &t->node_comm));
-  } else {
-    /* The real node is the node: no second communicator (each costs a context id). */
-    t->node_comm = real_node;
-    real_node = MPI_COMM_NULL;
+  struct rank_place mine = {.machine = rank, .fake_node = self_placement.fake_node};
+  memcpy(mine.id, self_placement.id, sizeof mine.id);
+  MCOLL_CHECK_MPI(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &machine_comm));
+  MCOLL_CHECK_MPI(PMPI_Allreduce(&rank, &mine.machine, 1, MPI_INT, MPI_MIN, machine_comm));
+  MCOLL_CHECK_MPI(PMPI_Allgather(&mine, sizeof mine / sizeof(int), MPI_INT, places,
+                                 sizeof mine / sizeof(int), MPI_INT, comm));
+cleanup:
+  if (machine_comm != MPI_COMM_NULL) PMPI_Comm_free(&machine_comm);
+  return status;
+}
+
+void mcoll__topo_world_init(void) {
+  int size = 0, ok = 0, all_ok = 0;
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  struct rank_place *places = malloc(sizeof *places * (size_t)size);
+  if (places) ok = gather_places(MPI_COMM_WORLD, places) == MCOLL_OK;
+  /* All or none: a rank without the table would communicate where others do not. */
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!all_ok) {
+    free(places);
+    return;
   }
-  PMPI_Comm_rank(t->node_comm, &t->local_rank);
-  PMPI_Comm_size(t->node_comm, &t->local_size);
+  world_places = places;
+  world_size_known = size;
+}
 
-  t->local_ranks = malloc(sizeof(int) * t->local_size);
+void mcoll__topo_world_free(void) {
+  free(world_places);
+  world_places = NULL;
+  world_size_known = 0;
+}
+
+/* The places of comm's ranks from the world table, or 0 when some rank of comm is
+ * not a world process (or no table was made): the same answer on every rank. */
+static int places_from_world(MPI_Comm comm, int size, struct rank_place *places) {
+  if (!world_places) return 0;
+  int ok = 0;
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  int *ranks = malloc(sizeof *ranks * (size_t)size), *in_world = malloc(sizeof *in_world * (size_t)size);
+  if (ranks && in_world && PMPI_Comm_group(comm, &group) == MPI_SUCCESS &&
+      PMPI_Comm_group(MPI_COMM_WORLD, &world) == MPI_SUCCESS) {
+    for (int r = 0; r < size; r++) ranks[r] = r;
+    if (PMPI_Group_translate_ranks(group, size, ranks, world, in_world) == MPI_SUCCESS) {
+      ok = 1;
+      for (int r = 0; r < size && ok; r++) {
+        int w = in_world[r];
+        if (w == MPI_UNDEFINED || w < 0 || w >= world_size_known) {
+          ok = 0;
+        } else {
+          places[r] = world_places[w];
+        }
+      }
+    }
+  }
+  if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+  if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+  free(ranks);
+  free(in_world);
+  return ok;
+}
+
+static int same_node(const struct rank_place *a, const struct rank_place *b) {
+  return a->machine == b->machine && a->fake_node == b->fake_node;
+}
+
+/* The hierarchy of rank `rank` from every rank's place: nodes are numbered by their
+ * lowest rank, node-local ranks ascend with the rank. */
+static mcoll_status topo_from_places(struct mcoll_topo *t, int rank, int size,
+                                     const struct rank_place *places) {
+  mcoll_status status = MCOLL_OK;
+  int *ids = NULL;
   t->node_of = malloc(sizeof(int) * size);
-  leaders = malloc(sizeof(int) * size);
-  ids = malloc(sizeof(int) * NLEVEL_KINDS * t->local_size);
-  if (!t->local_ranks || !t->node_of || !leaders || !ids) MCOLL_CHECK(MCOLL_ERR_NOMEM);
-  MCOLL_CHECK_MPI(PMPI_Allgather(&rank, 1, MPI_INT, t->local_ranks, 1, MPI_INT, t->node_comm));
-  MCOLL_CHECK_MPI(PMPI_Allgather(&t->local_ranks[0], 1, MPI_INT, leaders, 1, MPI_INT, comm));
-
-  /* Nodes are numbered by their lowest rank. */
   t->node_leader = malloc(sizeof(int) * size);
   t->node_size = calloc((size_t)size, sizeof(int));
-  if (!t->node_leader || !t->node_size) MCOLL_CHECK(MCOLL_ERR_NOMEM);
+  if (!t->node_of || !t->node_leader || !t->node_size) MCOLL_CHECK(MCOLL_ERR_NOMEM);
   for (int r = 0; r < size; r++) {
-    if (leaders[r] == r) t->node_leader[t->nnodes++] = r;
     int node = 0;
-    while (t->node_leader[node] != leaders[r]) node++;
+    while (node < t->nnodes && !same_node(&places[t->node_leader[node]], &places[r])) node++;
+    if (node == t->nnodes) t->node_leader[t->nnodes++] = r;
     t->node_of[r] = node;
     t->node_size[node]++;
   }
   t->node = t->node_of[rank];
+  t->local_size = t->node_size[t->node];
+  t->local_ranks = malloc(sizeof(int) * t->local_size);
+  ids = malloc(sizeof(int) * (size_t)t->local_size);
+  if (!t->local_ranks || !ids) MCOLL_CHECK(MCOLL_ERR_NOMEM);
+  t->real_node_size = 0;
+  for (int r = 0, i = 0; r < size; r++) {
+    if (places[r].machine == places[rank].machine) t->real_node_size++;
+    if (t->node_of[r] != t->node) continue;
+    if (r == rank) t->local_rank = i;
+    t->local_ranks[i++] = r;
+  }
 
   /* Levels inside the node, finest first. */
-  int mine[NLEVEL_KINDS];
-  memcpy(mine, self->id, sizeof mine);
-  MCOLL_CHECK_MPI(PMPI_Allgather(mine, NLEVEL_KINDS, MPI_INT, ids, NLEVEL_KINDS, MPI_INT,
-                                 t->node_comm));
   for (int kind = 0; kind < NLEVEL_KINDS && t->nlevels < MCOLL_MAX_LEVELS; kind++) {
-    int *column = leaders; /* reuse: local_size <= size */
-    for (int r = 0; r < t->local_size; r++) column[r] = ids[r * NLEVEL_KINDS + kind];
+    for (int i = 0; i < t->local_size; i++) ids[i] = places[t->local_ranks[i]].id[kind];
     struct mcoll_level *level = &t->level[t->nlevels];
-    if (build_level(t, column, kind, self->fake, level)) {
+    if (build_level(t, ids, kind, self_placement.fake, level)) {
       t->nlevels++;
     } else {
       free(level->group_of);
@@ -245,11 +311,25 @@ mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t) {
     }
   }
   MCOLL_CHECK(build_tree(t));
-
 cleanup:
-  if (real_node != MPI_COMM_NULL) PMPI_Comm_free(&real_node);
   free(ids);
-  free(leaders);
+  return status;
+}
+
+mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t, int *communicated) {
+  mcoll_status status = MCOLL_OK;
+  int rank, size;
+  memset(t, 0, sizeof *t);
+  pthread_once(&placement_once, discover_placement);
+  PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
+  struct rank_place *places = malloc(sizeof *places * (size_t)size);
+  if (!places) return MCOLL_ERR_NOMEM; /* (every rank allocates alike: small) */
+  *communicated = !places_from_world(comm, size, places);
+  if (*communicated) MCOLL_CHECK(gather_places(comm, places));
+  MCOLL_CHECK(topo_from_places(t, rank, size, places));
+cleanup:
+  free(places);
   if (status != MCOLL_OK) mcoll__topo_free(t);
   return status;
 }
@@ -264,9 +344,7 @@ void mcoll__topo_free(struct mcoll_topo *t) {
   free(t->node_size);
   free(t->local_ranks);
   free(t->children);
-  if (t->node_comm != MPI_COMM_NULL) PMPI_Comm_free(&t->node_comm);
   memset(t, 0, sizeof *t);
-  t->node_comm = MPI_COMM_NULL;
 }
 
 void mcoll__topo_print(const struct mcoll_topo *t, FILE *out) {

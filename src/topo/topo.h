@@ -27,16 +27,21 @@ struct mcoll_topo {
   int *node_size;        /* [nnodes] */
   int local_rank, local_size;
   int *local_ranks;      /* [local_size] comm rank of each node-local rank, ascending */
-  int real_node_size;    /* ranks sharing this machine (for oversubscription) */
+  int real_node_size;    /* ranks of the communicator on this machine (for oversubscription) */
   int nlevels;
   struct mcoll_level level[MCOLL_MAX_LEVELS];
   int barrier_parent;    /* node-local rank this rank reports to; -1 at the node leader */
   int nchildren;
   int *children;         /* node-local ranks reporting to this rank, finest level first */
-  MPI_Comm node_comm;    /* this rank's (possibly fake) node; set-up only (then freed) */
 };
 
-mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo);
+/* Collective over MPI_COMM_WORLD (MPI_Init): gathers every world rank's place. */
+void mcoll__topo_world_init(void);
+void mcoll__topo_world_free(void);
+
+/* The hierarchy of comm. Collective over comm, but it communicates only when some
+ * rank of comm is not a world process (*communicated says which; alike on every rank). */
+mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo, int *communicated);
 void mcoll__topo_free(struct mcoll_topo *topo);
 void mcoll__topo_print(const struct mcoll_topo *topo, FILE *out);
 

@@ -3,8 +3,13 @@
  * communicators, with roots that run ahead, still deliver the right data; that a
  * communicator freed in the middle leaves the others working; and that a split
  * with the ranks in another order (not identical) keeps its own context.
+ * Node channels (segment and sequences) are shared more widely: by communicators
+ * whose node holds the same processes in the same order (a subset that drops the
+ * last rank, under a fake hierarchy of several nodes), and a channel freed with its
+ * last communicator is reused by the next one over the same processes (cycles of a
+ * rotated split).
  *
- * usage: test_share [iterations (default 300)] [multiple]
+ * usage: test_share [iterations (default 300)] [multiple|single] [cycles (default 5)]
  *   multiple: MPI_Init_thread(MPI_THREAD_MULTIPLE), where no context is shared
  * Prints "test_share: N checks, E errors"; exits non-zero on errors.
  */
@@ -98,6 +103,39 @@ int main(int argc, char **argv) {
       MPI_Comm_dup(MPI_COMM_WORLD, &dup[0]);
     }
   }
+  /* Without the last rank: another group; under a fake hierarchy the first node
+   * still holds the same processes as in the world. */
+  MPI_Comm subset;
+  MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 && size > 1 ? MPI_UNDEFINED : 0, rank, &subset);
+  for (long it = 0; it < iterations / 4; it++) {
+    size_t bytes = (size_t)(it * 7919 % 70000 + 1);
+    if (subset != MPI_COMM_NULL) {
+      int subsize;
+      MPI_Comm_size(subset, &subsize);
+      bcast_check(subset, buf, bytes, (int)(it % subsize), it);
+      allreduce_check(subset, it);
+    }
+    bcast_check(dup[1], buf, bytes / 3 + 1, (int)(it % size), it);
+    if (subset != MPI_COMM_NULL) allgather_check(subset, it);
+    allreduce_check(MPI_COMM_WORLD, it);
+  }
+  if (subset != MPI_COMM_NULL) MPI_Comm_free(&subset);
+
+  /* Rotated splits made and freed in turn: the first makes a channel, the others
+   * find it in the pool (the VERBOSE report's "channels made" does not grow with
+   * the number of cycles). */
+  long cycles = argc > 3 ? atol(argv[3]) : 5;
+  for (long k = 0; k < cycles; k++) {
+    MPI_Comm rotated;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, (rank + 1) % size, &rotated);
+    for (long it = k * 7; it < k * 7 + 7; it++) {
+      bcast_check(rotated, buf, (size_t)(it * 104729 % MAX_BYTES + 1), (int)(it % size), it);
+      allreduce_check(rotated, it);
+      bcast_check(reversed, buf, (size_t)(it % 300 + 1), 0, it);
+    }
+    MPI_Comm_free(&rotated);
+  }
+
   for (int d = 0; d < NDUPS; d++) MPI_Comm_free(&dup[d]);
   MPI_Comm_free(&reversed);
 

@@ -1,7 +1,11 @@
 """Communicators with identical groups share one mcoll context (issue 8, defect 7):
 interleaved calls over several dups stay correct, a freed dup leaves the others
 working, a reordered split keeps its own context, and with MPI_THREAD_MULTIPLE
-nothing is shared. The MCOLL_VERBOSE report counts contexts built and shared."""
+nothing is shared. Node channels (segment and sequence numbers) are shared by
+communicators whose node holds the same processes in the same order, and pooled
+when their last communicator is freed: a new split over the same processes makes
+no new segment. The MCOLL_VERBOSE report counts contexts built and shared, and
+channels made and reused."""
 
 import re
 
@@ -15,10 +19,18 @@ CASES = [("openmpi", 2, None), ("openmpi", 3, None), ("openmpi", 5, "nodes=2"),
          ("openmpi", 4, "nodes=2,sockets=2"), ("mpich", 2, None), ("mpich", 4, "nodes=2")]
 
 
-def contexts(stderr):
-    m = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+)$", stderr, re.M)
+def report(stderr):
+    m = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+) channels made=(\d+) reused=(\d+)$",
+                  stderr, re.M)
     assert m, f"no contexts line in the MCOLL_VERBOSE report:\n{stderr[-2000:]}"
-    return int(m.group(1)), int(m.group(2))
+    return tuple(int(g) for g in m.groups())
+
+
+def contexts(stderr):
+    return report(stderr)[:2]
+
+
+CYCLES = 5
 
 
 def params(threads):
@@ -35,13 +47,39 @@ def test_share(flavour, np, topo, threads):
     if topo:
         env["MCOLL_TOPO"] = topo
     program = BUILD.bin(flavour, "mcoll-test-share")
-    args = ["120"] + (["multiple"] if threads == "multiple" else [])
+    args = ["120", threads, str(CYCLES)]
     result = run_job(mpiexec_argv(flavour, np, program, args), env, timeout=240)
     check_passed(result, "test_share")
     built, shared = contexts(result.stderr)
-    if threads == "single":
-        # three dups, the world and the dup made after a free share one context;
-        # the reversed split has its own
-        assert (built, shared) == (2, 4), result.describe()
-    else:
-        assert (built, shared) == (6, 0), result.describe()
+    assert (built, shared) == expected_contexts(np, threads, CYCLES), result.describe()
+
+
+def expected_contexts(np, threads, cycles):
+    """(built, shared) in rank 0's report."""
+    if threads == "multiple":
+        return 6 + 1 + cycles, 0  # nothing shared: world, 3 + 1 dups, reversed, subset, rotated
+    # three dups, the world and the dup made after a free share one context; the
+    # reversed split and the subset without the last rank have their own; a rotated
+    # split of 2 ranks is the reversed one (shared), else a new group each cycle
+    return (3, 4 + cycles) if np == 2 else (3 + cycles, 4)
+
+
+@pytest.mark.parametrize("flavour,np,topo,threads",
+                         [p for p in params("single") if p.values[2] in (None, "nodes=2")][:4] +
+                         [*params("multiple")][:1])
+def test_channels_pooled_across_splits(flavour, np, topo, threads):
+    """Defect 7: a split with a new group made and freed again and again costs one
+    segment, not one per cycle; communicators over the same node processes share it."""
+    env = {"MCOLL_FALLBACK": "error", "MCOLL_VERBOSE": "1"}
+    if topo:
+        env["MCOLL_TOPO"] = topo
+    program = BUILD.bin(flavour, "mcoll-test-share")
+    made = {}
+    for cycles in (2, 12):
+        result = run_job(mpiexec_argv(flavour, np, program, ["8", threads, str(cycles)]), env, timeout=240)
+        check_passed(result, "test_share")
+        built, shared, made[cycles], reused = report(result.stderr)
+        assert (built, shared) == expected_contexts(np, threads, cycles), result.describe()
+        if built > 3 + 1:
+            assert reused >= cycles - 1, result.describe()
+    assert made[2] == made[12], f"channels made with 2 and 12 cycles: {made}"

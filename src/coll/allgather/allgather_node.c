@@ -19,7 +19,7 @@ static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_al
 }
 
 void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (!mcoll__node_has_peers(c)) {
@@ -28,7 +28,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
   }
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t base = c->area_gen, rounds = 1;
+  uint32_t base = c->chan->area_gen, rounds = 1;
   int small = 1; /* one generation, every block in one slot of the areas */
   for (int j = 0; j < n; j++) {
     size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
@@ -70,5 +70,5 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
   if (my_move == MCOLL_MOVE_CMA)
     for (int j = 0; j < n; j++)
       if (j != me) mcoll__flag_wait(shm, &shm->data[j].done, base + 1);
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }

@@ -30,7 +30,7 @@ const struct mcoll_coll_algs mcoll__alltoallv_algs = {alltoall_algs, MCOLL_A2A_N
 const struct mcoll_coll_algs mcoll__alltoallw_algs = {alltoall_algs, MCOLL_A2A_NALGS};
 
 static size_t slot_bytes(const struct mcoll_comm *c, int buffers) {
-  size_t room = c->shm.area_bytes - mcoll__a2a_header_bytes(c->topo.local_size);
+  size_t room = c->chan->shm.area_bytes - mcoll__a2a_header_bytes(c->topo.local_size);
   size_t slot = room / (size_t)buffers / (size_t)(c->topo.local_size - 1);
   return slot / 64 * 64;
 }
@@ -81,7 +81,7 @@ void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a
 /* Whether Bruck's rounds fit the areas: about half the blocks move per round. */
 static int bruck_fits(const struct mcoll_a2a *a) {
   size_t m = (size_t)a->c->topo.local_size;
-  return a->block <= (a->c->shm.area_bytes - mcoll__a2a_header_bytes((int)m)) / (m / 2 + 1);
+  return a->block <= (a->c->chan->shm.area_bytes - mcoll__a2a_header_bytes((int)m)) / (m / 2 + 1);
 }
 
 /* Depends only on what every rank of the node knows alike: the collective, the
@@ -95,11 +95,11 @@ static int choose(const struct mcoll_a2a *a) {
   if (alg < 0) {
     int large = !a->uniform || a->block >= cma_min();
     if (!large) alg = MCOLL_A2A_SHM_DIRECT;
-    else if (c->cma_ok) alg = MCOLL_A2A_PAIRWISE_CMA;
+    else if (c->chan->cma_ok) alg = MCOLL_A2A_PAIRWISE_CMA;
     else alg = a->uniform ? MCOLL_A2A_TILED : MCOLL_A2A_SHM_DIRECT;
   }
-  if (!c->cma_ok && alg == MCOLL_A2A_PAIRWISE_CMA) alg = MCOLL_A2A_SHM_DIRECT;
-  if (!c->cma_ok && alg == MCOLL_A2A_TILED_CMA) alg = MCOLL_A2A_TILED;
+  if (!c->chan->cma_ok && alg == MCOLL_A2A_PAIRWISE_CMA) alg = MCOLL_A2A_SHM_DIRECT;
+  if (!c->chan->cma_ok && alg == MCOLL_A2A_TILED_CMA) alg = MCOLL_A2A_TILED;
   if (alg == MCOLL_A2A_BRUCK && (!a->uniform || (mcoll__node_has_peers(c) && !bruck_fits(a))))
     alg = MCOLL_A2A_SHM_DIRECT;
   return alg;

@@ -43,7 +43,7 @@ static char *slot(const struct mcoll_comm *c, const struct mcoll_a2a_engine *e, 
                   uint32_t r) {
   size_t m = (size_t)c->topo.local_size, index = (size_t)(k < owner ? k : k - 1);
   size_t half = e->double_buffer && (r & 1) ? (m - 1) * e->slot_frag : 0;
-  return mcoll__rank_area(&c->shm, owner) + mcoll__a2a_header_bytes((int)m) + half +
+  return mcoll__rank_area(&c->chan->shm, owner) + mcoll__a2a_header_bytes((int)m) + half +
          index * e->slot_frag;
 }
 
@@ -61,7 +61,7 @@ static void write_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, u
 
 static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r, int j) {
   struct mcoll_comm *c = a->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank;
   const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
   size_t frag = pair_frag(e, rv->bytes), off = (size_t)r * frag;
@@ -117,17 +117,17 @@ static void copy_own(struct mcoll_a2a *a) {
 static int fits_slot(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   const struct mcoll_comm *c = a->c;
   return a->uniform && !e->double_buffer && a->block < e->cma_min &&
-         (size_t)c->topo.local_size * a->block <= mcoll__slot_bytes(&c->shm);
+         (size_t)c->topo.local_size * a->block <= mcoll__slot_bytes(&c->chan->shm);
 }
 
 static void slot_exchange(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
   mcoll__slot_wait_free(c, gen, lag);
-  char *mine = mcoll__slot_area(&c->shm, me, gen);
+  char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
   mcoll__area_post(c, gen);
@@ -136,10 +136,10 @@ static void slot_exchange(struct mcoll_a2a *a) {
     int j = (me - s + m) % m;
     mcoll__area_wait_posted(c, j, gen);
     memcpy(a->recv[t->local_ranks[j]].ptr,
-           mcoll__slot_area(&c->shm, j, gen) + (size_t)me * a->block, a->block);
+           mcoll__slot_area(&c->chan->shm, j, gen) + (size_t)me * a->block, a->block);
   }
   mcoll__area_done(c, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 /* Alltoallv/w with single copy on: one generation per call, in one slot of each
@@ -161,15 +161,15 @@ static size_t v_table_bytes(int m) {
  * each, ranks run in step and the whole area, still in the caches, is faster (2
  * ranks, 4 KiB blocks: 0.57 us against 0.72 us through the slots). */
 static int one_generation_v(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
-  return !a->uniform && a->c->shm.oversubscribed && a->c->cma_ok && e->cma_min != SIZE_MAX &&
+  return !a->uniform && a->c->chan->shm.oversubscribed && a->c->chan->cma_ok && e->cma_min != SIZE_MAX &&
          e->cma_frag == SIZE_MAX &&
-         !e->double_buffer && v_table_bytes(a->c->topo.local_size) < mcoll__slot_bytes(&a->c->shm);
+         !e->double_buffer && v_table_bytes(a->c->topo.local_size) < mcoll__slot_bytes(&a->c->chan->shm);
 }
 
 static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
-  const char *slot = mcoll__slot_area(&c->shm, j, gen);
+  const char *slot = mcoll__slot_area(&c->chan->shm, j, gen);
   const struct v_entry *en = (const struct v_entry *)slot + c->topo.local_rank;
   /* Matching signatures make the lengths equal; a mismatch must not read past. */
   size_t len = en->len < rv->bytes ? en->len : rv->bytes;
@@ -181,9 +181,9 @@ static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
 static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int m = t->local_size, me = t->local_rank, cma_sends = 0;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
   mcoll__slot_wait_free(c, gen, lag);
   char *mine = mcoll__slot_area(shm, me, gen);
@@ -223,7 +223,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   for (int k = 0; k < m && cma_sends; k++)
     if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
       mcoll__flag_wait(shm, &shm->data[k].done, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
@@ -238,7 +238,7 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
-  char *mine = mcoll__rank_area(&c->shm, me);
+  char *mine = mcoll__rank_area(&c->chan->shm, me);
   uint64_t *my_addr = (uint64_t *)(mine + MCOLL_A2A_ADDR_OFFSET);
   uint32_t rounds = a->uniform ? pair_rounds(e, a->block) : 1;
   int cma_sends = a->uniform && by_cma(e, a->block);
@@ -263,12 +263,12 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
       int j = (me - s + m) % m;
       mcoll__area_wait_posted(c, j, gen);
-      uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->shm, j);
+      uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->chan->shm, j);
       if (theirs > rounds) rounds = theirs;
     }
     read_round(a, e, r, gen);
     mcoll__area_done(c, gen);
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
-  if (cma_sends) mcoll__area_wait_free(c, c->area_gen + 1);
+  if (cma_sends) mcoll__area_wait_free(c, c->chan->area_gen + 1);
 }

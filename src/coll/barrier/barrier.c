@@ -28,13 +28,13 @@ static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
   for (int i = 0; i < t->nchildren; i++)
-    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, c->barrier_seq);
+    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, c->chan->barrier_seq);
   if (t->barrier_parent >= 0) {
-    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, c->barrier_seq);
-    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, c->barrier_seq);
+    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, c->chan->barrier_seq);
+    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, c->chan->barrier_seq);
   }
   return MPI_SUCCESS;
 }
@@ -59,7 +59,7 @@ static int release_down(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
   for (int i = t->nchildren - 1; i >= 0; i--)
-    mcoll__flag_set(&c->shm, &c->shm.sync[t->children[i]].release, c->barrier_seq);
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.sync[t->children[i]].release, c->chan->barrier_seq);
   return MPI_SUCCESS;
 }
 
@@ -72,9 +72,9 @@ static const struct mcoll_hier_steps barrier_steps = {gather_up, dissemination, 
 static int counter_arrive(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
-  uint32_t seq = c->barrier_counter_seq, all = seq * (uint32_t)shm->local_size;
+  uint32_t seq = c->chan->barrier_counter_seq, all = seq * (uint32_t)shm->local_size;
   uint32_t arrived = mcoll__flag_add(shm, &shm->hdr->barrier_arrived, 1);
   if (c->topo.nnodes > 1 && shm->local_rank == call->leader)
     mcoll__flag_wait(shm, &shm->hdr->barrier_arrived, all);
@@ -88,8 +88,8 @@ static int counter_arrive(struct mcoll_hier_call *call, size_t lo, size_t hi) {
 static int counter_release(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
-  if (c->topo.nnodes > 1 && c->shm.local_rank == call->leader && mcoll__node_has_peers(c))
-    mcoll__flag_set(&c->shm, &c->shm.hdr->barrier_released, c->barrier_counter_seq);
+  if (c->topo.nnodes > 1 && c->chan->shm.local_rank == call->leader && mcoll__node_has_peers(c))
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.hdr->barrier_released, c->chan->barrier_counter_seq);
   return MPI_SUCCESS;
 }
 
@@ -100,10 +100,10 @@ static const struct mcoll_hier_steps counter_steps = {counter_arrive, disseminat
  * counts its own barriers (the bench switches kinds between blocks). */
 int mcoll__barrier(struct mcoll_comm *c) {
   int alg = mcoll__alg_forced(MCOLL_COLL_BARRIER);
-  if (alg < 0) alg = c->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
+  if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
-  if (alg == MCOLL_BARRIER_COUNTER) c->barrier_counter_seq++;
-  else c->barrier_seq++;
+  if (alg == MCOLL_BARRIER_COUNTER) c->chan->barrier_counter_seq++;
+  else c->chan->barrier_seq++;
   struct mcoll_hier_call call = {
       .c = c, .steps = alg == MCOLL_BARRIER_COUNTER ? &counter_steps : &barrier_steps, .leader = 0};
   return mcoll__hier_run(&call);

@@ -21,19 +21,19 @@ static size_t chunks_ready(const struct mcoll_bcast_call *call, size_t valid) {
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo;
   struct mcoll_comm *c = call->c;
-  struct mcoll_data_line *line = &c->shm.data[call->source];
+  struct mcoll_data_line *line = &c->chan->shm.data[call->source];
   atomic_store(&line->cma_addr, (uint64_t)(uintptr_t)call->buf);
   line->source_bytes = call->bytes;
-  mcoll__flag_set(&c->shm, &line->cma_ready,
-                  c->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
+  mcoll__flag_set(&c->chan->shm, &line->cma_ready,
+                  c->chan->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   struct mcoll_data_line *src = &shm->data[call->source];
   if (call->check_bytes && lo == 0) {
-    mcoll__flag_wait(shm, &src->cma_ready, c->cma_ready[call->source] + 1);
+    mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + 1);
     if (src->source_bytes != call->bytes) return src->source_bytes;
   }
   size_t first = chunks_ready(call, lo), nchunks = chunks_ready(call, hi) - first;
@@ -47,7 +47,7 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     size_t idx = first + (start + step) % nchunks;
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
-    mcoll__flag_wait(shm, &src->cma_ready, c->cma_ready[call->source] + (uint32_t)idx + 1);
+    mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + (uint32_t)idx + 1);
     int err = mcoll__cma_read(src->pid, call->buf + off, atomic_load(&src->cma_addr) + off, len);
     if (err) {
       fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
@@ -56,17 +56,17 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     }
   }
   if (first + nchunks == chunk_count(call->bytes))
-    mcoll__flag_set(shm, &shm->data[me].cma_done, c->bcast_seq);
+    mcoll__flag_set(shm, &shm->data[me].cma_done, c->chan->bcast_seq);
   return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) {
   struct mcoll_comm *c = call->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   if (shm->local_rank == call->source)
     for (int r = 0; r < shm->local_size; r++)
-      if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].cma_done, c->bcast_seq);
-  c->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
+      if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].cma_done, c->chan->bcast_seq);
+  c->chan->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
 }
 
 const struct mcoll_bcast_intra mcoll__bcast_cma = {publish, read_range, finish};

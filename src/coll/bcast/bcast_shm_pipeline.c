@@ -24,7 +24,7 @@ static size_t chunk_count(const struct mcoll_shm *shm, size_t bytes) {
 
 /* Waits until every reader is done with generation gen - behind. */
 static void wait_consumed(const struct mcoll_bcast_call *call, uint32_t gen, size_t behind) {
-  const struct mcoll_shm *shm = &call->c->shm;
+  const struct mcoll_shm *shm = &call->c->chan->shm;
   uint32_t previous = gen - (uint32_t)behind;
   for (int r = 0; r < shm->local_size; r++)
     if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].consumed, previous);
@@ -40,8 +40,8 @@ static size_t run_ahead(const struct mcoll_shm *shm) {
 }
 
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
-  const struct mcoll_shm *shm = &call->c->shm;
-  uint32_t base = call->c->ring_gen;
+  const struct mcoll_shm *shm = &call->c->chan->shm;
+  uint32_t base = call->c->chan->ring_gen;
   size_t ahead = run_ahead(shm);
   int cached = ahead < (size_t)shm->nslots && call->bytes > shm->chunk;
   for (size_t idx = lo / shm->chunk; idx < chunk_count(shm, hi); idx++) {
@@ -59,8 +59,8 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
-  const struct mcoll_shm *shm = &call->c->shm;
-  uint32_t base = call->c->ring_gen;
+  const struct mcoll_shm *shm = &call->c->chan->shm;
+  uint32_t base = call->c->chan->ring_gen;
   size_t end = chunk_count(shm, hi);
   int me = shm->local_rank, n = shm->local_size;
   int reader = (me - call->source + n) % n - 1;
@@ -97,11 +97,11 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) {
   struct mcoll_comm *c = call->c;
-  uint32_t nchunks = (uint32_t)chunk_count(&c->shm, call->bytes);
+  uint32_t nchunks = (uint32_t)chunk_count(&c->chan->shm, call->bytes);
   /* The source never reads its own chunks: mark them done for the next writer. */
-  if (c->shm.local_rank == call->source)
-    mcoll__flag_set(&c->shm, &c->shm.data[call->source].consumed, c->ring_gen + nchunks);
-  c->ring_gen += nchunks;
+  if (c->chan->shm.local_rank == call->source)
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.data[call->source].consumed, c->chan->ring_gen + nchunks);
+  c->chan->ring_gen += nchunks;
 }
 
 const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {publish, read_range, finish};

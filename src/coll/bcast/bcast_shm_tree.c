@@ -33,13 +33,13 @@ static int has_children(const struct mcoll_topo *t, int me, int source) {
 
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
-  size_t step = c->shm.area_bytes;
+  size_t step = c->chan->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
     uint32_t gen = mcoll__area_next(c);
     mcoll__area_wait_free(c, gen);
-    memcpy(mcoll__rank_area(&c->shm, c->shm.local_rank), call->buf + off, len);
-    c->shm.data[c->shm.local_rank].source_bytes = call->bytes;
+    memcpy(mcoll__rank_area(&c->chan->shm, c->chan->shm.local_rank), call->buf + off, len);
+    c->chan->shm.data[c->chan->shm.local_rank].source_bytes = call->bytes;
     mcoll__area_post(c, gen);
     mcoll__area_done(c, gen);
   }
@@ -51,20 +51,20 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   int me = t->local_rank;
   int parent = tree_parent(t, me, call->source);
   int forward = has_children(t, me, call->source);
-  size_t step = c->shm.area_bytes;
+  size_t step = c->chan->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
-    mcoll__area_wait_posted(c, parent, c->area_gen + 1);
+    mcoll__area_wait_posted(c, parent, c->chan->area_gen + 1);
     /* The parent stamps the call's size in the line of the flag we waited for;
      * on a mismatch, leave before taking the generation. */
-    if (call->check_bytes && off == 0 && c->shm.data[parent].source_bytes != call->bytes)
-      return c->shm.data[parent].source_bytes;
+    if (call->check_bytes && off == 0 && c->chan->shm.data[parent].source_bytes != call->bytes)
+      return c->chan->shm.data[parent].source_bytes;
     uint32_t gen = mcoll__area_next(c);
-    memcpy(call->buf + off, mcoll__rank_area(&c->shm, parent), len);
+    memcpy(call->buf + off, mcoll__rank_area(&c->chan->shm, parent), len);
     if (forward) {
       mcoll__area_wait_free(c, gen);
-      memcpy(mcoll__rank_area(&c->shm, me), call->buf + off, len);
-      c->shm.data[me].source_bytes = call->bytes;
+      memcpy(mcoll__rank_area(&c->chan->shm, me), call->buf + off, len);
+      c->chan->shm.data[me].source_bytes = call->bytes;
       mcoll__area_post(c, gen);
     }
     mcoll__area_done(c, gen);

@@ -20,7 +20,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
   uint32_t rounds = 1;
   for (int j = 0; j < t->local_size; j++) {
     size_t len = mcoll__block_len(lens, t->local_ranks[j]);
-    uint32_t chunks = mcoll__area_chunks(len, c->shm.area_bytes);
+    uint32_t chunks = mcoll__area_chunks(len, c->chan->shm.area_bytes);
     if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_AREA &&
         chunks > rounds)
       rounds = chunks;
@@ -37,8 +37,8 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
 static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                           const struct mcoll_blocks *lens) {
   const struct mcoll_topo *t = &c->topo;
-  size_t cma_min = (size_t)mcoll__cfg.GATHER_CMA_MIN, slot = mcoll__slot_bytes(&c->shm);
-  if (c->cma_ok && g->forced != MCOLL_MOVE_AREA &&
+  size_t cma_min = (size_t)mcoll__cfg.GATHER_CMA_MIN, slot = mcoll__slot_bytes(&c->chan->shm);
+  if (c->chan->cma_ok && g->forced != MCOLL_MOVE_AREA &&
       (g->forced == MCOLL_MOVE_CMA || (cma_min > 0 && cma_min <= slot)))
     return 1;
   if (!g->lens_everywhere) return 0;
@@ -50,9 +50,9 @@ static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_
 }
 
 static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   mcoll__slot_begin(c, gen);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -75,12 +75,12 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
   mcoll__area_done(c, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
-  uint32_t gen = c->area_gen + 1;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
   int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
             MCOLL_MOVE_CMA;
@@ -90,7 +90,7 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
-    c->area_gen = gen;
+    c->chan->area_gen = gen;
     return;
   }
   if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
@@ -98,15 +98,15 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   mcoll__area_post(c, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
   if (cma) mcoll__flag_wait(shm, &shm->data[g->sink].done, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t base = c->area_gen, rounds = call_rounds(c, g, g->dst);
+  uint32_t base = c->chan->area_gen, rounds = call_rounds(c, g, g->dst);
 
   mcoll__area_wait_free(c, base + 1);
   memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
@@ -132,14 +132,14 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
     }
     mcoll__area_done(c, base + r);
   }
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }
 
 static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank;
-  uint32_t base = c->area_gen, rounds;
+  uint32_t base = c->chan->area_gen, rounds;
   char *my_area = mcoll__rank_area(shm, me);
   enum mcoll_move move =
       mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN);
@@ -167,7 +167,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
   }
   /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
   if (move == MCOLL_MOVE_CMA) mcoll__flag_wait(shm, &shm->data[g->sink].done, base + 1);
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }
 
 void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
@@ -176,7 +176,7 @@ void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
     return;
   }
-  int sink = c->shm.local_rank == g->sink;
+  int sink = c->chan->shm.local_rank == g->sink;
   if (one_generation(c, g, sink ? g->dst : g->lens)) {
     if (sink) one_generation_sink(c, g);
     else one_generation_member(c, g);

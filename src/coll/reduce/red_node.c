@@ -57,7 +57,7 @@ static void copy_range(const struct mcoll_node_red *r, char *dst, const char *ar
     mcoll__red_copy(t, dst, mcoll__red_at(t, area, pos), n);
     return;
   }
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   for (int j = 0; j < shm->local_size; j++) {
     size_t lo, hi;
     mcoll__node_segment(elems, shm->local_size, j, r->dest - 1, &lo, &hi);
@@ -109,7 +109,7 @@ void mcoll__node_red(const struct mcoll_node_red *r, int alg) {
 void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,
                        const char *src, size_t count, mcoll_node_take take, void *arg) {
   if (!mcoll__node_has_peers(c)) return;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   size_t cap = shm->area_bytes / t->extent;
   for (size_t first = 0; first < count; first += cap) {

@@ -49,7 +49,7 @@ static int overlaps(const char *a, size_t a_len, const char *b, size_t b_len) {
 /* Reads elements [v, v + m) of peer x's input into dst. */
 static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size_t m) {
   const struct mcoll_red_type *t = k->r->t;
-  const struct mcoll_shm *shm = &k->r->c->shm;
+  const struct mcoll_shm *shm = &k->r->c->chan->shm;
   uint64_t addr = *(const uint64_t *)mcoll__rank_area(shm, x) + v * t->extent;
   int err = mcoll__cma_read(shm->data[x].pid, dst, addr, mcoll__red_span(t, m));
   if (err) {
@@ -63,7 +63,7 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
  * each other's buffers: stop the job instead. The count sits in the line of the
  * address we read anyway. */
 static void check_same_count(const struct mcoll_node_red *r, int x) {
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   uint64_t theirs = ((const uint64_t *)mcoll__rank_area(shm, x))[2];
   if (theirs == r->count) return;
   fprintf(stderr,
@@ -76,7 +76,7 @@ static void check_same_count(const struct mcoll_node_red *r, int x) {
 
 /* Elements [v, v + m) of rank x's input: mine in place, a peer's read into tmp. */
 static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m) {
-  if (x == k->r->c->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
+  if (x == k->r->c->chan->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
   read_peer(k, x, k->tmp, v, m);
   return k->tmp;
 }
@@ -84,7 +84,7 @@ static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m)
 /* d[0, m) = fold of ranks [0, upto) over vector elements [v, v + m). */
 static void fold_chunk(const struct cma_call *k, int upto, char *d, size_t v, size_t m) {
   const struct mcoll_red_type *t = k->r->t;
-  int me = k->r->c->shm.local_rank;
+  int me = k->r->c->chan->shm.local_rank;
   if (t->symmetric && me < upto && upto > 1) {
     /* Ranks 0 and 1 in either order give the same bits, the rest follow in rank
      * order: the first peer's input straight into d, then the others. */
@@ -109,8 +109,8 @@ static int one_taker(const struct mcoll_node_red *r) {
       r->count * r->t->extent < split_min)
     return 0;
   const struct mcoll_node_out *o = &r->out[0];
-  int taker = r->c->shm.local_rank == r->dest - 1;
-  return r->out[1].upto <= 0 && (taker ? o->upto == r->c->shm.local_size && !o->own_block
+  int taker = r->c->chan->shm.local_rank == r->dest - 1;
+  return r->out[1].upto <= 0 && (taker ? o->upto == r->c->chan->shm.local_size && !o->own_block
                                        : o->upto <= 0);
 }
 
@@ -119,7 +119,7 @@ static int one_taker(const struct mcoll_node_red *r) {
 static void fold_segment_for_taker(const struct cma_call *k, char *out_tmp) {
   const struct mcoll_node_red *r = k->r;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   int me = shm->local_rank, n = shm->local_size, taker = r->dest - 1;
   size_t lo, hi, chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent;
   if (chunk == 0) chunk = 1;
@@ -151,7 +151,7 @@ static size_t block_start(const struct mcoll_node_red *r, int b) {
 void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   size_t chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent, span = mcoll__red_span(t, r->count);
   if (chunk == 0) chunk = 1;

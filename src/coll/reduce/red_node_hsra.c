@@ -74,7 +74,7 @@ static int leads_part(const struct plan *p, int s, int x) {
 static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t elems,
                   uint32_t gen) {
   struct mcoll_comm *c = r->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_red_type *t = r->t;
   int n = shm->local_size, me = shm->local_rank, mine = group_at(p, s, me);
   int index = 0, members = 0;
@@ -112,7 +112,7 @@ static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t 
 
 void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int n = shm->local_size, me = shm->local_rank;
   struct plan p;
   plan_levels(&p, r);

@@ -11,7 +11,7 @@
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int n = shm->local_size, me = shm->local_rank, dest = r->dest - 1;
   /* With a dest, only the dest has an output; else every rank has. */
   int takes = r->out[0].upto > 0;

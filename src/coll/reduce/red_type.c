@@ -133,20 +133,20 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   /* SHM_AREA, not the mapped size: the same on every node, even one without a segment. */
   if (area_need > (size_t)mcoll__cfg.SHM_AREA) return MCOLL_RED_P2P;
   int forced = mcoll__alg_forced(coll);
-  if (forced == MCOLL_RED_CMA && !c->cma_ok) forced = MCOLL_RED_HSRA;
+  if (forced == MCOLL_RED_CMA && !c->chan->cma_ok) forced = MCOLL_RED_HSRA;
   if (forced >= 0) return forced;
   /* Reduce and allreduce need every input whole: from RED_CMA_MAX, HSRA's copies
    * through the areas, which stay in cache, beat reading it by single copy. */
   int whole_inputs = coll == MCOLL_COLL_REDUCE || coll == MCOLL_COLL_ALLREDUCE;
   int cma_max_passed = whole_inputs && mcoll__cfg.RED_CMA_MAX > 0 &&
                        bytes >= (size_t)mcoll__cfg.RED_CMA_MAX;
-  if (c->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
+  if (c->chan->cma_ok && mcoll__cfg.RED_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.RED_CMA_MIN &&
       !cma_max_passed && c->topo.local_size <= mcoll__cfg.RED_CMA_RANKS)
     return MCOLL_RED_CMA;
   /* HSRA's parallel folds gain little with two ranks, or with more ranks than
    * cores, and cost a second synchronisation (a scheduler turn when ranks are not
    * running) and, at two ranks, half as many bytes again across the cores. */
-  int low_parallelism = c->shm.oversubscribed || c->topo.local_size <= 2;
+  int low_parallelism = c->chan->shm.oversubscribed || c->topo.local_size <= 2;
   long flat_max = low_parallelism ? mcoll__cfg.RED_FLAT_MAX_LOWPAR : mcoll__cfg.RED_FLAT_MAX;
   if (bytes <= (size_t)flat_max) return MCOLL_RED_FLAT;
   return MCOLL_RED_HSRA;

@@ -1,0 +1,59 @@
+/* A node channel: the node's shared segment and the protocol counters that the
+ * ranks of the node advance in step. A channel belongs to a list of processes (its
+ * members, in node-local order), not to a communicator: every context whose node
+ * holds the same processes in the same order may use it (core/context.c decides
+ * when), and when its last context is freed it waits, mapped and warm, in a small
+ * pool for the next communicator over the same processes. */
+#ifndef MCOLL_CHANNEL_H
+#define MCOLL_CHANNEL_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "shm/shm.h"
+
+struct mcoll_channel {
+  struct mcoll_shm shm; /* mapped when the node has more than one rank */
+  int cma_ok;           /* every rank of the node can read its peers with CMA */
+  /* Counters that advance identically on every rank of the node. */
+  uint32_t barrier_seq;         /* hier barriers */
+  uint32_t barrier_counter_seq; /* counter barriers (the count in the segment) */
+  uint32_t ring_gen;            /* generations published through the ring */
+  uint32_t bcast_seq;
+  uint32_t area_gen;            /* generations of the per-rank areas (shm/area.h) */
+  uint32_t area_slot_from, area_slot_last, area_slot_seen; /* runs of small area generations (coll/move.h) */
+  uint32_t red_slot_from, red_slot_last, red_slot_seen;    /* small reductions' area slots */
+  uint32_t *cma_ready;          /* [local_size] each rank's cma_ready counter */
+  /* Identity and ownership (channel.c). */
+  unsigned id;       /* agreed by the members when it was made: equal ids name one channel */
+  int nmembers;
+  int *members;      /* world ranks of the node's ranks, in node-local order */
+  int users;         /* contexts using it; 0: in the pool */
+  int pooled;        /* made by mcoll__channel_create (else a private, segment-less one) */
+  struct mcoll_channel *next;
+};
+
+/* A channel for a node of one rank: nothing shared, freed by its release. */
+struct mcoll_channel *mcoll__channel_private(void);
+
+/* Claims the channel with the smallest id whose members are `members` and that is
+ * unused (or in use too, when `live_ok`), or returns NULL. */
+struct mcoll_channel *mcoll__channel_claim(const int *members, int nmembers, int live_ok);
+
+/* Collective over node_comm (the node's ranks in node-local order): maps a new
+ * segment. On failure returns an error and nothing is held; on success the channel
+ * is claimed once. */
+mcoll_status mcoll__channel_create(MPI_Comm node_comm, int real_node_size, const int *members,
+                                   unsigned id, struct mcoll_channel **out);
+
+/* Drops one claim; an unused pooled channel stays mapped (the oldest beyond
+ * MCOLL_CHANNEL_POOL are unmapped). */
+void mcoll__channel_release(struct mcoll_channel *ch);
+
+/* Channels this process has made. */
+unsigned long mcoll__channels_made(void);
+
+/* Unmaps every pooled channel (MPI_Finalize, after the contexts are gone). */
+void mcoll__channel_free_all(void);
+
+#endif
