@@ -239,12 +239,9 @@ static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm 
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->comm);
     ok = all_ok;
   }
-  /* Every rank knows the node count alike: all or none make the communicator. */
-  if (ok && c->topo.nnodes > 1) {
-    if (PMPI_Comm_dup(c->comm, &c->p2p) != MPI_SUCCESS) ok = 0;
-    /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
-    else PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
-  }
+  /* Inter-node phases run among some ranks only, so their communicator is made
+   * now; every rank knows the node count alike. */
+  if (ok && c->topo.nnodes > 1 && mcoll__context_p2p(c) != MPI_SUCCESS) ok = 0;
   if (!ok && mcoll__cfg.VERBOSE) fprintf(stderr, "mcoll: rank %d: context set-up failed\n", c->rank);
   free(members);
   c->usable = ok;
@@ -313,8 +310,10 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   struct mcoll_comm *c = NULL;
   int found = 0;
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
-  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch)
+  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch) {
+    last_lookup.c->comm = comm;
     return last_lookup.c;
+  }
   int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire);
   if (keyval == MPI_KEYVAL_INVALID) keyval = context_keyval_create();
   if (keyval == MPI_KEYVAL_INVALID) {
@@ -331,6 +330,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     PMPI_Comm_set_attr(comm, keyval, c);
   }
   if (c->usable) {
+    c->comm = comm;
     last_lookup.comm = comm;
     last_lookup.c = c;
     last_lookup.epoch = epoch;
@@ -338,6 +338,14 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   }
   *why = c->inter ? MCOLL_WHY_INTERCOMM : MCOLL_WHY_NO_CONTEXT;
   return NULL;
+}
+
+int mcoll__context_p2p(struct mcoll_comm *c) {
+  if (c->p2p != MPI_COMM_NULL) return MPI_SUCCESS;
+  int err = PMPI_Comm_dup(c->comm, &c->p2p);
+  /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
+  if (err == MPI_SUCCESS) PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
+  return err;
 }
 
 void mcoll__context_report(FILE *out) {

@@ -16,11 +16,12 @@
  * only one thread per process makes MPI calls (see context.c). Contexts whose nodes
  * hold the same processes in the same order share a channel likewise. */
 struct mcoll_comm {
-  MPI_Comm comm;        /* the communicator it was built for (set-up only) */
+  MPI_Comm comm;        /* the communicator of the latest call (set by mcoll__comm_get) */
   int rank, size;
   int inter;            /* intercommunicator: every call falls back */
   int usable;           /* 0: set-up failed on some rank, every call falls back */
-  MPI_Comm p2p;         /* private duplicate for mcoll's own point-to-point */
+  MPI_Comm p2p;         /* private duplicate for mcoll's own point-to-point: made at set-up
+                         * when there are several nodes, else by mcoll__context_p2p */
   struct mcoll_topo topo;
   struct mcoll_channel *chan; /* the node's segment and protocol counters (shm/channel.h) */
   /* Sharing (context.c): the group, an id every rank of the group agrees on, and the
@@ -34,6 +35,11 @@ struct mcoll_comm {
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why);
+
+/* Makes c->p2p if it does not exist yet: collective over the calling communicator,
+ * for algorithms in which every rank takes part (all ranks of a call run the same
+ * algorithm). */
+int mcoll__context_p2p(struct mcoll_comm *c);
 
 /* Prints how many contexts were built and how many communicators shared one. */
 void mcoll__context_report(FILE *out);

@@ -146,6 +146,7 @@ static int doubling(const struct mcoll_red_group *g, const struct mcoll_red_type
 int mcoll__group_allreduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                            char *buf, size_t count) {
   if (g->n <= 1 || count == 0) return MPI_SUCCESS;
+  if (mcoll__context_p2p(g->c) != MPI_SUCCESS) return MPI_ERR_INTERN;
   struct shape s = shape_of(g->n, g->me);
   char *tmp = mcoll__red_alloc(t, count);
   int err = fold_extra(g, t, &s, buf, tmp, count);
@@ -199,6 +200,7 @@ static int binomial(const struct mcoll_red_group *g, const struct mcoll_red_type
 int mcoll__group_reduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                         char *buf, size_t count, int root) {
   if (g->n <= 1 || count == 0) return MPI_SUCCESS;
+  if (mcoll__context_p2p(g->c) != MPI_SUCCESS) return MPI_ERR_INTERN;
   char *tmp = mcoll__red_alloc(t, count);
   int err = MPI_SUCCESS;
   struct shape s = shape_of(g->n, g->me);

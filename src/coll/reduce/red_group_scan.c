@@ -12,6 +12,7 @@ static int rank_of(const struct mcoll_red_group *g, int member) {
 int mcoll__group_exscan(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                         char *buf, size_t count) {
   if (g->n <= 1 || count == 0) return MPI_SUCCESS;
+  if (mcoll__context_p2p(g->c) != MPI_SUCCESS) return MPI_ERR_INTERN;
   char *partial = mcoll__red_alloc(t, count), *tmp = mcoll__red_alloc(t, count);
   int err = MPI_SUCCESS, have = 0;
   mcoll__red_copy(t, partial, buf, count);
