@@ -1,4 +1,5 @@
 """Node segments and per-communicator state (issue 8, defects 6-9): a small /dev/shm,
+the memory and context ids that live communicators cost,
 a rank killed inside the segment set-up, ranks that disagree on the segment layout,
 out-of-bounds parameters, and threads that each use their own communicator at once.
 
@@ -147,3 +148,37 @@ def test_threads_tsan(flavour, tmp_path):
     check_passed(result, "test_resources")
     races = mcoll_data_races(log)
     assert not races, f"{len(races)} data races in mcoll:\n\n" + "\n\n".join(races[:3])
+
+
+@pytest.mark.parametrize("mode", ["live", "splitlive"])
+@pytest.mark.parametrize("flavour", flavours())
+def test_memory_per_communicator(flavour, mode):
+    """Defect 7: 300 live communicators (dups, or splits that reverse the ranks: a new
+    group over the same processes) each used once cost at most 64 KiB of RSS per
+    rank each (on 57f7bf2: ~1 MiB)."""
+    result = run_job(mpiexec_argv(flavour, 4, BUILD.bin(flavour, PROGRAM), [mode, "300"]),
+                     {"MCOLL_FALLBACK": "error"}, JOB_TIMEOUT)
+    check_passed(result, "test_resources")
+    m = re.search(r"(\d+) live communicators, RSS (-?\d+) KiB per communicator", result.stdout)
+    assert m and int(m.group(1)) == 300, result.describe()
+    assert int(m.group(2)) <= 64, result.describe()
+
+
+@pytest.mark.skipif("mpich" not in BUILD.flavours, reason="build/mpich not built")
+def test_no_context_id_exhaustion_before_the_host():
+    """Defect 7: MPICH has 2048 context ids. Live splits (new groups) under mcoll
+    reach as many communicators as natively (on 57f7bf2: 512), and mcoll runs the
+    allreduce on every one of them. (Once the ids are gone, a communicator that
+    needs a new segment falls back: its set-up needs a node communicator.)"""
+    counts = {}
+    for mcoll in (False, True):
+        result = run_job(mpiexec_argv("mpich", 2, BUILD.bin("mpich", PROGRAM), ["splitmaxlive"], mcoll=mcoll),
+                         {"MCOLL_VERBOSE": "1"} if mcoll else {}, JOB_TIMEOUT)
+        check_passed(result, "test_resources")
+        m = re.search(r"(\d+) live communicators", result.stdout)
+        assert m, result.describe()
+        counts[mcoll] = int(m.group(1))
+        if mcoll:
+            m = re.search(r"^mcoll: allreduce calls=(\d+) .* fallback=(\d+)$", result.stderr, re.M)
+            assert m and int(m.group(1)) >= counts[True] and m.group(2) == "0", result.describe()
+    assert counts[True] >= counts[False] - 2, counts
