@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/context.h"
+#include "comm/context.h"
 #include "shm/area.h"
 
 /* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */

@@ -8,7 +8,7 @@
 
 #include "core/coll.h"
 #include "core/config.h"
-#include "core/context.h"
+#include "comm/context.h"
 #include "core/datatype.h"
 
 #include "mcoll.h"

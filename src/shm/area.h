@@ -1,6 +1,6 @@
 /* Protocol of the per-rank areas, shared by every collective that uses them.
  *
- * Each use of the areas on a communicator is one generation g (the context's
+ * Each use of the areas on a node channel is one generation g (the channel's
  * area_gen, advanced identically on every rank of the node). A rank may write
  * generation g into its own area only when every peer has finished reading
  * generation g-1 (done >= g-1); it then posts g. A rank that has read all it needs
@@ -8,22 +8,22 @@
 #ifndef MCOLL_AREA_H
 #define MCOLL_AREA_H
 
-#include "core/context.h"
+#include "shm/channel.h"
 
 /* Starts generation ++area_gen and returns it. */
-static inline uint32_t mcoll__area_next(struct mcoll_comm *c) { return ++c->chan->area_gen; }
+static inline uint32_t mcoll__area_next(struct mcoll_channel *ch) { return ++ch->area_gen; }
 
 /* Waits until every node peer is done with generation gen-1 (my area is free). */
-void mcoll__area_wait_free(struct mcoll_comm *c, uint32_t gen);
+void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen);
 /* My area now holds generation gen. */
-void mcoll__area_post(struct mcoll_comm *c, uint32_t gen);
+void mcoll__area_post(struct mcoll_channel *ch, uint32_t gen);
 /* Waits until node-local rank r has posted generation gen. */
-void mcoll__area_wait_posted(struct mcoll_comm *c, int r, uint32_t gen);
+void mcoll__area_wait_posted(struct mcoll_channel *ch, int r, uint32_t gen);
 /* Whether node-local rank r has posted generation gen (does not wait). */
-static inline int mcoll__area_posted(const struct mcoll_comm *c, int r, uint32_t gen) {
-  return mcoll__reached(atomic_load_explicit(&c->chan->shm.data[r].posted, memory_order_acquire), gen);
+static inline int mcoll__area_posted(const struct mcoll_channel *ch, int r, uint32_t gen) {
+  return mcoll__reached(atomic_load_explicit(&ch->shm.data[r].posted, memory_order_acquire), gen);
 }
 /* I have read all I need of generation gen. */
-void mcoll__area_done(struct mcoll_comm *c, uint32_t gen);
+void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen);
 
 #endif

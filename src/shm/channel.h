@@ -1,7 +1,7 @@
 /* A node channel: the node's shared segment and the protocol counters that the
  * ranks of the node advance in step. A channel belongs to a list of processes (its
  * members, in node-local order), not to a communicator: every context whose node
- * holds the same processes in the same order may use it (core/context.c decides
+ * holds the same processes in the same order may use it (comm/context.c decides
  * when), and when its last context is freed it waits, mapped and warm, in a small
  * pool for the next communicator over the same processes. */
 #ifndef MCOLL_CHANNEL_H

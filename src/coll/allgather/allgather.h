@@ -5,7 +5,7 @@
 
 #include "coll/blocks.h"
 #include "coll/move.h"
-#include "core/context.h"
+#include "comm/context.h"
 
 /* Intra-node allgather: every rank of the node reads every other's block. */
 struct mcoll_allgather_node {

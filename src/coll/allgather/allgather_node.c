@@ -43,12 +43,12 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
     size_t at = (size_t)(r - 1) * area;
     char *my_area = small ? mcoll__slot_area(shm, me, base + r) : mcoll__rank_area(shm, me);
     if (small) mcoll__slot_wait_free(c, base + r, lag);
-    else mcoll__area_wait_free(c, base + r);
+    else mcoll__area_wait_free(c->chan, base + r);
     if (my_move == MCOLL_MOVE_CMA && r == 1)
       atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
     else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
       mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
-    mcoll__area_post(c, base + r);
+    mcoll__area_post(c->chan, base + r);
     if (r == 1 && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
     for (int s = 1; s < n; s++) {
       int j = (me + s) % n;
@@ -56,15 +56,15 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       char *to = mcoll__block_ptr(g->dst, t->local_ranks[j]);
       if (move_of(c, g, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
-        mcoll__area_wait_posted(c, j, base + 1);
+        mcoll__area_wait_posted(c->chan, j, base + 1);
         mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
       } else if (at < len) {
-        mcoll__area_wait_posted(c, j, base + r);
+        mcoll__area_wait_posted(c->chan, j, base + r);
         const char *from = small ? mcoll__slot_area(shm, j, base + r) : mcoll__rank_area(shm, j);
         memcpy(to + at, from, len - at < area ? len - at : area);
       }
     }
-    mcoll__area_done(c, base + r);
+    mcoll__area_done(c->chan, base + r);
   }
   /* The others read my buffer itself: keep it until they are past generation 1. */
   if (my_move == MCOLL_MOVE_CMA)

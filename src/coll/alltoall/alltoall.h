@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "core/coll.h"
-#include "core/context.h"
+#include "comm/context.h"
 
 enum mcoll_alltoall_alg {
   MCOLL_A2A_SHM_DIRECT,

@@ -27,18 +27,18 @@ void mcoll__a2a_node_bruck(struct mcoll_a2a *a) {
   for (int i = 1; i < m; i++)
     memcpy(tmp + (size_t)i * block, a->send[t->local_ranks[(me + i) % m]].ptr, block);
   for (int k = 1; k < m; k <<= 1) {
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     char *out = mcoll__rank_area(&c->chan->shm, me) + header;
-    mcoll__area_wait_free(c, gen);
+    mcoll__area_wait_free(c->chan, gen);
     for (int i = 1, n = 0; i < m; i++)
       if (i & k) memcpy(out + (size_t)n++ * block, tmp + (size_t)i * block, block);
-    mcoll__area_post(c, gen);
+    mcoll__area_post(c->chan, gen);
     int from = (me - k + m) % m;
     const char *in = mcoll__rank_area(&c->chan->shm, from) + header;
-    mcoll__area_wait_posted(c, from, gen);
+    mcoll__area_wait_posted(c->chan, from, gen);
     for (int i = 1, n = 0; i < m; i++)
       if (i & k) memcpy(tmp + (size_t)i * block, in + (size_t)n++ * block, block);
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
   for (int i = 1; i < m; i++)
     memcpy(a->recv[t->local_ranks[(me - i + m) % m]].ptr, tmp + (size_t)i * block, block);

@@ -93,7 +93,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   uint64_t served = 0; /* bit s: step s done in the first pass (m <= 64) */
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (reads_in_round(a, e, r, j) && mcoll__area_posted(c, j, gen)) {
+    if (reads_in_round(a, e, r, j) && mcoll__area_posted(c->chan, j, gen)) {
       read_pair(a, e, r, j);
       served |= 1ull << s;
     }
@@ -101,7 +101,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !reads_in_round(a, e, r, j)) continue;
-    mcoll__area_wait_posted(c, j, gen);
+    mcoll__area_wait_posted(c->chan, j, gen);
     read_pair(a, e, r, j);
   }
 }
@@ -130,15 +130,15 @@ static void slot_exchange(struct mcoll_a2a *a) {
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
   copy_own(a);
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
-    mcoll__area_wait_posted(c, j, gen);
+    mcoll__area_wait_posted(c->chan, j, gen);
     memcpy(a->recv[t->local_ranks[j]].ptr,
            mcoll__slot_area(&c->chan->shm, j, gen) + (size_t)me * a->block, a->block);
   }
-  mcoll__area_done(c, gen);
+  mcoll__area_done(c->chan, gen);
   c->chan->area_gen = gen;
 }
 
@@ -201,13 +201,13 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       cma_sends = 1;
     }
   }
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
   copy_own(a);
   /* Whoever has posted first, then the rest in pairwise order (see read_round). */
   uint64_t served = 0;
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_posted(c, j, gen)) {
+    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_posted(c->chan, j, gen)) {
       read_v(a, j, gen);
       served |= 1ull << s;
     }
@@ -215,10 +215,10 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !a->recv[t->local_ranks[j]].bytes) continue;
-    mcoll__area_wait_posted(c, j, gen);
+    mcoll__area_wait_posted(c->chan, j, gen);
     read_v(a, j, gen);
   }
-  mcoll__area_done(c, gen);
+  mcoll__area_done(c->chan, gen);
   /* Single-copy readers read my buffers: they stay mine until those are done. */
   for (int k = 0; k < m && cma_sends; k++)
     if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
@@ -249,26 +249,26 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     if (bytes && by_cma(e, bytes)) cma_sends = 1;
   }
   for (uint32_t r = 0; r < rounds; r++) {
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     /* Double-buffered, round r only needs the half of round r-2 to be free. */
-    mcoll__area_wait_free(c, e->double_buffer && r > 0 ? gen - 1 : gen);
+    mcoll__area_wait_free(c->chan, e->double_buffer && r > 0 ? gen - 1 : gen);
     if (r == 0) {
       *(volatile uint32_t *)mine = rounds;
       for (int k = 0; k < m && cma_sends; k++)
         my_addr[k] = (uint64_t)(uintptr_t)a->send[t->local_ranks[k]].ptr;
     }
     write_round(a, e, r);
-    mcoll__area_post(c, gen);
+    mcoll__area_post(c->chan, gen);
     if (r == 0) copy_own(a); /* while the peers finish writing */
     for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
       int j = (me - s + m) % m;
-      mcoll__area_wait_posted(c, j, gen);
+      mcoll__area_wait_posted(c->chan, j, gen);
       uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->chan->shm, j);
       if (theirs > rounds) rounds = theirs;
     }
     read_round(a, e, r, gen);
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
-  if (cma_sends) mcoll__area_wait_free(c, c->chan->area_gen + 1);
+  if (cma_sends) mcoll__area_wait_free(c->chan, c->chan->area_gen + 1);
 }

@@ -1,7 +1,7 @@
 #ifndef MCOLL_BARRIER_H
 #define MCOLL_BARRIER_H
 
-#include "core/context.h"
+#include "comm/context.h"
 
 enum mcoll_barrier_alg { MCOLL_BARRIER_HIER, MCOLL_BARRIER_COUNTER, MCOLL_BARRIER_NALGS };
 

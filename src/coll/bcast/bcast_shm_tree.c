@@ -36,12 +36,12 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   size_t step = c->chan->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
-    uint32_t gen = mcoll__area_next(c);
-    mcoll__area_wait_free(c, gen);
+    uint32_t gen = mcoll__area_next(c->chan);
+    mcoll__area_wait_free(c->chan, gen);
     memcpy(mcoll__rank_area(&c->chan->shm, c->chan->shm.local_rank), call->buf + off, len);
     c->chan->shm.data[c->chan->shm.local_rank].source_bytes = call->bytes;
-    mcoll__area_post(c, gen);
-    mcoll__area_done(c, gen);
+    mcoll__area_post(c->chan, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }
 
@@ -54,20 +54,20 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   size_t step = c->chan->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
-    mcoll__area_wait_posted(c, parent, c->chan->area_gen + 1);
+    mcoll__area_wait_posted(c->chan, parent, c->chan->area_gen + 1);
     /* The parent stamps the call's size in the line of the flag we waited for;
      * on a mismatch, leave before taking the generation. */
     if (call->check_bytes && off == 0 && c->chan->shm.data[parent].source_bytes != call->bytes)
       return c->chan->shm.data[parent].source_bytes;
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     memcpy(call->buf + off, mcoll__rank_area(&c->chan->shm, parent), len);
     if (forward) {
-      mcoll__area_wait_free(c, gen);
+      mcoll__area_wait_free(c->chan, gen);
       memcpy(mcoll__rank_area(&c->chan->shm, me), call->buf + off, len);
       c->chan->shm.data[me].source_bytes = call->bytes;
-      mcoll__area_post(c, gen);
+      mcoll__area_post(c->chan, gen);
     }
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
   return call->bytes;
 }

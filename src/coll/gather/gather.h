@@ -5,7 +5,7 @@
 
 #include "coll/blocks.h"
 #include "coll/move.h"
-#include "core/context.h"
+#include "comm/context.h"
 
 /* Intra-node gather: every rank of the node hands its block to node-local rank
  * `sink`. The sink knows every block's length; the others know their own (and

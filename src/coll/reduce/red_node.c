@@ -114,15 +114,15 @@ void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int
   size_t cap = shm->area_bytes / t->extent;
   for (size_t first = 0; first < count; first += cap) {
     size_t n = count - first < cap ? count - first : cap;
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     if (me == leader) {
-      mcoll__area_wait_free(c, gen);
+      mcoll__area_wait_free(c->chan, gen);
       mcoll__red_copy(t, mcoll__rank_area(shm, me), mcoll__red_at(t, src, first), n);
-      mcoll__area_post(c, gen);
+      mcoll__area_post(c->chan, gen);
     } else {
-      mcoll__area_wait_posted(c, leader, gen);
+      mcoll__area_wait_posted(c->chan, leader, gen);
       take(arg, mcoll__rank_area(shm, leader), first, n);
     }
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }

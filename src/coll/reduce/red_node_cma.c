@@ -168,18 +168,18 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   struct cma_call k = {r, copy ? room : r->in, room + own_bytes, 0};
   if (copy) mcoll__red_copy(t, room, r->in, r->count);
 
-  k.gen = mcoll__area_next(c);
-  mcoll__area_wait_free(c, k.gen);
+  k.gen = mcoll__area_next(c->chan);
+  mcoll__area_wait_free(c->chan, k.gen);
   uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
   published[0] = (uint64_t)(uintptr_t)k.own;
   if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
   published[2] = r->count;
-  mcoll__area_post(c, k.gen);
+  mcoll__area_post(c->chan, k.gen);
   int need = split ? shm->local_size
                    : r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
   for (int x = 0; x < need; x++)
     if (x != me) {
-      mcoll__area_wait_posted(c, x, k.gen);
+      mcoll__area_wait_posted(c->chan, x, k.gen);
       check_same_count(r, x);
     }
   if (split) fold_segment_for_taker(&k, room + own_bytes + chunk * t->extent);
@@ -197,7 +197,7 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
       fold_chunk(&k, o->upto, mcoll__red_at(t, o->dst, f), first + f, m);
     }
   }
-  mcoll__area_done(c, k.gen);
+  mcoll__area_done(c->chan, k.gen);
   for (int x = 0; x < shm->local_size; x++)
     if (x != me) mcoll__flag_wait(shm, &shm->data[x].done, k.gen);
 }

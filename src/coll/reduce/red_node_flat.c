@@ -131,21 +131,21 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
   int writes = r->dest - 1 != me || !r->t->commutative ||
                (me != 0 && in_place(r, mcoll__red_span(r->t, r->count)));
   for (size_t k = 0; k < l.nchunks; k++) {
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     struct slot s = {0, 0, 0};
     if (slotted) s = slot_start(c, gen, span);
-    else if (writes) mcoll__area_wait_free(c, gen);
+    else if (writes) mcoll__area_wait_free(c->chan, gen);
     if (writes) mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me) + s.base);
     /* Every slot call stamps its slot, so that later calls of the run may trust it. */
     if (slotted) mcoll__flag_set(shm, stamp_of(shm, me, &s), gen);
-    if (writes && !s.stamped) mcoll__area_post(c, gen);
+    if (writes && !s.stamped) mcoll__area_post(c->chan, gen);
     for (int src = 0; src < need; src++) {
       if (src == me) continue;
       if (s.stamped) mcoll__flag_wait(shm, stamp_of(shm, src, &s), gen);
-      else mcoll__area_wait_posted(c, src, gen);
+      else mcoll__area_wait_posted(c->chan, src, gen);
     }
     for (int i = 0; i < 2; i++)
       if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i], writes);
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }

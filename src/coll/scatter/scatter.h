@@ -5,7 +5,7 @@
 
 #include "coll/blocks.h"
 #include "coll/move.h"
-#include "core/context.h"
+#include "comm/context.h"
 
 /* Intra-node scatter: node-local rank `source` hands each rank of the node its
  * block. The source knows every length; the others know their own. */

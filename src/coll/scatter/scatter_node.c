@@ -60,7 +60,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   char *slot = mcoll__slot_area(shm, me, gen);
   struct head *head = (struct head *)slot;
   size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
-  mcoll__area_done(c, gen); /* the source reads no one's area */
+  mcoll__area_done(c->chan, gen); /* the source reads no one's area */
   mcoll__slot_wait_free(c, gen, lag);
   head->rounds = 1;
   for (int step = 1; step < n; step++) {
@@ -82,7 +82,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
     if (len) mcoll__area_write(slot + pos, block, len);
     pos += len;
   }
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
   if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
@@ -112,11 +112,11 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
     if (j != me && move_of(c, s, len) == MCOLL_MOVE_AREA && mcoll__area_chunks(len, share) > rounds)
       rounds = mcoll__area_chunks(len, share);
   }
-  mcoll__area_done(c, base + rounds); /* the source reads no one's area */
+  mcoll__area_done(c->chan, base + rounds); /* the source reads no one's area */
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * share, pos = hbytes;
-    mcoll__area_wait_free(c, base + r);
+    mcoll__area_wait_free(c->chan, base + r);
     head->rounds = rounds;
     for (int step = 1; step < n; step++) {
       int j = (me + step) % n;
@@ -133,7 +133,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       if (e->len) mcoll__area_write(area + pos, block + at, e->len);
       pos += e->len;
     }
-    mcoll__area_post(c, base + r);
+    mcoll__area_post(c->chan, base + r);
     if (r == 1 && s->mine && s->my_len)
       memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
   }
@@ -169,7 +169,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     uint32_t gen = c->chan->area_gen + 1;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
     c->chan->area_gen = gen;
     return;
   }
@@ -178,7 +178,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   const struct head *head = (const struct head *)area;
   uint32_t base = c->chan->area_gen;
 
-  mcoll__area_wait_posted(c, source, base + 1);
+  mcoll__area_wait_posted(c->chan, source, base + 1);
   uint32_t rounds = head->rounds;
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
@@ -191,11 +191,11 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       if (e.len) memcpy(s->mine + got, area + e.off, e.len);
       got += e.len;
       if (got >= s->my_len || r == rounds) break;
-      mcoll__area_done(c, base + r);
-      mcoll__area_wait_posted(c, source, base + r + 1);
+      mcoll__area_done(c->chan, base + r);
+      mcoll__area_wait_posted(c->chan, source, base + r + 1);
     }
   }
-  mcoll__area_done(c, base + rounds);
+  mcoll__area_done(c->chan, base + rounds);
   c->chan->area_gen = base + rounds;
 }
 

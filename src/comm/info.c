@@ -3,7 +3,7 @@
 
 #include "core/coll.h"
 #include "core/config.h"
-#include "core/context.h"
+#include "comm/context.h"
 #include "mcoll.h"
 
 

@@ -1,4 +1,4 @@
-#include "core/context.h"
+#include "comm/context.h"
 #include "core/tls.h"
 
 #include <limits.h>
