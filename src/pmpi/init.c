@@ -1,5 +1,6 @@
 /* Start-up and shutdown; communicator contexts are freed by their attribute's
  * delete callback, so MPI_Comm_free needs nothing of its own. */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "core/host_progress.h"
@@ -17,32 +18,40 @@ static void report(void) {
   fflush(stderr);
 }
 
-/* Collective over MPI_COMM_WORLD, once the host MPI runs. */
-static void started(void) {
+/* Collective over MPI_COMM_WORLD, once the host MPI runs; once (the Fortran entry
+ * points of fortran.c may reach MPI_Init too). */
+static atomic_int started_once, finished_once;
+void mcoll__started(void) {
+  if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
   mcoll__host_progress_init();
   mcoll__topo_world_init();
+}
+
+void mcoll__finishing(void) {
+  if (mcoll__cfg.DISABLE || atomic_exchange(&finished_once, 1)) return;
+  if (mcoll__cfg.VERBOSE) report();
+  mcoll__comm_free_all();
+  mcoll__topo_world_free();
+  mcoll__types_release();
+  mcoll__host_progress_finalize();
 }
 
 MCOLL_EXPORT int MPI_Init(int *argc, char ***argv) {
   mcoll__config_load();
   int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS && !mcoll__cfg.DISABLE) started();
+  if (rc == MPI_SUCCESS) mcoll__started();
   return rc;
 }
 
 MCOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   mcoll__config_load();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS && !mcoll__cfg.DISABLE) started();
+  if (rc == MPI_SUCCESS) mcoll__started();
   return rc;
 }
 
 MCOLL_EXPORT int MPI_Finalize(void) {
-  if (mcoll__cfg.VERBOSE && !mcoll__cfg.DISABLE) report();
-  mcoll__comm_free_all();
-  mcoll__topo_world_free();
-  mcoll__types_release();
-  mcoll__host_progress_finalize();
+  mcoll__finishing();
   return PMPI_Finalize();
 }
 

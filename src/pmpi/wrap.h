@@ -13,6 +13,12 @@
 
 #include "mcoll.h"
 
+/* After the host MPI's init (collective over MPI_COMM_WORLD) and before its
+ * finalize; each runs once, from MPI_Init(_thread), MPI_Finalize or their Fortran entry
+ * points (pmpi/init.c). */
+void mcoll__started(void);
+void mcoll__finishing(void);
+
 /* The context to use, or NULL: then the wrapper calls PMPI_* (already counted). */
 static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm comm) {
   mcoll__config_load();
