@@ -35,13 +35,13 @@ static void *next_definition(const char *name) {
 
 #define FORTRAN_INIT(sym)                                                        \
   MCOLL_EXPORT void sym(void *ierr) {                                            \
-    mcoll__config_load();                                                        \
+    mcoll__before_init();                                                        \
     ((fortran_fn1)next_definition(#sym))(ierr);                                  \
     mcoll__started();                                                            \
   }
 #define FORTRAN_INIT_THREAD(sym)                                                 \
   MCOLL_EXPORT void sym(void *required, void *provided, void *ierr) {            \
-    mcoll__config_load();                                                        \
+    mcoll__before_init();                                                        \
     ((fortran_fn3)next_definition(#sym))(required, provided, ierr);              \
     mcoll__started();                                                            \
   }

@@ -2,6 +2,8 @@
  * delete callback, so MPI_Comm_free needs nothing of its own. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/host_progress.h"
 #include "topo/topo.h"
@@ -18,9 +20,75 @@ static void report(void) {
   fflush(stderr);
 }
 
+/* The MPI this library was built for: flavour and major version. */
+#if defined(OPEN_MPI)
+#define BUILT_FOR "Open MPI", OMPI_MAJOR_VERSION
+#elif defined(MPICH_VERSION)
+#define BUILT_FOR "MPICH", MPICH_NUMVERSION / 10000000
+#endif
+
+/* Whether the MPI the program runs (the library its own MPI_* calls reach: the first
+ * in the process's symbol order, asked before MPI_Init) is the one mcoll was built
+ * for. Another flavour has other handles and another ABI: mcoll would crash in it. */
+static int host_mpi_matches(char *running, size_t size) {
+  /* Sized for any MPI: the one running may have a larger MPI_MAX_LIBRARY_VERSION_STRING
+   * than the one compiled against (MPICH 8192, Open MPI 256). */
+  static char version[65536];
+  int len = 0;
+  PMPI_Get_library_version(version, &len);
+  const char *flavour;
+  int major;
+  struct { const char *name; int major; } built = {BUILT_FOR};
+  const char *mpich = strstr(version, "MPICH Version:");
+  if (strstr(version, "Open MPI")) {
+    flavour = "Open MPI";
+    const char *v = strstr(version, " v");
+    major = v ? atoi(v + 2) : -1;
+  } else if (mpich) {
+    flavour = "MPICH";
+    major = atoi(mpich + strlen("MPICH Version:") + strspn(mpich + strlen("MPICH Version:"), " \t"));
+  } else if (strstr(version, "Intel(R) MPI")) {
+    flavour = "Intel MPI"; /* MPICH's ABI */
+    major = -1;
+  } else {
+    flavour = "an unknown MPI";
+    major = -1;
+  }
+  snprintf(running, size, "%s %d", flavour, major);
+  return !strcmp(flavour, built.name) && major == built.major;
+}
+
+/* Before the host's init: a program of another MPI gets its MPI alone, and one line
+ * (from the first rank, where the launcher says which). */
+static void check_host_mpi(void) {
+  mcoll__config_load();
+  char running[64];
+  if (mcoll__cfg.DISABLE || host_mpi_matches(running, sizeof running)) return;
+  mcoll__cfg.DISABLE = 1;
+  /* Disabled, every call goes to the host as it came; that needs handles at least as
+   * wide as the running MPI's: Open MPI's (pointers) carry MPICH's (int), not the
+   * other way round. */
+#ifdef OPEN_MPI
+  int passes_through = 1;
+#else
+  int passes_through = !strncmp(running, "MPICH", 5) || !strncmp(running, "Intel", 5);
+#endif
+  const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank) rank = getenv("PMI_RANK");
+  if (!rank || !strcmp(rank, "0") || !passes_through) {
+    struct { const char *name; int major; } built = {BUILT_FOR};
+    fprintf(stderr, "mcoll: built for %s %d, but this program runs %s: %s (use the mcoll build for "
+            "that MPI)\n", built.name, built.major, running,
+            passes_through ? "mcoll disables itself" : "its handles do not fit mcoll's calls, stopping");
+  }
+  if (!passes_through) exit(1);
+}
+
 /* Collective over MPI_COMM_WORLD, once the host MPI runs; once (the Fortran entry
  * points of fortran.c may reach MPI_Init too). */
 static atomic_int started_once, finished_once;
+void mcoll__before_init(void) { check_host_mpi(); }
+
 void mcoll__started(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
   mcoll__host_progress_init();
@@ -37,14 +105,14 @@ void mcoll__finishing(void) {
 }
 
 MCOLL_EXPORT int MPI_Init(int *argc, char ***argv) {
-  mcoll__config_load();
+  check_host_mpi();
   int rc = PMPI_Init(argc, argv);
   if (rc == MPI_SUCCESS) mcoll__started();
   return rc;
 }
 
 MCOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-  mcoll__config_load();
+  check_host_mpi();
   int rc = PMPI_Init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) mcoll__started();
   return rc;

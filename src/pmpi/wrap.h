@@ -16,6 +16,7 @@
 /* After the host MPI's init (collective over MPI_COMM_WORLD) and before its
  * finalize; each runs once, from MPI_Init(_thread), MPI_Finalize or their Fortran entry
  * points (pmpi/init.c). */
+void mcoll__before_init(void); /* disables mcoll in a program of another MPI */
 void mcoll__started(void);
 void mcoll__finishing(void);
 

@@ -99,3 +99,28 @@ def test_find_package(prefix, flavour, tmp_path):
                      {"MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}, timeout=120)
     assert f"for {flavour}" in result.stdout, result.describe()
     check_taken_over(result)
+
+
+@pytest.mark.skipif(set(BUILD.flavours) != {"openmpi", "mpich"}, reason="needs both flavours built")
+@pytest.mark.parametrize("program_mpi,library", [("mpich", "openmpi"), ("openmpi", "mpich")])
+def test_library_of_the_other_mpi(program_mpi, library, tmp_path):
+    """Issue 13, part 4: mcoll built for one MPI, preloaded into a program of the other,
+    says so in one line at MPI_Init. An Open MPI build passes every call on (its handle
+    parameters are pointers, wide enough for MPICH's ints) and the program runs right;
+    an MPICH build cannot carry Open MPI's pointer handles through its int parameters
+    and stops cleanly (before this: segmentation faults in both directions)."""
+    app = tmp_path / "app"
+    subprocess.run([f"mpicc.{program_mpi}", str(APP), "-o", str(app)], check=True,
+                   capture_output=True, timeout=120)
+    lib = BUILD.path / library / "lib" / "libmcoll.so"
+    argv = native_launch(program_mpi, 2)
+    argv[1:1] = ["-x", f"LD_PRELOAD={lib}"] if program_mpi == "openmpi" else ["-genv", "LD_PRELOAD", str(lib)]
+    result = run_job(argv + [str(app)], {}, timeout=120)
+    assert "signal 11" not in result.stdout + result.stderr, result.describe()
+    lines = [l for l in result.stderr.splitlines() if l.startswith("mcoll: built for")]
+    assert lines, result.describe()
+    if library == "openmpi":
+        assert len(lines) == 1 and "disables itself" in lines[0], result.describe()
+        check_passed(result, "install_app")
+    else:
+        assert "stopping" in lines[0] and result.returncode != 0, result.describe()
