@@ -4,7 +4,8 @@ packages mpi4py's users install), each in a virtual environment this test makes.
 The correctness program (tests/mpi/test_coll.c: every collective and algorithm
 against a point-to-point reference) runs under mcollrun, which finds the build's
 mpiexec and library, with MCOLL_FALLBACK=error; also under a fake two-node
-hierarchy. Skips, with the reason, where a wheel cannot be installed (no network)."""
+hierarchy. Intel MPI's runtime (impi-rt wheel) runs the MPICH build through the
+MPICH ABI. Skips, with the reason, where a wheel cannot be installed (no network)."""
 
 import os
 import subprocess
@@ -56,3 +57,44 @@ def test_correctness_on_wheel_mpi(wheel_build, np, topo):
     result = run_job([str(mpijob.MCOLLRUN), "-np", str(np), str(program)], env, timeout=600)
     check_passed(result, "test_coll")
     assert f"report of rank 0 of {np} ({flavour})" in result.stderr, result.describe()
+
+
+BUILD = mpijob.find_build("build")
+
+
+@pytest.fixture(scope="module")
+def intel_runtime():
+    """Intel MPI's runtime wheel, installed without its libfabric dependency (not on the
+    package index here; shared memory needs none), and a folder in which
+    libmpich.so.12 is Intel's libmpi.so.12 (the MPICH ABI), for programs built with
+    Debian's MPICH."""
+    venv = WORK / "venv-impi"
+    lib = venv / "lib" / "libmpi.so.12"
+    if not lib.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+        pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "impi-rt"],
+                             capture_output=True, text=True, timeout=1200)
+        if pip.returncode != 0 or not lib.exists():
+            pytest.skip(f"pip cannot install impi-rt: {pip.stderr.strip()[-300:]}")
+    compat = WORK / "impi-mpich-abi"
+    compat.mkdir(parents=True, exist_ok=True)
+    link = compat / "libmpich.so.12"
+    if not link.exists():
+        link.symlink_to(lib)
+    return venv, compat
+
+
+@pytest.mark.skipif("mpich" not in BUILD.flavours, reason="build/mpich not built")
+def test_correctness_on_intel_mpi_runtime(intel_runtime):
+    """The MPICH build of mcoll and a program built with Debian's MPICH, run by Intel
+    MPI's runtime (MPICH ABI): mcoll takes over (no fallback) and every result is right."""
+    venv, compat = intel_runtime
+    env = {"MCOLL_FALLBACK": "error", "MCOLL_VERBOSE": "1",
+           "LD_LIBRARY_PATH": f"{compat}:{venv / 'lib'}"}
+    lib = BUILD.path / "mpich" / "lib" / "libmcoll.so"
+    argv = [str(venv / "bin" / "mpiexec"), "-n", "3", "-genv", "LD_PRELOAD", str(lib),
+            str(BUILD.bin("mpich", "mcoll-test-coll"))]
+    result = run_job(argv, env, timeout=600)
+    check_passed(result, "test_coll")
+    assert "disables itself" not in result.stderr, result.describe()
+    assert "report of rank 0 of 3 (mpich)" in result.stderr, result.describe()
