@@ -144,7 +144,10 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r);
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r);
 /* Every rank folds what it needs from the peers' inputs, read with CMA. */
 void mcoll__node_red_cma(const struct mcoll_node_red *r);
-void mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* Runs the engine `alg`: MPI_SUCCESS, or MPI_ERR_TRUNCATE when the node's ranks
+ * disagree on the call (an erroneous program, shm/call.h): then nothing was read or
+ * written past a buffer, the outputs are undefined, and the node is in step again. */
+int mcoll__node_red(const struct mcoll_node_red *r, int alg);
 /* A node of one rank: outputs are copies of the input. */
 void mcoll__node_alone(const struct mcoll_node_red *r);
 
