@@ -10,6 +10,8 @@
  *   allreduce-counts  rank 0 reduces BIG, the others BYTES (MPI_INT, MPI_SUM)
  *   reduce-counts  the root (0) reduces BYTES, the others BIG (MPI_INT, MPI_SUM)
  *   reduce-counts-root-big  the root (0) reduces BIG, the others BYTES
+ *   scan-counts, exscan-counts, reduce-scatter-block-counts
+ *                  rank 0 gives BIG, the others BYTES (per block for the last)
  *   then "recheck" (under mcoll: the host MPIs may leave the communicator broken):
  *                  matched bcasts, allreduces and reduces (of both sizes, and 300
  *                  small ones in a row) on the same communicator must still be
@@ -125,6 +127,18 @@ int main(int argc, char **argv) {
     int *in = calloc(n, sizeof(int));
     unsigned char *out = guarded(n * sizeof(int), 0);
     rc = MPI_Reduce(in, out, (int)n, MPI_INT, MPI_SUM, 0, comm);
+    intact = guard_intact(out, n * sizeof(int));
+    free(in);
+    free(out);
+  } else if (!strcmp(name, "scan-counts") || !strcmp(name, "exscan-counts") ||
+             !strcmp(name, "reduce-scatter-block-counts")) {
+    int blocks = !strcmp(name, "reduce-scatter-block-counts");
+    size_t n = (rank == 0 ? big : bytes) / sizeof(int);
+    int *in = calloc(blocks ? n * (size_t)size : n, sizeof(int));
+    unsigned char *out = guarded(n * sizeof(int), 0);
+    if (blocks) rc = MPI_Reduce_scatter_block(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    else if (!strcmp(name, "scan-counts")) rc = MPI_Scan(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    else rc = MPI_Exscan(in, out, (int)n, MPI_INT, MPI_SUM, comm);
     intact = guard_intact(out, n * sizeof(int));
     free(in);
     free(out);
