@@ -18,7 +18,7 @@ int mcoll__hier_run(struct mcoll_hier_call *call) {
     int finish_err = steps->finish(call);
     if (err == MPI_SUCCESS) err = finish_err;
   }
-  return err;
+  return err != MPI_SUCCESS ? err : call->deferred;
 }
 
 int mcoll__local_index(const struct mcoll_topo *t, int rank) {

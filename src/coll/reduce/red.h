@@ -16,6 +16,7 @@
 #include "core/context.h"
 #include "core/datatype.h"
 #include "core/xmalloc.h"
+#include "hier/hier.h"
 
 /* Every reduction collective's table lists these, in this order. */
 enum mcoll_red_alg { MCOLL_RED_FLAT, MCOLL_RED_HSRA, MCOLL_RED_P2P, MCOLL_RED_CMA, MCOLL_RED_NALGS };
@@ -148,6 +149,14 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r);
  * disagree on the call (an erroneous program, shm/call.h): then nothing was read or
  * written past a buffer, the outputs are undefined, and the node is in step again. */
 int mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* mcoll__node_red as a step of the MAHCAF template: a disagreement is kept for the
+ * end of the call (hc->deferred), and the inter-node steps go on. */
+static inline int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r,
+                                       int alg) {
+  int err = mcoll__node_red(r, alg);
+  if (err != MPI_SUCCESS) hc->deferred = err;
+  return MPI_SUCCESS;
+}
 /* A node of one rank: outputs are copies of the input. */
 void mcoll__node_alone(const struct mcoll_node_red *r);
 
