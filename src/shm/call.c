@@ -13,33 +13,13 @@ _Static_assert(offsetof(struct mcoll_data_line, call) + sizeof(uint64_t) <= 64 &
 static uint64_t word(uint32_t seq, uint32_t digest) { return (uint64_t)seq << 32 | digest; }
 static uint32_t seq_of(uint64_t w) { return (uint32_t)(w >> 32); }
 
-uint32_t mcoll__call_digest(uint64_t a, uint64_t b) {
-  uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 29;
-  return (uint32_t)(h ^ h >> 32);
-}
-
-void mcoll__call_enter(struct mcoll_call *call, const struct mcoll_shm *shm, uint32_t digest) {
-  struct mcoll_data_line *me = &shm->data[shm->local_rank];
-  /* The line holds 2n when this rank has left its n-th call (0: none yet). */
-  uint32_t last = seq_of(atomic_load_explicit(&me->call, memory_order_relaxed));
-  uint32_t seq = last & 1u ? last + 2 : last + 1;
-  call->shm = shm;
-  call->seq = seq;
-  call->digest = digest;
-  atomic_store_explicit(&me->call_log[(seq >> 1) % MCOLL_CALL_LOG], word(seq, digest),
-                        memory_order_relaxed);
-  atomic_store_explicit(&me->call, word(seq, digest), memory_order_release);
-  mcoll__call_current = call;
-}
-
-void mcoll__call_leave(struct mcoll_call *call) {
+void mcoll__call_publish(struct mcoll_call *call) {
   const struct mcoll_shm *shm = call->shm;
-  atomic_store_explicit(&shm->data[shm->local_rank].call, word(call->seq + 1, call->digest),
-                        memory_order_release);
-  mcoll__call_current = NULL;
+  struct mcoll_data_line *me = &shm->data[shm->local_rank];
+  atomic_store_explicit(&me->call_log[call->seq % MCOLL_CALL_LOG], word(call->seq, call->digest),
+                        memory_order_relaxed);
+  atomic_store_explicit(&me->call, word(call->seq, call->digest), memory_order_release);
+  call->published = 1;
 }
 
 _Noreturn void mcoll__call_escape(void) {
@@ -53,7 +33,7 @@ static int agrees(const struct mcoll_call *call, int x, int strict) {
   int32_t ahead = (int32_t)(seq_of(w) - call->seq);
   if (ahead == 0) return (uint32_t)w == call->digest;
   if (ahead < 0 || strict) return 0; /* not in it yet, yet it set the flag: another call */
-  uint64_t logged = atomic_load_explicit(&line->call_log[(call->seq >> 1) % MCOLL_CALL_LOG],
+  uint64_t logged = atomic_load_explicit(&line->call_log[call->seq % MCOLL_CALL_LOG],
                                          memory_order_relaxed);
   return seq_of(logged) != call->seq || (uint32_t)logged == call->digest;
 }
@@ -66,30 +46,33 @@ void mcoll__call_check(int x, int strict) {
 void mcoll__call_poll(const struct mcoll_shm *shm) {
   struct mcoll_call *call = mcoll__call_current;
   if (!call || call->shm != shm) return;
+  if (!call->published) mcoll__call_publish(call);
   for (int x = 0; x < shm->local_size; x++) {
     if (x == shm->local_rank) continue;
     const struct mcoll_data_line *line = &shm->data[x];
     uint64_t w = atomic_load_explicit(&line->call, memory_order_acquire);
+    int32_t ahead = (int32_t)(seq_of(w) - call->seq);
     if (atomic_load_explicit(&line->call_mismatch, memory_order_acquire) == call->seq ||
-        (seq_of(w) == call->seq && (uint32_t)w != call->digest))
+        (ahead == 0 && (uint32_t)w != call->digest))
       mcoll__call_escape();
     /* A peer gone on whose log says it had another digest: the flags this rank waits
      * for will be another call's. */
-    if ((int32_t)(seq_of(w) - call->seq) > 0 && !agrees(call, x, 0)) mcoll__call_escape();
+    if (ahead > 0 && !agrees(call, x, 0)) mcoll__call_escape();
   }
 }
 
-struct settle {
-  const struct mcoll_call *call;
-};
-
 static int settled(void *arg) {
-  const struct mcoll_call *call = ((struct settle *)arg)->call;
+  const struct mcoll_call *call = arg;
   const struct mcoll_shm *shm = call->shm;
   for (int x = 0; x < shm->local_size; x++) {
     if (x == shm->local_rank) continue;
     const struct mcoll_data_line *line = &shm->data[x];
     if (atomic_load_explicit(&line->call_mismatch, memory_order_acquire) == call->seq) continue;
+    /* Done with the call's first generation: it read what it needed of mine (every
+     * engine marks a generation done once its reads of it are over; the flat engine,
+     * the one that may finish without noticing, uses one generation). */
+    if (mcoll__reached(atomic_load_explicit(&line->done, memory_order_acquire), call->seq))
+      continue;
     uint64_t w = atomic_load_explicit(&line->call, memory_order_acquire);
     if ((int32_t)(seq_of(w) - call->seq) <= 0) return 0;
   }
@@ -98,8 +81,8 @@ static int settled(void *arg) {
 
 void mcoll__call_settle(struct mcoll_call *call) {
   const struct mcoll_shm *shm = call->shm;
+  if (!call->published) mcoll__call_publish(call);
   mcoll__call_current = NULL; /* no escape from the waits below */
   mcoll__flag_set(shm, &shm->data[shm->local_rank].call_mismatch, call->seq);
-  struct settle arg = {call};
-  mcoll__wait_until(shm, settled, &arg);
+  mcoll__wait_until(shm, settled, call);
 }

@@ -38,14 +38,14 @@ struct mcoll_data_line {
    * rank's area, and the last generation this rank finished reading elsewhere. */
   mcoll_flag posted;
   mcoll_flag done;
-  /* Call descriptors of the reductions (shm/call.h), in the half-line of posted and
-   * done so that readers compare them for free: the call this rank is in (seq 2n+1,
-   * n counting its reductions on the segment) or last left (2n+2), with a digest of
-   * its size and algorithm; the last call in which it found that ranks disagree. */
+  /* Call descriptor of the reductions (shm/call.h), in the half-line of posted and
+   * done so that readers compare it for free: the call (its first area generation)
+   * and a digest of its size and algorithm; the last call in which this rank found
+   * that the ranks disagree. */
   mcoll_flag call_mismatch;
   _Atomic uint64_t call;
   char pad[8];
-  /* Its last MCOLL_CALL_LOG calls' descriptors, by n: for a peer gone ahead. */
+  /* Its last MCOLL_CALL_LOG descriptors, by call: for readers of a rank gone on. */
   _Atomic uint64_t call_log[8];
 };
 

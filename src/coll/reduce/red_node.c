@@ -136,17 +136,21 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
   }
   struct mcoll_call call;
   const uint32_t start_gen = c->area_gen;
-  mcoll__call_enter(&call, &c->shm, digest_of(r, alg));
+  mcoll__call_enter(&call, &c->shm, start_gen + 1, digest_of(r, alg));
   if (setjmp(call.escape) == 0) {
-    if (alg == MCOLL_RED_FLAT) mcoll__node_red_flat(r);
-    else if (alg == MCOLL_RED_CMA) mcoll__node_red_cma(r);
-    else mcoll__node_red_hsra(r);
-    mcoll__call_leave(&call);
+    if (alg == MCOLL_RED_FLAT) {
+      mcoll__node_red_flat(r); /* publishes when it must */
+    } else {
+      mcoll__call_publish(&call);
+      if (alg == MCOLL_RED_CMA) mcoll__node_red_cma(r);
+      else mcoll__node_red_hsra(r);
+    }
+    mcoll__call_leave();
     return MPI_SUCCESS;
   }
   mcoll__call_settle(&call);
   resync(c, start_gen);
-  mcoll__call_leave(&call);
+  mcoll__call_leave();
   return MPI_ERR_TRUNCATE;
 }
 

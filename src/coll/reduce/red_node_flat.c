@@ -154,6 +154,8 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
    * place, unless that is its output and input 0 goes there first. */
   int writes = r->dest - 1 != me || !r->t->commutative ||
                (me != 0 && in_place(r, mcoll__red_span(r->t, r->count)));
+  /* Whole areas: readers look for the call's descriptor beside posted. */
+  if (!slotted) mcoll__call_publish(mcoll__call_current);
   for (size_t k = 0; k < l.nchunks; k++) {
     uint32_t gen = mcoll__area_next(c);
     struct slot s = {0, 0, 0};
@@ -165,7 +167,11 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
       *digest_of(shm, me, &s) = mcoll__call_current->digest;
       mcoll__flag_set(shm, stamp_of(shm, me, &s), gen);
     }
-    if (writes) mcoll__area_post(c, gen);
+    /* Readers waiting on stamps do not look at posted: a plain store, no wake-up (a
+     * reader that waits on it instead, after a disagreement, polls it anyway). */
+    if (writes && s.stamped)
+      atomic_store_explicit(&shm->data[me].posted, gen, memory_order_release);
+    else if (writes) mcoll__area_post(c, gen);
     for (int src = 0; src < need; src++) {
       if (src == me) continue;
       if (s.stamped) mcoll__flag_wait_exact(shm, stamp_of(shm, src, &s), gen);
