@@ -139,3 +139,20 @@ def test_reduction_counts_mismatch_flat_vs_hsra(flavour, case):
                                           for sizes in ("8:16", "16384:32768", "524288:2097152")]))
 def test_other_reductions_counts_mismatch_reported(flavour, np, case, sizes):
     check_reduction_mismatch(flavour, np, case, sizes)
+
+
+# Two fake nodes of 2 ranks (MCOLL_TOPO): the node of rank 0 disagrees inside, its
+# leader still goes through the inter-node steps, so that nobody waits forever; the
+# leaders' sizes differ too, and the host's point-to-point reports that (sizes where
+# Open MPI's does natively: from 16 KiB its single-copy path overruns the receive
+# buffer of a truncated message, with or without mcoll).
+@pytest.mark.parametrize("flavour,case,sizes",
+                         flavour_params(*[(case, sizes) for case in ("allreduce-counts", "reduce-counts",
+                                                                      "reduce-counts-root-big", "scan-counts")
+                                          for sizes in ("8:16", "1024:2048")]))
+def test_reduction_counts_mismatch_across_fake_nodes(flavour, case, sizes):
+    result = run_mismatch(flavour, 4, case, sizes, mcoll=True, env={"MCOLL_TOPO": "nodes=2"})
+    got = check_mcoll_run(result, 4)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert set(got.values()) <= {"MPI_SUCCESS", "MPI_ERR_TRUNCATE"}, result.describe()
+    assert got[0] == "MPI_ERR_TRUNCATE", result.describe()
