@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "core/context.h"
+#include "comm/context.h"
 
 struct mcoll_hier_call;
 

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "core/coll.h"
-#include "core/context.h"
+#include "comm/context.h"
 #include "core/datatype.h"
 #include "core/xmalloc.h"
 #include "hier/hier.h"

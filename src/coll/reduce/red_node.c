@@ -58,7 +58,7 @@ static void copy_range(const struct mcoll_node_red *r, char *dst, const char *ar
     mcoll__red_copy(t, dst, mcoll__red_at(t, area, pos), n);
     return;
   }
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   for (int j = 0; j < shm->local_size; j++) {
     size_t lo, hi;
     mcoll__node_segment(elems, shm->local_size, j, r->dest - 1, &lo, &hi);
@@ -119,11 +119,11 @@ static uint32_t digest_of(const struct mcoll_node_red *r, int alg) {
  * writer posts and stamps; stamps are waited for exactly), so the node goes on with
  * mcoll. */
 static void resync(struct mcoll_comm *c, uint32_t start_gen) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   struct mcoll_data_line *me = &shm->data[shm->local_rank];
   uint32_t gen = start_gen + 1;
-  c->area_gen = gen;
-  c->red_slot_last = gen - 1;
+  c->chan->area_gen = gen;
+  c->chan->red_slot_last = gen - 1;
   if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
   if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__flag_set(shm, &me->done, gen);
 }
@@ -135,8 +135,8 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
     return MPI_SUCCESS;
   }
   struct mcoll_call call;
-  const uint32_t start_gen = c->area_gen;
-  mcoll__call_enter(&call, &c->shm, start_gen + 1, digest_of(r, alg));
+  const uint32_t start_gen = c->chan->area_gen;
+  mcoll__call_enter(&call, &c->chan->shm, start_gen + 1, digest_of(r, alg));
   if (setjmp(call.escape) == 0) {
     if (alg == MCOLL_RED_FLAT) {
       mcoll__node_red_flat(r); /* publishes when it must */
@@ -157,20 +157,20 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
 void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,
                        const char *src, size_t count, mcoll_node_take take, void *arg) {
   if (!mcoll__node_has_peers(c)) return;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   size_t cap = shm->area_bytes / t->extent;
   for (size_t first = 0; first < count; first += cap) {
     size_t n = count - first < cap ? count - first : cap;
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     if (me == leader) {
-      mcoll__area_wait_free(c, gen);
+      mcoll__area_wait_free(c->chan, gen);
       mcoll__red_copy(t, mcoll__rank_area(shm, me), mcoll__red_at(t, src, first), n);
-      mcoll__area_post(c, gen);
+      mcoll__area_post(c->chan, gen);
     } else {
-      mcoll__area_wait_posted(c, leader, gen);
+      mcoll__area_wait_posted(c->chan, leader, gen);
       take(arg, mcoll__rank_area(shm, leader), first, n);
     }
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }

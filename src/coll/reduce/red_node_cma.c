@@ -50,7 +50,7 @@ static int overlaps(const char *a, size_t a_len, const char *b, size_t b_len) {
 /* Reads elements [v, v + m) of peer x's input into dst. */
 static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size_t m) {
   const struct mcoll_red_type *t = k->r->t;
-  const struct mcoll_shm *shm = &k->r->c->shm;
+  const struct mcoll_shm *shm = &k->r->c->chan->shm;
   uint64_t addr = *(const uint64_t *)mcoll__rank_area(shm, x) + v * t->extent;
   int err = mcoll__cma_read(shm->data[x].pid, dst, addr, mcoll__red_span(t, m));
   if (err) {
@@ -67,12 +67,12 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
  * call is left before anything is read. */
 static void check_same_count(const struct mcoll_node_red *r, int x) {
   mcoll__call_check(x, 1);
-  if (((const uint64_t *)mcoll__rank_area(&r->c->shm, x))[2] != r->count) mcoll__call_escape();
+  if (((const uint64_t *)mcoll__rank_area(&r->c->chan->shm, x))[2] != r->count) mcoll__call_escape();
 }
 
 /* Elements [v, v + m) of rank x's input: mine in place, a peer's read into tmp. */
 static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m) {
-  if (x == k->r->c->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
+  if (x == k->r->c->chan->shm.local_rank) return mcoll__red_at(k->r->t, k->own, v);
   read_peer(k, x, k->tmp, v, m);
   return k->tmp;
 }
@@ -80,7 +80,7 @@ static const char *input_of(const struct cma_call *k, int x, size_t v, size_t m)
 /* d[0, m) = fold of ranks [0, upto) over vector elements [v, v + m). */
 static void fold_chunk(const struct cma_call *k, int upto, char *d, size_t v, size_t m) {
   const struct mcoll_red_type *t = k->r->t;
-  int me = k->r->c->shm.local_rank;
+  int me = k->r->c->chan->shm.local_rank;
   if (t->symmetric && me < upto && upto > 1) {
     /* Ranks 0 and 1 in either order give the same bits, the rest follow in rank
      * order: the first peer's input straight into d, then the others. */
@@ -105,8 +105,8 @@ static int one_taker(const struct mcoll_node_red *r) {
       r->count * r->t->extent < split_min)
     return 0;
   const struct mcoll_node_out *o = &r->out[0];
-  int taker = r->c->shm.local_rank == r->dest - 1;
-  return r->out[1].upto <= 0 && (taker ? o->upto == r->c->shm.local_size && !o->own_block
+  int taker = r->c->chan->shm.local_rank == r->dest - 1;
+  return r->out[1].upto <= 0 && (taker ? o->upto == r->c->chan->shm.local_size && !o->own_block
                                        : o->upto <= 0);
 }
 
@@ -115,7 +115,7 @@ static int one_taker(const struct mcoll_node_red *r) {
 static void fold_segment_for_taker(const struct cma_call *k, char *out_tmp) {
   const struct mcoll_node_red *r = k->r;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   int me = shm->local_rank, n = shm->local_size, taker = r->dest - 1;
   size_t lo, hi, chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent;
   if (chunk == 0) chunk = 1;
@@ -147,7 +147,7 @@ static size_t block_start(const struct mcoll_node_red *r, int b) {
 void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   size_t chunk = (size_t)mcoll__cfg.CMA_CHUNK / t->extent, span = mcoll__red_span(t, r->count);
   if (chunk == 0) chunk = 1;
@@ -164,18 +164,18 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   struct cma_call k = {r, copy ? room : r->in, room + own_bytes, 0};
   if (copy) mcoll__red_copy(t, room, r->in, r->count);
 
-  k.gen = mcoll__area_next(c);
-  mcoll__area_wait_free(c, k.gen);
+  k.gen = mcoll__area_next(c->chan);
+  mcoll__area_wait_free(c->chan, k.gen);
   uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
   published[0] = (uint64_t)(uintptr_t)k.own;
   if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
   published[2] = r->count;
-  mcoll__area_post(c, k.gen);
+  mcoll__area_post(c->chan, k.gen);
   int need = split ? shm->local_size
                    : r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
   for (int x = 0; x < need; x++)
     if (x != me) {
-      mcoll__area_wait_posted(c, x, k.gen);
+      mcoll__area_wait_posted(c->chan, x, k.gen);
       check_same_count(r, x);
     }
   if (split) fold_segment_for_taker(&k, room + own_bytes + chunk * t->extent);
@@ -193,7 +193,7 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
       fold_chunk(&k, o->upto, mcoll__red_at(t, o->dst, f), first + f, m);
     }
   }
-  mcoll__area_done(c, k.gen);
+  mcoll__area_done(c->chan, k.gen);
   for (int x = 0; x < shm->local_size; x++)
     if (x != me) mcoll__flag_wait(shm, &shm->data[x].done, k.gen);
 }

@@ -40,7 +40,7 @@ struct slot {
 static void fold_out(const struct mcoll_node_layout *l, const struct mcoll_node_red *r, size_t k,
                      size_t base, const struct mcoll_node_out *o, int own_in_area) {
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &r->c->shm;
+  const struct mcoll_shm *shm = &r->c->chan->shm;
   int me = shm->local_rank;
   size_t pos = 0, displ = 0;
   for (int b = 0; b < l->nblocks; b++) {
@@ -104,23 +104,23 @@ static void check_peer(const struct mcoll_shm *shm, int src, const struct slot *
  * remembers the least `done` seen last time, so most calls need not look at the
  * peers' lines. */
 static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
-  if (gen == 1 && c->red_slot_last == 0 && c->red_slot_from == 0 && c->red_slot_seen == 0) {
+  if (gen == 1 && c->chan->red_slot_last == 0 && c->chan->red_slot_from == 0 && c->chan->red_slot_seen == 0) {
     /* The context's first area generation: the areas are as the segment was made,
      * zero, so every stamp is valid (older than any generation) -- as if a run of
      * slot calls had filled them all, and the first calls may wait on stamps. (After
      * the generations wrap, red_slot_seen holds a generation before 0, never 0.) */
-    c->red_slot_from = gen - RED_SLOTS;
-    c->red_slot_seen = gen - 2;
-  } else if (c->red_slot_last != gen - 1) { /* a new run: look at the peers first */
-    c->red_slot_from = gen;
-    c->red_slot_seen = gen - 2;
+    c->chan->red_slot_from = gen - RED_SLOTS;
+    c->chan->red_slot_seen = gen - 2;
+  } else if (c->chan->red_slot_last != gen - 1) { /* a new run: look at the peers first */
+    c->chan->red_slot_from = gen;
+    c->chan->red_slot_seen = gen - 2;
   }
-  c->red_slot_last = gen;
-  uint32_t need = gen - RED_SLOTS, whole = c->red_slot_from - 1;
+  c->chan->red_slot_last = gen;
+  uint32_t need = gen - RED_SLOTS, whole = c->chan->red_slot_from - 1;
   if (!mcoll__reached(need, whole)) need = whole;
-  if (!mcoll__reached(c->red_slot_seen, need)) {
+  if (!mcoll__reached(c->chan->red_slot_seen, need)) {
     uint32_t least = gen;
     for (int x = 0; x < shm->local_size; x++) {
       if (x == shm->local_rank) continue;
@@ -128,10 +128,10 @@ static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
       uint32_t done = atomic_load_explicit(&shm->data[x].done, memory_order_acquire);
       if (!mcoll__reached(done, least)) least = done;
     }
-    c->red_slot_seen = least;
+    c->chan->red_slot_seen = least;
   }
   struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
-                   mcoll__reached(gen - RED_SLOTS, c->red_slot_from)};
+                   mcoll__reached(gen - RED_SLOTS, c->chan->red_slot_from)};
   if (span <= STAMP_LINE - 2 * sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
   return s;
 }
@@ -142,7 +142,7 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
     mcoll__node_alone(r);
     return;
   }
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   int need = r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
   struct mcoll_node_layout l;
@@ -157,10 +157,10 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
   /* Whole areas: readers look for the call's descriptor beside posted. */
   if (!slotted) mcoll__call_publish(mcoll__call_current);
   for (size_t k = 0; k < l.nchunks; k++) {
-    uint32_t gen = mcoll__area_next(c);
+    uint32_t gen = mcoll__area_next(c->chan);
     struct slot s = {0, 0, 0};
     if (slotted) s = slot_start(c, gen, span);
-    else if (writes) mcoll__area_wait_free(c, gen);
+    else if (writes) mcoll__area_wait_free(c->chan, gen);
     if (writes) mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me) + s.base);
     /* Every slot call stamps its slot, so that later calls of the run may trust it. */
     if (slotted) {
@@ -171,15 +171,15 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
      * reader that waits on it instead, after a disagreement, polls it anyway). */
     if (writes && s.stamped)
       atomic_store_explicit(&shm->data[me].posted, gen, memory_order_release);
-    else if (writes) mcoll__area_post(c, gen);
+    else if (writes) mcoll__area_post(c->chan, gen);
     for (int src = 0; src < need; src++) {
       if (src == me) continue;
       if (s.stamped) mcoll__flag_wait_exact(shm, stamp_of(shm, src, &s), gen);
-      else mcoll__area_wait_posted(c, src, gen);
+      else mcoll__area_wait_posted(c->chan, src, gen);
       check_peer(shm, src, &s, slotted, gen);
     }
     for (int i = 0; i < 2; i++)
       if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i], writes);
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }

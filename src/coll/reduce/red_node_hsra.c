@@ -89,7 +89,7 @@ static int leads_part(const struct plan *p, int s, int x) {
 static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t elems,
                   uint32_t gen) {
   struct mcoll_comm *c = r->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_red_type *t = r->t;
   int n = shm->local_size, me = shm->local_rank, mine = group_at(p, s, me);
   int index = 0, members = 0;
@@ -98,7 +98,7 @@ static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t 
     if (x == me) {
       index = members;
     } else {
-      mcoll__area_wait_posted(c, x, gen - 1);
+      mcoll__area_wait_posted(c->chan, x, gen - 1);
       mcoll__call_check(x, 0);
     }
     members++;
@@ -110,7 +110,7 @@ static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t 
     for (int x = 0; x < n && hi > lo; x++)
       if (x != me)
         mcoll__red_fold(t, mcoll__rank_area(shm, x) + at, mcoll__rank_area(shm, me) + at, hi - lo);
-    mcoll__area_post(c, gen);
+    mcoll__area_post(c->chan, gen);
     return;
   }
   int prev = -1;
@@ -126,12 +126,12 @@ static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t 
   for (int x = 0; x < n; x++)
     if (leads_part(p, s, x)) p->last[group_at(p, s, x)] = p->tail[x];
   for (int x = 0; x < n; x++) p->tail[x] = p->last[group_at(p, s, x)];
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
 }
 
 void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int n = shm->local_size, me = shm->local_rank;
   struct plan p;
   plan_levels(&p, r);
@@ -146,16 +146,16 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
   struct mcoll_node_layout l;
   mcoll__node_layout(&l, r, shm->area_bytes / r->t->extent);
   for (size_t k = 0; k < l.nchunks; k++) {
-    uint32_t gen = mcoll__area_next(c);
-    mcoll__area_wait_free(c, gen);
+    uint32_t gen = mcoll__area_next(c->chan);
+    mcoll__area_wait_free(c->chan, gen);
     size_t elems = mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me));
-    mcoll__area_post(c, gen);
+    mcoll__area_post(c->chan, gen);
     for (int x = 0; x < n; x++) p.tail[x] = x;
-    for (int s = 1; s <= p.nlevels + 1; s++) stage(&p, r, s, elems, gen = mcoll__area_next(c));
+    for (int s = 1; s <= p.nlevels + 1; s++) stage(&p, r, s, elems, gen = mcoll__area_next(c->chan));
     if (reads)
       for (int x = 0; x < n; x++)
         if (x != me) {
-          mcoll__area_wait_posted(c, x, gen);
+          mcoll__area_wait_posted(c->chan, x, gen);
           mcoll__call_check(x, 0);
         }
     for (int i = 0; i < 2; i++) {
@@ -165,6 +165,6 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
       int src = o->upto == n ? p.tail[me] : o->upto - 1;
       mcoll__node_chunk_out(&l, r, k, p.own ? NULL : mcoll__rank_area(shm, src), elems, o);
     }
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }

@@ -12,7 +12,7 @@
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
   const struct mcoll_red_type *t = r->t;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int n = shm->local_size, me = shm->local_rank, dest = r->dest - 1;
   /* With a dest, only the dest has an output; else every rank has. */
   int takes = r->out[0].upto > 0;
@@ -26,14 +26,14 @@ void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
     const char *in = mcoll__red_at(t, r->in, first);
     char *out = takes ? mcoll__red_at(t, r->out[0].dst, first) : NULL;
 
-    uint32_t gen = mcoll__area_next(c);
-    mcoll__area_wait_free(c, gen);
+    uint32_t gen = mcoll__area_next(c->chan);
+    mcoll__area_wait_free(c->chan, gen);
     mcoll__red_copy(t, mine, in, lo);
     mcoll__red_copy(t, mcoll__red_at(t, mine, hi), mcoll__red_at(t, in, hi), elems - hi);
-    mcoll__area_post(c, gen);
+    mcoll__area_post(c->chan, gen);
     for (int x = 0; x < n; x++)
       if (x != me) {
-        mcoll__area_wait_posted(c, x, gen);
+        mcoll__area_wait_posted(c->chan, x, gen);
         mcoll__call_check(x, 0);
       }
     /* My segment: my input, every peer's folded in; into my output if I have one. */
@@ -45,17 +45,17 @@ void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
     /* Publish it for the ranks that copy the whole result (not needed at the dest). */
     if (dest < 0) mcoll__red_copy(t, mcoll__red_at(t, mine, lo), acc, hi - lo);
 
-    gen = mcoll__area_next(c);
-    mcoll__area_post(c, gen);
+    gen = mcoll__area_next(c->chan);
+    mcoll__area_post(c->chan, gen);
     for (int x = 0; x < n && takes; x++) {
       if (x == me) continue;
       size_t x_lo, x_hi;
       mcoll__node_segment(elems, n, x, -1, &x_lo, &x_hi);
-      mcoll__area_wait_posted(c, x, gen);
+      mcoll__area_wait_posted(c->chan, x, gen);
       mcoll__call_check(x, 0);
       mcoll__red_copy(t, mcoll__red_at(t, out, x_lo),
                       mcoll__red_at(t, mcoll__rank_area(shm, x), x_lo), x_hi - x_lo);
     }
-    mcoll__area_done(c, gen);
+    mcoll__area_done(c->chan, gen);
   }
 }
