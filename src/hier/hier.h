@@ -32,6 +32,10 @@ struct mcoll_hier_call {
   size_t piece;  /* bytes per piece; 0: a single piece */
   int leader;    /* node-local rank that runs the inter-node step */
   void *args;    /* the collective's own arguments and state */
+  /* An error a step found that must not stop the later steps (the node's ranks
+   * disagreed on the call: the other nodes still wait for this one's messages);
+   * mcoll__hier_run returns it when nothing worse happened. */
+  int deferred;
 };
 
 int mcoll__hier_run(struct mcoll_hier_call *call);

@@ -7,5 +7,5 @@ MCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
   if (!c || !mcoll__red_args(MCOLL_COLL_ALLREDUCE, &t, type, op,
                              count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
     return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-  return mcoll__allreduce(c, &t, sendbuf, recvbuf, (size_t)count);
+  return mcoll__red_return(comm, mcoll__allreduce(c, &t, sendbuf, recvbuf, (size_t)count));
 }

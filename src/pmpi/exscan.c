@@ -7,5 +7,5 @@ MCOLL_EXPORT int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_D
   if (!c || !mcoll__red_args(MCOLL_COLL_EXSCAN, &t, type, op,
                              count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
     return PMPI_Exscan(sendbuf, recvbuf, count, type, op, comm);
-  return mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 1);
+  return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 1));
 }

@@ -28,4 +28,12 @@ static inline int mcoll__red_bufs_ok(const void *sendbuf, const void *recvbuf) {
   return recvbuf != MPI_IN_PLACE && (sendbuf != recvbuf || sendbuf == NULL);
 }
 
+/* What mcoll's reduction returns goes through the communicator's error handler, as
+ * the host MPI's errors would (MPI_ERR_TRUNCATE: the node's ranks disagreed on the
+ * call, shm/call.h). */
+static inline int mcoll__red_return(MPI_Comm comm, int err) {
+  if (err != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, err);
+  return err;
+}
+
 #endif

@@ -10,5 +10,5 @@ MCOLL_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_D
                                  (c->rank == root ? mcoll__red_bufs_ok(sendbuf, recvbuf)
                                                   : sendbuf != MPI_IN_PLACE)))
     return PMPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm);
-  return mcoll__reduce(c, &t, sendbuf, recvbuf, (size_t)count, root);
+  return mcoll__red_return(comm, mcoll__reduce(c, &t, sendbuf, recvbuf, (size_t)count, root));
 }

@@ -15,5 +15,5 @@ MCOLL_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const in
                              counts_ok && total <= INT_MAX &&
                                  mcoll__red_bufs_ok(sendbuf, recvbuf)))
     return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-  return mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, recvcounts, 0);
+  return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, recvcounts, 0));
 }

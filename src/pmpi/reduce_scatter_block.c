@@ -9,5 +9,5 @@ MCOLL_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, in
                              recvcount >= 0 && (long)recvcount * c->size <= INT_MAX &&
                                  mcoll__red_bufs_ok(sendbuf, recvbuf)))
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
-  return mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, NULL, recvcount);
+  return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, NULL, recvcount));
 }

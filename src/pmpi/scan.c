@@ -7,5 +7,5 @@ MCOLL_EXPORT int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Dat
   if (!c || !mcoll__red_args(MCOLL_COLL_SCAN, &t, type, op,
                              count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
     return PMPI_Scan(sendbuf, recvbuf, count, type, op, comm);
-  return mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 0);
+  return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 0));
 }

@@ -38,7 +38,15 @@ struct mcoll_data_line {
    * rank's area, and the last generation this rank finished reading elsewhere. */
   mcoll_flag posted;
   mcoll_flag done;
-  char pad[MCOLL_LINE - 6 * sizeof(uint32_t) - 2 * sizeof(uint64_t) - sizeof(int32_t)];
+  /* Call descriptor of the reductions (shm/call.h), in the half-line of posted and
+   * done so that readers compare it for free: the call (its first area generation)
+   * and a digest of its size and algorithm; the last call in which this rank found
+   * that the ranks disagree. */
+  mcoll_flag call_mismatch;
+  _Atomic uint64_t call;
+  char pad[8];
+  /* Its last MCOLL_CALL_LOG descriptors, by call: for readers of a rank gone on. */
+  _Atomic uint64_t call_log[8];
 };
 
 struct mcoll_slot_ctl {
@@ -133,8 +141,16 @@ uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t
 /* Whether process pid has exited (gone, or a zombie). */
 int mcoll__process_gone(pid_t pid);
 
-/* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile. */
+/* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile.
+ * Inside a reduction (shm/call.h), past the spin it also looks at the peers' call
+ * descriptors, and leaves the call (longjmp) when they disagree with this rank's. */
 void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+/* The same until *flag is exactly target (a stamp that other data may have
+ * overwritten: any other value, even a larger one, means not yet). */
+void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+/* Waits until ready(arg), polling as the flag waits do (never sleeps on a futex:
+ * wakes every millisecond once past the yield phase). */
+void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg);
 
 /* Single copy (CMA) from another process; 0 or an errno. */
 int mcoll__cma_read(pid_t pid, void *dst, uint64_t remote_addr, size_t bytes);

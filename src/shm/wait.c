@@ -5,7 +5,9 @@
  * may need this rank (a rendezvous send to a receive it posted before the
  * collective), and its peer may be blocked in that send rather than coming here.
  * While waiting, check now and then that the node's peers are alive: a dead peer
- * aborts the job. */
+ * aborts the job; and, inside a reduction, that the peers are not in the same call
+ * with another size (shm/call.h): the ranks of an erroneous program may wait on
+ * flags of different algorithms. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -19,6 +21,7 @@
 
 #include "core/config.h"
 #include "core/host_progress.h"
+#include "shm/call.h"
 #include "shm/shm.h"
 
 static void cpu_relax(void) {
@@ -85,23 +88,25 @@ static void check_peers(const struct mcoll_shm *shm) {
   }
 }
 
-void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
-  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
-  for (int i = 0; i < shm->spin; i++) {
-    cpu_relax();
-    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
-  }
+static int flag_ok(uint32_t value, uint32_t target, int exact) {
+  return exact ? value == target : mcoll__reached(value, target);
+}
+
+/* Past the spin: yield, then sleep; host progress, liveness and the peers' call
+ * descriptors every 32 polls. */
+static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact) {
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
   for (unsigned i = 1;; i++) {
     uint32_t value = atomic_load_explicit(flag, memory_order_acquire);
-    if (mcoll__reached(value, target)) return;
+    if (flag_ok(value, target, exact)) return;
     if (i % 32 != 0) {
       sched_yield();
       continue;
     }
     mcoll__host_progress();
+    mcoll__call_poll(shm);
     double now = now_us();
     if (now - last_check > liveness_us) {
       check_peers(shm);
@@ -116,7 +121,46 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
     struct timespec timeout = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
     atomic_fetch_add(&shm->hdr->sleepers, 1);
     value = atomic_load(flag);
-    if (!mcoll__reached(value, target)) futex(flag, FUTEX_WAIT, value, &timeout);
+    if (!flag_ok(value, target, exact)) futex(flag, FUTEX_WAIT, value, &timeout);
     atomic_fetch_sub(&shm->hdr->sleepers, 1);
+  }
+}
+
+void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
+  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
+  for (int i = 0; i < shm->spin; i++) {
+    cpu_relax();
+    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
+  }
+  wait_slow(shm, flag, target, 0);
+}
+
+void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
+  if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
+  for (int i = 0; i < shm->spin; i++) {
+    cpu_relax();
+    if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
+  }
+  wait_slow(shm, flag, target, 1);
+}
+
+void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg) {
+  double start = now_us(), last_check = start;
+  const double yield_us = (double)mcoll__cfg.YIELD_US;
+  const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
+  for (unsigned i = 1;; i++) {
+    if (ready(arg)) return;
+    if (i % 32 != 0) {
+      sched_yield();
+      continue;
+    }
+    mcoll__host_progress();
+    double now = now_us();
+    if (now - last_check > liveness_us) {
+      check_peers(shm);
+      last_check = now;
+    }
+    if (now - start < yield_us) sched_yield();
+    else nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 1000 * 1000}, NULL);
   }
 }

@@ -4,14 +4,18 @@
  * error class that each rank got and whether memory past a rank's buffer was
  * written, so that a run without mcoll and a run with it can be compared.
  *
- * usage: test_mismatch CASE [BYTES]
- *   bcast-longer   the root sends 2*BYTES, the others expect BYTES
- *   bcast-shorter  the root sends BYTES, the others expect 2*BYTES
- *   allreduce-counts  rank 0 reduces 2*BYTES, the others BYTES (MPI_INT, MPI_SUM)
- *   reduce-counts  the root (0) reduces BYTES, the others 2*BYTES (MPI_INT, MPI_SUM)
+ * usage: test_mismatch CASE [BYTES[:BIG]]   (BIG: 2*BYTES unless given)
+ *   bcast-longer   the root sends BIG, the others expect BYTES
+ *   bcast-shorter  the root sends BYTES, the others expect BIG
+ *   allreduce-counts  rank 0 reduces BIG, the others BYTES (MPI_INT, MPI_SUM)
+ *   reduce-counts  the root (0) reduces BYTES, the others BIG (MPI_INT, MPI_SUM)
+ *   reduce-counts-root-big  the root (0) reduces BIG, the others BYTES
+ *   scan-counts, exscan-counts, reduce-scatter-block-counts
+ *                  rank 0 gives BIG, the others BYTES (per block for the last)
  *   then "recheck" (under mcoll: the host MPIs may leave the communicator broken):
- *                  matched bcasts and an allreduce on the same communicator must
- *                  still be right; rank 0 prints "recheck: ok" or "recheck: FAILED"
+ *                  matched bcasts, allreduces and reduces (of both sizes, and 300
+ *                  small ones in a row) on the same communicator must still be
+ *                  right; rank 0 prints "recheck: ok" or "recheck: FAILED"
  * At the end rank 0 prints "test_mismatch: done".
  */
 #ifndef _GNU_SOURCE
@@ -57,6 +61,31 @@ static int guard_intact(const unsigned char *p, size_t bytes) {
   return 1;
 }
 
+/* Matched allreduce and reduce (root 0, and the last rank) of n ints: the number of
+ * wrong elements or errors. */
+static int check_reductions(MPI_Comm comm, size_t n) {
+  int bad = 0;
+  int *in = calloc(n ? n : 1, sizeof(int));
+  unsigned char *out = guarded(n * sizeof(int), 0);
+  int *res = (int *)out;
+  for (size_t i = 0; i < n; i++) in[i] = rank + (int)(i % 1000);
+  long expect_base = (long)size * (size - 1) / 2;
+  if (MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) bad++;
+  for (size_t i = 0; i < n; i++) bad += res[i] != expect_base + (long)size * (long)(i % 1000);
+  bad += !guard_intact(out, n * sizeof(int));
+  for (int root = 0; root < size; root += size - 1) {
+    memset(out, 0, n * sizeof(int));
+    if (MPI_Reduce(in, out, (int)n, MPI_INT, MPI_SUM, root, comm) != MPI_SUCCESS) bad++;
+    if (rank == root)
+      for (size_t i = 0; i < n; i++) bad += res[i] != expect_base + (long)size * (long)(i % 1000);
+    bad += !guard_intact(out, n * sizeof(int));
+    if (size == 1) break;
+  }
+  free(in);
+  free(out);
+  return bad;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -66,7 +95,9 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char *name = argv[1];
-  size_t bytes = argc > 2 ? strtoul(argv[2], NULL, 0) : 1024;
+  char *end = NULL;
+  size_t bytes = argc > 2 ? strtoul(argv[2], &end, 0) : 1024;
+  size_t big = end && *end == ':' ? strtoul(end + 1, NULL, 0) : 2 * bytes;
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -77,24 +108,37 @@ int main(int argc, char **argv) {
   int rc = MPI_SUCCESS, intact = 1;
   if (!strcmp(name, "bcast-longer") || !strcmp(name, "bcast-shorter")) {
     int longer = !strcmp(name, "bcast-longer");
-    size_t mine = rank == 0 ? (longer ? 2 * bytes : bytes) : (longer ? bytes : 2 * bytes);
+    size_t mine = rank == 0 ? (longer ? big : bytes) : (longer ? bytes : big);
     unsigned char *buf = guarded(mine, rank == 0 ? 0x11 : 0);
     rc = MPI_Bcast(buf, (int)mine, MPI_BYTE, 0, comm);
     intact = guard_intact(buf, mine);
     free(buf);
   } else if (!strcmp(name, "allreduce-counts")) {
-    size_t n = (rank == 0 ? 2 * bytes : bytes) / sizeof(int);
+    size_t n = (rank == 0 ? big : bytes) / sizeof(int);
     int *in = calloc(n, sizeof(int));
     unsigned char *out = guarded(n * sizeof(int), 0);
     rc = MPI_Allreduce(in, out, (int)n, MPI_INT, MPI_SUM, comm);
     intact = guard_intact(out, n * sizeof(int));
     free(in);
     free(out);
-  } else if (!strcmp(name, "reduce-counts")) {
-    size_t n = (rank == 0 ? bytes : 2 * bytes) / sizeof(int);
+  } else if (!strcmp(name, "reduce-counts") || !strcmp(name, "reduce-counts-root-big")) {
+    int root_big = !strcmp(name, "reduce-counts-root-big");
+    size_t n = ((rank == 0) == root_big ? big : bytes) / sizeof(int);
     int *in = calloc(n, sizeof(int));
     unsigned char *out = guarded(n * sizeof(int), 0);
     rc = MPI_Reduce(in, out, (int)n, MPI_INT, MPI_SUM, 0, comm);
+    intact = guard_intact(out, n * sizeof(int));
+    free(in);
+    free(out);
+  } else if (!strcmp(name, "scan-counts") || !strcmp(name, "exscan-counts") ||
+             !strcmp(name, "reduce-scatter-block-counts")) {
+    int blocks = !strcmp(name, "reduce-scatter-block-counts");
+    size_t n = (rank == 0 ? big : bytes) / sizeof(int);
+    int *in = calloc(blocks ? n * (size_t)size : n, sizeof(int));
+    unsigned char *out = guarded(n * sizeof(int), 0);
+    if (blocks) rc = MPI_Reduce_scatter_block(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    else if (!strcmp(name, "scan-counts")) rc = MPI_Scan(in, out, (int)n, MPI_INT, MPI_SUM, comm);
+    else rc = MPI_Exscan(in, out, (int)n, MPI_INT, MPI_SUM, comm);
     intact = guard_intact(out, n * sizeof(int));
     free(in);
     free(out);
@@ -128,6 +172,14 @@ int main(int argc, char **argv) {
     }
     int one = 1, sum = 0;
     if (MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS || sum != size) bad++;
+    for (int k = 0; k < 300; k++) { /* runs of small calls (flat's slots) */
+      int v = rank + k, total = 0;
+      if (MPI_Allreduce(&v, &total, 1, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS ||
+          total != size * (size - 1) / 2 + size * k)
+        bad++;
+    }
+    bad += check_reductions(comm, bytes / sizeof(int));
+    bad += check_reductions(comm, big / sizeof(int));
     int all_bad = 0;
     MPI_Reduce(&bad, &all_bad, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) printf("recheck: %s\n", all_bad ? "FAILED" : "ok");

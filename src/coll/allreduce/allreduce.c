@@ -39,8 +39,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
    * inter-node step): the others fold it all. */
   if (topo->nnodes > 1) r.dest = hc->leader + 1;
   else r.all_out = 1;
-  mcoll__node_red(&r, a->alg);
-  return MPI_SUCCESS;
+  return mcoll__node_red_step(hc, &r, a->alg);
 }
 
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {

@@ -16,6 +16,7 @@
 #include "comm/context.h"
 #include "core/datatype.h"
 #include "core/xmalloc.h"
+#include "hier/hier.h"
 
 /* Every reduction collective's table lists these, in this order. */
 enum mcoll_red_alg { MCOLL_RED_FLAT, MCOLL_RED_HSRA, MCOLL_RED_P2P, MCOLL_RED_CMA, MCOLL_RED_NALGS };
@@ -144,7 +145,18 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r);
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r);
 /* Every rank folds what it needs from the peers' inputs, read with CMA. */
 void mcoll__node_red_cma(const struct mcoll_node_red *r);
-void mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* Runs the engine `alg`: MPI_SUCCESS, or MPI_ERR_TRUNCATE when the node's ranks
+ * disagree on the call (an erroneous program, shm/call.h): then nothing was read or
+ * written past a buffer, the outputs are undefined, and the node is in step again. */
+int mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* mcoll__node_red as a step of the MAHCAF template: a disagreement is kept for the
+ * end of the call (hc->deferred), and the inter-node steps go on. */
+static inline int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r,
+                                       int alg) {
+  int err = mcoll__node_red(r, alg);
+  if (err != MPI_SUCCESS) hc->deferred = err;
+  return MPI_SUCCESS;
+}
 /* A node of one rank: outputs are copies of the input. */
 void mcoll__node_alone(const struct mcoll_node_red *r);
 

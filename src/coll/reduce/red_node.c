@@ -7,6 +7,7 @@
 #include "coll/move.h"
 #include "coll/reduce/red.h"
 #include "shm/area.h"
+#include "shm/call.h"
 
 void mcoll__node_layout(struct mcoll_node_layout *l, const struct mcoll_node_red *r,
                         size_t area_elems) {
@@ -99,11 +100,58 @@ void mcoll__node_alone(const struct mcoll_node_red *r) {
   }
 }
 
-void mcoll__node_red(const struct mcoll_node_red *r, int alg) {
-  if (!mcoll__node_has_peers(r->c)) mcoll__node_alone(r);
-  else if (alg == MCOLL_RED_FLAT) mcoll__node_red_flat(r);
-  else if (alg == MCOLL_RED_CMA) mcoll__node_red_cma(r);
-  else mcoll__node_red_hsra(r);
+/* What every rank of the node must give the call alike: its size, the algorithm
+ * that size chose, and the shape of the result (whole, at one rank, prefixes,
+ * blocks). */
+static uint32_t digest_of(const struct mcoll_node_red *r, int alg) {
+  uint64_t shape = (uint64_t)alg | (uint64_t)r->levels << 3 | (uint64_t)r->prefix << 4 |
+                   (uint64_t)r->all_out << 5 | (uint64_t)(r->blocks != NULL) << 6 |
+                   (uint64_t)(uint32_t)r->dest << 8;
+  return mcoll__call_digest(r->count * r->t->extent, shape);
+}
+
+/* After the node's ranks disagreed on a call, each may have used a different number
+ * of area generations and left flat's slot runs in a different state: every rank
+ * that noticed counts the call as one generation (what the flat engine, the only
+ * one whose ranks may finish a call without reading anyone and so never notice,
+ * uses for a slot call), done with it, and makes the next slot call start a new
+ * run. Flat's readers cope with peers that believe otherwise about runs (every
+ * writer posts and stamps; stamps are waited for exactly), so the node goes on with
+ * mcoll. */
+static void resync(struct mcoll_comm *c, uint32_t start_gen) {
+  const struct mcoll_shm *shm = &c->chan->shm;
+  struct mcoll_data_line *me = &shm->data[shm->local_rank];
+  uint32_t gen = start_gen + 1;
+  c->chan->area_gen = gen;
+  c->chan->red_slot_last = gen - 1;
+  if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
+  if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__flag_set(shm, &me->done, gen);
+}
+
+int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
+  struct mcoll_comm *c = r->c;
+  if (!mcoll__node_has_peers(c)) {
+    mcoll__node_alone(r);
+    return MPI_SUCCESS;
+  }
+  struct mcoll_call call;
+  const uint32_t start_gen = c->chan->area_gen;
+  mcoll__call_enter(&call, &c->chan->shm, start_gen + 1, digest_of(r, alg));
+  if (setjmp(call.escape) == 0) {
+    if (alg == MCOLL_RED_FLAT) {
+      mcoll__node_red_flat(r); /* publishes when it must */
+    } else {
+      mcoll__call_publish(&call);
+      if (alg == MCOLL_RED_CMA) mcoll__node_red_cma(r);
+      else mcoll__node_red_hsra(r);
+    }
+    mcoll__call_leave();
+    return MPI_SUCCESS;
+  }
+  mcoll__call_settle(&call);
+  resync(c, start_gen);
+  mcoll__call_leave();
+  return MPI_ERR_TRUNCATE;
 }
 
 void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,

@@ -22,6 +22,7 @@
 #include "core/tls.h"
 #include "core/config.h"
 #include "shm/area.h"
+#include "shm/call.h"
 
 static MCOLL_TLS char *scratch;
 static MCOLL_TLS size_t scratch_bytes;
@@ -60,18 +61,13 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
 }
 
 /* Ranks that disagree on the count (an erroneous program) would read or write past
- * each other's buffers: stop the job instead. The count sits in the line of the
- * address we read anyway. */
+ * each other's buffers: every peer's descriptor must be this call's (shm/call.h;
+ * nobody leaves a single-copy call before all are done, so the peer is in it), and
+ * its count, which sits in the line of the address we read anyway, ours. Else the
+ * call is left before anything is read. */
 static void check_same_count(const struct mcoll_node_red *r, int x) {
-  const struct mcoll_shm *shm = &r->c->chan->shm;
-  uint64_t theirs = ((const uint64_t *)mcoll__rank_area(shm, x))[2];
-  if (theirs == r->count) return;
-  fprintf(stderr,
-          "mcoll: reduction: world rank %d does not reduce the %zu elements that world rank %d "
-          "does (it published %llu): the counts must match (erroneous program); aborting\n",
-          shm->data[x].world_rank, r->count, shm->data[shm->local_rank].world_rank,
-          (unsigned long long)theirs);
-  PMPI_Abort(MPI_COMM_WORLD, 1);
+  mcoll__call_check(x, 1);
+  if (((const uint64_t *)mcoll__rank_area(&r->c->chan->shm, x))[2] != r->count) mcoll__call_escape();
 }
 
 /* Elements [v, v + m) of rank x's input: mine in place, a peer's read into tmp. */

@@ -9,18 +9,25 @@
  * back-to-back small calls run up to RED_SLOTS - 1 generations ahead of their
  * readers. Each slot ends with a stamp, the generation last written into it; once a
  * run has filled every slot the readers wait on the stamp instead of the posted
- * flag, and an input of up to STAMP_LINE - 4 bytes sits in the stamp's cache line,
- * so the line that says "ready" brings the data with it. */
+ * flag, and an input of up to STAMP_LINE - 8 bytes sits in the stamp's cache line,
+ * so the line that says "ready" brings the data with it.
+ *
+ * Beside the stamp, the writer puts the digest of its call (shm/call.h): the reader
+ * compares it with its own before using the data, for nothing (the line is there).
+ * Ranks that disagree on a call (an erroneous program) may then disagree on runs
+ * too, so writers post even when their readers wait on stamps, and stamps are
+ * waited for exactly: a larger value is data that another engine wrote there. */
 #include "coll/move.h"
 #include "coll/reduce/red.h"
 #include "shm/area.h"
+#include "shm/call.h"
 
 #define RED_SLOTS MCOLL_AREA_SLOTS
 #define STAMP_LINE 64
 
 struct slot {
   size_t base; /* byte offset of the chunk's data in every area */
-  size_t stamp; /* byte offset of the stamp in every area */
+  size_t stamp; /* byte offset of the stamp in every area (the call's digest before it) */
   int stamped; /* the readers may wait on stamps */
 };
 
@@ -75,6 +82,23 @@ static mcoll_flag *stamp_of(const struct mcoll_shm *shm, int r, const struct slo
   return (mcoll_flag *)(mcoll__rank_area(shm, r) + s->stamp);
 }
 
+static uint32_t *digest_of(const struct mcoll_shm *shm, int r, const struct slot *s) {
+  return (uint32_t *)(mcoll__rank_area(shm, r) + s->stamp - sizeof(uint32_t));
+}
+
+/* After src's flag said generation gen is there: whether it is src's part of this
+ * call (whole areas: the descriptor beside the posted flag; slots: the stamp line). */
+static void check_peer(const struct mcoll_shm *shm, int src, const struct slot *s, int slotted,
+                       uint32_t gen) {
+  if (!slotted) {
+    mcoll__call_check(src, 0);
+    return;
+  }
+  if (atomic_load_explicit(stamp_of(shm, src, s), memory_order_acquire) != gen ||
+      *digest_of(shm, src, s) != mcoll__call_current->digest)
+    mcoll__call_escape();
+}
+
 /* Takes slot gen % RED_SLOTS once the readers of the slot's previous generation are
  * done (every rank stamps its slot, even one that writes no data). red_slot_seen
  * remembers the least `done` seen last time, so most calls need not look at the
@@ -108,7 +132,7 @@ static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
   }
   struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
                    mcoll__reached(gen - RED_SLOTS, c->chan->red_slot_from)};
-  if (span <= STAMP_LINE - sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
+  if (span <= STAMP_LINE - 2 * sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
   return s;
 }
 
@@ -130,6 +154,8 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
    * place, unless that is its output and input 0 goes there first. */
   int writes = r->dest - 1 != me || !r->t->commutative ||
                (me != 0 && in_place(r, mcoll__red_span(r->t, r->count)));
+  /* Whole areas: readers look for the call's descriptor beside posted. */
+  if (!slotted) mcoll__call_publish(mcoll__call_current);
   for (size_t k = 0; k < l.nchunks; k++) {
     uint32_t gen = mcoll__area_next(c->chan);
     struct slot s = {0, 0, 0};
@@ -137,12 +163,20 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
     else if (writes) mcoll__area_wait_free(c->chan, gen);
     if (writes) mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me) + s.base);
     /* Every slot call stamps its slot, so that later calls of the run may trust it. */
-    if (slotted) mcoll__flag_set(shm, stamp_of(shm, me, &s), gen);
-    if (writes && !s.stamped) mcoll__area_post(c->chan, gen);
+    if (slotted) {
+      *digest_of(shm, me, &s) = mcoll__call_current->digest;
+      mcoll__flag_set(shm, stamp_of(shm, me, &s), gen);
+    }
+    /* Readers waiting on stamps do not look at posted: a plain store, no wake-up (a
+     * reader that waits on it instead, after a disagreement, polls it anyway). */
+    if (writes && s.stamped)
+      atomic_store_explicit(&shm->data[me].posted, gen, memory_order_release);
+    else if (writes) mcoll__area_post(c->chan, gen);
     for (int src = 0; src < need; src++) {
       if (src == me) continue;
-      if (s.stamped) mcoll__flag_wait(shm, stamp_of(shm, src, &s), gen);
+      if (s.stamped) mcoll__flag_wait_exact(shm, stamp_of(shm, src, &s), gen);
       else mcoll__area_wait_posted(c->chan, src, gen);
+      check_peer(shm, src, &s, slotted, gen);
     }
     for (int i = 0; i < 2; i++)
       if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i], writes);

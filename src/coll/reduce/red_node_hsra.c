@@ -24,7 +24,9 @@
 #include <stdlib.h>
 
 #include "coll/reduce/red.h"
+#include "core/tls.h"
 #include "shm/area.h"
+#include "shm/call.h"
 
 struct plan {
   int own;                        /* segment j folded into area j, in any order */
@@ -33,6 +35,19 @@ struct plan {
   int *tail;                      /* [n] area holding the result of each rank's group so far */
   int *last;                      /* [n] scratch by group id */
 };
+
+/* Per-thread, kept: a call that leaves early (shm/call.h) must not leak. */
+static MCOLL_TLS int *tail_buf;
+static MCOLL_TLS size_t tail_cap;
+
+static int *tail_storage(size_t n) {
+  if (n > tail_cap) {
+    free(tail_buf);
+    tail_buf = mcoll__xmalloc(n * sizeof(int));
+    tail_cap = n;
+  }
+  return tail_buf;
+}
 
 static int contiguous(const struct mcoll_level *level, int n) {
   int changes = 0;
@@ -80,8 +95,12 @@ static void stage(struct plan *p, const struct mcoll_node_red *r, int s, size_t 
   int index = 0, members = 0;
   for (int x = 0; x < n; x++) {
     if (group_at(p, s, x) != mine) continue;
-    if (x == me) index = members;
-    else mcoll__area_wait_posted(c->chan, x, gen - 1);
+    if (x == me) {
+      index = members;
+    } else {
+      mcoll__area_wait_posted(c->chan, x, gen - 1);
+      mcoll__call_check(x, 0);
+    }
     members++;
   }
   size_t lo, hi;
@@ -121,7 +140,7 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
     mcoll__node_red_hsra_all(r);
     return;
   }
-  p.tail = mcoll__xmalloc(2 * sizeof(int) * (size_t)n);
+  p.tail = tail_storage(2 * (size_t)n);
   p.last = p.tail + n;
   int reads = r->out[0].upto > 0 || r->out[1].upto > 0;
   struct mcoll_node_layout l;
@@ -135,7 +154,10 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
     for (int s = 1; s <= p.nlevels + 1; s++) stage(&p, r, s, elems, gen = mcoll__area_next(c->chan));
     if (reads)
       for (int x = 0; x < n; x++)
-        if (x != me) mcoll__area_wait_posted(c->chan, x, gen);
+        if (x != me) {
+          mcoll__area_wait_posted(c->chan, x, gen);
+          mcoll__call_check(x, 0);
+        }
     for (int i = 0; i < 2; i++) {
       const struct mcoll_node_out *o = &r->out[i];
       if (o->upto <= 0) continue;
@@ -145,5 +167,4 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
     }
     mcoll__area_done(c->chan, gen);
   }
-  free(p.tail);
 }

@@ -7,6 +7,7 @@
  * more than the fold itself, so the fewer stores into the areas the better. */
 #include "coll/reduce/red.h"
 #include "shm/area.h"
+#include "shm/call.h"
 
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
   struct mcoll_comm *c = r->c;
@@ -31,7 +32,10 @@ void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
     mcoll__red_copy(t, mcoll__red_at(t, mine, hi), mcoll__red_at(t, in, hi), elems - hi);
     mcoll__area_post(c->chan, gen);
     for (int x = 0; x < n; x++)
-      if (x != me) mcoll__area_wait_posted(c->chan, x, gen);
+      if (x != me) {
+        mcoll__area_wait_posted(c->chan, x, gen);
+        mcoll__call_check(x, 0);
+      }
     /* My segment: my input, every peer's folded in; into my output if I have one. */
     char *acc = mcoll__red_at(t, takes ? out : mine, lo);
     mcoll__red_copy(t, acc, mcoll__red_at(t, in, lo), hi - lo);
@@ -48,6 +52,7 @@ void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {
       size_t x_lo, x_hi;
       mcoll__node_segment(elems, n, x, -1, &x_lo, &x_hi);
       mcoll__area_wait_posted(c->chan, x, gen);
+      mcoll__call_check(x, 0);
       mcoll__red_copy(t, mcoll__red_at(t, out, x_lo),
                       mcoll__red_at(t, mcoll__rank_area(shm, x), x_lo), x_hi - x_lo);
     }

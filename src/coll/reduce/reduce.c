@@ -46,8 +46,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
                              .dest = hc->leader + 1};
   if (topo->local_rank == hc->leader)
     r.out[0] = (struct mcoll_node_out){topo->local_size, piece_dst(a, lo), 0};
-  mcoll__node_red(&r, a->alg);
-  return MPI_SUCCESS;
+  return mcoll__node_red_step(hc, &r, a->alg);
 }
 
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {

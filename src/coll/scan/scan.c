@@ -39,8 +39,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
                              .count = (hi - lo) / a->t->extent, .prefix = 1};
   r.out[0] = (struct mcoll_node_out){a->exclusive ? me : me + 1, a->out + lo, 0};
   if (a->total) r.out[1] = (struct mcoll_node_out){topo->local_size, a->total, 0};
-  mcoll__node_red(&r, a->alg);
-  return MPI_SUCCESS;
+  return mcoll__node_red_step(hc, &r, a->alg);
 }
 
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
