@@ -19,9 +19,10 @@ from test_mpi_coll import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
-# collective -> (algorithm below 8 KiB, algorithm from 8 KiB) at 2 ranks
+# collective -> (algorithm at 4 KiB, algorithm from 8 KiB) at 2 ranks (bcast: shm_slot
+# up to 2 KiB, test_fresh_communicators_small_bcast_in_slots)
 TWO_RANKS = {
-    "bcast": ("shm_slot", "cma"),
+    "bcast": ("shm_pipeline", "cma"),
     "gather": ("area", "cma"), "gatherv": ("area", "cma"),
     "scatter": ("area", "cma"), "scatterv": ("area", "cma"),
     "allgather": ("area", "cma"), "allgatherv": ("area", "cma"),

@@ -48,8 +48,9 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   if (c->topo.nlevels > 0 && bytes <= (size_t)mcoll__cfg.BCAST_TREE_MAX)
     return MCOLL_BCAST_SHM_TREE;
   /* Small calls: one area slot, whose lines the next calls follow (the ring's
-   * slots lie a chunk apart: cold pages and lines on a fresh communicator). */
-  if (fits_slot(c, bytes)) return MCOLL_BCAST_SHM_SLOT;
+   * slots lie a chunk apart: cold pages and lines on a fresh communicator).
+   * Measured with a core per rank only: oversubscribed nodes keep the ring. */
+  if (fits_slot(c, bytes) && !c->shm.oversubscribed) return MCOLL_BCAST_SHM_SLOT;
   return MCOLL_BCAST_SHM_PIPELINE;
 }
 
