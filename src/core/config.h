@@ -15,7 +15,7 @@
   X(SHM_PREFAULT, NUM, "64K", "bytes at the start of each ring slot (and the area pages small calls use) every rank maps at set-up, so first calls take no page faults; >= SHM_CHUNK: whole ring; 0 = none") \
   X(SHM_MAX, NUM, "1G", "bytes of node segments a process may have reserved at once; a communicator beyond uses the host MPI") \
   X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
-  X(BCAST_SLOT_MAX, NUM, "2K", "bcast: up to this many bytes through one slot of the source's area (nodes without levels, a core per rank); 0 = never unless forced") \
+  X(BCAST_SLOT_MAX, NUM, "512", "bcast: up to this many bytes through one slot of the source's area (nodes without levels, a core per rank); 0 = never unless forced") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_AHEAD, NUM, "1M", "bcast through the ring (a core per rank): bytes the source may be ahead of the readers within a call, written with plain stores; 0 = the whole ring") \
   X(BCAST_CMA_MIN, NUM, "8K", "bcast: single copy (CMA) from this many bytes on nodes of at most BCAST_CMA_RANKS ranks; 0 = never unless forced") \

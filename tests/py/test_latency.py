@@ -20,7 +20,7 @@ from test_mpi_coll import BASE_ENV, BUILD, flavour_param
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 # collective -> (algorithm at 4 KiB, algorithm from 8 KiB) at 2 ranks (bcast: shm_slot
-# up to 2 KiB, test_fresh_communicators_small_bcast_in_slots)
+# up to 512 B, test_fresh_communicators_small_bcast_in_slots)
 TWO_RANKS = {
     "bcast": ("shm_pipeline", "cma"),
     "gather": ("area", "cma"), "gatherv": ("area", "cma"),
@@ -83,11 +83,11 @@ def test_fresh_communicators_small_bcast_in_slots(flavour):
     area slots and inline lines (bcast_shm_slot.c), not the ring, whose slots lie a
     chunk apart (a new page per call: the first 100 calls ran at 1.5-2.4x warm), and
     arrive intact (-c checks every round)."""
-    sweep = ["-b", "8", "-e", "2K", "-f", "4", "-m", "cold", "-K", "20", "-r", "3", "-c"]
+    sweep = ["-b", "8", "-e", "512", "-f", "4", "-m", "cold", "-K", "20", "-r", "3", "-c"]
     report, result = bench_report(flavour, 2, ["bcast"], sweep, {"MCOLL_SHARE_CONTEXT": "0"})
     counts = report.get("bcast", {})
     assert counts.get("calls", 0) > 0 and counts.get("shm_slot") == counts["calls"], (
-        f"bcast 8 B-2 KiB on fresh communicators: {counts}\n{result.describe()}")
-    # one fresh context per round and size (3 x 4), none shared
+        f"bcast 8-512 B on fresh communicators: {counts}\n{result.describe()}")
+    # one fresh context per round and size (3 x 4: 8, 32, 128, 512 B), none shared
     built = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+)$", result.stderr, re.M)
     assert built and int(built.group(1)) >= 12 and built.group(2) == "0", result.describe()

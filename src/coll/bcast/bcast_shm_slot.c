@@ -13,7 +13,6 @@
  * cold lines, on both ranks -- and ran 1.7-2.4x slower than warm ones (2 ranks,
  * 8-512 B, bench/results/20261123-1037*); the ring also synchronises through three
  * lines (slot control, data, the readers' consumed flags) where this takes one. */
-#include <stdint.h>
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
@@ -26,16 +25,19 @@ size_t mcoll__bcast_slot_max(const struct mcoll_comm *c) {
   return max < slot ? max : slot;
 }
 
-/* The next generation's slot lies on another page: look it up now, off the next
- * call's path (a software prefetch walks the page tables on a TLB miss). The line
- * prefetched is the last of that page, which calls this small never write: the
- * first, which the source writes next, would cost a transfer between the cores
- * (back to back, 2 KiB: 0.27 -> 0.42 us per call when either rank prefetched it).
- * A call in the inline line does not look ahead: the next one most likely is
- * inline too, and the lines follow each other. */
+/* The next generation's slot lies on another page, whose lines the next call is
+ * the first to touch on a fresh communicator (its first 128 calls): at the end of a
+ * call each rank prefetches the next slot's first line, which walks the page tables
+ * and fetches the line off the next call's path. -m cold, 2 ranks, 128/512 B, calls
+ * 1-100 over warm: 1.5-3.0x without it, 1.1-1.3x with it (1.5-2.2x when only the
+ * readers prefetch; prefetching the last line of the page, which walks the tables
+ * only, did not help, nor did limiting it to the first 128 generations). Warm it
+ * costs a transfer of the line between the cores where the source writes it next:
+ * back to back 2 KiB 0.33 -> 0.44 us, latency mode 512 B 0.34 -> 0.38 us, which is
+ * why BCAST_SLOT_MAX stops at 512 B. A call in the inline line does not look ahead:
+ * the next one most likely is inline too, and the lines follow each other. */
 static void prefetch_next(const struct mcoll_shm *shm, int source, uint32_t gen) {
-  uintptr_t slot = (uintptr_t)mcoll__slot_area(shm, source, gen + 1);
-  __builtin_prefetch((const void *)((slot | 4095) - 63), 0, 3);
+  __builtin_prefetch(mcoll__slot_area(shm, source, gen + 1), 0, 3);
 }
 
 /* The whole call is one piece (bcast.c chooses this only then). */
