@@ -178,7 +178,9 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
     c->area_gen = gen;
     return;
   }
-  if (one_gen) { /* my entry is in my inline line; a part in the slot needs nothing else */
+  /* My entry is in my inline line: a part in the slot needs nothing else. A part that
+   * goes by single copy by its length needs the table (wait_turn) and skips the line. */
+  if (one_gen && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     uint32_t gen = c->area_gen + 1;
     struct entry e;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, &e, sizeof e);
