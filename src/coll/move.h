@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/config.h"
-#include "core/context.h"
+#include "comm/context.h"
 #include "shm/area.h"
 
 /* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
@@ -36,7 +36,7 @@ static inline size_t mcoll__move_cma_min(const struct mcoll_comm *c, size_t cma_
  * cma_min, mcoll__move_cma_min). */
 static inline enum mcoll_move mcoll__move_of(const struct mcoll_comm *c, size_t len, int forced,
                                              size_t cma_min) {
-  if (!c->cma_ok || len == 0) return MCOLL_MOVE_AREA;
+  if (!c->chan->cma_ok || len == 0) return MCOLL_MOVE_AREA;
   if (forced >= 0) return (enum mcoll_move)forced;
   return len >= mcoll__move_cma_min(c, cma_min) ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
 }
@@ -54,12 +54,12 @@ static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
  * mcoll__slot_begin for each such generation; it returns the writer's lag.
  * MCOLL_AREA_SLOTS is in shm/shm.h (the segment touches the slots' pages). */
 static inline uint32_t mcoll__slot_begin(struct mcoll_comm *c, uint32_t gen) {
-  if (c->area_slot_last != gen - 1) {
-    c->area_slot_from = gen;
-    c->area_slot_seen = gen - 2;
+  if (c->chan->area_slot_last != gen - 1) {
+    c->chan->area_slot_from = gen;
+    c->chan->area_slot_seen = gen - 2;
   }
-  c->area_slot_last = gen;
-  uint32_t behind = gen - c->area_slot_from;
+  c->chan->area_slot_last = gen;
+  uint32_t behind = gen - c->chan->area_slot_from;
   return behind < MCOLL_AREA_SLOTS - 1 ? behind : MCOLL_AREA_SLOTS - 1;
 }
 
@@ -92,9 +92,9 @@ static inline void mcoll__inline_get(const struct mcoll_shm *shm, struct mcoll_i
  * seen last time (they only grow), so that most calls of a run need not pull the
  * peers' lines over from their cores. */
 static inline void mcoll__slot_wait_free(struct mcoll_comm *c, uint32_t gen, uint32_t lag) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   uint32_t need = gen - 1 - lag;
-  if (mcoll__reached(c->area_slot_seen, need)) return;
+  if (mcoll__reached(c->chan->area_slot_seen, need)) return;
   uint32_t least = gen;
   for (int r = 0; r < shm->local_size; r++) {
     if (r == shm->local_rank) continue;
@@ -102,7 +102,7 @@ static inline void mcoll__slot_wait_free(struct mcoll_comm *c, uint32_t gen, uin
     uint32_t done = atomic_load_explicit(&shm->data[r].done, memory_order_acquire);
     if (!mcoll__reached(done, least)) least = done;
   }
-  c->area_slot_seen = least;
+  c->chan->area_slot_seen = least;
 }
 
 /* Copies into memory that a peer has read before: plain stores would first take
@@ -116,10 +116,10 @@ void mcoll__area_write(void *dst, const void *src, size_t len);
  * (the probe at set-up said CMA works, so a failure is a broken peer). */
 static inline void mcoll__cma_get(const struct mcoll_comm *c, int r, void *dst, uint64_t addr,
                                   size_t len) {
-  int err = mcoll__cma_read(c->shm.data[r].pid, dst, addr, len);
+  int err = mcoll__cma_read(c->chan->shm.data[r].pid, dst, addr, len);
   if (err) {
     fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
-            (int)c->shm.data[r].pid, err);
+            (int)c->chan->shm.data[r].pid, err);
     PMPI_Abort(MPI_COMM_WORLD, 1);
   }
 }

@@ -34,14 +34,14 @@ static int fits_slot(const struct mcoll_comm *c, size_t bytes) {
 
 static int choose(const struct mcoll_comm *c, size_t bytes) {
   int forced = mcoll__alg_forced(MCOLL_COLL_BCAST);
-  if (forced == MCOLL_BCAST_CMA && !c->cma_ok) forced = MCOLL_BCAST_SHM_PIPELINE;
+  if (forced == MCOLL_BCAST_CMA && !c->chan->cma_ok) forced = MCOLL_BCAST_SHM_PIPELINE;
   if (forced == MCOLL_BCAST_SHM_SLOT && !fits_slot(c, bytes)) forced = MCOLL_BCAST_SHM_PIPELINE;
   if (forced >= 0) return forced;
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
    * where the ring gives 0.5x (the ring wins back-to-back from ~1 MiB and below
    * 32 KiB). Measured on 2-rank nodes only, so larger nodes keep the ring. */
-  if (c->cma_ok && mcoll__cfg.BCAST_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.BCAST_CMA_MIN &&
+  if (c->chan->cma_ok && mcoll__cfg.BCAST_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.BCAST_CMA_MIN &&
       (mcoll__cfg.BCAST_CMA_MAX == 0 || bytes < (size_t)mcoll__cfg.BCAST_CMA_MAX) &&
       c->topo.local_size <= mcoll__cfg.BCAST_CMA_RANKS)
     return MCOLL_BCAST_CMA;
@@ -50,7 +50,7 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   /* Small calls: one area slot, whose lines the next calls follow (the ring's
    * slots lie a chunk apart: cold pages and lines on a fresh communicator).
    * Measured with a core per rank only: oversubscribed nodes keep the ring. */
-  if (fits_slot(c, bytes) && !c->shm.oversubscribed) return MCOLL_BCAST_SHM_SLOT;
+  if (fits_slot(c, bytes) && !c->chan->shm.oversubscribed) return MCOLL_BCAST_SHM_SLOT;
   return MCOLL_BCAST_SHM_PIPELINE;
 }
 
@@ -112,7 +112,7 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   int alg = choose(c, bytes);
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
-  c->bcast_seq++;
+  c->chan->bcast_seq++;
 
   struct mcoll_bcast_call call = {
       .c = c, .buf = buf, .bytes = bytes, .root = root,

@@ -3,7 +3,7 @@
 
 #include <stddef.h>
 
-#include "core/context.h"
+#include "comm/context.h"
 
 enum mcoll_bcast_alg {
   MCOLL_BCAST_SHM_TREE,

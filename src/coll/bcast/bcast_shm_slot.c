@@ -20,7 +20,7 @@
 #include "core/config.h"
 
 size_t mcoll__bcast_slot_max(const struct mcoll_comm *c) {
-  size_t slot = mcoll__slot_bytes(&c->shm), max = (size_t)mcoll__cfg.BCAST_SLOT_MAX;
+  size_t slot = mcoll__slot_bytes(&c->chan->shm), max = (size_t)mcoll__cfg.BCAST_SLOT_MAX;
   if (mcoll__cfg.BCAST_SLOT_MAX <= 0) return 0;
   return max < slot ? max : slot;
 }
@@ -44,26 +44,26 @@ static void prefetch_next(const struct mcoll_shm *shm, int source, uint32_t gen)
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__area_done(c, gen); /* the source reads no one's area */
+  mcoll__area_done(c->chan, gen); /* the source reads no one's area */
   mcoll__slot_wait_free(c, gen, lag);
   struct mcoll_inline_line *line = mcoll__inline_line(shm, me, gen);
   line->len = (uint32_t)call->bytes;
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(line->data, call->buf, call->bytes);
   else memcpy(mcoll__slot_area(shm, me, gen), call->buf, call->bytes);
   mcoll__flag_set(shm, &line->stamp, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
   if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, me, gen);
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
-  const struct mcoll_shm *shm = &c->shm;
-  uint32_t gen = c->area_gen + 1;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  uint32_t gen = c->chan->area_gen + 1;
   struct mcoll_inline_line *line = mcoll__inline_line(shm, call->source, gen);
   mcoll__flag_wait(shm, &line->stamp, gen);
   /* The source's byte count is in the line: on a mismatch, leave before taking the
@@ -72,8 +72,8 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   mcoll__slot_begin(c, gen);
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(call->buf, line->data, call->bytes);
   else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
-  mcoll__area_done(c, gen);
-  c->area_gen = gen;
+  mcoll__area_done(c->chan, gen);
+  c->chan->area_gen = gen;
   if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, call->source, gen);
   return call->bytes;
 }

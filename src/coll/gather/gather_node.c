@@ -20,7 +20,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
   uint32_t rounds = 1;
   for (int j = 0; j < t->local_size; j++) {
     size_t len = mcoll__block_len(lens, t->local_ranks[j]);
-    uint32_t chunks = mcoll__area_chunks(len, c->shm.area_bytes);
+    uint32_t chunks = mcoll__area_chunks(len, c->chan->shm.area_bytes);
     if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_AREA &&
         chunks > rounds)
       rounds = chunks;
@@ -38,8 +38,8 @@ static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_
                           const struct mcoll_blocks *lens) {
   const struct mcoll_topo *t = &c->topo;
   size_t cma_min = mcoll__move_cma_min(c, (size_t)mcoll__cfg.GATHER_CMA_MIN);
-  size_t slot = mcoll__slot_bytes(&c->shm);
-  if (c->cma_ok && g->forced != MCOLL_MOVE_AREA &&
+  size_t slot = mcoll__slot_bytes(&c->chan->shm);
+  if (c->chan->cma_ok && g->forced != MCOLL_MOVE_AREA &&
       (g->forced == MCOLL_MOVE_CMA || (cma_min > 0 && cma_min <= slot)))
     return 1;
   if (!g->lens_everywhere) return 0;
@@ -51,9 +51,9 @@ static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_
 }
 
 static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   mcoll__slot_begin(c, gen);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -69,49 +69,49 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
                         len);
       continue;
     }
-    mcoll__area_wait_posted(c, j, gen);
+    mcoll__area_wait_posted(c->chan, j, gen);
     if (cma)
       mcoll__cma_get(c, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
     else
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
-  mcoll__area_done(c, gen);
-  c->area_gen = gen;
+  mcoll__area_done(c->chan, gen);
+  c->chan->area_gen = gen;
 }
 
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
-  uint32_t gen = c->area_gen + 1;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
   int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
             MCOLL_MOVE_CMA;
-  mcoll__area_done(c, gen); /* I read nothing */
+  mcoll__area_done(c->chan, gen); /* I read nothing */
   mcoll__slot_wait_free(c, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
-    c->area_gen = gen;
+    c->chan->area_gen = gen;
     return;
   }
   if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
   if (cma) mcoll__flag_wait(shm, &shm->data[g->sink].done, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t base = c->area_gen, rounds = call_rounds(c, g, g->dst);
+  uint32_t base = c->chan->area_gen, rounds = call_rounds(c, g, g->dst);
 
-  mcoll__area_wait_free(c, base + 1);
+  mcoll__area_wait_free(c->chan, base + 1);
   memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
-  mcoll__area_post(c, base + 1);
+  mcoll__area_post(c->chan, base + 1);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
 
@@ -124,51 +124,51 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
       if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
-        mcoll__area_wait_posted(c, j, base + 1);
+        mcoll__area_wait_posted(c->chan, j, base + 1);
         mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
       } else if (at < len) {
-        mcoll__area_wait_posted(c, j, base + r);
+        mcoll__area_wait_posted(c->chan, j, base + r);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
       }
     }
-    mcoll__area_done(c, base + r);
+    mcoll__area_done(c->chan, base + r);
   }
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }
 
 static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank;
-  uint32_t base = c->area_gen, rounds;
+  uint32_t base = c->chan->area_gen, rounds;
   char *my_area = mcoll__rank_area(shm, me);
   enum mcoll_move move =
       mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN);
   uint32_t chunks = move == MCOLL_MOVE_AREA ? mcoll__area_chunks(g->my_len, area) : 0;
 
-  mcoll__area_wait_free(c, base + 1);
+  mcoll__area_wait_free(c->chan, base + 1);
   if (move == MCOLL_MOVE_CMA)
     atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
   else if (g->my_len)
     mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
-  mcoll__area_post(c, base + 1);
+  mcoll__area_post(c->chan, base + 1);
   if (g->lens) {
     rounds = call_rounds(c, g, g->lens);
   } else {
-    mcoll__area_wait_posted(c, g->sink, base + 1);
+    mcoll__area_wait_posted(c->chan, g->sink, base + 1);
     memcpy(&rounds, mcoll__rank_area(shm, g->sink), sizeof rounds);
   }
-  mcoll__area_done(c, base + rounds);
+  mcoll__area_done(c->chan, base + rounds);
 
   for (uint32_t r = 2; r <= chunks; r++) {
     size_t at = (size_t)(r - 1) * area;
-    mcoll__area_wait_free(c, base + r);
+    mcoll__area_wait_free(c->chan, base + r);
     mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
-    mcoll__area_post(c, base + r);
+    mcoll__area_post(c->chan, base + r);
   }
   /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
   if (move == MCOLL_MOVE_CMA) mcoll__flag_wait(shm, &shm->data[g->sink].done, base + 1);
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }
 
 void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
@@ -177,7 +177,7 @@ void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
     return;
   }
-  int sink = c->shm.local_rank == g->sink;
+  int sink = c->chan->shm.local_rank == g->sink;
   if (one_generation(c, g, sink ? g->dst : g->lens)) {
     if (sink) one_generation_sink(c, g);
     else one_generation_member(c, g);

@@ -40,9 +40,9 @@ static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_sc
 /* One generation with the table and every part in one slot of the areas (coll/move.h),
  * only when every block has the same length, which all ranks know. */
 static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
-  size_t parts = s->my_len * (size_t)(c->shm.local_size - 1);
+  size_t parts = s->my_len * (size_t)(c->chan->shm.local_size - 1);
   return s->uniform && move_of(c, s, s->my_len) == MCOLL_MOVE_AREA &&
-         head_bytes(c->shm.local_size) + parts <= mcoll__slot_bytes(&c->shm);
+         head_bytes(c->chan->shm.local_size) + parts <= mcoll__slot_bytes(&c->chan->shm);
 }
 
 /* One generation per call, its table in one slot of the source's area (coll/move.h):
@@ -50,19 +50,19 @@ static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_nod
  * every call (all ranks can tell); without, calls of equal blocks that all fit.
  * Back-to-back calls overlap: the source moves on once its parts are in the slot. */
 static int one_generation(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
-  return (c->cma_ok && s->forced != MCOLL_MOVE_AREA) || small_call(c, s);
+  return (c->chan->cma_ok && s->forced != MCOLL_MOVE_AREA) || small_call(c, s);
 }
 
 static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size, readers = 0;
-  uint32_t gen = c->area_gen + 1;
+  uint32_t gen = c->chan->area_gen + 1;
   uint32_t lag = mcoll__slot_begin(c, gen);
   char *slot = mcoll__slot_area(shm, me, gen);
   struct head *head = (struct head *)slot;
   size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
-  mcoll__area_done(c, gen); /* the source reads no one's area */
+  mcoll__area_done(c->chan, gen); /* the source reads no one's area */
   mcoll__slot_wait_free(c, gen, lag);
   head->rounds = 1;
   for (int step = 1; step < n; step++) {
@@ -87,23 +87,23 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
      * need not wait for the table (one cross-core transfer fewer per call). */
     mcoll__inline_put(shm, mcoll__inline_line(shm, j, gen), gen, e, sizeof *e);
   }
-  mcoll__area_post(c, gen);
+  mcoll__area_post(c->chan, gen);
   if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
     if (j != me && head->entry[j].reader >= 0)
       mcoll__flag_wait(shm, &shm->data[j].done, gen);
-  c->area_gen = gen;
+  c->chan->area_gen = gen;
 }
 
 static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size;
   char *area = mcoll__rank_area(shm, me);
   struct head *head = (struct head *)area;
   size_t hbytes = head_bytes(n);
-  uint32_t base = c->area_gen, rounds = 1;
+  uint32_t base = c->chan->area_gen, rounds = 1;
   int sharers = 0, readers = 0;
 
   for (int j = 0; j < n; j++)
@@ -117,11 +117,11 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
     if (j != me && move_of(c, s, len) == MCOLL_MOVE_AREA && mcoll__area_chunks(len, share) > rounds)
       rounds = mcoll__area_chunks(len, share);
   }
-  mcoll__area_done(c, base + rounds); /* the source reads no one's area */
+  mcoll__area_done(c->chan, base + rounds); /* the source reads no one's area */
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * share, pos = hbytes;
-    mcoll__area_wait_free(c, base + r);
+    mcoll__area_wait_free(c->chan, base + r);
     head->rounds = rounds;
     for (int step = 1; step < n; step++) {
       int j = (me + step) % n;
@@ -138,7 +138,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       if (e->len) mcoll__area_write(area + pos, block + at, e->len);
       pos += e->len;
     }
-    mcoll__area_post(c, base + r);
+    mcoll__area_post(c->chan, base + r);
     if (r == 1 && s->mine && s->my_len)
       memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
   }
@@ -146,7 +146,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   for (int j = 0; j < n && readers; j++)
     if (j != me && move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_CMA)
       mcoll__flag_wait(shm, &shm->data[j].done, base + rounds);
-  c->area_gen = base + rounds;
+  c->chan->area_gen = base + rounds;
 }
 
 /* Waits until the single-copy readers of the group before mine are done. With
@@ -154,7 +154,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
  * would cost a scheduler round: all go at once. */
 static void wait_turn(const struct mcoll_comm *c, const struct head *head, int reader,
                       uint32_t last) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   if (shm->oversubscribed) return;
   int k = mcoll__cfg.BCAST_K > 0 ? (int)mcoll__cfg.BCAST_K : 1;
   int group = reader / k;
@@ -168,36 +168,36 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
 
 /* Either kind of call: the table says where my part is. */
 static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
-  const struct mcoll_shm *shm = &c->shm;
+  const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
-  if (one_gen) mcoll__slot_begin(c, c->area_gen + 1);
+  if (one_gen) mcoll__slot_begin(c, c->chan->area_gen + 1);
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    uint32_t gen = c->area_gen + 1;
+    uint32_t gen = c->chan->area_gen + 1;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);
-    mcoll__area_done(c, gen);
-    c->area_gen = gen;
+    mcoll__area_done(c->chan, gen);
+    c->chan->area_gen = gen;
     return;
   }
   /* My entry is in my inline line: a part in the slot needs nothing else. A part that
    * goes by single copy by its length needs the table (wait_turn) and skips the line. */
   if (one_gen && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    uint32_t gen = c->area_gen + 1;
+    uint32_t gen = c->chan->area_gen + 1;
     struct entry e;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, &e, sizeof e);
     if (e.reader < 0) {
       size_t len = e.len < s->my_len ? (size_t)e.len : s->my_len;
       if (len) memcpy(s->mine, mcoll__slot_area(shm, source, gen) + e.off, len);
-      mcoll__area_done(c, gen);
-      c->area_gen = gen;
+      mcoll__area_done(c->chan, gen);
+      c->chan->area_gen = gen;
       return;
     }
   }
   const char *area =
-      one_gen ? mcoll__slot_area(shm, source, c->area_gen + 1) : mcoll__rank_area(shm, source);
+      one_gen ? mcoll__slot_area(shm, source, c->chan->area_gen + 1) : mcoll__rank_area(shm, source);
   const struct head *head = (const struct head *)area;
-  uint32_t base = c->area_gen;
+  uint32_t base = c->chan->area_gen;
 
-  mcoll__area_wait_posted(c, source, base + 1);
+  mcoll__area_wait_posted(c->chan, source, base + 1);
   uint32_t rounds = head->rounds;
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
@@ -210,12 +210,12 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       if (e.len) memcpy(s->mine + got, area + e.off, e.len);
       got += e.len;
       if (got >= s->my_len || r == rounds) break;
-      mcoll__area_done(c, base + r);
-      mcoll__area_wait_posted(c, source, base + r + 1);
+      mcoll__area_done(c->chan, base + r);
+      mcoll__area_wait_posted(c->chan, source, base + r + 1);
     }
   }
-  mcoll__area_done(c, base + rounds);
-  c->area_gen = base + rounds;
+  mcoll__area_done(c->chan, base + rounds);
+  c->chan->area_gen = base + rounds;
 }
 
 void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
@@ -224,7 +224,7 @@ void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *
     return;
   }
   int one_gen = one_generation(c, s);
-  if (c->shm.local_rank != s->source) member_side(c, s, one_gen);
+  if (c->chan->shm.local_rank != s->source) member_side(c, s, one_gen);
   else if (one_gen) one_generation_source(c, s);
   else source_side(c, s);
 }
