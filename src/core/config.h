@@ -15,15 +15,17 @@
   X(SHM_PREFAULT, NUM, "64K", "bytes at the start of each ring slot (and the area pages small calls use) every rank maps at set-up, so first calls take no page faults; >= SHM_CHUNK: whole ring; 0 = none") \
   X(SHM_MAX, NUM, "1G", "bytes of node segments a process may have reserved at once; a communicator beyond uses the host MPI") \
   X(BCAST_TREE_MAX, NUM, "16K", "bcast: largest message sent down the level tree (when levels exist)") \
+  X(BCAST_SLOT_MAX, NUM, "512", "bcast: up to this many bytes through one slot of the source's area (nodes without levels, a core per rank); 0 = never unless forced") \
   X(BCAST_K, NUM, "2", "bcast: at most k ranks copy one slot at a time")                  \
   X(BCAST_AHEAD, NUM, "1M", "bcast through the ring (a core per rank): bytes the source may be ahead of the readers within a call, written with plain stores; 0 = the whole ring") \
-  X(BCAST_CMA_MIN, NUM, "32K", "bcast: single copy (CMA) from this many bytes on nodes of at most BCAST_CMA_RANKS ranks; 0 = never unless forced") \
+  X(BCAST_CMA_MIN, NUM, "8K", "bcast: single copy (CMA) from this many bytes on nodes of at most BCAST_CMA_RANKS ranks; 0 = never unless forced") \
   X(BCAST_CMA_MAX, NUM, "1M", "bcast: the ring again from this many bytes (its copies stay in cache); 0 = no limit") \
   X(BCAST_CMA_RANKS, NUM, "2", "bcast: single copy by default only on nodes of at most this many ranks")           \
   X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \
   X(ALLGATHER_CMA_MIN, NUM, "32K", "allgather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
   X(GATHER_CMA_MIN, NUM, "32K", "gather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas")  \
   X(SCATTER_CMA_MIN, NUM, "64K", "scatter(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
+  X(PAIR_CMA_MIN, NUM, "8K", "allgather(v)/gather(v)/scatter(v) on nodes of 2 ranks: blocks from this many bytes move by single copy (CMA) where the collective's own *_CMA_MIN is larger; 0 = theirs") \
   X(AREA_STREAM_MIN, NUM, "8K", "allgather/gather/scatter: copies of this many bytes into an area use streaming stores; 0 = never") \
   X(INTER_PIECE, NUM, "256K", "bytes per pipelined piece of the inter-node phase")        \
   X(INTER_SAG_MIN, NUM, "64K", "inter-node bcast: scatter-allgather from this piece size, else binomial") \
@@ -33,7 +35,7 @@
   X(RED_FLAT_MAX, NUM, "1K", "reductions: every rank folds all inputs up to this many bytes, else HSRA") \
   X(RED_FLAT_MAX_LOWPAR, NUM, "32K", "reductions on nodes of 2 ranks or with more ranks than cores: flat up to this many bytes") \
   X(RED_RD_MAX, NUM, "32K", "inter-node reductions: recursive doubling/binomial up to this many bytes, else Rabenseifner") \
-  X(RED_CMA_MIN, NUM, "32K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
+  X(RED_CMA_MIN, NUM, "8K", "reductions: single copy (CMA) from this many bytes on small nodes; 0 = never") \
   X(RED_CMA_MAX, NUM, "1M", "reduce/allreduce: HSRA instead of single copy (CMA) from this many bytes; 0 = no limit") \
   X(RED_SPLIT_MIN, NUM, "512K", "reduce by single copy: from this many bytes each rank folds a segment and writes it to the root; 0 = never") \
   X(RED_CMA_RANKS, NUM, "2", "reductions: single copy (CMA) only on nodes of at most this many ranks") \

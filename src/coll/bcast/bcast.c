@@ -22,12 +22,20 @@ const struct mcoll_coll_algs mcoll__bcast_algs = {
         {"shm_tree", "small: down a tree over the node's levels through the ranks' areas"},
         {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined"},
         {"cma", "single copy: readers read the source's buffer with process_vm_readv"},
+        {"shm_slot", "small: one slot of the source's area (the data in the flag's line up to 56 B), calls overlap"},
     },
     MCOLL_BCAST_NALGS};
+
+/* Whether the whole call fits one slot of an area and goes as one piece. */
+static int fits_slot(const struct mcoll_comm *c, size_t bytes) {
+  return bytes <= mcoll__bcast_slot_max(c) &&
+         (c->topo.nnodes == 1 || bytes <= (size_t)mcoll__cfg.INTER_PIECE);
+}
 
 static int choose(const struct mcoll_comm *c, size_t bytes) {
   int forced = mcoll__alg_forced(MCOLL_COLL_BCAST);
   if (forced == MCOLL_BCAST_CMA && !c->chan->cma_ok) forced = MCOLL_BCAST_SHM_PIPELINE;
+  if (forced == MCOLL_BCAST_SHM_SLOT && !fits_slot(c, bytes)) forced = MCOLL_BCAST_SHM_PIPELINE;
   if (forced >= 0) return forced;
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
@@ -39,6 +47,10 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
     return MCOLL_BCAST_CMA;
   if (c->topo.nlevels > 0 && bytes <= (size_t)mcoll__cfg.BCAST_TREE_MAX)
     return MCOLL_BCAST_SHM_TREE;
+  /* Small calls: one area slot, whose lines the next calls follow (the ring's
+   * slots lie a chunk apart: cold pages and lines on a fresh communicator).
+   * Measured with a core per rank only: oversubscribed nodes keep the ring. */
+  if (fits_slot(c, bytes) && !c->chan->shm.oversubscribed) return MCOLL_BCAST_SHM_SLOT;
   return MCOLL_BCAST_SHM_PIPELINE;
 }
 
@@ -46,6 +58,7 @@ static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
     [MCOLL_BCAST_SHM_TREE] = &mcoll__bcast_shm_tree,
     [MCOLL_BCAST_SHM_PIPELINE] = &mcoll__bcast_shm_pipeline,
     [MCOLL_BCAST_CMA] = &mcoll__bcast_cma,
+    [MCOLL_BCAST_SHM_SLOT] = &mcoll__bcast_shm_slot,
 };
 
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {

@@ -9,6 +9,7 @@ enum mcoll_bcast_alg {
   MCOLL_BCAST_SHM_TREE,
   MCOLL_BCAST_SHM_PIPELINE,
   MCOLL_BCAST_CMA,
+  MCOLL_BCAST_SHM_SLOT,
   MCOLL_BCAST_NALGS
 };
 
@@ -40,6 +41,10 @@ struct mcoll_bcast_intra {
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_tree;
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
 extern const struct mcoll_bcast_intra mcoll__bcast_cma;
+extern const struct mcoll_bcast_intra mcoll__bcast_shm_slot;
+
+/* Largest bcast that goes through one area slot (bcast_shm_slot.c); 0 = none. */
+size_t mcoll__bcast_slot_max(const struct mcoll_comm *c);
 
 /* Moves [lo, hi) of the buffer from the root's node to every node's source. */
 int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root);

@@ -37,7 +37,8 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
 static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                           const struct mcoll_blocks *lens) {
   const struct mcoll_topo *t = &c->topo;
-  size_t cma_min = (size_t)mcoll__cfg.GATHER_CMA_MIN, slot = mcoll__slot_bytes(&c->chan->shm);
+  size_t cma_min = mcoll__move_cma_min(c, (size_t)mcoll__cfg.GATHER_CMA_MIN);
+  size_t slot = mcoll__slot_bytes(&c->chan->shm);
   if (c->chan->cma_ok && g->forced != MCOLL_MOVE_AREA &&
       (g->forced == MCOLL_MOVE_CMA || (cma_min > 0 && cma_min <= slot)))
     return 1;

@@ -1,0 +1,83 @@
+/* Intra-node bcast of small messages through one slot of the source's area
+ * (coll/move.h), one area generation per call.
+ *
+ * The source writes the data into its inline line for the generation (up to
+ * MCOLL_INLINE_MAX bytes: the line that says "ready" brings the data with it) or
+ * into its area's slot for the generation, and stamps the line; readers wait on
+ * the stamp and copy. Back-to-back calls overlap: the source may run up to
+ * MCOLL_AREA_SLOTS - 1 generations ahead of its readers.
+ *
+ * Against the ring (bcast_shm_pipeline.c), whose slots lie a chunk (64 KiB) apart,
+ * consecutive calls touch consecutive lines of one or two pages: the first calls on
+ * a fresh communicator each brought a new ring slot -- a new page (a TLB walk) and
+ * cold lines, on both ranks -- and ran 1.7-2.4x slower than warm ones (2 ranks,
+ * 8-512 B, bench/results/20261123-1037*); the ring also synchronises through three
+ * lines (slot control, data, the readers' consumed flags) where this takes one. */
+#include <string.h>
+
+#include "coll/bcast/bcast.h"
+#include "coll/move.h"
+#include "core/config.h"
+
+size_t mcoll__bcast_slot_max(const struct mcoll_comm *c) {
+  size_t slot = mcoll__slot_bytes(&c->chan->shm), max = (size_t)mcoll__cfg.BCAST_SLOT_MAX;
+  if (mcoll__cfg.BCAST_SLOT_MAX <= 0) return 0;
+  return max < slot ? max : slot;
+}
+
+/* The next generation's slot lies on another page, whose lines the next call is
+ * the first to touch on a fresh communicator (its first 128 calls): at the end of a
+ * call each rank prefetches the next slot's first line, which walks the page tables
+ * and fetches the line off the next call's path. -m cold, 2 ranks, 128/512 B, calls
+ * 1-100 over warm: 1.5-3.0x without it, 1.1-1.3x with it (1.5-2.2x when only the
+ * readers prefetch; prefetching the last line of the page, which walks the tables
+ * only, did not help, nor did limiting it to the first 128 generations). Warm it
+ * costs a transfer of the line between the cores where the source writes it next:
+ * back to back 2 KiB 0.33 -> 0.44 us, latency mode 512 B 0.34 -> 0.38 us, which is
+ * why BCAST_SLOT_MAX stops at 512 B. A call in the inline line does not look ahead:
+ * the next one most likely is inline too, and the lines follow each other. */
+static void prefetch_next(const struct mcoll_shm *shm, int source, uint32_t gen) {
+  __builtin_prefetch(mcoll__slot_area(shm, source, gen + 1), 0, 3);
+}
+
+/* The whole call is one piece (bcast.c chooses this only then). */
+static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  int me = shm->local_rank;
+  uint32_t gen = c->chan->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  mcoll__area_done(c->chan, gen); /* the source reads no one's area */
+  mcoll__slot_wait_free(c, gen, lag);
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, me, gen);
+  line->len = (uint32_t)call->bytes;
+  if (call->bytes <= MCOLL_INLINE_MAX) memcpy(line->data, call->buf, call->bytes);
+  else memcpy(mcoll__slot_area(shm, me, gen), call->buf, call->bytes);
+  mcoll__flag_set(shm, &line->stamp, gen);
+  c->chan->area_gen = gen;
+  if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, me, gen);
+}
+
+static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  uint32_t gen = c->chan->area_gen + 1;
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, call->source, gen);
+  mcoll__flag_wait(shm, &line->stamp, gen);
+  /* The source's byte count is in the line: on a mismatch, leave before taking the
+   * generation (bcast.c reads it again with the source's count). */
+  if (call->check_bytes && line->len != call->bytes) return line->len;
+  mcoll__slot_begin(c, gen);
+  if (call->bytes <= MCOLL_INLINE_MAX) memcpy(call->buf, line->data, call->bytes);
+  else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
+  mcoll__area_done(c->chan, gen);
+  c->chan->area_gen = gen;
+  if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, call->source, gen);
+  return call->bytes;
+}
+
+static void finish(const struct mcoll_bcast_call *call) { (void)call; }
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {publish, read_range, finish};

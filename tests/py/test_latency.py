@@ -1,0 +1,93 @@
+"""Latency mode at 2 ranks (issue 8, defect 11): from 8 KiB, calls on a node of two
+ranks move their data by single copy (CMA) instead of through the segment.
+
+Through the areas or the ring, every call's bytes are written by one core and read
+by the other, so all their lines cross the cores on each call; with OSU's barrier
+after every call (mcoll-bench -m latency) that made 8 KiB bcast, gather(v),
+scatter(v), reduce and exscan 0.73-0.93x native, while single copy reads the
+owner's buffer in place, 1.3-2x native (bench/results/20261123-1037 and this
+branch's commit messages). The choice is deterministic: mcoll's report
+(MCOLL_VERBOSE=1) says which algorithm ran each call. Below 8 KiB, and on larger
+nodes, the choice is the one it was (the areas win there back to back)."""
+
+import re
+
+import pytest
+
+from mpijob import mpiexec_argv, parse_verbose_report, run_job
+from test_mpi_coll import BASE_ENV, BUILD, flavour_param
+
+JOB_TIMEOUT = 180
+FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
+# collective -> (algorithm at 4 KiB, algorithm from 8 KiB) at 2 ranks (bcast: shm_slot
+# up to 512 B, test_fresh_communicators_small_bcast_in_slots)
+TWO_RANKS = {
+    "bcast": ("shm_pipeline", "cma"),
+    "gather": ("area", "cma"), "gatherv": ("area", "cma"),
+    "scatter": ("area", "cma"), "scatterv": ("area", "cma"),
+    "allgather": ("area", "cma"), "allgatherv": ("area", "cma"),
+    "reduce": ("flat", "cma"), "allreduce": ("flat", "cma"),
+    "scan": ("flat", "cma"), "exscan": ("flat", "cma"),
+}
+# 4 KiB and 8 KiB, each call checked against the expected result (-c)
+SWEEP = ["-b", "4K", "-e", "8K", "-f", "2", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]
+
+
+def bench_report(flavour, np, colls, sweep, env=None):
+    program = BUILD.bin(flavour, "mcoll-bench")
+    result = run_job(mpiexec_argv(flavour, np, program, ["-C", ",".join(colls), *sweep]),
+                     {**BASE_ENV, "MCOLL_VERBOSE": "1", **(env or {})}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    return parse_verbose_report(result.stderr), result
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_two_ranks_single_copy_from_8k(flavour):
+    report, result = bench_report(flavour, 2, TWO_RANKS, SWEEP)
+    for coll, (small, mid) in TWO_RANKS.items():
+        counts = report.get(coll, {})
+        calls = counts.get("calls", 0)
+        # half the calls are 4 KiB, half 8 KiB
+        assert calls > 0 and calls % 2 == 0, f"{coll}: {counts}\n{result.describe()}"
+        assert counts.get(small) == calls // 2 and counts.get(mid) == calls // 2, (
+            f"{coll} at 2 ranks: 4 KiB should run {small}, 8 KiB {mid}: {counts}")
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_pair_threshold_off_keeps_areas(flavour):
+    """MCOLL_PAIR_CMA_MIN=0: gather, scatter and allgather keep their own thresholds."""
+    colls = ["gather", "scatter", "allgather"]
+    report, result = bench_report(flavour, 2, colls, SWEEP, {"MCOLL_PAIR_CMA_MIN": "0"})
+    for coll in colls:
+        counts = report.get(coll, {})
+        assert counts.get("calls", 0) > 0 and counts.get("area") == counts["calls"], (
+            f"{coll}: {counts}\n{result.describe()}")
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_larger_nodes_keep_their_thresholds(flavour):
+    """Only nodes of two ranks were measured: 4 ranks at 8 KiB keep the areas/ring."""
+    colls = {"bcast": "shm_pipeline", "gather": "area", "scatter": "area", "allgather": "area"}
+    sweep = ["-b", "8K", "-e", "8K", "-m", "latency", "-n", "5", "-w", "1", "-r", "1", "-c"]
+    report, result = bench_report(flavour, 4, colls, sweep)
+    for coll, alg in colls.items():
+        counts = report.get(coll, {})
+        assert counts.get("calls", 0) > 0 and counts.get(alg) == counts["calls"], (
+            f"{coll} at 4 ranks: {counts}\n{result.describe()}")
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_fresh_communicators_small_bcast_in_slots(flavour):
+    """Cold start: small bcasts on fresh communicators, each with its own context
+    (MCOLL_SHARE_CONTEXT=0, as bench/run.sh's cold mode), go through the source's
+    area slots and inline lines (bcast_shm_slot.c), not the ring, whose slots lie a
+    chunk apart (a new page per call: the first 100 calls ran at 1.5-2.4x warm), and
+    arrive intact (-c checks every round)."""
+    sweep = ["-b", "8", "-e", "512", "-f", "4", "-m", "cold", "-K", "20", "-r", "3", "-c"]
+    report, result = bench_report(flavour, 2, ["bcast"], sweep, {"MCOLL_SHARE_CONTEXT": "0"})
+    counts = report.get("bcast", {})
+    assert counts.get("calls", 0) > 0 and counts.get("shm_slot") == counts["calls"], (
+        f"bcast 8-512 B on fresh communicators: {counts}\n{result.describe()}")
+    # one fresh context per round and size (3 x 4: 8, 32, 128, 512 B), none shared
+    built = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+)$", result.stderr, re.M)
+    assert built and int(built.group(1)) >= 12 and built.group(2) == "0", result.describe()
