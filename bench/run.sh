@@ -140,10 +140,12 @@ for flavour in $flavours; do
     mode_args "$mode" "$flavour" "$np"
     mode_colls=$colls
     [[ $mode == cold && $cold_colls != same ]] && mode_colls=$cold_colls
-    # Cold: a dup would share the warm context of its parent (MCOLL_SHARE_CONTEXT), so
-    # each fresh communicator builds its own here -- the cost of a new group.
+    # Cold: a dup would share the warm context of its parent (MCOLL_SHARE_CONTEXT), and
+    # a context over the same processes would take the pooled channel (segment) of the
+    # last one (MCOLL_CHANNEL_POOL), so each fresh communicator builds its own here, with
+    # a new segment -- the cost of a communicator over a new set of processes.
     share=()
-    [[ $mode == cold ]] && share=(env MCOLL_SHARE_CONTEXT=0)
+    [[ $mode == cold ]] && share=(env MCOLL_SHARE_CONTEXT=0 MCOLL_CHANNEL_POOL=0)
     cmd=("${share[@]}" timeout "$job_timeout" "${launch[@]}" "$build/$flavour/bin/mcoll-bench"
          -C "$mode_colls" "${sweep[@]}" "${margs[@]}")
     [[ $check -eq 1 ]] && cmd+=(-c)

@@ -79,15 +79,18 @@ def test_larger_nodes_keep_their_thresholds(flavour):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_fresh_communicators_small_bcast_in_slots(flavour):
     """Cold start: small bcasts on fresh communicators, each with its own context
-    (MCOLL_SHARE_CONTEXT=0, as bench/run.sh's cold mode), go through the source's
+    (MCOLL_SHARE_CONTEXT=0 MCOLL_CHANNEL_POOL=0, as bench/run.sh's cold mode: a new
+    segment each), go through the source's
     area slots and inline lines (bcast_shm_slot.c), not the ring, whose slots lie a
     chunk apart (a new page per call: the first 100 calls ran at 1.5-2.4x warm), and
     arrive intact (-c checks every round)."""
     sweep = ["-b", "8", "-e", "512", "-f", "4", "-m", "cold", "-K", "20", "-r", "3", "-c"]
-    report, result = bench_report(flavour, 2, ["bcast"], sweep, {"MCOLL_SHARE_CONTEXT": "0"})
+    report, result = bench_report(flavour, 2, ["bcast"], sweep, {"MCOLL_SHARE_CONTEXT": "0", "MCOLL_CHANNEL_POOL": "0"})
     counts = report.get("bcast", {})
     assert counts.get("calls", 0) > 0 and counts.get("shm_slot") == counts["calls"], (
         f"bcast 8-512 B on fresh communicators: {counts}\n{result.describe()}")
     # one fresh context per round and size (3 x 4: 8, 32, 128, 512 B), none shared
-    built = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+)$", result.stderr, re.M)
+    built = re.search(r"^mcoll: contexts built=(\d+) shared=(\d+) channels made=(\d+) reused=(\d+)$",
+                      result.stderr, re.M)
     assert built and int(built.group(1)) >= 12 and built.group(2) == "0", result.describe()
+    assert int(built.group(3)) >= 12 and built.group(4) == "0", result.describe()

@@ -7,8 +7,9 @@
  * (so the fresh one sees nothing but the calls measured). Then 2 x 128 untimed calls
  * (past every slot of mcoll's ring) and N calls timed the same way: "warm". Per call
  * index the slowest rank's time; medians over rounds per call index. Under mcoll a
- * dup shares its parent's (warm) context unless MCOLL_SHARE_CONTEXT=0, which
- * bench/run.sh sets for this mode: then every fresh communicator builds its own.
+ * dup shares its parent's (warm) context unless MCOLL_SHARE_CONTEXT=0, and takes a
+ * pooled segment unless MCOLL_CHANNEL_POOL=0; bench/run.sh sets both for this mode:
+ * then every fresh communicator builds its own, with a new segment.
  *
  * Latency (-m latency): OSU's convention. Every call is followed by a barrier of the
  * same side (MPI_Barrier of the host MPI for native, mcoll's for mcoll, as OSU run
