@@ -86,6 +86,13 @@ void bench_check_block(const struct mpi_api *api, const struct row *r);
 /* The modes other than back-to-back: one row, rounds alternating native and mcoll. */
 void bench_cold_row(const struct row *r, const struct options *o, struct result *res);
 void bench_latency_row(const struct row *r, const struct options *o, struct result *res);
+
+/* Seconds per call of one side's timed block (warmup untimed calls first). */
+typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row *r, int warmup,
+                                    int iters);
+/* A row with native and mcoll alternating, each round's block timed by `timer`. */
+void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
+                           bench_block_timer timer);
 void *bench_alloc_pages(size_t bytes);
 
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first

@@ -158,30 +158,5 @@ static double latency_block(const struct mpi_api *api, const struct row *r, int 
 
 void bench_latency_row(const struct row *r, const struct options *o, struct result *res)
 {
-    bench_run(bench_side_api(0, r, o), r); /* first calls set things up: never timed */
-    bench_run(bench_side_api(1, r, o), r);
-    int iters = bench_choose_iters(r, o);
-    int warmup = o->warmup >= 0 ? o->warmup : iters / 10;
-    res->native_samples = bench_alloc_doubles(o->rounds);
-    res->mcoll_samples = bench_alloc_doubles(o->rounds);
-    for (int k = 0; k < o->rounds; k++)
-        for (int turn = 0; turn < 2; turn++) {
-            bool native = (turn == 0) == (k % 2 == 0);
-            const struct mpi_api *api = bench_side_api(native ? 0 : 1, r, o);
-            if (o->check)
-                memset(r->recv, 0xA5, r->recv_bytes);
-            double t = latency_block(api, r, warmup, iters);
-            (native ? res->native_samples : res->mcoll_samples)[k] = t;
-            if (o->check)
-                bench_check_block(api, r);
-        }
-    res->coll = r->name;
-    res->bytes = r->block;
-    res->total = r->total;
-    res->count = r->count;
-    res->iters = iters;
-    res->warmup = warmup;
-    res->busbw_factor = r->busbw_factor;
-    res->native = bench_median(res->native_samples, o->rounds);
-    res->mcoll = bench_median(res->mcoll_samples, o->rounds);
+    bench_alternating_row(r, o, res, latency_block);
 }

@@ -197,7 +197,10 @@ void bench_check_block(const struct mpi_api *api, const struct row *r)
     }
 }
 
-static void bench_row(const struct row *r, const struct options *o, struct result *res)
+/* One row: native and mcoll alternate, `rounds` times each, each a block timed by
+ * `timer` (back-to-back or latency mode); medians. */
+void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
+                           bench_block_timer timer)
 {
     bench_run(bench_side_api(0, r, o), r); /* first calls set things up: never timed */
     bench_run(bench_side_api(1, r, o), r);
@@ -211,7 +214,7 @@ static void bench_row(const struct row *r, const struct options *o, struct resul
             const struct mpi_api *api = bench_side_api(native ? 0 : 1, r, o);
             if (o->check) /* a collective that writes nothing must not pass */
                 memset(r->recv, 0xA5, r->recv_bytes);
-            double t = time_block(api, r, warmup, iters);
+            double t = timer(api, r, warmup, iters);
             (native ? res->native_samples : res->mcoll_samples)[k] = t;
             if (o->check)
                 bench_check_block(api, r);
@@ -441,7 +444,7 @@ int main(int argc, char **argv)
             else if (o.mode == MODE_LATENCY)
                 bench_latency_row(&r, &o, res);
             else
-                bench_row(&r, &o, res);
+                bench_alternating_row(&r, &o, res, time_block);
             bench_row_free(&r);
             if (rank == 0)
                 bench_print_result(res);
