@@ -97,7 +97,9 @@ static struct mcoll_comm *identical_context(MPI_Group group) {
   pthread_mutex_lock(&live_lock);
   for (struct mcoll_comm *c = live_contexts; c; c = c->next) {
     int result = MPI_UNEQUAL;
-    if (!c->usable || c->group == MPI_GROUP_NULL || (best && best->id < c->id)) continue;
+    if (!c->usable || c->group == MPI_GROUP_NULL || c->nbc == MCOLL_NBC_YES ||
+        (best && best->id < c->id))
+      continue;
     PMPI_Group_compare(group, c->group, &result);
     if (result == MPI_IDENT) best = c;
   }
@@ -338,6 +340,33 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   }
   *why = c->inter ? MCOLL_WHY_INTERCOMM : MCOLL_WHY_NO_CONTEXT;
   return NULL;
+}
+
+struct mcoll_comm *mcoll__comm_find(MPI_Comm comm) {
+  unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
+  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch) {
+    last_lookup.c->comm = comm;
+    return last_lookup.c;
+  }
+  int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire), found = 0;
+  struct mcoll_comm *c = NULL;
+  if (keyval == MPI_KEYVAL_INVALID) return NULL;
+  PMPI_Comm_get_attr(comm, keyval, &c, &found);
+  if (!found || !c->usable) return NULL;
+  c->comm = comm;
+  return c;
+}
+
+int mcoll__context_nbc_candidate(const struct mcoll_comm *c) {
+  pthread_mutex_lock(&live_lock);
+  int alone = c->nusers == 1;
+  pthread_mutex_unlock(&live_lock);
+  return alone && c->topo.nnodes == 1 && (!c->chan || c->chan->users == 1);
+}
+
+void mcoll__context_set_nbc(struct mcoll_comm *c, int yes) {
+  c->nbc = yes ? MCOLL_NBC_YES : MCOLL_NBC_NO;
+  if (yes && c->chan) c->chan->exclusive = 1;
 }
 
 int mcoll__context_p2p(struct mcoll_comm *c) {

@@ -31,10 +31,24 @@ struct mcoll_comm {
   MPI_Comm *users;
   int nusers, users_cap;
   struct mcoll_comm *prev, *next;
+  /* Non-blocking calls (pmpi/wrap.h): agreed by the ranks at the first one whether
+   * this context serves this communicator alone, on channels of its own; then no
+   * other communicator may share it or them, and its calls run as tasks. */
+  enum { MCOLL_NBC_UNKNOWN, MCOLL_NBC_YES, MCOLL_NBC_NO } nbc;
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why);
+
+/* The context of comm if it has a usable one already (never builds one: inside a
+ * task, where building would block), else NULL. */
+struct mcoll_comm *mcoll__comm_find(MPI_Comm comm);
+
+/* Whether c could run non-blocking calls as tasks, as this rank sees it: it serves
+ * comm alone, its channel serves it alone, and it spans one node (the inter-node
+ * phases block). The ranks agree on it before mcoll__context_set_nbc. */
+int mcoll__context_nbc_candidate(const struct mcoll_comm *c);
+void mcoll__context_set_nbc(struct mcoll_comm *c, int yes);
 
 /* Makes c->p2p if it does not exist yet: collective over the calling communicator,
  * for algorithms in which every rank takes part (all ranks of a call run the same

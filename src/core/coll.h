@@ -24,7 +24,8 @@ enum mcoll_coll {
   X(INTERCOMM, "intercommunicator")                                \
   X(NO_CONTEXT, "no shared-memory context for this communicator")  \
   X(DATATYPE, "datatype not supported")                            \
-  X(OP, "reduction op not supported")
+  X(OP, "reduction op not supported")                              \
+  X(NBC, "non-blocking call on a communicator without a task-ready context")
 
 enum mcoll_fallback_reason {
 #define MCOLL_REASON_ENUM(name, text) MCOLL_WHY_##name,

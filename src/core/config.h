@@ -45,6 +45,7 @@
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
   X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \
+  X(NBC, NUM, "1", "1: MPI_I* collectives run as mcoll tasks on communicators whose ranks agree (see README); 0: the host MPI's") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
 typedef long mcoll__param_NUM;

@@ -23,8 +23,23 @@ void mcoll__host_progress_finalize(void) {
   if (probe_comm != MPI_COMM_NULL) PMPI_Comm_free(&probe_comm);
 }
 
+static void (*_Atomic background_progress)(void);
+static int (*_Atomic background_pending)(void);
+
+void mcoll__set_background(void (*progress)(void), int (*pending)(void)) {
+  atomic_store(&background_pending, pending);
+  atomic_store(&background_progress, progress);
+}
+
+int mcoll__background_pending(void) {
+  int (*pending)(void) = atomic_load_explicit(&background_pending, memory_order_acquire);
+  return pending && pending();
+}
+
 void mcoll__host_progress(void) {
   if (atomic_load_explicit(&host_finalized, memory_order_relaxed)) return;
+  void (*progress)(void) = atomic_load_explicit(&background_progress, memory_order_acquire);
+  if (progress) progress();
   int flag;
   if (probe_comm != MPI_COMM_NULL) {
     PMPI_Iprobe(MPI_ANY_SOURCE, PROBE_TAG, probe_comm, &flag, MPI_STATUS_IGNORE);

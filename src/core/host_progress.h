@@ -19,4 +19,10 @@ void mcoll__host_progress_finalize(void);
  * level allows that), and not in the first polls of a wait. */
 void mcoll__host_progress(void);
 
+/* mcoll's own work in flight (non-blocking collectives, task/): progressed from
+ * every poke above that is made on a thread's own stack, and while it has some,
+ * waits do not sleep on a futex (nothing would wake them for it). */
+void mcoll__set_background(void (*progress)(void), int (*pending)(void));
+int mcoll__background_pending(void);
+
 #endif

@@ -40,7 +40,9 @@ void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr, "mcoll: rank %d: %s falls back to the host MPI: %s\n", rank,
           mcoll__coll_name(coll), reason_text[why]);
-  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {
+  /* A non-blocking call before the communicator's context exists is the design (its
+   * set-up would block), not an algorithm that could not run. */
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR && why != MCOLL_WHY_NBC) {
     fprintf(stderr, "mcoll: MCOLL_FALLBACK=error: aborting\n");
     PMPI_Abort(MPI_COMM_WORLD, 3);
   }

@@ -1,11 +1,11 @@
 #include "coll/allgather/allgather.h"
 #include "pmpi/wrap.h"
 
-MCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+static int allgather_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLGATHER, comm);
-  if (!c) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  if (!c) return MCOLL_HOST(Allgather, Iallgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   int in_place = sendbuf == MPI_IN_PLACE;
   struct mcoll_bytes send;
   struct mcoll_blocks dst;
@@ -16,11 +16,41 @@ MCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype 
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      send.bytes != mcoll__block_len(&dst, c->rank)))) {
     mcoll__count_invalid(MCOLL_COLL_ALLGATHER);
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    return MCOLL_HOST(Allgather, Iallgather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
   int err = mcoll__allgather(c, MCOLL_COLL_ALLGATHER, in_place ? NULL : send.ptr,
                              mcoll__block_len(&dst, c->rank), &dst);
   if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm) {
+  return allgather_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+}
+
+/* MPI_Iallgather: the same body as a task (task/task.h). */
+struct allgather_args {
+  const void *sendbuf;
+  int sendcount;
+  MPI_Datatype sendtype;
+  void *recvbuf;
+  int recvcount;
+  MPI_Datatype recvtype;
+  MPI_Comm comm;
+};
+
+static int allgather_task(const void *args) {
+  const struct allgather_args *a = args;
+  return allgather_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+  struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  return mcoll__start(comm, allgather_task, &a, sizeof a, request);
 }

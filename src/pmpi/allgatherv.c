@@ -8,12 +8,12 @@ static int counts_valid(const int *counts, const int *displs, int n) {
   return 1;
 }
 
-MCOLL_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+static int allgatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, const int recvcounts[], const int displs[],
                                 MPI_Datatype recvtype, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLGATHERV, comm);
   if (!c)
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
   int in_place = sendbuf == MPI_IN_PLACE;
   struct mcoll_bytes send;
@@ -25,7 +25,7 @@ MCOLL_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      send.bytes != mcoll__block_len(&dst, c->rank)))) {
     mcoll__count_invalid(MCOLL_COLL_ALLGATHERV);
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
   }
   if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
@@ -33,4 +33,35 @@ MCOLL_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype
                              mcoll__block_len(&dst, c->rank), &dst);
   if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, const int recvcounts[], const int displs[],
+                                MPI_Datatype recvtype, MPI_Comm comm) {
+  return allgatherv_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+}
+
+/* MPI_Iallgatherv: the same body as a task (task/task.h). */
+struct allgatherv_args {
+  const void *sendbuf;
+  int sendcount;
+  MPI_Datatype sendtype;
+  void *recvbuf;
+  const int *recvcounts;
+  const int *displs;
+  MPI_Datatype recvtype;
+  MPI_Comm comm;
+};
+
+static int allgatherv_task(const void *args) {
+  const struct allgatherv_args *a = args;
+  return allgatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs, a->recvtype, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, const int recvcounts[], const int displs[],
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm};
+  return mcoll__start(comm, allgatherv_task, &a, sizeof a, request);
 }

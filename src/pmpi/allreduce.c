@@ -1,11 +1,38 @@
 #include "pmpi/red_wrap.h"
 
-MCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+static int allreduce_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                                MPI_Op op, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLREDUCE, comm);
   struct mcoll_red_type t;
   if (!c || !mcoll__red_args(MCOLL_COLL_ALLREDUCE, &t, type, op,
                              count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
-    return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+    return MCOLL_HOST(Allreduce, Iallreduce, sendbuf, recvbuf, count, type, op, comm);
   return mcoll__red_return(comm, mcoll__allreduce(c, &t, sendbuf, recvbuf, (size_t)count));
+}
+
+MCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                               MPI_Op op, MPI_Comm comm) {
+  return allreduce_run(sendbuf, recvbuf, count, type, op, comm);
+}
+
+/* MPI_Iallreduce: the same body as a task (task/task.h). */
+struct allreduce_args {
+  const void *sendbuf;
+  void *recvbuf;
+  int count;
+  MPI_Datatype type;
+  MPI_Op op;
+  MPI_Comm comm;
+};
+
+static int allreduce_task(const void *args) {
+  const struct allreduce_args *a = args;
+  return allreduce_run(a->sendbuf, a->recvbuf, a->count, a->type, a->op, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                               MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+  struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
+  return mcoll__start(comm, allreduce_task, &a, sizeof a, request);
 }

@@ -8,12 +8,12 @@ static int counts_valid(const int *counts, const int *displs, int n) {
   return 1;
 }
 
-MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+static int alltoallv_run(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALLV, comm);
   if (!c)
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                           recvtype, comm);
   int inplace = sendbuf == MPI_IN_PLACE;
   struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALLV, .inplace = inplace};
@@ -27,10 +27,42 @@ MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
        (sendtype == MPI_DATATYPE_NULL || !counts_valid(sendcounts, sdispls, c->size))) ||
       mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALLV);
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                           recvtype, comm);
   }
   int err = mcoll__a2a_run(&a);
   mcoll__a2a_blocks_release(&a, err == MPI_SUCCESS);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoallv_run(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+}
+
+/* MPI_Ialltoallv: the same body as a task (task/task.h). */
+struct alltoallv_args {
+  const void *sendbuf;
+  const int *sendcounts;
+  const int *sdispls;
+  MPI_Datatype sendtype;
+  void *recvbuf;
+  const int *recvcounts;
+  const int *rdispls;
+  MPI_Datatype recvtype;
+  MPI_Comm comm;
+};
+
+static int alltoallv_task(const void *args) {
+  const struct alltoallv_args *a = args;
+  return alltoallv_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf, a->recvcounts, a->rdispls, a->recvtype, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
+  return mcoll__start(comm, alltoallv_task, &a, sizeof a, request);
 }

@@ -8,13 +8,13 @@ static int side_valid(const int *counts, const int *displs, const MPI_Datatype *
   return 1;
 }
 
-MCOLL_EXPORT int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+static int alltoallw_run(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                const MPI_Datatype sendtypes[], void *recvbuf,
                                const int recvcounts[], const int rdispls[],
                                const MPI_Datatype recvtypes[], MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALLW, comm);
   if (!c)
-    return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                           recvtypes, comm);
   int inplace = sendbuf == MPI_IN_PLACE;
   struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALLW, .inplace = inplace};
@@ -26,10 +26,44 @@ MCOLL_EXPORT int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], cons
       (!inplace && !side_valid(sendcounts, sdispls, sendtypes, c->size)) ||
       mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALLW);
-    return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                           recvtypes, comm);
   }
   int err = mcoll__a2a_run(&a);
   mcoll__a2a_blocks_release(&a, err == MPI_SUCCESS);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               const MPI_Datatype sendtypes[], void *recvbuf,
+                               const int recvcounts[], const int rdispls[],
+                               const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  return alltoallw_run(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+}
+
+/* MPI_Ialltoallw: the same body as a task (task/task.h). */
+struct alltoallw_args {
+  const void *sendbuf;
+  const int *sendcounts;
+  const int *sdispls;
+  const MPI_Datatype *sendtypes;
+  void *recvbuf;
+  const int *recvcounts;
+  const int *rdispls;
+  const MPI_Datatype *recvtypes;
+  MPI_Comm comm;
+};
+
+static int alltoallw_task(const void *args) {
+  const struct alltoallw_args *a = args;
+  return alltoallw_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtypes, a->recvbuf, a->recvcounts, a->rdispls, a->recvtypes, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               const MPI_Datatype sendtypes[], void *recvbuf,
+                               const int recvcounts[], const int rdispls[],
+                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
+  return mcoll__start(comm, alltoallw_task, &a, sizeof a, request);
 }

@@ -1,8 +1,28 @@
 #include "coll/barrier/barrier.h"
 #include "pmpi/wrap.h"
 
-MCOLL_EXPORT int MPI_Barrier(MPI_Comm comm) {
+static int barrier_run(MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BARRIER, comm);
-  if (!c) return PMPI_Barrier(comm);
+  if (!c) return MCOLL_HOST(Barrier, Ibarrier, comm);
   return mcoll__barrier(c);
+}
+
+MCOLL_EXPORT int MPI_Barrier(MPI_Comm comm) {
+  return barrier_run(comm);
+}
+
+/* MPI_Ibarrier: the same body as a task (task/task.h). */
+struct barrier_args {
+  MPI_Comm comm;
+};
+
+static int barrier_task(const void *args) {
+  const struct barrier_args *a = args;
+  return barrier_run(a->comm);
+}
+
+MCOLL_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Ibarrier(comm, request);
+  struct barrier_args a = {comm};
+  return mcoll__start(comm, barrier_task, &a, sizeof a, request);
 }

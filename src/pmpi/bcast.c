@@ -1,14 +1,14 @@
 #include "coll/bcast/bcast.h"
 #include "pmpi/wrap.h"
 
-MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+static int bcast_run(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BCAST, comm);
   struct mcoll_bytes data;
-  if (!c) return PMPI_Bcast(buf, count, type, root, comm);
+  if (!c) return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
   if (count < 0 || !mcoll__root_valid(c, root) || !mcoll__type_usable(type) ||
       mcoll__bytes_of(buf, count, type, &data) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_BCAST);
-    return PMPI_Bcast(buf, count, type, root, comm);
+    return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
   }
   int is_root = c->rank == root;
   mcoll__bytes_acquire(buf, count, type, is_root, &data);
@@ -19,4 +19,28 @@ MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MP
   /* Errors reach the communicator's error handler, as the host MPI's would. */
   if (err != MPI_SUCCESS) PMPI_Comm_call_errhandler(comm, err);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  return bcast_run(buf, count, type, root, comm);
+}
+
+/* MPI_Ibcast: the same body as a task (task/task.h). */
+struct bcast_args {
+  void *buf;
+  int count;
+  MPI_Datatype type;
+  int root;
+  MPI_Comm comm;
+};
+
+static int bcast_task(const void *args) {
+  const struct bcast_args *a = args;
+  return bcast_run(a->buf, a->count, a->type, a->root, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Ibcast(buf, count, type, root, comm, request);
+  struct bcast_args a = {buf, count, type, root, comm};
+  return mcoll__start(comm, bcast_task, &a, sizeof a, request);
 }

@@ -8,12 +8,12 @@ static int counts_valid(const int *counts, const int *displs, int n) {
   return 1;
 }
 
-MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+static int gatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                              void *recvbuf, const int recvcounts[], const int displs[],
                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_GATHERV, comm);
   if (!c)
-    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                         root, comm);
   int is_root = mcoll__root_valid(c, root) && c->rank == root;
   int in_place = is_root && sendbuf == MPI_IN_PLACE;
@@ -27,7 +27,7 @@ MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype se
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      (is_root && send.bytes != mcoll__block_len(&dst, root))))) {
     mcoll__count_invalid(MCOLL_COLL_GATHERV);
-    return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                         root, comm);
   }
   if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
@@ -37,4 +37,36 @@ MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype se
   int err = mcoll__gather(c, MCOLL_COLL_GATHERV, &a);
   if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return gatherv_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+}
+
+/* MPI_Igatherv: the same body as a task (task/task.h). */
+struct gatherv_args {
+  const void *sendbuf;
+  int sendcount;
+  MPI_Datatype sendtype;
+  void *recvbuf;
+  const int *recvcounts;
+  const int *displs;
+  MPI_Datatype recvtype;
+  int root;
+  MPI_Comm comm;
+};
+
+static int gatherv_task(const void *args) {
+  const struct gatherv_args *a = args;
+  return gatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs, a->recvtype, a->root, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
+  return mcoll__start(comm, gatherv_task, &a, sizeof a, request);
 }

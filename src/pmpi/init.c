@@ -1,5 +1,5 @@
 /* Start-up and shutdown; communicator contexts are freed by their attribute's
- * delete callback, so MPI_Comm_free needs nothing of its own. */
+ * delete callback (MPI_Comm_free only completes the calls in flight: pmpi/nbc.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@ static void report(void) {
   fprintf(stderr, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
   mcoll__stats_report(stderr);
   mcoll__context_report(stderr);
+  mcoll__task_report(stderr);
   fflush(stderr);
 }
 
@@ -125,4 +126,3 @@ MCOLL_EXPORT int MPI_Finalize(void) {
   return PMPI_Finalize();
 }
 
-MCOLL_EXPORT int MPI_Comm_free(MPI_Comm *comm) { return PMPI_Comm_free(comm); }

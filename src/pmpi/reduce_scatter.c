@@ -1,6 +1,6 @@
 #include "pmpi/red_wrap.h"
 
-MCOLL_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_REDUCE_SCATTER, comm);
   struct mcoll_red_type t;
@@ -14,6 +14,33 @@ MCOLL_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const in
   if (!c || !mcoll__red_args(MCOLL_COLL_REDUCE_SCATTER, &t, type, op,
                              counts_ok && total <= INT_MAX &&
                                  mcoll__red_bufs_ok(sendbuf, recvbuf)))
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
+    return MCOLL_HOST(Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
   return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, recvcounts, 0));
+}
+
+MCOLL_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter_run(sendbuf, recvbuf, recvcounts, type, op, comm);
+}
+
+/* MPI_Ireduce_scatter: the same body as a task (task/task.h). */
+struct reduce_scatter_args {
+  const void *sendbuf;
+  void *recvbuf;
+  const int *recvcounts;
+  MPI_Datatype type;
+  MPI_Op op;
+  MPI_Comm comm;
+};
+
+static int reduce_scatter_task(const void *args) {
+  const struct reduce_scatter_args *a = args;
+  return reduce_scatter_run(a->sendbuf, a->recvbuf, a->recvcounts, a->type, a->op, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
+  struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
+  return mcoll__start(comm, reduce_scatter_task, &a, sizeof a, request);
 }

@@ -8,12 +8,12 @@ static int counts_valid(const int *counts, const int *displs, int n) {
   return 1;
 }
 
-MCOLL_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+static int scatterv_run(const void *sendbuf, const int sendcounts[], const int displs[],
                               MPI_Datatype sendtype, void *recvbuf, int recvcount,
                               MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_SCATTERV, comm);
   if (!c)
-    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                          root, comm);
   int is_root = mcoll__root_valid(c, root) && c->rank == root;
   int in_place = is_root && recvbuf == MPI_IN_PLACE;
@@ -27,7 +27,7 @@ MCOLL_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const
                      mcoll__bytes_of(recvbuf, recvcount, recvtype, &recv) != MPI_SUCCESS ||
                      (is_root && recv.bytes != mcoll__block_len(&src, root))))) {
     mcoll__count_invalid(MCOLL_COLL_SCATTERV);
-    return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                          root, comm);
   }
   if (!in_place) mcoll__bytes_acquire(recvbuf, recvcount, recvtype, 0, &recv);
@@ -37,4 +37,36 @@ MCOLL_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const
   int err = mcoll__scatter(c, MCOLL_COLL_SCATTERV, &a);
   if (!in_place) mcoll__bytes_release(&recv, recvbuf, recvcount, recvtype, err == MPI_SUCCESS);
   return err;
+}
+
+MCOLL_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                              MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
+  return scatterv_run(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+}
+
+/* MPI_Iscatterv: the same body as a task (task/task.h). */
+struct scatterv_args {
+  const void *sendbuf;
+  const int *sendcounts;
+  const int *displs;
+  MPI_Datatype sendtype;
+  void *recvbuf;
+  int recvcount;
+  MPI_Datatype recvtype;
+  int root;
+  MPI_Comm comm;
+};
+
+static int scatterv_task(const void *args) {
+  const struct scatterv_args *a = args;
+  return scatterv_run(a->sendbuf, a->sendcounts, a->displs, a->sendtype, a->recvbuf, a->recvcount, a->recvtype, a->root, a->comm);
+}
+
+MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                              MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+  struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm};
+  return mcoll__start(comm, scatterv_task, &a, sizeof a, request);
 }

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "comm/context.h"
 #include "core/datatype.h"
+#include "task/task.h"
 
 #include "mcoll.h"
 
@@ -20,7 +21,12 @@ void mcoll__before_init(void); /* disables mcoll in a program of another MPI */
 void mcoll__started(void);
 void mcoll__finishing(void);
 
-/* The context to use, or NULL: then the wrapper calls PMPI_* (already counted). */
+/* Inside a task (an MPI_I* call): the context if the communicator's ranks agree that
+ * it may run tasks (comm/context.h); decided at its first non-blocking call. */
+struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm);
+
+/* The context to use, or NULL: then the wrapper calls the host MPI (already
+ * counted). A blocking call first completes the communicator's calls in flight. */
 static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm comm) {
   mcoll__config_load();
   if (mcoll__cfg.DISABLE) return NULL;
@@ -28,10 +34,32 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
     mcoll__count_invalid(coll);
     return NULL;
   }
+  if (mcoll__in_task()) return mcoll__enter_task(coll, comm);
+  if (mcoll__tasks_pending()) mcoll__task_drain(comm);
   enum mcoll_fallback_reason why;
   struct mcoll_comm *c = mcoll__comm_get(comm, &why);
   if (!c) mcoll__fallback(coll, why);
   return c;
+}
+
+/* The host MPI's collective `name` (non-blocking: `iname`) with the call's arguments: blocking in a blocking
+ * call; in a task, or while tasks are pending, its non-blocking form, waited for
+ * without blocking the thread (`return MCOLL_HOST(Bcast, Ibcast, buf, ...)`). */
+#define MCOLL_HOST(name, iname, ...)                                                              \
+  ((mcoll__in_task() || mcoll__tasks_pending())                                          \
+       ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))          \
+       : PMPI_##name(__VA_ARGS__))
+
+/* Whether MPI_I* calls become tasks (else the host MPI's own). */
+static inline int mcoll__nbc_on(void) {
+  mcoll__config_load();
+  return !mcoll__cfg.DISABLE && mcoll__cfg.NBC;
+}
+
+/* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task. */
+static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *args, size_t bytes,
+                               MPI_Request *req) {
+  return mcoll__task_start(comm, run, args, bytes, req);
 }
 
 static inline int mcoll__root_valid(const struct mcoll_comm *c, int root) {

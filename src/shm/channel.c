@@ -29,7 +29,7 @@ struct mcoll_channel *mcoll__channel_claim(const int *members, int nmembers, int
   struct mcoll_channel *best = NULL;
   pthread_mutex_lock(&channels_lock);
   for (struct mcoll_channel *ch = channels; ch; ch = ch->next) {
-    if ((ch->users && !live_ok) || ch->nmembers != nmembers || (best && best->id < ch->id))
+    if ((ch->users && (!live_ok || ch->exclusive)) || ch->nmembers != nmembers || (best && best->id < ch->id))
       continue;
     if (!memcmp(ch->members, members, sizeof *members * (size_t)nmembers)) best = ch;
   }
@@ -85,6 +85,7 @@ void mcoll__channel_release(struct mcoll_channel *ch) {
   struct mcoll_channel *evict = NULL;
   pthread_mutex_lock(&channels_lock);
   ch->users--;
+  if (!ch->users) ch->exclusive = 0;
   /* Keep the newest unused ones; unmap the oldest beyond the pool's size. An evicted
    * channel's id is never proposed again, so peers that still pool theirs simply
    * fail to agree on it once and make a new one. */

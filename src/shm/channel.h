@@ -30,6 +30,8 @@ struct mcoll_channel {
   int *members;      /* world ranks of the node's ranks, in node-local order */
   int users;         /* contexts using it; 0: in the pool */
   int pooled;        /* made by mcoll__channel_create (else a private, segment-less one) */
+  int exclusive;     /* its one context runs non-blocking calls: no other may claim it
+                      * while it is in use (their order on the ranks may differ) */
   struct mcoll_channel *next;
 };
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/fiber.h"
 #include "core/host_progress.h"
 #include "shm/call.h"
 #include "shm/shm.h"
@@ -92,9 +93,34 @@ static int flag_ok(uint32_t value, uint32_t target, int exact) {
   return exact ? value == target : mcoll__reached(value, target);
 }
 
+/* On a task's fiber (a non-blocking collective): give the thread back until the
+ * condition holds; whoever resumes the task polls the host MPI. Liveness and the
+ * peers' call descriptors as below. */
+static void wait_in_fiber(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact,
+                          int (*ready)(void *), void *arg) {
+  double last_check = now_us();
+  const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
+  for (unsigned i = 1;; i++) {
+    mcoll__fiber_yield();
+    if (ready ? ready(arg) : flag_ok(atomic_load_explicit(flag, memory_order_acquire), target, exact))
+      return;
+    if (i % 32 != 0) continue;
+    if (!ready) mcoll__call_poll(shm);
+    double now = now_us();
+    if (now - last_check > liveness_us) {
+      check_peers(shm);
+      last_check = now;
+    }
+  }
+}
+
 /* Past the spin: yield, then sleep; host progress, liveness and the peers' call
  * descriptors every 32 polls. */
 static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact) {
+  if (mcoll__fiber_self()) {
+    wait_in_fiber(shm, flag, target, exact, NULL, NULL);
+    return;
+  }
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
@@ -112,7 +138,8 @@ static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
       check_peers(shm);
       last_check = now;
     }
-    if (now - start < yield_us) {
+    /* (no sleep while tasks are pending: their progress comes from this loop) */
+    if (now - start < yield_us || mcoll__background_pending()) {
       sched_yield();
       continue;
     }
@@ -145,6 +172,10 @@ void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint3
 }
 
 void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg) {
+  if (mcoll__fiber_self()) {
+    if (!ready(arg)) wait_in_fiber(shm, NULL, 0, 0, ready, arg);
+    return;
+  }
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;

@@ -1,0 +1,167 @@
+/* What the MPI_I* collectives share: the context check inside a task, and the host
+ * MPI's completion calls, which drive mcoll's tasks while any is pending (their
+ * generalized requests complete only when the engine runs). With none pending each
+ * wrapper is one load and the host's own call. */
+#include <sched.h>
+
+#include "pmpi/wrap.h"
+
+struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
+  struct mcoll_comm *c = mcoll__comm_find(comm);
+  if (c && c->nbc == MCOLL_NBC_UNKNOWN) {
+    /* The first non-blocking call on comm, at the same point of its sequence of calls
+     * on every rank: all agree, or the communicator's calls go to the host MPI. */
+    int mine = mcoll__context_nbc_candidate(c), all = 0;
+    int err = MCOLL_HOST(Allreduce, Iallreduce, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
+    mcoll__context_set_nbc(c, err == MPI_SUCCESS && all);
+  }
+  if (c && c->nbc == MCOLL_NBC_YES) return c;
+  mcoll__fallback(coll, MCOLL_WHY_NBC);
+  return NULL;
+}
+
+/* ---- completion calls ------------------------------------------------------------ */
+static void idle(unsigned *polls) {
+  mcoll__progress();
+  if (++*polls % 16 == 0) sched_yield();
+}
+
+MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Wait(req, status);
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0, err = PMPI_Test(req, &done, status);
+    if (err != MPI_SUCCESS || done) return err;
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
+  if (!mcoll__tasks_pending()) return PMPI_Waitall(n, reqs, statuses);
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
+    if (err != MPI_SUCCESS || done) return err;
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Waitany(n, reqs, index, status);
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0, err = PMPI_Testany(n, reqs, index, &done, status);
+    if (err != MPI_SUCCESS || done) return err;
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                              MPI_Status statuses[]) {
+  if (!mcoll__tasks_pending()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  unsigned polls = 0;
+  for (;;) {
+    int err = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    if (err != MPI_SUCCESS || *outcount != 0) return err; /* (MPI_UNDEFINED: none active) */
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+  mcoll__progress();
+  return PMPI_Test(req, flag, status);
+}
+
+MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+  mcoll__progress();
+  return PMPI_Testall(n, reqs, flag, statuses);
+}
+
+MCOLL_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+  mcoll__progress();
+  return PMPI_Testany(n, reqs, index, flag, status);
+}
+
+MCOLL_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                              MPI_Status statuses[]) {
+  mcoll__progress();
+  return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+}
+
+MCOLL_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
+  mcoll__progress();
+  return PMPI_Request_get_status(req, flag, status);
+}
+
+MCOLL_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  mcoll__progress();
+  return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+MCOLL_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Probe(source, tag, comm, status);
+  unsigned polls = 0;
+  for (;;) {
+    int flag = 0, err = PMPI_Iprobe(source, tag, comm, &flag, status);
+    if (err != MPI_SUCCESS || flag) return err;
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                          MPI_Comm comm, MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  MPI_Request req;
+  int err = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
+  return err != MPI_SUCCESS ? err : MPI_Wait(&req, status);
+}
+
+MCOLL_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                          MPI_Comm comm) {
+  if (!mcoll__tasks_pending()) return PMPI_Send(buf, count, type, dest, tag, comm);
+  MPI_Request req;
+  int err = PMPI_Isend(buf, count, type, dest, tag, comm, &req);
+  return err != MPI_SUCCESS ? err : MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
+MCOLL_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                              int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                              int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (!mcoll__tasks_pending())
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                         recvtype, source, recvtag, comm, status);
+  MPI_Request reqs[2];
+  MPI_Status statuses[2];
+  int err = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);
+  if (err != MPI_SUCCESS) return err;
+  err = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);
+  if (err != MPI_SUCCESS) {
+    PMPI_Cancel(&reqs[0]);
+    PMPI_Request_free(&reqs[0]);
+    return err;
+  }
+  err = MPI_Waitall(2, reqs, statuses);
+  if (status != MPI_STATUS_IGNORE) *status = statuses[0];
+  return err == MPI_ERR_IN_STATUS ? statuses[0].MPI_ERROR != MPI_SUCCESS ? statuses[0].MPI_ERROR
+                                                                        : statuses[1].MPI_ERROR
+                                  : err;
+}
+
+MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
+  /* An active collective's request: the engine completes and frees it later. */
+  if (req && mcoll__task_request_free(req)) return MPI_SUCCESS;
+  return PMPI_Request_free(req);
+}
+
+MCOLL_EXPORT int MPI_Cancel(MPI_Request *req) {
+  /* Collectives cannot be cancelled; the call completes normally (and
+   * MPI_Test_cancelled says false). */
+  if (req && mcoll__task_request_is_mine(req)) return MPI_SUCCESS;
+  return PMPI_Cancel(req);
+}
+
+MCOLL_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
+  /* Calls in flight on it complete first: its context goes with it. */
+  if (comm && mcoll__tasks_pending()) mcoll__task_drain(*comm);
+  return PMPI_Comm_free(comm);
+}

@@ -1,0 +1,267 @@
+#include "task/task.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fiber.h"
+#include "core/host_progress.h"
+#include "core/tls.h"
+
+struct mcoll_task {
+  mcoll_task_fn fn;
+  _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
+  int err;
+  int finished;              /* fn has returned */
+  int detached;              /* the application freed its request (MPI_Request_free) */
+  MPI_Request req;           /* the generalized request the application holds */
+  MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
+  struct mcoll_fiber *fiber;
+  struct mcoll_task *next;   /* in its lane */
+  atomic_int refs;           /* the engine's, and the request's (freed by the host) */
+};
+
+/* The calls in flight of one communicator, oldest first: only the head runs. */
+struct lane {
+  MPI_Comm comm;
+  struct mcoll_task *head, *tail;
+  struct lane *next;
+};
+
+/* One engine per process: its lock is held while a task runs (so a task is resumed
+ * by one thread at a time) and while lanes change. */
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lane *lanes;
+static atomic_int pending;
+static atomic_ulong started, finished_at_start;
+/* The task this thread runs right now (between resume and yield). */
+static MCOLL_TLS struct mcoll_task *running;
+static MCOLL_TLS MPI_Request thread_host_req;
+
+static int resume(struct mcoll_task *t) {
+  running = t;
+  int ended = mcoll__fiber_resume(t->fiber);
+  running = NULL;
+  return ended;
+}
+
+MPI_Request *mcoll__host_request(void) { return running ? &running->host_req : &thread_host_req; }
+
+static void task_unref(struct mcoll_task *t) {
+  if (atomic_fetch_sub(&t->refs, 1) != 1) return;
+  mcoll__fiber_free(t->fiber);
+  free(t);
+}
+
+/* ---- the generalized request ------------------------------------------------------ */
+static int request_query(void *extra, MPI_Status *status) {
+  struct mcoll_task *t = extra;
+  /* A collective's status says nothing but its error (as the host MPIs' do). */
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = t->err;
+  return t->err;
+}
+
+static int request_free(void *extra) {
+  task_unref(extra);
+  return MPI_SUCCESS;
+}
+
+static int request_cancel(void *extra, int complete) {
+  (void)extra, (void)complete; /* collectives cannot be cancelled: they complete */
+  return MPI_SUCCESS;
+}
+
+/* ---- running ------------------------------------------------------------------------- */
+static void task_main(void *arg) {
+  struct mcoll_task *t = arg;
+  t->err = t->fn(t->args);
+}
+
+static struct lane *lane_of(MPI_Comm comm, int create) {
+  for (struct lane *l = lanes; l; l = l->next)
+    if (l->comm == comm) return l;
+  if (!create) return NULL;
+  struct lane *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->comm = comm;
+  l->next = lanes;
+  lanes = l;
+  return l;
+}
+
+/* The head of l has finished: its request completes, the next call of the lane
+ * starts. Under engine_lock. */
+static void finish_head(struct lane *l) {
+  struct mcoll_task *t = l->head;
+  l->head = t->next;
+  if (!l->head) l->tail = NULL;
+  atomic_fetch_sub(&pending, 1);
+  MPI_Request req = t->req;
+  PMPI_Grequest_complete(req);
+  if (t->detached) PMPI_Request_free(&req);
+  task_unref(t);
+}
+
+/* Resumes the heads of l until one yields; 1 if l is then empty. Under engine_lock. */
+static int run_lane(struct lane *l) {
+  while (l->head) {
+    if (!resume(l->head)) return 0;
+    finish_head(l);
+  }
+  return 1;
+}
+
+static void drop_empty_lanes(void) {
+  for (struct lane **p = &lanes; *p;) {
+    if (!(*p)->head) {
+      struct lane *dead = *p;
+      *p = dead->next;
+      free(dead);
+    } else {
+      p = &(*p)->next;
+    }
+  }
+}
+
+void mcoll__progress(void) {
+  if (!atomic_load_explicit(&pending, memory_order_relaxed) || mcoll__fiber_self()) return;
+  /* Another thread progressing does the same work: no need to queue behind it. */
+  if (pthread_mutex_trylock(&engine_lock) != 0) return;
+  int emptied = 0;
+  for (struct lane *l = lanes; l; l = l->next) emptied |= run_lane(l);
+  if (emptied) drop_empty_lanes();
+  pthread_mutex_unlock(&engine_lock);
+}
+
+int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_relaxed) != 0; }
+
+int mcoll__in_task(void) { return mcoll__fiber_self() != NULL; }
+
+/* While waiting on the caller's stack: the engine, the host MPI, then the CPU. */
+static void idle_step(unsigned *polls) {
+  mcoll__progress();
+  if (++*polls % 16 == 0) mcoll__host_progress();
+  else sched_yield();
+}
+
+void mcoll__task_drain(MPI_Comm comm) {
+  unsigned polls = 0;
+  for (;;) {
+    pthread_mutex_lock(&engine_lock);
+    struct lane *l = lane_of(comm, 0);
+    int busy = l && l->head;
+    pthread_mutex_unlock(&engine_lock);
+    if (!busy) return;
+    idle_step(&polls);
+  }
+}
+
+int mcoll__host_wait(int err, MPI_Request *req) {
+  if (err != MPI_SUCCESS) return err;
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0;
+    err = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS || done) return err;
+    if (mcoll__fiber_self()) mcoll__fiber_yield();
+    else idle_step(&polls);
+  }
+}
+
+int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_request()); }
+
+static void engine_progress_hook(void) { mcoll__progress(); }
+
+int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
+                      MPI_Request *req) {
+  struct mcoll_task *t = calloc(1, sizeof *t);
+  if (!t || args_bytes > sizeof t->args) {
+    free(t);
+    return MPI_ERR_NO_MEM;
+  }
+  t->fn = fn;
+  memcpy(t->args, args, args_bytes);
+  t->fiber = mcoll__fiber_new(task_main, t);
+  int err = t->fiber ? PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req)
+                     : MPI_ERR_NO_MEM;
+  if (err != MPI_SUCCESS) {
+    mcoll__fiber_free(t->fiber);
+    free(t);
+    return err;
+  }
+  atomic_init(&t->refs, 2);
+  mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
+  atomic_fetch_add(&started, 1);
+
+  pthread_mutex_lock(&engine_lock);
+  struct lane *l = lane_of(comm, 1);
+  if (!l) {
+    pthread_mutex_unlock(&engine_lock);
+    t->err = MPI_ERR_NO_MEM;
+    PMPI_Grequest_complete(t->req);
+    *req = t->req;
+    task_unref(t);
+    return MPI_SUCCESS; /* (the request completes with the error) */
+  }
+  atomic_fetch_add(&pending, 1);
+  if (l->tail) l->tail->next = t;
+  else l->head = t;
+  l->tail = t;
+  /* First in its lane: run it now, as far as it goes. */
+  int ran_to_end = 0, err_at_start = MPI_SUCCESS;
+  if (l->head == t && !mcoll__fiber_self() && resume(t)) {
+    ran_to_end = 1;
+    err_at_start = t->err;
+    finish_head(l);
+    if (!l->head) drop_empty_lanes();
+  }
+  pthread_mutex_unlock(&engine_lock);
+  if (ran_to_end) atomic_fetch_add(&finished_at_start, 1);
+  *req = t->req;
+  if (ran_to_end && err_at_start != MPI_SUCCESS) {
+    /* Rejected at once (the host MPI's checks, raised on the communicator as
+     * natively): the call returns the error, as the host's MPI_I* would. */
+    PMPI_Wait(req, MPI_STATUS_IGNORE);
+    *req = MPI_REQUEST_NULL;
+    return err_at_start;
+  }
+  return MPI_SUCCESS;
+}
+
+/* The task in flight whose request is *req, or NULL. Under engine_lock. */
+static struct mcoll_task *task_of_request(const MPI_Request *req) {
+  for (struct lane *l = lanes; l; l = l->next)
+    for (struct mcoll_task *t = l->head; t; t = t->next)
+      if (!t->detached && t->req == *req) return t;
+  return NULL;
+}
+
+int mcoll__task_request_free(MPI_Request *req) {
+  if (!atomic_load_explicit(&pending, memory_order_relaxed) || *req == MPI_REQUEST_NULL) return 0;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_task *t = task_of_request(req);
+  if (t) t->detached = 1; /* freed by the engine once complete */
+  pthread_mutex_unlock(&engine_lock);
+  if (t) *req = MPI_REQUEST_NULL;
+  return t != NULL;
+}
+
+int mcoll__task_request_is_mine(const MPI_Request *req) {
+  if (!atomic_load_explicit(&pending, memory_order_relaxed) || *req == MPI_REQUEST_NULL) return 0;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_task *t = task_of_request(req);
+  pthread_mutex_unlock(&engine_lock);
+  return t != NULL;
+}
+
+void mcoll__task_report(FILE *out) {
+  unsigned long n = atomic_load(&started);
+  if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu\n", n,
+                 atomic_load(&finished_at_start));
+}

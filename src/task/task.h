@@ -1,0 +1,66 @@
+/* Tasks: one collective call in flight. A task runs the same code as the blocking
+ * call, on a fiber (core/fiber.h): where the blocking call would wait, the task
+ * yields, and the progress engine resumes it later.
+ *
+ * Order. The calls of one communicator run one after the other, in the order they
+ * were started (which MPI makes the same on every rank); calls of different
+ * communicators run side by side, so that the ranks may start them in different
+ * orders. A blocking collective first completes what its communicator has in flight.
+ *
+ * Requests. An MPI_I* call returns a generalized request of the host MPI
+ * (MPI_Grequest_start), completed by the engine when the task ends: the host's own
+ * MPI_Wait and MPI_Test calls then handle it, mixed with its other requests, and
+ * mcoll's wrappers of those calls (pmpi/progress.c) drive the engine while any task
+ * is pending. */
+#ifndef MCOLL_TASK_H
+#define MCOLL_TASK_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* What a task runs: the collective's wrapper body, with the arguments of the call
+ * (copied into the task); returns an MPI error code. */
+typedef int (*mcoll_task_fn)(const void *args);
+
+enum { MCOLL_TASK_ARGS_MAX = 160 };
+
+/* Starts fn(args) for communicator comm and returns its request in *req. The task
+ * runs at once, as far as it can, when comm has nothing else in flight. An error
+ * found before anything was started (invalid arguments the host MPI rejected) is
+ * returned, with *req = MPI_REQUEST_NULL. */
+int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
+                      MPI_Request *req);
+
+/* Advances every pending task once; cheap when none is pending. Not from a task. */
+void mcoll__progress(void);
+
+/* Whether any task is pending (one load). */
+int mcoll__tasks_pending(void);
+
+/* Completes every task of comm (before a blocking collective on it, or its free). */
+void mcoll__task_drain(MPI_Comm comm);
+
+/* Inside a task: whether it runs on one (else the caller's own stack). */
+int mcoll__in_task(void);
+
+/* The host MPI's non-blocking call made with *req (err is what it returned), waited
+ * for: inside a task by yielding, else by driving the engine and the host MPI. */
+int mcoll__host_wait(int err, MPI_Request *req);
+
+/* For a non-blocking host call made where a task or the caller would otherwise
+ * block (pmpi/wrap.h's MCOLL_HOST): its request slot (the running task's, else the
+ * thread's), and the wait for it. */
+MPI_Request *mcoll__host_request(void);
+int mcoll__host_call_nb(int err);
+
+/* mcoll's own request for a task still in flight: detaches it (MPI_Request_free);
+ * 1 if *req was one. */
+int mcoll__task_request_free(MPI_Request *req);
+/* 1 if *req is the request of a task in flight (MPI_Cancel: collectives cannot be cancelled). */
+int mcoll__task_request_is_mine(const MPI_Request *req);
+
+/* Tasks started, and of them those that finished at start. */
+void mcoll__task_report(FILE *out);
+
+#endif
