@@ -1,5 +1,6 @@
 #include "coll/blocks.h"
 #include "core/datatype.h"
+#include "task/host.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,7 +135,7 @@ int mcoll__blocks_node_type(const struct mcoll_blocks *b, const int *node_of, in
 int mcoll__wait_all(int n, MPI_Request *req) {
   int err = MPI_SUCCESS;
   for (int i = 0; i < n; i++) {
-    int one = PMPI_Wait(&req[i], MPI_STATUS_IGNORE);
+    int one = mcoll__host_wait_one(&req[i], MPI_STATUS_IGNORE);
     if (err == MPI_SUCCESS) err = one;
   }
   return err;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "task/host.h"
 
 /* Created by the first lookup of any thread (under keyval_lock), freed at MPI_Finalize. */
 static _Atomic int context_keyval = MPI_KEYVAL_INVALID;
@@ -207,7 +208,8 @@ cleanup:
  * `usable`. The common case communicates once: a communicator of world processes
  * finds its hierarchy from the table of MPI_Init, and a channel over its node's
  * processes is often in use or in the pool already. */
-static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm *found) {
+static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm *found,
+                                        int alone) {
   int communicated = 0, ok = 1;
   int *members = NULL;
   struct mcoll_channel *channel = NULL;
@@ -215,7 +217,7 @@ static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm 
   if (mcoll__topo_build(c->comm, &c->topo, &communicated) != MCOLL_OK) ok = 0;
   int needs_channel = ok && mcoll__node_has_peers(c);
   if (needs_channel && (members = node_members(c->group, &c->topo)))
-    channel = mcoll__channel_claim(members, c->topo.local_size, sharing_allowed());
+    channel = mcoll__channel_claim(members, c->topo.local_size, !alone && sharing_allowed());
   agree(c, ok, found, channel, needs_channel, &agreed);
   c->id = agreed.id;
   ok = agreed.ok;
@@ -268,21 +270,22 @@ static int context_keyval_create(void) {
 }
 
 /* The context for a communicator that has none yet: shared or new. Collective. */
-static struct mcoll_comm *context_build(MPI_Comm comm) {
+static struct mcoll_comm *context_build(MPI_Comm comm, int alone) {
   int inter = 0;
   PMPI_Comm_test_inter(comm, &inter);
   struct mcoll_comm *c = calloc(1, sizeof *c);
   if (!c) return NULL; /* (an intercommunicator or no memory: the call falls back) */
   c->comm = comm;
   c->inter = inter;
+  c->private_ctx = alone;
   c->group = MPI_GROUP_NULL;
   c->p2p = MPI_COMM_NULL;
   PMPI_Comm_rank(comm, &c->rank);
   PMPI_Comm_size(comm, &c->size);
   if (!inter) {
     PMPI_Comm_group(comm, &c->group);
-    struct mcoll_comm *found = sharing_allowed() ? identical_context(c->group) : NULL;
-    struct mcoll_comm *shared = context_setup(c, found);
+    struct mcoll_comm *found = !alone && sharing_allowed() ? identical_context(c->group) : NULL;
+    struct mcoll_comm *shared = context_setup(c, found, alone);
     if (shared != c) {
       PMPI_Group_free(&c->group);
       mcoll__topo_free(&c->topo);
@@ -308,11 +311,55 @@ static struct mcoll_comm *context_build(MPI_Comm comm) {
   return c;
 }
 
+/* Communicators whose ranks agreed, at a non-blocking call, that they need a context
+ * and channels of their own to run tasks: made at their next blocking collective
+ * (where set-up may block), at the same point on every rank. Few and short-lived. */
+static pthread_mutex_t wish_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm *wishes;
+static int nwishes, wishes_cap;
+static atomic_int any_wish;
+
+void mcoll__context_wish_own(MPI_Comm comm) {
+  pthread_mutex_lock(&wish_lock);
+  int known = 0;
+  for (int i = 0; i < nwishes; i++) known |= wishes[i] == comm;
+  if (!known && nwishes == wishes_cap) {
+    int cap = wishes_cap ? 2 * wishes_cap : 4;
+    MPI_Comm *grown = realloc(wishes, sizeof *grown * (size_t)cap);
+    if (grown) {
+      wishes = grown;
+      wishes_cap = cap;
+    }
+  }
+  if (!known && nwishes < wishes_cap) wishes[nwishes++] = comm;
+  atomic_store(&any_wish, nwishes > 0);
+  pthread_mutex_unlock(&wish_lock);
+}
+
+/* 1 if comm wished for its own context (the wish is dropped). */
+static int wish_take(MPI_Comm comm) {
+  if (!atomic_load_explicit(&any_wish, memory_order_relaxed)) return 0;
+  int found = 0;
+  pthread_mutex_lock(&wish_lock);
+  for (int i = 0; i < nwishes; i++)
+    if (wishes[i] == comm) {
+      wishes[i] = wishes[--nwishes];
+      found = 1;
+      break;
+    }
+  atomic_store(&any_wish, nwishes > 0);
+  pthread_mutex_unlock(&wish_lock);
+  return found;
+}
+
+void mcoll__context_forget(MPI_Comm comm) { wish_take(comm); }
+
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why) {
   struct mcoll_comm *c = NULL;
   int found = 0;
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
-  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch) {
+  if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch &&
+      !atomic_load_explicit(&any_wish, memory_order_relaxed)) {
     last_lookup.c->comm = comm;
     return last_lookup.c;
   }
@@ -323,8 +370,14 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     return NULL;
   }
   PMPI_Comm_get_attr(comm, keyval, &c, &found);
+  int alone = wish_take(comm);
+  if (found && alone) {
+    /* Leave the shared context (or channel) for one of its own (see wish_own). */
+    PMPI_Comm_delete_attr(comm, keyval);
+    found = 0;
+  }
   if (!found) {
-    c = context_build(comm);
+    c = context_build(comm, alone);
     if (!c) {
       *why = MCOLL_WHY_NO_CONTEXT;
       return NULL;
@@ -342,16 +395,17 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   return NULL;
 }
 
-struct mcoll_comm *mcoll__comm_find(MPI_Comm comm) {
+struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists) {
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
+  *exists = 1;
   if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch) {
     last_lookup.c->comm = comm;
     return last_lookup.c;
   }
   int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire), found = 0;
   struct mcoll_comm *c = NULL;
-  if (keyval == MPI_KEYVAL_INVALID) return NULL;
-  PMPI_Comm_get_attr(comm, keyval, &c, &found);
+  if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_get_attr(comm, keyval, &c, &found);
+  *exists = found;
   if (!found || !c->usable) return NULL;
   c->comm = comm;
   return c;
@@ -361,7 +415,7 @@ int mcoll__context_nbc_candidate(const struct mcoll_comm *c) {
   pthread_mutex_lock(&live_lock);
   int alone = c->nusers == 1;
   pthread_mutex_unlock(&live_lock);
-  return alone && c->topo.nnodes == 1 && (!c->chan || c->chan->users == 1);
+  return alone && (!c->chan || c->chan->users == 1);
 }
 
 void mcoll__context_set_nbc(struct mcoll_comm *c, int yes) {
@@ -371,7 +425,7 @@ void mcoll__context_set_nbc(struct mcoll_comm *c, int yes) {
 
 int mcoll__context_p2p(struct mcoll_comm *c) {
   if (c->p2p != MPI_COMM_NULL) return MPI_SUCCESS;
-  int err = PMPI_Comm_dup(c->comm, &c->p2p);
+  int err = mcoll__host_comm_dup(c->comm, &c->p2p); /* (in a task: MPI_Comm_idup) */
   /* Errors of mcoll's own point-to-point come back to the collective that caused them. */
   if (err == MPI_SUCCESS) PMPI_Comm_set_errhandler(c->p2p, MPI_ERRORS_RETURN);
   return err;

@@ -20,6 +20,7 @@ struct mcoll_comm {
   int rank, size;
   int inter;            /* intercommunicator: every call falls back */
   int usable;           /* 0: set-up failed on some rank, every call falls back */
+  int private_ctx;      /* built for one communicator, sharing nothing (wish_own) */
   MPI_Comm p2p;         /* private duplicate for mcoll's own point-to-point: made at set-up
                          * when there are several nodes, else by mcoll__context_p2p */
   struct mcoll_topo topo;
@@ -41,14 +42,19 @@ struct mcoll_comm {
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why);
 
 /* The context of comm if it has a usable one already (never builds one: inside a
- * task, where building would block), else NULL. */
-struct mcoll_comm *mcoll__comm_find(MPI_Comm comm);
+ * task, where building would block), else NULL; *exists: comm has one, usable or not. */
+struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists);
 
 /* Whether c could run non-blocking calls as tasks, as this rank sees it: it serves
- * comm alone, its channel serves it alone, and it spans one node (the inter-node
- * phases block). The ranks agree on it before mcoll__context_set_nbc. */
+ * comm alone, and so does its channel. The ranks agree on it before
+ * mcoll__context_set_nbc. */
 int mcoll__context_nbc_candidate(const struct mcoll_comm *c);
 void mcoll__context_set_nbc(struct mcoll_comm *c, int yes);
+
+/* comm's ranks agreed (at a non-blocking call) that it should have a context and
+ * channels of its own: its next mcoll__comm_get builds them. Forget: comm is freed. */
+void mcoll__context_wish_own(MPI_Comm comm);
+void mcoll__context_forget(MPI_Comm comm);
 
 /* Makes c->p2p if it does not exist yet: collective over the calling communicator,
  * for algorithms in which every rank takes part (all ranks of a call run the same

@@ -7,7 +7,8 @@
 #include "pmpi/wrap.h"
 
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
-  struct mcoll_comm *c = mcoll__comm_find(comm);
+  int exists = 0;
+  struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
   if (c && c->nbc == MCOLL_NBC_UNKNOWN) {
     /* The first non-blocking call on comm, at the same point of its sequence of calls
      * on every rank: all agree, or the communicator's calls go to the host MPI. */
@@ -16,6 +17,11 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
     mcoll__context_set_nbc(c, err == MPI_SUCCESS && all);
   }
   if (c && c->nbc == MCOLL_NBC_YES) return c;
+  /* Without a context, or with one shared with other communicators (whose calls may
+   * come in another order on other ranks): the host MPI takes this call, and comm
+   * gets its own context at its next blocking collective. The same on every rank:
+   * contexts are built at the same calls everywhere, and the rest was agreed. */
+  if (!exists || (c && !c->private_ctx)) mcoll__context_wish_own(comm);
   mcoll__fallback(coll, MCOLL_WHY_NBC);
   return NULL;
 }
@@ -163,5 +169,6 @@ MCOLL_EXPORT int MPI_Cancel(MPI_Request *req) {
 MCOLL_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   /* Calls in flight on it complete first: its context goes with it. */
   if (comm && mcoll__tasks_pending()) mcoll__task_drain(*comm);
+  if (comm) mcoll__context_forget(*comm);
   return PMPI_Comm_free(comm);
 }

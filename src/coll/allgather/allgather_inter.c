@@ -3,6 +3,7 @@
  * over the rank-ordered buffer, so blocks land in rank order with no reordering. */
 #include <stdlib.h>
 
+#include "task/host.h"
 #include "coll/allgather/allgather.h"
 #include "coll/tags.h"
 
@@ -17,7 +18,7 @@ int mcoll__allgather_between_nodes(struct mcoll_comm *c, const struct mcoll_bloc
   /* Step s passes node me-s's blocks to the right. */
   for (int s = 0; s < p - 1 && err == MPI_SUCCESS; s++) {
     int send = (me - s + p) % p, recv = (me - s - 1 + 2 * p) % p;
-    err = PMPI_Sendrecv(dst->base, 1, types[send], right, MCOLL_TAG_GATHER_FAMILY, dst->base, 1,
+    err = mcoll__host_sendrecv(dst->base, 1, types[send], right, MCOLL_TAG_GATHER_FAMILY, dst->base, 1,
                         types[recv], left, MCOLL_TAG_GATHER_FAMILY, c->p2p, MPI_STATUS_IGNORE);
   }
   for (int k = 0; k < built; k++) PMPI_Type_free(&types[k]);

@@ -8,6 +8,7 @@
  * leader that serialises its node's traffic; large blocks, the ones this file is
  * tuned for, gain nothing from it. Every rank talking to its remote peers keeps
  * all cores busy and needs no staging memory. */
+#include "task/host.h"
 #include "coll/alltoall/alltoall.h"
 
 #include <stdint.h>
@@ -133,7 +134,7 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
     }
   }
   for (int i = 0; i < nreq; i++) {
-    int wait_err = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+    int wait_err = mcoll__host_wait_one(&reqs[i], MPI_STATUS_IGNORE);
     if (err == MPI_SUCCESS) err = wait_err;
   }
   if (reqs != local_reqs) free(reqs);

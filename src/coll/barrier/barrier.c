@@ -10,6 +10,7 @@
  * round each when ranks share a core (4 ranks on 2 cores: 8.4 µs, Open MPI's own
  * 5.5 µs); with the count, whichever rank is running when the last one arrives goes
  * on. */
+#include "task/host.h"
 #include "coll/barrier/barrier.h"
 #include "coll/tags.h"
 #include "hier/hier.h"
@@ -46,7 +47,7 @@ static int dissemination(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   for (int dist = 1; dist < t->nnodes; dist <<= 1) {
     int to = t->node_leader[(t->node + dist) % t->nnodes];
     int from = t->node_leader[(t->node - dist + t->nnodes) % t->nnodes];
-    int err = PMPI_Sendrecv(NULL, 0, MPI_BYTE, to, MCOLL_TAG_BARRIER, NULL, 0, MPI_BYTE, from,
+    int err = mcoll__host_sendrecv(NULL, 0, MPI_BYTE, to, MCOLL_TAG_BARRIER, NULL, 0, MPI_BYTE, from,
                             MCOLL_TAG_BARRIER, c->p2p, MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS) return err;
   }

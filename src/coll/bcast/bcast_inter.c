@@ -1,6 +1,7 @@
 /* Inter-node bcast among the nodes' leaders for this call (the root on its node,
  * local rank 0 elsewhere), over the host MPI's point-to-point: binomial tree for
  * small pieces, scatter then ring allgather (van de Geijn) for large ones. */
+#include "task/host.h"
 #include "coll/bcast/bcast.h"
 #include "coll/tags.h"
 #include "core/config.h"
@@ -16,13 +17,13 @@ static int binomial(struct mcoll_comm *c, char *buf, size_t len, int root, int m
   int err = MPI_SUCCESS, mask = 1;
   for (; mask < p; mask <<= 1)
     if (me & mask) {
-      err = PMPI_Recv(buf, (int)len, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
+      err = mcoll__host_recv(buf, (int)len, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
                       c->p2p, MPI_STATUS_IGNORE);
       break;
     }
   for (mask >>= 1; mask > 0 && err == MPI_SUCCESS; mask >>= 1)
     if (me + mask < p)
-      err = PMPI_Send(buf, (int)len, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
+      err = mcoll__host_send(buf, (int)len, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
                       c->p2p);
   return err;
 }
@@ -44,7 +45,7 @@ static int scatter_allgather(struct mcoll_comm *c, char *buf, size_t len, int ro
   for (; mask < p; mask <<= 1)
     if (me & mask) {
       block_span(len, block, me, me + mask < p ? me + mask : p, &off, &count);
-      err = PMPI_Recv(buf + off, count, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
+      err = mcoll__host_recv(buf + off, count, MPI_BYTE, leader_of(c, me - mask, root), MCOLL_TAG_BCAST,
                       c->p2p, MPI_STATUS_IGNORE);
       break;
     }
@@ -52,7 +53,7 @@ static int scatter_allgather(struct mcoll_comm *c, char *buf, size_t len, int ro
     if (me + mask < p) {
       int last = me + 2 * mask < p ? me + 2 * mask : p;
       block_span(len, block, me + mask, last, &off, &count);
-      err = PMPI_Send(buf + off, count, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
+      err = mcoll__host_send(buf + off, count, MPI_BYTE, leader_of(c, me + mask, root), MCOLL_TAG_BCAST,
                       c->p2p);
     }
   /* Ring allgather: step s passes block me-s to the right. */
@@ -63,7 +64,7 @@ static int scatter_allgather(struct mcoll_comm *c, char *buf, size_t len, int ro
     int send_block = (me - s + p) % p, recv_block = (me - s - 1 + 2 * p) % p;
     block_span(len, block, send_block, send_block + 1, &send_off, &send_count);
     block_span(len, block, recv_block, recv_block + 1, &recv_off, &recv_count);
-    err = PMPI_Sendrecv(buf + send_off, send_count, MPI_BYTE, right, MCOLL_TAG_BCAST,
+    err = mcoll__host_sendrecv(buf + send_off, send_count, MPI_BYTE, right, MCOLL_TAG_BCAST,
                         buf + recv_off, recv_count, MPI_BYTE, left, MCOLL_TAG_BCAST, c->p2p,
                         MPI_STATUS_IGNORE);
   }

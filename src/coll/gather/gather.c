@@ -4,6 +4,7 @@
  * which receives each node straight into the ranks' places (a datatype per node). */
 #include <stdlib.h>
 
+#include "task/host.h"
 #include "coll/gather/gather.h"
 #include "coll/tags.h"
 #include "core/config.h"
@@ -60,7 +61,7 @@ static int between_nodes(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct gather_call *g = hc->args;
   struct mcoll_comm *c = hc->c;
   if (c->rank == g->a->root) return root_receives(c, g->a);
-  return PMPI_Send(g->node.base, (int)mcoll__blocks_total(&g->node), MPI_BYTE, g->a->root,
+  return mcoll__host_send(g->node.base, (int)mcoll__blocks_total(&g->node), MPI_BYTE, g->a->root,
                    MCOLL_TAG_GATHER_FAMILY, c->p2p);
 }
 
@@ -76,7 +77,7 @@ static int send_lengths(struct mcoll_comm *c, const struct mcoll_gather_args *a)
     if (k == t->node) continue;
     for (int r = 0; r < c->size; r++)
       if (t->node_of[r] == k) lens[m++] = (int)mcoll__block_len(a->dst, r);
-    err = PMPI_Send(lens, m, MPI_INT, t->node_leader[k], MCOLL_TAG_GATHER_FAMILY, c->p2p);
+    err = mcoll__host_send(lens, m, MPI_INT, t->node_leader[k], MCOLL_TAG_GATHER_FAMILY, c->p2p);
   }
   free(lens);
   return err;
@@ -89,7 +90,7 @@ static int prepare_node(struct mcoll_comm *c, struct gather_call *g) {
   g->lens = mcoll__xmalloc(sizeof(int) * (size_t)c->size);
   for (int r = 0; r < c->size; r++) g->lens[r] = 0;
   if (g->a->v)
-    err = PMPI_Recv(mine, t->local_size, MPI_INT, g->a->root, MCOLL_TAG_GATHER_FAMILY, c->p2p,
+    err = mcoll__host_recv(mine, t->local_size, MPI_INT, g->a->root, MCOLL_TAG_GATHER_FAMILY, c->p2p,
                     MPI_STATUS_IGNORE);
   for (int i = 0; i < t->local_size; i++)
     g->lens[t->local_ranks[i]] = g->a->v ? mine[i] : (int)g->a->my_len;

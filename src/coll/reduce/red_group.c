@@ -7,6 +7,7 @@
  * recursive doubling (allreduce), binomial tree (reduce). Large (Rabenseifner):
  * reduce-scatter by recursive halving, then allgather by recursive doubling
  * (allreduce) or every piece straight to the root (reduce). */
+#include "task/host.h"
 #include "coll/reduce/red.h"
 #include "coll/tags.h"
 #include "core/config.h"
@@ -17,20 +18,20 @@ static int rank_of(const struct mcoll_red_group *g, int member) {
 
 static int send_to(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                    const char *data, size_t n, int member) {
-  return PMPI_Send(data - t->true_lb, (int)n, t->type, rank_of(g, member), MCOLL_TAG_REDUCE,
+  return mcoll__host_send(data - t->true_lb, (int)n, t->type, rank_of(g, member), MCOLL_TAG_REDUCE,
                    g->c->p2p);
 }
 
 static int recv_from(const struct mcoll_red_group *g, const struct mcoll_red_type *t, char *data,
                      size_t n, int member) {
-  return PMPI_Recv(data - t->true_lb, (int)n, t->type, rank_of(g, member), MCOLL_TAG_REDUCE,
+  return mcoll__host_recv(data - t->true_lb, (int)n, t->type, rank_of(g, member), MCOLL_TAG_REDUCE,
                    g->c->p2p, MPI_STATUS_IGNORE);
 }
 
 static int exchange(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                     const char *out, size_t out_n, char *in, size_t in_n, int member) {
   int rank = rank_of(g, member);
-  return PMPI_Sendrecv(out - t->true_lb, (int)out_n, t->type, rank, MCOLL_TAG_REDUCE,
+  return mcoll__host_sendrecv(out - t->true_lb, (int)out_n, t->type, rank, MCOLL_TAG_REDUCE,
                        in - t->true_lb, (int)in_n, t->type, rank, MCOLL_TAG_REDUCE, g->c->p2p,
                        MPI_STATUS_IGNORE);
 }

@@ -2,6 +2,7 @@
  * point-to-point: recursive doubling, as MPICH does it. Each member keeps the fold
  * of the aligned run of members it has heard from (partial) and the fold of the
  * members below it (the result); lower partners contribute on the left. */
+#include "task/host.h"
 #include "coll/reduce/red.h"
 #include "coll/tags.h"
 
@@ -20,7 +21,7 @@ int mcoll__group_exscan(const struct mcoll_red_group *g, const struct mcoll_red_
     int peer = g->me ^ mask;
     if (peer >= g->n) continue;
     int rank = rank_of(g, peer);
-    err = PMPI_Sendrecv(partial - t->true_lb, (int)count, t->type, rank, MCOLL_TAG_REDUCE,
+    err = mcoll__host_sendrecv(partial - t->true_lb, (int)count, t->type, rank, MCOLL_TAG_REDUCE,
                         tmp - t->true_lb, (int)count, t->type, rank, MCOLL_TAG_REDUCE, g->c->p2p,
                         MPI_STATUS_IGNORE);
     if (err != MPI_SUCCESS) break;

@@ -4,6 +4,7 @@
  * scatters from its source (the root on its node, the leader elsewhere). */
 #include <stdlib.h>
 
+#include "task/host.h"
 #include "coll/scatter/scatter.h"
 #include "coll/tags.h"
 #include "core/config.h"
@@ -54,13 +55,13 @@ static int leader_receives(struct mcoll_comm *c, struct scatter_call *s) {
   s->lens = mcoll__xmalloc(sizeof(int) * (size_t)c->size);
   for (int r = 0; r < c->size; r++) s->lens[r] = 0;
   if (s->a->v)
-    err = PMPI_Recv(mine, t->local_size, MPI_INT, s->a->root, MCOLL_TAG_GATHER_FAMILY, c->p2p,
+    err = mcoll__host_recv(mine, t->local_size, MPI_INT, s->a->root, MCOLL_TAG_GATHER_FAMILY, c->p2p,
                     MPI_STATUS_IGNORE);
   for (int i = 0; i < t->local_size; i++)
     s->lens[t->local_ranks[i]] = s->a->v ? mine[i] : (int)s->a->my_len;
   free(mine);
   mcoll__blocks_scratch(&s->node, c->size, s->lens);
-  int recv_err = PMPI_Recv(s->node.base, (int)mcoll__blocks_total(&s->node), MPI_BYTE, s->a->root,
+  int recv_err = mcoll__host_recv(s->node.base, (int)mcoll__blocks_total(&s->node), MPI_BYTE, s->a->root,
                            MCOLL_TAG_GATHER_FAMILY, c->p2p, MPI_STATUS_IGNORE);
   return err != MPI_SUCCESS ? err : recv_err;
 }

@@ -1,0 +1,48 @@
+#include "task/host.h"
+
+#include "task/task.h"
+
+/* Whether a wait must not block the thread: inside a task, or with tasks pending. */
+static int must_not_block(void) { return mcoll__in_task() || mcoll__tasks_pending(); }
+
+int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status) {
+  if (!must_not_block()) return PMPI_Wait(req, status);
+  int err = mcoll__host_wait(MPI_SUCCESS, req);
+  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = err;
+  return err;
+}
+
+int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                     MPI_Comm comm) {
+  if (!must_not_block()) return PMPI_Send(buf, count, type, dest, tag, comm);
+  MPI_Request req;
+  return mcoll__host_wait(PMPI_Isend(buf, count, type, dest, tag, comm, &req), &req);
+}
+
+int mcoll__host_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                     MPI_Comm comm, MPI_Status *status) {
+  if (!must_not_block()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+  MPI_Request req;
+  return mcoll__host_wait(PMPI_Irecv(buf, count, type, source, tag, comm, &req), &req);
+}
+
+int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                         int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  if (!must_not_block())
+    return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                         recvtype, source, recvtag, comm, status);
+  MPI_Request recv, send;
+  int err = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &recv);
+  if (err != MPI_SUCCESS) return err;
+  int send_err = mcoll__host_wait(PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm,
+                                             &send), &send);
+  err = mcoll__host_wait(MPI_SUCCESS, &recv);
+  return err != MPI_SUCCESS ? err : send_err;
+}
+
+int mcoll__host_comm_dup(MPI_Comm comm, MPI_Comm *out) {
+  if (!mcoll__in_task()) return PMPI_Comm_dup(comm, out);
+  MPI_Request req;
+  return mcoll__host_wait(PMPI_Comm_idup(comm, out, &req), &req);
+}

@@ -1,0 +1,22 @@
+/* The host MPI's point-to-point calls that wait, as mcoll's algorithms make them
+ * (inter-node phases, groups of leaders): the same signatures as PMPI_*. On the
+ * caller's own stack with nothing else pending they are the host's blocking calls;
+ * in a task they post the non-blocking form and yield until it completes; with tasks
+ * pending they drive them while waiting. */
+#ifndef MCOLL_TASK_HOST_H
+#define MCOLL_TASK_HOST_H
+
+#include <mpi.h>
+
+int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                     MPI_Comm comm);
+int mcoll__host_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
+                     MPI_Comm comm, MPI_Status *status);
+int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                         int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                         int source, int recvtag, MPI_Comm comm, MPI_Status *status);
+int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status);
+/* MPI_Comm_dup, as MPI_Comm_idup inside a task. */
+int mcoll__host_comm_dup(MPI_Comm comm, MPI_Comm *out);
+
+#endif
