@@ -54,3 +54,14 @@ MCOLL_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype
   struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
   return mcoll__start(comm, allgather_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Allgather_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Allgather_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+  struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  return mcoll__persistent_init(comm, allgather_task, &a, sizeof a, request);
+}
+#endif

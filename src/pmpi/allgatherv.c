@@ -65,3 +65,14 @@ MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatyp
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm};
   return mcoll__start(comm, allgatherv_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Allgatherv_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                                void *recvbuf, const int recvcounts[], const int displs[],
+                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm};
+  return mcoll__persistent_init(comm, allgatherv_task, &a, sizeof a, request);
+}
+#endif

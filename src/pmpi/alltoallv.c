@@ -66,3 +66,14 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
   return mcoll__start(comm, alltoallv_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Alltoallv_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
+  return mcoll__persistent_init(comm, alltoallv_task, &a, sizeof a, request);
+}
+#endif

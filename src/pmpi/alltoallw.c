@@ -67,3 +67,15 @@ MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
   return mcoll__start(comm, alltoallw_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Alltoallw_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                               const MPI_Datatype sendtypes[], void *recvbuf,
+                               const int recvcounts[], const int rdispls[],
+                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
+  return mcoll__persistent_init(comm, alltoallw_task, &a, sizeof a, request);
+}
+#endif

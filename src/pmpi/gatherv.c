@@ -70,3 +70,14 @@ MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype s
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
   return mcoll__start(comm, gatherv_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Gatherv_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, const int recvcounts[], const int displs[],
+                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
+  return mcoll__persistent_init(comm, gatherv_task, &a, sizeof a, request);
+}
+#endif

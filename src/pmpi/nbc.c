@@ -3,7 +3,9 @@
  * generalized requests complete only when the engine runs). With none pending each
  * wrapper is one load and the host's own call. */
 #include <sched.h>
+#include <stdlib.h>
 
+#include "core/host_progress.h"
 #include "pmpi/wrap.h"
 
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
@@ -29,12 +31,70 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
 /* ---- completion calls ------------------------------------------------------------ */
 static void idle(unsigned *polls) {
   mcoll__progress();
-  if (++*polls % 16 == 0) sched_yield();
+  if (++*polls % 16 == 0) mcoll__host_progress();
+  else sched_yield();
+}
+
+/* Persistent collectives in flight (task.c): until one completes, its handle is an
+ * inactive host request, which the host would report complete at once; these
+ * calls hold it back. Without one in flight each test below is one load. */
+static int busy_in(int n, const MPI_Request reqs[]) {
+  if (!mcoll__persistent_any_busy()) return 0;
+  for (int i = 0; i < n; i++)
+    if (mcoll__persistent_busy(reqs[i])) return 1;
+  return 0;
+}
+
+/* A copy of reqs with the busy persistent ones as MPI_REQUEST_NULL, for the host's
+ * Test{any,some}; *masked: how many. */
+static MPI_Request *masked_copy(int n, const MPI_Request reqs[], MPI_Request *local, int *masked) {
+  MPI_Request *copy = n <= 16 ? local : malloc(sizeof *copy * (size_t)n);
+  *masked = 0;
+  if (!copy) return NULL;
+  for (int i = 0; i < n; i++) {
+    int busy = mcoll__persistent_busy(reqs[i]);
+    copy[i] = busy ? MPI_REQUEST_NULL : reqs[i];
+    *masked += busy;
+  }
+  return copy;
+}
+
+static void unmask(int n, MPI_Request reqs[], MPI_Request *copy, const MPI_Request *local) {
+  for (int i = 0; i < n; i++)
+    if (copy[i] != MPI_REQUEST_NULL || !mcoll__persistent_busy(reqs[i])) reqs[i] = copy[i];
+  if (copy != local) free(copy);
+}
+
+/* One round of MPI_Testany over reqs, busy persistent ones left out; *flag 0 while
+ * only those remain active. */
+static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+  if (!busy_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
+  MPI_Request local[16];
+  int masked;
+  MPI_Request *copy = masked_copy(n, reqs, local, &masked);
+  if (!copy) return MPI_ERR_NO_MEM;
+  int err = PMPI_Testany(n, copy, index, flag, status);
+  unmask(n, reqs, copy, local);
+  if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && masked) *flag = 0;
+  return err;
+}
+
+static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+  if (!busy_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  MPI_Request local[16];
+  int masked;
+  MPI_Request *copy = masked_copy(n, reqs, local, &masked);
+  if (!copy) return MPI_ERR_NO_MEM;
+  int err = PMPI_Testsome(n, copy, outcount, indices, statuses);
+  unmask(n, reqs, copy, local);
+  if (err == MPI_SUCCESS && *outcount == MPI_UNDEFINED && masked) *outcount = 0;
+  return err;
 }
 
 MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   if (!mcoll__tasks_pending()) return PMPI_Wait(req, status);
   unsigned polls = 0;
+  while (mcoll__persistent_busy(*req)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Test(req, &done, status);
     if (err != MPI_SUCCESS || done) return err;
@@ -45,6 +105,7 @@ MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   if (!mcoll__tasks_pending()) return PMPI_Waitall(n, reqs, statuses);
   unsigned polls = 0;
+  while (busy_in(n, reqs)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
     if (err != MPI_SUCCESS || done) return err;
@@ -56,7 +117,7 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
   if (!mcoll__tasks_pending()) return PMPI_Waitany(n, reqs, index, status);
   unsigned polls = 0;
   for (;;) {
-    int done = 0, err = PMPI_Testany(n, reqs, index, &done, status);
+    int done = 0, err = testany(n, reqs, index, &done, status);
     if (err != MPI_SUCCESS || done) return err;
     idle(&polls);
   }
@@ -67,7 +128,7 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
   if (!mcoll__tasks_pending()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   unsigned polls = 0;
   for (;;) {
-    int err = PMPI_Testsome(n, reqs, outcount, indices, statuses);
+    int err = testsome(n, reqs, outcount, indices, statuses);
     if (err != MPI_SUCCESS || *outcount != 0) return err; /* (MPI_UNDEFINED: none active) */
     idle(&polls);
   }
@@ -75,27 +136,53 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
 
 MCOLL_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   mcoll__progress();
+  if (mcoll__persistent_busy(*req)) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
   return PMPI_Test(req, flag, status);
 }
 
 MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   mcoll__progress();
+  if (busy_in(n, reqs)) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
   return PMPI_Testall(n, reqs, flag, statuses);
 }
 
 MCOLL_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   mcoll__progress();
-  return PMPI_Testany(n, reqs, index, flag, status);
+  return testany(n, reqs, index, flag, status);
 }
 
 MCOLL_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   mcoll__progress();
-  return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  return testsome(n, reqs, outcount, indices, statuses);
+}
+
+MCOLL_EXPORT int MPI_Start(MPI_Request *req) {
+  int err;
+  if (req && mcoll__persistent_start(req, &err)) return err;
+  return PMPI_Start(req);
+}
+
+MCOLL_EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
+  for (int i = 0; i < n; i++) {
+    int err = MPI_Start(&reqs[i]);
+    if (err != MPI_SUCCESS) return err;
+  }
+  return MPI_SUCCESS;
 }
 
 MCOLL_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
   mcoll__progress();
+  if (mcoll__persistent_busy(req)) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
   return PMPI_Request_get_status(req, flag, status);
 }
 
@@ -155,7 +242,7 @@ MCOLL_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype s
 
 MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
   /* An active collective's request: the engine completes and frees it later. */
-  if (req && mcoll__task_request_free(req)) return MPI_SUCCESS;
+  if (req && (mcoll__task_request_free(req) || mcoll__persistent_free(req))) return MPI_SUCCESS;
   return PMPI_Request_free(req);
 }
 

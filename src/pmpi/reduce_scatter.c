@@ -44,3 +44,13 @@ MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const i
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
   return mcoll__start(comm, reduce_scatter_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Reduce_scatter_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm, info, request);
+  struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
+  return mcoll__persistent_init(comm, reduce_scatter_task, &a, sizeof a, request);
+}
+#endif

@@ -38,3 +38,13 @@ MCOLL_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, i
   struct reduce_scatter_block_args a = {sendbuf, recvbuf, recvcount, type, op, comm};
   return mcoll__start(comm, reduce_scatter_block_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Reduce_scatter_block_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_block_init)(const void *sendbuf, void *recvbuf, int recvcount,
+                                          MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_scatter_block_init)(sendbuf, recvbuf, recvcount, type, op, comm, info, request);
+  struct reduce_scatter_block_args a = {sendbuf, recvbuf, recvcount, type, op, comm};
+  return mcoll__persistent_init(comm, reduce_scatter_block_task, &a, sizeof a, request);
+}
+#endif

@@ -60,3 +60,14 @@ MCOLL_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype s
   struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
   return mcoll__start(comm, scatter_task, &a, sizeof a, request);
 }
+
+#ifdef MCOLL_PERSISTENT
+/* MPI_Scatter_init: the same task, built once and started by MPI_Start. */
+MCOLL_EXPORT int MCOLL_PERSISTENT(Scatter_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                             MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scatter_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+  struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
+  return mcoll__persistent_init(comm, scatter_task, &a, sizeof a, request);
+}
+#endif

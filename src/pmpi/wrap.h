@@ -14,6 +14,19 @@
 
 #include "mcoll.h"
 
+/* Persistent collectives: MPI-4's MPI_<Coll>_init, or Open MPI 4's MPIX_<Coll>_init
+ * (its pcollreq extension, declared in mpi-ext.h). */
+#if MPI_VERSION >= 4
+#define MCOLL_PERSISTENT(name) MPI_##name
+#define MCOLL_PERSISTENT_HOST(name) PMPI_##name
+#elif defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define MCOLL_PERSISTENT(name) MPIX_##name
+#define MCOLL_PERSISTENT_HOST(name) PMPIX_##name
+#endif
+#endif
+
 /* After the host MPI's init (collective over MPI_COMM_WORLD) and before its
  * finalize; each runs once, from MPI_Init(_thread), MPI_Finalize or their Fortran entry
  * points (pmpi/init.c). */

@@ -21,6 +21,23 @@ struct mcoll_task {
   struct mcoll_fiber *fiber;
   struct mcoll_task *next;   /* in its lane */
   atomic_int refs;           /* the engine's, and the request's (freed by the host) */
+  struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
+};
+
+/* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
+ * start, and the handle the application holds: a persistent receive from
+ * MPI_PROC_NULL of the host MPI (the "carrier"), started only once the collective
+ * has completed, so that the host's MPI_Wait and MPI_Test find it complete exactly
+ * then; until then mcoll's wrappers of those calls hold it back (pmpi/nbc.c). */
+struct mcoll_persistent {
+  MPI_Comm comm;
+  mcoll_task_fn fn;
+  _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
+  size_t args_bytes;
+  MPI_Request carrier;
+  struct mcoll_task *active; /* the start in flight, or NULL */
+  int freed;                 /* MPI_Request_free came while active */
+  struct mcoll_persistent *next;
 };
 
 /* The calls in flight of one communicator, oldest first: only the head runs. */
@@ -36,6 +53,8 @@ static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lane *lanes;
 static atomic_int pending;
 static atomic_ulong started, finished_at_start;
+static struct mcoll_persistent *persistents; /* under engine_lock */
+static atomic_int persistent_active;        /* starts in flight */
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
@@ -95,6 +114,8 @@ static struct lane *lane_of(MPI_Comm comm, int create) {
   return l;
 }
 
+static void persistent_destroy(struct mcoll_persistent *p);
+
 /* The head of l has finished: its request completes, the next call of the lane
  * starts. Under engine_lock. */
 static void finish_head(struct lane *l) {
@@ -102,10 +123,31 @@ static void finish_head(struct lane *l) {
   l->head = t->next;
   if (!l->head) l->tail = NULL;
   atomic_fetch_sub(&pending, 1);
+  struct mcoll_persistent *p = t->persistent;
+  if (p) {
+    p->active = NULL;
+    atomic_fetch_sub(&persistent_active, 1);
+    PMPI_Start(&p->carrier); /* complete at once: a receive from MPI_PROC_NULL */
+    if (p->freed) persistent_destroy(p);
+    task_unref(t);
+    task_unref(t);
+    return;
+  }
   MPI_Request req = t->req;
   PMPI_Grequest_complete(req);
   if (t->detached) PMPI_Request_free(&req);
   task_unref(t);
+}
+
+/* Drops p from the registry and frees it with its carrier. Under engine_lock. */
+static void persistent_destroy(struct mcoll_persistent *p) {
+  for (struct mcoll_persistent **link = &persistents; *link; link = &(*link)->next)
+    if (*link == p) {
+      *link = p->next;
+      break;
+    }
+  PMPI_Request_free(&p->carrier);
+  free(p);
 }
 
 /* Resumes the heads of l until one yields; 1 if l is then empty. Under engine_lock. */
@@ -178,52 +220,62 @@ int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_requ
 
 static void engine_progress_hook(void) { mcoll__progress(); }
 
-int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                      MPI_Request *req) {
+static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t args_bytes) {
   struct mcoll_task *t = calloc(1, sizeof *t);
   if (!t || args_bytes > sizeof t->args) {
     free(t);
-    return MPI_ERR_NO_MEM;
+    return NULL;
   }
   t->fn = fn;
   memcpy(t->args, args, args_bytes);
   t->fiber = mcoll__fiber_new(task_main, t);
-  int err = t->fiber ? PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req)
-                     : MPI_ERR_NO_MEM;
+  if (!t->fiber) {
+    free(t);
+    return NULL;
+  }
+  atomic_init(&t->refs, 2);
+  mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
+  atomic_fetch_add(&started, 1);
+  return t;
+}
+
+/* Appends t to comm's lane and, first in it, runs it now as far as it goes; 1 if it
+ * finished then (*err: its result). Under engine_lock. */
+static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
+  struct lane *l = lane_of(comm, 1);
+  if (!l) return -1;
+  atomic_fetch_add(&pending, 1);
+  if (l->tail) l->tail->next = t;
+  else l->head = t;
+  l->tail = t;
+  if (l->head != t || mcoll__fiber_self() || !resume(t)) return 0;
+  *err = t->err;
+  finish_head(l);
+  if (!l->head) drop_empty_lanes();
+  atomic_fetch_add(&finished_at_start, 1);
+  return 1;
+}
+
+int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
+                      MPI_Request *req) {
+  struct mcoll_task *t = task_new(fn, args, args_bytes);
+  if (!t) return MPI_ERR_NO_MEM;
+  int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
   if (err != MPI_SUCCESS) {
     mcoll__fiber_free(t->fiber);
     free(t);
     return err;
   }
-  atomic_init(&t->refs, 2);
-  mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
-  atomic_fetch_add(&started, 1);
-
+  int err_at_start = MPI_SUCCESS;
+  *req = t->req; /* (t lives on at least as long as its request) */
   pthread_mutex_lock(&engine_lock);
-  struct lane *l = lane_of(comm, 1);
-  if (!l) {
-    pthread_mutex_unlock(&engine_lock);
-    t->err = MPI_ERR_NO_MEM;
-    PMPI_Grequest_complete(t->req);
-    *req = t->req;
-    task_unref(t);
-    return MPI_SUCCESS; /* (the request completes with the error) */
-  }
-  atomic_fetch_add(&pending, 1);
-  if (l->tail) l->tail->next = t;
-  else l->head = t;
-  l->tail = t;
-  /* First in its lane: run it now, as far as it goes. */
-  int ran_to_end = 0, err_at_start = MPI_SUCCESS;
-  if (l->head == t && !mcoll__fiber_self() && resume(t)) {
-    ran_to_end = 1;
-    err_at_start = t->err;
-    finish_head(l);
-    if (!l->head) drop_empty_lanes();
-  }
+  int ran_to_end = enqueue(comm, t, &err_at_start);
   pthread_mutex_unlock(&engine_lock);
-  if (ran_to_end) atomic_fetch_add(&finished_at_start, 1);
-  *req = t->req;
+  if (ran_to_end < 0) {
+    t->err = MPI_ERR_NO_MEM; /* (the request completes with the error) */
+    PMPI_Grequest_complete(*req);
+    task_unref(t);
+  }
   if (ran_to_end && err_at_start != MPI_SUCCESS) {
     /* Rejected at once (the host MPI's checks, raised on the communicator as
      * natively): the call returns the error, as the host's MPI_I* would. */
@@ -258,6 +310,86 @@ int mcoll__task_request_is_mine(const MPI_Request *req) {
   struct mcoll_task *t = task_of_request(req);
   pthread_mutex_unlock(&engine_lock);
   return t != NULL;
+}
+
+/* ---- persistent collectives ---------------------------------------------------------- */
+int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
+                           MPI_Request *req) {
+  struct mcoll_persistent *p = calloc(1, sizeof *p);
+  if (!p || args_bytes > sizeof p->args) {
+    free(p);
+    return MPI_ERR_NO_MEM;
+  }
+  int err = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->carrier);
+  if (err != MPI_SUCCESS) {
+    free(p);
+    return err;
+  }
+  p->comm = comm;
+  p->fn = fn;
+  memcpy(p->args, args, args_bytes);
+  p->args_bytes = args_bytes;
+  pthread_mutex_lock(&engine_lock);
+  p->next = persistents;
+  persistents = p;
+  pthread_mutex_unlock(&engine_lock);
+  *req = p->carrier;
+  return MPI_SUCCESS;
+}
+
+/* The persistent collective whose handle is req, or NULL. Under engine_lock. */
+static struct mcoll_persistent *persistent_of(MPI_Request req) {
+  for (struct mcoll_persistent *p = persistents; p; p = p->next)
+    if (p->carrier == req) return p;
+  return NULL;
+}
+
+int mcoll__persistent_start(MPI_Request *req, int *err) {
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistents ? persistent_of(*req) : NULL;
+  if (!p) {
+    pthread_mutex_unlock(&engine_lock);
+    return 0;
+  }
+  *err = MPI_SUCCESS;
+  struct mcoll_task *t = p->active ? NULL : task_new(p->fn, p->args, p->args_bytes);
+  if (!t) {
+    pthread_mutex_unlock(&engine_lock);
+    *err = p->active ? MPI_ERR_REQUEST : MPI_ERR_NO_MEM; /* (started twice: erroneous) */
+    return 1;
+  }
+  t->persistent = p;
+  p->active = t;
+  atomic_fetch_add(&persistent_active, 1);
+  int ignored;
+  if (enqueue(p->comm, t, &ignored) < 0) *err = MPI_ERR_NO_MEM;
+  pthread_mutex_unlock(&engine_lock);
+  return 1;
+}
+
+int mcoll__persistent_busy(MPI_Request req) {
+  if (!atomic_load_explicit(&persistent_active, memory_order_acquire) || req == MPI_REQUEST_NULL)
+    return 0;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistent_of(req);
+  int busy = p && p->active;
+  pthread_mutex_unlock(&engine_lock);
+  return busy;
+}
+
+int mcoll__persistent_any_busy(void) {
+  return atomic_load_explicit(&persistent_active, memory_order_acquire) != 0;
+}
+
+int mcoll__persistent_free(MPI_Request *req) {
+  if (*req == MPI_REQUEST_NULL) return 0;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistents ? persistent_of(*req) : NULL;
+  if (p && p->active) p->freed = 1; /* freed when the start in flight completes */
+  else if (p) persistent_destroy(p);
+  pthread_mutex_unlock(&engine_lock);
+  if (p) *req = MPI_REQUEST_NULL;
+  return p != NULL;
 }
 
 void mcoll__task_report(FILE *out) {

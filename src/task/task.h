@@ -60,6 +60,18 @@ int mcoll__task_request_free(MPI_Request *req);
 /* 1 if *req is the request of a task in flight (MPI_Cancel: collectives cannot be cancelled). */
 int mcoll__task_request_is_mine(const MPI_Request *req);
 
+/* Persistent collectives (MPI-4 MPI_<Coll>_init, or Open MPI's MPIX_<Coll>_init):
+ * the request in *req is a host persistent request that mcoll recognises (see
+ * task.c). start: 1 if *req was one (then *err: the start's result); busy: a start
+ * of req is in flight; any_busy: of any; free: 1 if *req was one (freed now, or when
+ * its start in flight completes). */
+int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
+                           MPI_Request *req);
+int mcoll__persistent_start(MPI_Request *req, int *err);
+int mcoll__persistent_busy(MPI_Request req);
+int mcoll__persistent_any_busy(void);
+int mcoll__persistent_free(MPI_Request *req);
+
 /* Tasks started, and of them those that finished at start. */
 void mcoll__task_report(FILE *out);
 
