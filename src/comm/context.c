@@ -87,9 +87,8 @@ static int context_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
  * communicators differently on each rank: no sharing then. */
 static int sharing_allowed(void) {
   if (!mcoll__cfg.SHARE_CONTEXT) return 0;
-  int provided = MPI_THREAD_SINGLE;
-  PMPI_Query_thread(&provided);
-  return provided <= MPI_THREAD_FUNNELED;
+  /* (a progress thread, if any, runs only tasks, which never share: task/task.h) */
+  return mcoll__thread_level() <= MPI_THREAD_FUNNELED;
 }
 
 /* The live context with the smallest id whose group is group, or NULL. */

@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include <mpi.h>
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -104,4 +106,13 @@ MCOLL_EXPORT void mcoll_print_params(FILE *out) {
   }
   fprintf(out, "%-22s %-10s %-8s %s\n", "MCOLL_ALG_<COLL>", "", "\"\"",
           "force an algorithm for any collective (see the list below)");
+}
+
+int mcoll__app_thread_level = -1;
+
+int mcoll__thread_level(void) {
+  if (mcoll__app_thread_level >= 0) return mcoll__app_thread_level;
+  int provided = MPI_THREAD_SINGLE;
+  PMPI_Query_thread(&provided);
+  return provided;
 }

@@ -45,6 +45,7 @@
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
   X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \
+  X(PROGRESS_THREAD, STR, "0", "0 | 1 | auto: a thread that progresses non-blocking collectives while the application computes; 1 and auto ask the host MPI for MPI_THREAD_MULTIPLE (the application is told the level it asked for) and run the thread when granted (1 also warns when not)") \
   X(NBC, NUM, "1", "1: MPI_I* collectives run as mcoll tasks on communicators whose ranks agree (see README); 0: the host MPI's") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
@@ -61,6 +62,12 @@ struct mcoll_config {
 enum mcoll_fallback_policy { MCOLL_FALLBACK_SILENT, MCOLL_FALLBACK_WARN, MCOLL_FALLBACK_ERROR };
 
 extern struct mcoll_config mcoll__cfg;
+
+/* The thread level the application asked for, when mcoll asked the host MPI for more
+ * (MCOLL_PROGRESS_THREAD); -1: the host's own answer holds. */
+extern int mcoll__app_thread_level;
+/* The level the application may rely on: the one above, or the host's. */
+int mcoll__thread_level(void);
 
 /* Reads the environment; idempotent and cheap after the first call. */
 void mcoll__config_load(void);

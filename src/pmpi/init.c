@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/host_progress.h"
+#include "task/progress_thread.h"
 #include "topo/topo.h"
 #include "pmpi/wrap.h"
 
@@ -92,14 +93,31 @@ static void check_host_mpi(void) {
 static atomic_int started_once, finished_once;
 void mcoll__before_init(void) { check_host_mpi(); }
 
+/* MCOLL_PROGRESS_THREAD: 0 (none), 1 or auto. */
+static int progress_thread_wanted(void) {
+  mcoll__config_load();
+  return !mcoll__cfg.DISABLE && strcmp(mcoll__cfg.PROGRESS_THREAD, "0") != 0 &&
+         mcoll__cfg.PROGRESS_THREAD[0] != '\0';
+}
+
 void mcoll__started(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
   mcoll__host_progress_init();
   mcoll__topo_world_init();
+  if (progress_thread_wanted()) {
+    int provided = MPI_THREAD_SINGLE, rank = 0;
+    PMPI_Query_thread(&provided);
+    if (provided == MPI_THREAD_MULTIPLE) mcoll__progress_thread_start();
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (!mcoll__progress_thread_running() && strcmp(mcoll__cfg.PROGRESS_THREAD, "1") == 0 && rank == 0)
+      fprintf(stderr, "mcoll: MCOLL_PROGRESS_THREAD=1 but the host MPI did not grant "
+                      "MPI_THREAD_MULTIPLE: no progress thread\n");
+  }
 }
 
 void mcoll__finishing(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&finished_once, 1)) return;
+  mcoll__progress_thread_stop();
   if (mcoll__cfg.VERBOSE) report();
   mcoll__comm_free_all();
   mcoll__topo_world_free();
@@ -107,18 +125,37 @@ void mcoll__finishing(void) {
   mcoll__host_progress_finalize();
 }
 
-MCOLL_EXPORT int MPI_Init(int *argc, char ***argv) {
+/* With a progress thread wanted, mcoll asks the host for MPI_THREAD_MULTIPLE (its
+ * thread calls the host MPI) and tells the application what it asked for, at most
+ * what the host granted; MPI_Query_thread says the same. */
+static int init_thread(int *argc, char ***argv, int required, int *provided) {
   check_host_mpi();
-  int rc = PMPI_Init(argc, argv);
+  int rc, granted = MPI_THREAD_SINGLE;
+  if (progress_thread_wanted()) {
+    rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &granted);
+    if (rc == MPI_SUCCESS) mcoll__app_thread_level = required < granted ? required : granted;
+    if (provided) *provided = mcoll__app_thread_level;
+  } else {
+    rc = provided ? PMPI_Init_thread(argc, argv, required, provided) : PMPI_Init(argc, argv);
+  }
   if (rc == MPI_SUCCESS) mcoll__started();
   return rc;
 }
 
+MCOLL_EXPORT int MPI_Init(int *argc, char ***argv) {
+  return init_thread(argc, argv, MPI_THREAD_SINGLE, NULL);
+}
+
 MCOLL_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-  check_host_mpi();
-  int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS) mcoll__started();
-  return rc;
+  return init_thread(argc, argv, required, provided);
+}
+
+MCOLL_EXPORT int MPI_Query_thread(int *provided) {
+  if (mcoll__app_thread_level >= 0 && provided) {
+    *provided = mcoll__app_thread_level;
+    return MPI_SUCCESS;
+  }
+  return PMPI_Query_thread(provided);
 }
 
 MCOLL_EXPORT int MPI_Finalize(void) {

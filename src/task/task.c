@@ -9,6 +9,7 @@
 #include "core/fiber.h"
 #include "core/host_progress.h"
 #include "core/tls.h"
+#include "shm/call.h"
 
 struct mcoll_task {
   mcoll_task_fn fn;
@@ -22,6 +23,7 @@ struct mcoll_task {
   struct mcoll_task *next;   /* in its lane */
   atomic_int refs;           /* the engine's, and the request's (freed by the host) */
   struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
+  struct mcoll_call *call;   /* its guarded reduction call, while it yields (shm/call.h) */
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
@@ -54,15 +56,29 @@ static struct lane *lanes;
 static atomic_int pending;
 static atomic_ulong started, finished_at_start;
 static struct mcoll_persistent *persistents; /* under engine_lock */
+static void (*_Atomic waker)(void);
+
+void mcoll__task_set_waker(void (*fn)(void)) { atomic_store(&waker, fn); }
+
+static void wake_progress(void) {
+  void (*fn)(void) = atomic_load_explicit(&waker, memory_order_acquire);
+  if (fn) fn();
+}
 static atomic_int persistent_active;        /* starts in flight */
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
 
+/* Per-thread state that belongs to the call, not the thread: the reduction guard
+ * (shm/call.h) goes with the task across yields and threads. */
 static int resume(struct mcoll_task *t) {
+  struct mcoll_call *outer = mcoll__call_current;
+  mcoll__call_current = t->call;
   running = t;
   int ended = mcoll__fiber_resume(t->fiber);
   running = NULL;
+  t->call = mcoll__call_current;
+  mcoll__call_current = outer;
   return ended;
 }
 
@@ -276,6 +292,7 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
     PMPI_Grequest_complete(*req);
     task_unref(t);
   }
+  if (ran_to_end == 0) wake_progress();
   if (ran_to_end && err_at_start != MPI_SUCCESS) {
     /* Rejected at once (the host MPI's checks, raised on the communicator as
      * natively): the call returns the error, as the host's MPI_I* would. */
@@ -361,9 +378,10 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
   t->persistent = p;
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
-  int ignored;
-  if (enqueue(p->comm, t, &ignored) < 0) *err = MPI_ERR_NO_MEM;
+  int ignored, ran_to_end = enqueue(p->comm, t, &ignored);
+  if (ran_to_end < 0) *err = MPI_ERR_NO_MEM;
   pthread_mutex_unlock(&engine_lock);
+  if (ran_to_end == 0) wake_progress();
   return 1;
 }
 

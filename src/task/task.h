@@ -72,6 +72,10 @@ int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);
 int mcoll__persistent_free(MPI_Request *req);
 
+/* Called (outside the engine's lock) when a started task is left pending: the
+ * progress thread's wake-up; NULL: none. */
+void mcoll__task_set_waker(void (*waker)(void));
+
 /* Tasks started, and of them those that finished at start. */
 void mcoll__task_report(FILE *out);
 

@@ -1,0 +1,64 @@
+#include "task/progress_thread.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "task/task.h"
+
+static pthread_t thread;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static atomic_int running, stopping;
+static int woken; /* under lock: a task was left pending since the thread last looked */
+
+static void wake_thread(void) {
+  pthread_mutex_lock(&lock);
+  woken = 1;
+  pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&lock);
+}
+
+/* Passes that yield before the thread starts sleeping between passes: a peer that
+ * arrives within ~50 yields costs no sleep. */
+enum { YIELD_PASSES = 50, SLEEP_NS = 20 * 1000 };
+
+static void *progress_main(void *arg) {
+  (void)arg;
+  unsigned idle_passes = 0;
+  while (!atomic_load(&stopping)) {
+    if (!mcoll__tasks_pending()) {
+      pthread_mutex_lock(&lock);
+      while (!woken && !atomic_load(&stopping) && !mcoll__tasks_pending())
+        pthread_cond_wait(&wake, &lock);
+      woken = 0;
+      pthread_mutex_unlock(&lock);
+      idle_passes = 0;
+      continue;
+    }
+    mcoll__progress();
+    if (++idle_passes < YIELD_PASSES) sched_yield();
+    else nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = SLEEP_NS}, NULL);
+  }
+  return NULL;
+}
+
+int mcoll__progress_thread_start(void) {
+  if (atomic_load(&running)) return 0;
+  atomic_store(&stopping, 0);
+  if (pthread_create(&thread, NULL, progress_main, NULL) != 0) return -1;
+  atomic_store(&running, 1);
+  mcoll__task_set_waker(wake_thread);
+  return 0;
+}
+
+void mcoll__progress_thread_stop(void) {
+  if (!atomic_exchange(&running, 0)) return;
+  mcoll__task_set_waker(NULL);
+  atomic_store(&stopping, 1);
+  wake_thread();
+  pthread_join(thread, NULL);
+}
+
+int mcoll__progress_thread_running(void) { return atomic_load(&running); }
