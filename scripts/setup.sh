@@ -21,7 +21,9 @@ python3 -m pip install -q -r "$root/tools/py/requirements.txt" 2>&1 | grep -v 'W
 
 build() {  # build DIR [cmake args]
   local dir=$1; shift
-  cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  # CI (CI set) compiles with -Werror; the warning check below covers the rest.
+  local werror=OFF; [[ -n ${CI:-} ]] && werror=ON
+  cmake -S "$root" -B "$root/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCOLL_WERROR=$werror "$@" >/dev/null
   local log
   # A failed build or any compiler diagnostic stops the setup (-Wall -Wextra clean).
   if ! log=$(cmake --build "$root/$dir" -j"$(nproc)" 2>&1) || grep -qE 'warning:|error:' <<<"$log"; then

@@ -15,7 +15,6 @@ struct mcoll_task {
   mcoll_task_fn fn;
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   int err;
-  int finished;              /* fn has returned */
   int detached;              /* the application freed its request (MPI_Request_free) */
   MPI_Request req;           /* the generalized request the application holds */
   MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
@@ -84,8 +83,21 @@ static int resume(struct mcoll_task *t) {
 
 MPI_Request *mcoll__host_request(void) { return running ? &running->host_req : &thread_host_req; }
 
+/* Finished tasks wait, with their fiber, in a short list per thread for the next
+ * call: a call then allocates nothing (malloc, a stack from the pool and the zeroing
+ * of a task cost as much as a small collective). */
+enum { SPARE_TASKS = 16 };
+static MCOLL_TLS struct mcoll_task *spare_tasks;
+static MCOLL_TLS int nspare;
+
 static void task_unref(struct mcoll_task *t) {
   if (atomic_fetch_sub(&t->refs, 1) != 1) return;
+  if (nspare < SPARE_TASKS) {
+    t->next = spare_tasks;
+    spare_tasks = t;
+    nspare++;
+    return;
+  }
   mcoll__fiber_free(t->fiber);
   free(t);
 }
@@ -237,21 +249,34 @@ int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_requ
 static void engine_progress_hook(void) { mcoll__progress(); }
 
 static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t args_bytes) {
-  struct mcoll_task *t = calloc(1, sizeof *t);
-  if (!t || args_bytes > sizeof t->args) {
-    free(t);
-    return NULL;
+  static atomic_int hooked;
+  if (args_bytes > MCOLL_TASK_ARGS_MAX) return NULL;
+  struct mcoll_task *t = spare_tasks;
+  if (t) {
+    spare_tasks = t->next;
+    nspare--;
+    mcoll__fiber_reset(t->fiber, task_main, t);
+  } else {
+    t = malloc(sizeof *t);
+    if (!t) return NULL;
+    t->fiber = mcoll__fiber_new(task_main, t);
+    if (!t->fiber) {
+      free(t);
+      return NULL;
+    }
   }
   t->fn = fn;
   memcpy(t->args, args, args_bytes);
-  t->fiber = mcoll__fiber_new(task_main, t);
-  if (!t->fiber) {
-    free(t);
-    return NULL;
-  }
+  t->err = MPI_SUCCESS;
+  t->detached = 0;
+  t->req = t->host_req = MPI_REQUEST_NULL;
+  t->next = NULL;
+  t->persistent = NULL;
+  t->call = NULL;
   atomic_init(&t->refs, 2);
-  mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
-  atomic_fetch_add(&started, 1);
+  if (!atomic_load_explicit(&hooked, memory_order_relaxed) && !atomic_exchange(&hooked, 1))
+    mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
+  atomic_fetch_add_explicit(&started, 1, memory_order_relaxed);
   return t;
 }
 

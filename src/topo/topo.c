@@ -154,8 +154,8 @@ static int build_level(struct mcoll_topo *t, const int *ids, int kind, int fake,
  * a parent always has a lower local rank and this is a tree rooted at local rank 0. */
 static mcoll_status build_tree(struct mcoll_topo *t) {
   int n = t->local_size;
-  int *parent = malloc(sizeof(int) * n);
-  int *level_of = malloc(sizeof(int) * n);
+  int *parent = calloc((size_t)n + 1, sizeof(int));
+  int *level_of = calloc((size_t)n + 1, sizeof(int));
   t->children = malloc(sizeof(int) * (n > 0 ? n : 1));
   if (!parent || !level_of || !t->children) {
     free(parent);

@@ -81,7 +81,7 @@ static int build_recv(struct mcoll_a2a *a, const struct mcoll_a2a_side *rs) {
   int n = a->c->size, err = MPI_SUCCESS;
   struct type_facts f = {MPI_DATATYPE_NULL, 0, 0, 0, 0};
   size_t scratch = 0, off = 0;
-  struct block_desc d;
+  struct block_desc d = {0};
   if (!rs->types && (err = type_facts(rs->type, &f)) != MPI_SUCCESS) return err;
   for (int j = 0; j < n && err == MPI_SUCCESS; j++) {
     err = describe(rs, j, &f, &d);
@@ -106,7 +106,7 @@ static int build_send(struct mcoll_a2a *a, const struct mcoll_a2a_side *ss) {
   int n = a->c->size, me = a->c->rank, err = MPI_SUCCESS;
   struct type_facts f = {MPI_DATATYPE_NULL, 0, 0, 0, 0};
   size_t scratch = 0, off = 0;
-  struct block_desc d;
+  struct block_desc d = {0};
   if (!ss->types && (err = type_facts(ss->type, &f)) != MPI_SUCCESS) return err;
   for (int j = 0; j < n && err == MPI_SUCCESS; j++) {
     err = describe(ss, j, &f, &d);
@@ -154,7 +154,7 @@ void mcoll__a2a_blocks_release(struct mcoll_a2a *a, int ok) {
     if (!a->rside.types) type_facts(a->rside.type, &f);
     for (int j = 0; j < n; j++) {
       if (!a->rpacked[j]) continue;
-      struct block_desc d;
+      struct block_desc d = {0};
       describe(&a->rside, j, &f, &d);
       mcoll__pack_move(d.base, d.count, d.type, a->recv[j].ptr, 0);
     }
