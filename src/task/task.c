@@ -14,7 +14,9 @@
 struct mcoll_task {
   mcoll_task_fn fn;
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
-  int err;
+  /* written by the task, read by the host's request query on the application's
+   * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
+  _Atomic int err;
   int detached;              /* the application freed its request (MPI_Request_free) */
   MPI_Request req;           /* the generalized request the application holds */
   MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
