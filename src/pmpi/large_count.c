@@ -223,4 +223,70 @@ MCOLL_EXPORT int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts
   return err;
 }
 
+
+/* The non-blocking forms whose counts are scalars (the v/w forms' narrowed arrays
+ * would have to live until completion: they go to the host MPI). */
+MCOLL_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
+                              MPI_Comm comm, MPI_Request *req) {
+  if (!fits(count)) return PMPI_Ibcast_c(buf, count, type, root, comm, req);
+  return MPI_Ibcast(buf, (int)count, type, root, comm, req);
+}
+
+MCOLL_EXPORT int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
+                               MPI_Request *req) {
+  if (!fits(count)) return PMPI_Ireduce_c(sendbuf, recvbuf, count, type, op, root, comm, req);
+  return MPI_Ireduce(sendbuf, recvbuf, (int)count, type, op, root, comm, req);
+}
+
+MCOLL_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+  if (!fits(count)) return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
+  return MPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
+}
+
+MCOLL_EXPORT int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                             MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+  if (!fits(count)) return PMPI_Iscan_c(sendbuf, recvbuf, count, type, op, comm, req);
+  return MPI_Iscan(sendbuf, recvbuf, (int)count, type, op, comm, req);
+}
+
+MCOLL_EXPORT int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
+                               MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+  if (!fits(count)) return PMPI_Iexscan_c(sendbuf, recvbuf, count, type, op, comm, req);
+  return MPI_Iexscan(sendbuf, recvbuf, (int)count, type, op, comm, req);
+}
+
+MCOLL_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf,
+                                             MPI_Count recvcount, MPI_Datatype type, MPI_Op op,
+                                             MPI_Comm comm, MPI_Request *req) {
+  if (!fits(recvcount))
+    return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, type, op, comm, req);
+  return MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)recvcount, type, op, comm, req);
+}
+
+#define MCOLL_IGATHER_FAMILY_C(Name, name)                                                      \
+  MCOLL_EXPORT int MPI_I##name##_c(const void *sendbuf, MPI_Count sendcount,                    \
+                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,   \
+                                   MPI_Datatype recvtype, MCOLL_ROOT_PARAM MPI_Comm comm,       \
+                                   MPI_Request *req) {                                          \
+    if (!fits(sendcount) || !fits(recvcount))                                                   \
+      return PMPI_I##name##_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,       \
+                              MCOLL_ROOT_ARG comm, req);                                        \
+    return MPI_I##name(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,    \
+                       MCOLL_ROOT_ARG comm, req);                                               \
+  }
+#define MCOLL_ROOT_PARAM
+#define MCOLL_ROOT_ARG
+MCOLL_IGATHER_FAMILY_C(Allgather, allgather)
+MCOLL_IGATHER_FAMILY_C(Alltoall, alltoall)
+#undef MCOLL_ROOT_PARAM
+#undef MCOLL_ROOT_ARG
+#define MCOLL_ROOT_PARAM int root,
+#define MCOLL_ROOT_ARG root,
+MCOLL_IGATHER_FAMILY_C(Gather, gather)
+MCOLL_IGATHER_FAMILY_C(Scatter, scatter)
+#undef MCOLL_ROOT_PARAM
+#undef MCOLL_ROOT_ARG
+
 #endif /* MPI_VERSION >= 4 */
