@@ -132,13 +132,18 @@ static void task_main(void *arg) {
   t->err = t->fn(t->args);
 }
 
+/* One emptied lane kept for the next communicator's call (under engine_lock). */
+static struct lane *spare_lane;
+
 static struct lane *lane_of(MPI_Comm comm, int create) {
   for (struct lane *l = lanes; l; l = l->next)
     if (l->comm == comm) return l;
   if (!create) return NULL;
-  struct lane *l = calloc(1, sizeof *l);
+  struct lane *l = spare_lane ? spare_lane : calloc(1, sizeof *l);
   if (!l) return NULL;
+  spare_lane = NULL;
   l->comm = comm;
+  l->head = l->tail = NULL;
   l->next = lanes;
   lanes = l;
   return l;
@@ -194,7 +199,8 @@ static void drop_empty_lanes(void) {
     if (!(*p)->head) {
       struct lane *dead = *p;
       *p = dead->next;
-      free(dead);
+      if (!spare_lane) spare_lane = dead;
+      else free(dead);
     } else {
       p = &(*p)->next;
     }
