@@ -52,7 +52,7 @@ MCOLL_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype
                                MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
   struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__start(comm, allgather_task, &a, sizeof a, request);
+  return mcoll__start(comm, allgather_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -62,6 +62,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgather_init)(const void *sendbuf, int sendc
                                MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
   struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__persistent_init(comm, allgather_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, allgather_task, &a, sizeof a, NULL, request);
 }
 #endif

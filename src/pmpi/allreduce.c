@@ -34,7 +34,7 @@ MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, M
                                MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
   struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__start(comm, allreduce_task, &a, sizeof a, request);
+  return mcoll__start(comm, allreduce_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -43,6 +43,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allreduce_init)(const void *sendbuf, void *rec
                                MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Allreduce_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
   struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__persistent_init(comm, allreduce_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, allreduce_task, &a, sizeof a, NULL, request);
 }
 #endif

@@ -64,7 +64,14 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
-  return mcoll__start(comm, alltoallv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  return mcoll__start(comm, alltoallv_task, &a, sizeof a, &keep, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -74,6 +81,13 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
-  return mcoll__persistent_init(comm, alltoallv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  return mcoll__persistent_init(comm, alltoallv_task, &a, sizeof a, &keep, request);
 }
 #endif

@@ -65,7 +65,16 @@ MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
                                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
-  return mcoll__start(comm, alltoallw_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
+  a.sendtypes = mcoll__task_keep(&keep, sendtypes, entries * sizeof(*sendtypes));
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  a.recvtypes = mcoll__task_keep(&keep, recvtypes, entries * sizeof(*recvtypes));
+  return mcoll__start(comm, alltoallw_task, &a, sizeof a, &keep, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -76,6 +85,15 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int
                                const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
-  return mcoll__persistent_init(comm, alltoallw_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
+  a.sendtypes = mcoll__task_keep(&keep, sendtypes, entries * sizeof(*sendtypes));
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  a.recvtypes = mcoll__task_keep(&keep, recvtypes, entries * sizeof(*recvtypes));
+  return mcoll__persistent_init(comm, alltoallw_task, &a, sizeof a, &keep, request);
 }
 #endif

@@ -24,7 +24,7 @@ static int barrier_task(const void *args) {
 MCOLL_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ibarrier(comm, request);
   struct barrier_args a = {comm};
-  return mcoll__start(comm, barrier_task, &a, sizeof a, request);
+  return mcoll__start(comm, barrier_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -32,6 +32,6 @@ MCOLL_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
 MCOLL_EXPORT int MCOLL_PERSISTENT(Barrier_init)(MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Barrier_init)(comm, info, request);
   struct barrier_args a = {comm};
-  return mcoll__persistent_init(comm, barrier_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, barrier_task, &a, sizeof a, NULL, request);
 }
 #endif

@@ -42,7 +42,7 @@ static int bcast_task(const void *args) {
 MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ibcast(buf, count, type, root, comm, request);
   struct bcast_args a = {buf, count, type, root, comm};
-  return mcoll__start(comm, bcast_task, &a, sizeof a, request);
+  return mcoll__start(comm, bcast_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -50,6 +50,6 @@ MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, M
 MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info, request);
   struct bcast_args a = {buf, count, type, root, comm};
-  return mcoll__persistent_init(comm, bcast_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, bcast_task, &a, sizeof a, NULL, request);
 }
 #endif

@@ -34,7 +34,7 @@ MCOLL_EXPORT int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_
                             MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iexscan(sendbuf, recvbuf, count, type, op, comm, request);
   struct exscan_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__start(comm, exscan_task, &a, sizeof a, request);
+  return mcoll__start(comm, exscan_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -43,6 +43,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Exscan_init)(const void *sendbuf, void *recvbu
                             MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Exscan_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
   struct exscan_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__persistent_init(comm, exscan_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, exscan_task, &a, sizeof a, NULL, request);
 }
 #endif

@@ -58,7 +58,7 @@ MCOLL_EXPORT int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype se
                             MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
   struct gather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__start(comm, gather_task, &a, sizeof a, request);
+  return mcoll__start(comm, gather_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -68,6 +68,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Gather_init)(const void *sendbuf, int sendcoun
                             MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Gather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
   struct gather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__persistent_init(comm, gather_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, gather_task, &a, sizeof a, NULL, request);
 }
 #endif

@@ -68,7 +68,14 @@ MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype s
                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
-  return mcoll__start(comm, gatherv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  if (mcoll__is_root(comm, root)) {
+    a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  }
+  return mcoll__start(comm, gatherv_task, &a, sizeof a, &keep, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -78,6 +85,13 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcou
                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
-  return mcoll__persistent_init(comm, gatherv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  if (mcoll__is_root(comm, root)) {
+    a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  }
+  return mcoll__persistent_init(comm, gatherv_task, &a, sizeof a, &keep, request);
 }
 #endif

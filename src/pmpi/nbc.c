@@ -28,6 +28,20 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   return NULL;
 }
 
+int mcoll__array_entries(MPI_Comm comm) {
+  int inter = 0, n = 0;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+  if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS) return 0;
+  return n;
+}
+
+int mcoll__is_root(MPI_Comm comm, int root) {
+  int inter = 0, rank = -1;
+  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
+  if (inter) return root == MPI_ROOT;
+  return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
+}
+
 /* ---- completion calls ------------------------------------------------------------ */
 static void idle(unsigned *polls) {
   mcoll__progress();

@@ -38,7 +38,7 @@ MCOLL_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_
                             MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
   struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
-  return mcoll__start(comm, reduce_task, &a, sizeof a, request);
+  return mcoll__start(comm, reduce_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -47,6 +47,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_init)(const void *sendbuf, void *recvbu
                             MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_init)(sendbuf, recvbuf, count, type, op, root, comm, info, request);
   struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
-  return mcoll__persistent_init(comm, reduce_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, reduce_task, &a, sizeof a, NULL, request);
 }
 #endif

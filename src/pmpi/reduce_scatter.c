@@ -42,7 +42,11 @@ MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const i
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
-  return mcoll__start(comm, reduce_scatter_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  return mcoll__start(comm, reduce_scatter_task, &a, sizeof a, &keep, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -51,6 +55,10 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void
                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm, info, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
-  return mcoll__persistent_init(comm, reduce_scatter_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  return mcoll__persistent_init(comm, reduce_scatter_task, &a, sizeof a, &keep, request);
 }
 #endif

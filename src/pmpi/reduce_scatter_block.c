@@ -36,7 +36,7 @@ MCOLL_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, i
                                           MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
   struct reduce_scatter_block_args a = {sendbuf, recvbuf, recvcount, type, op, comm};
-  return mcoll__start(comm, reduce_scatter_block_task, &a, sizeof a, request);
+  return mcoll__start(comm, reduce_scatter_block_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -45,6 +45,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_block_init)(const void *sendbuf
                                           MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_scatter_block_init)(sendbuf, recvbuf, recvcount, type, op, comm, info, request);
   struct reduce_scatter_block_args a = {sendbuf, recvbuf, recvcount, type, op, comm};
-  return mcoll__persistent_init(comm, reduce_scatter_block_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, reduce_scatter_block_task, &a, sizeof a, NULL, request);
 }
 #endif

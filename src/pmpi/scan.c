@@ -34,7 +34,7 @@ MCOLL_EXPORT int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Da
                           MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iscan(sendbuf, recvbuf, count, type, op, comm, request);
   struct scan_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__start(comm, scan_task, &a, sizeof a, request);
+  return mcoll__start(comm, scan_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -43,6 +43,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scan_init)(const void *sendbuf, void *recvbuf,
                           MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scan_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
   struct scan_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__persistent_init(comm, scan_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, scan_task, &a, sizeof a, NULL, request);
 }
 #endif

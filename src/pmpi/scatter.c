@@ -58,7 +58,7 @@ MCOLL_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype s
                              MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
   struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__start(comm, scatter_task, &a, sizeof a, request);
+  return mcoll__start(comm, scatter_task, &a, sizeof a, NULL, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -68,6 +68,6 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scatter_init)(const void *sendbuf, int sendcou
                              MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scatter_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
   struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__persistent_init(comm, scatter_task, &a, sizeof a, request);
+  return mcoll__persistent_init(comm, scatter_task, &a, sizeof a, NULL, request);
 }
 #endif

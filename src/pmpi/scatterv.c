@@ -68,7 +68,14 @@ MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], cons
                               MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__start(comm, scatterv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  if (mcoll__is_root(comm, root)) {
+    a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  }
+  return mcoll__start(comm, scatterv_task, &a, sizeof a, &keep, request);
 }
 
 #ifdef MCOLL_PERSISTENT
@@ -78,6 +85,13 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int 
                               MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__persistent_init(comm, scatterv_task, &a, sizeof a, request);
+  /* (the arrays are copied: see task/task.h) */
+  struct mcoll_task_keep keep = {.n = 0};
+  size_t entries = (size_t)mcoll__array_entries(comm);
+  if (mcoll__is_root(comm, root)) {
+    a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
+    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  }
+  return mcoll__persistent_init(comm, scatterv_task, &a, sizeof a, &keep, request);
 }
 #endif

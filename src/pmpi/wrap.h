@@ -69,11 +69,18 @@ static inline int mcoll__nbc_on(void) {
   return !mcoll__cfg.DISABLE && mcoll__cfg.NBC;
 }
 
-/* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task. */
+/* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
+ * copied arrays, or NULL. */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *args, size_t bytes,
-                               MPI_Request *req) {
-  return mcoll__task_start(comm, run, args, bytes, req);
+                               struct mcoll_task_keep *keep, MPI_Request *req) {
+  return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
+
+/* Entries of a v/w collective's arrays: the group's size (the remote group's on an
+ * intercommunicator); 0 for an invalid communicator (nothing is copied). */
+int mcoll__array_entries(MPI_Comm comm);
+/* Whether this rank is the root of a rooted collective (MPI_ROOT on an intercommunicator). */
+int mcoll__is_root(MPI_Comm comm, int root);
 
 static inline int mcoll__root_valid(const struct mcoll_comm *c, int root) {
   return root >= 0 && root < c->size;

@@ -25,6 +25,7 @@ struct mcoll_task {
   atomic_int refs;           /* the engine's, and the request's (freed by the host) */
   struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
   struct mcoll_call *call;   /* its guarded reduction call, while it yields (shm/call.h) */
+  struct mcoll_task_keep keep; /* its copied arrays (not for a persistent start) */
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
@@ -37,6 +38,7 @@ struct mcoll_persistent {
   mcoll_task_fn fn;
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   size_t args_bytes;
+  struct mcoll_task_keep keep;
   MPI_Request carrier;
   struct mcoll_task *active; /* the start in flight, or NULL */
   int freed;                 /* MPI_Request_free came while active */
@@ -92,8 +94,23 @@ enum { SPARE_TASKS = 16 };
 static MCOLL_TLS struct mcoll_task *spare_tasks;
 static MCOLL_TLS int nspare;
 
+const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size_t bytes) {
+  if (!src || !bytes || keep->n == (int)(sizeof keep->mem / sizeof keep->mem[0])) return src;
+  void *copy = malloc(bytes);
+  if (!copy) return src;
+  memcpy(copy, src, bytes);
+  keep->mem[keep->n++] = copy;
+  return copy;
+}
+
+static void keep_free(struct mcoll_task_keep *keep) {
+  for (int i = 0; i < keep->n; i++) free(keep->mem[i]);
+  keep->n = 0;
+}
+
 static void task_unref(struct mcoll_task *t) {
   if (atomic_fetch_sub(&t->refs, 1) != 1) return;
+  keep_free(&t->keep);
   if (nspare < SPARE_TASKS) {
     t->next = spare_tasks;
     spare_tasks = t;
@@ -182,6 +199,7 @@ static void persistent_destroy(struct mcoll_persistent *p) {
       break;
     }
   PMPI_Request_free(&p->carrier);
+  keep_free(&p->keep);
   free(p);
 }
 
@@ -281,6 +299,7 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   t->next = NULL;
   t->persistent = NULL;
   t->call = NULL;
+  t->keep.n = 0;
   atomic_init(&t->refs, 2);
   if (!atomic_load_explicit(&hooked, memory_order_relaxed) && !atomic_exchange(&hooked, 1))
     mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
@@ -306,11 +325,16 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
 }
 
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                      MPI_Request *req) {
+                      struct mcoll_task_keep *keep, MPI_Request *req) {
   struct mcoll_task *t = task_new(fn, args, args_bytes);
-  if (!t) return MPI_ERR_NO_MEM;
+  if (!t) {
+    if (keep) keep_free(keep);
+    return MPI_ERR_NO_MEM;
+  }
+  if (keep) t->keep = *keep;
   int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
   if (err != MPI_SUCCESS) {
+    keep_free(&t->keep);
     mcoll__fiber_free(t->fiber);
     free(t);
     return err;
@@ -364,7 +388,7 @@ int mcoll__task_request_is_mine(const MPI_Request *req) {
 
 /* ---- persistent collectives ---------------------------------------------------------- */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           MPI_Request *req) {
+                           struct mcoll_task_keep *keep, MPI_Request *req) {
   struct mcoll_persistent *p = calloc(1, sizeof *p);
   if (!p || args_bytes > sizeof p->args) {
     free(p);
@@ -379,6 +403,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   p->fn = fn;
   memcpy(p->args, args, args_bytes);
   p->args_bytes = args_bytes;
+  if (keep) p->keep = *keep;
   pthread_mutex_lock(&engine_lock);
   p->next = persistents;
   persistents = p;

@@ -25,12 +25,23 @@ typedef int (*mcoll_task_fn)(const void *args);
 
 enum { MCOLL_TASK_ARGS_MAX = 160 };
 
+/* Arrays of a call (counts, displacements, datatypes) copied when it starts: native
+ * MPIs copy them into their schedules, and programs (mpi4py among them) reuse them
+ * once the call has returned. Freed with the task (or the persistent request). */
+struct mcoll_task_keep {
+  void *mem[6];
+  int n;
+};
+/* A copy of src (bytes) owned by keep, or src itself when there is nothing to copy
+ * (NULL, empty) or no memory. */
+const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size_t bytes);
+
 /* Starts fn(args) for communicator comm and returns its request in *req. The task
  * runs at once, as far as it can, when comm has nothing else in flight. An error
  * found before anything was started (invalid arguments the host MPI rejected) is
  * returned, with *req = MPI_REQUEST_NULL. */
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                      MPI_Request *req);
+                      struct mcoll_task_keep *keep, MPI_Request *req);
 
 /* Advances every pending task once; cheap when none is pending. Not from a task. */
 void mcoll__progress(void);
@@ -66,7 +77,7 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
  * of req is in flight; any_busy: of any; free: 1 if *req was one (freed now, or when
  * its start in flight completes). */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           MPI_Request *req);
+                           struct mcoll_task_keep *keep, MPI_Request *req);
 int mcoll__persistent_start(MPI_Request *req, int *err);
 int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);
