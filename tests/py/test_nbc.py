@@ -101,7 +101,7 @@ HEAVY = [("openmpi", 3, "nodes=2", 0), ("mpich", 2, "flat", 1)]
 def test_nbc_heavy(request, flavour, np, topo, progress):
     """Messages up to 4 MiB, a third of the single calls above 1 MiB, more groups."""
     program = BUILD.bin(flavour, PROGRAM)
-    args = ["--max-bytes", "4M", "--large", "30", "--groups", "24", "--disorder", "6",
+    args = ["--max-bytes", "4M", "--large", "30", "--groups", "12", "--disorder", "4",
             "--comms", "world,dup,reversed", "--seed", seed_for(request)]
     result = run_job(mpiexec_argv(flavour, np, program, args), nbc_env(topo, progress), JOB_TIMEOUT)
     check_summary(result, flavour)
