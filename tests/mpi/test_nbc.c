@@ -13,8 +13,9 @@
  *             Waitsome / Testall / Testany / Testsome;
  *   disorder  one call on each of 2-3 communicators, started in a different order
  *             on each rank (legal for non-blocking collectives), then Waitall;
- *   free      MPI_Request_free on an active MPI_Ibcast / MPI_Iallreduce, then a
- *             barrier-like allreduce loop until the buffers hold the result.
+ *   free      MPI_Request_free on an active MPI_Ibcast / MPI_Iallreduce (erroneous,
+ *             both host MPIs reject it): rejected, the requests still complete;
+ *             accepted, allreduce rounds until the buffers hold the results.
  * Persistent requests are started --starts times with new buffer contents before
  * each start, and freed (inactive) with MPI_Request_free at the end.
  * Statuses: MPI_ERROR of a collective's status is MPI_SUCCESS or left as it was,
@@ -812,9 +813,9 @@ static void run_disorder(long *id, struct test_comm *comms, enum nb_form form, l
 }
 
 /* free: MPI_Request_free on active MPI_Ibcast / MPI_Iallreduce requests. MPI-3.1
- * 5.12 makes this erroneous for non-blocking collectives: Open MPI 4.1 rejects it
- * (MPI_ERR_REQUEST), MPICH 4.0 accepts it and completes the operation. With
- * MPI_ERRORS_RETURN either is fine, but consistently: a rejected request is still
+ * 5.12 makes this erroneous for non-blocking collectives: Open MPI 4.1 and MPICH 4.0
+ * both reject it with an error (Open MPI: MPI_ERR_REQUEST). With MPI_ERRORS_RETURN
+ * rejecting and accepting are both fine, but consistently: a rejected request is still
  * there and completes by MPI_Wait; a freed one is NULL, and allreduce rounds (a
  * barrier each) follow until every rank sees the results. Buffers of freed requests
  * are never freed (nothing says when MPI is done with them). */
