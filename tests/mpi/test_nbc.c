@@ -2,7 +2,7 @@
  * forms of every collective, checked against test_coll's point-to-point reference
  * (this file includes test_coll.c: one reference, its cases, buffers and checks).
  *
- * Scenarios, each in both forms (--mode i|persistent|both):
+ * Scenarios, the first three in both forms (--mode i|persistent|both):
  *   single    every collective on every communicator, one request at a time,
  *             completed by a completion call drawn per rank;
  *   group     k = 1..max outstanding calls on 1-3 communicators (world, dup,
