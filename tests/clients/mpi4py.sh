@@ -15,7 +15,8 @@
 # A module failing under mcoll is re-run natively to tell mcoll's bugs from the
 # host MPI's.
 #
-# Environment: MPI4PY_VERSION (4.1.2), MCOLL_MPI4PY_CACHE (where the sdist and the
+# Environment: MPI4PY_VERSION (4.1.2), MCOLL_MPI4PY_MODULES (the modules to run
+# instead of the default selection, space-separated), MCOLL_MPI4PY_CACHE (where the sdist and the
 # builds are kept: <repo>/build, git-ignored), MCOLL_MPI4PY_TIMEOUT (seconds per
 # job, 300), MCOLL_MPI4PY_LOGS (job logs: a temporary directory), PYTHON (python3).
 # The first run builds mpi4py twice (a few minutes each); later runs reuse it.
@@ -52,9 +53,15 @@ done
 MODULES=()
 # MPICH 4.0 (ch4) spins without yielding, so with 4 ranks on 2 cores each message
 # costs a time slice: its full list takes ~20 minutes, so by default it runs these
-# (the blocking buffer and object collectives, the zero-size messages) and --all
-# runs the rest too.
-MPICH_MODULES=(test_cco_buf test_cco_obj test_cco_ngh_obj test_msgzero)
+# (the blocking buffer and object collectives, the zero-size messages, the
+# non-blocking and the persistent buffer and vector collectives) and --all runs the
+# rest too.
+MPICH_MODULES=(test_cco_buf test_cco_obj test_cco_ngh_obj test_msgzero
+               test_cco_nb_buf test_cco_nb_vec test_cco_pr_buf test_cco_pr_vec test_cco_pr_ngh_buf)
+# The modules of the non-blocking (MPI_I*) and persistent (MPI_<Coll>_init)
+# collectives; Open MPI runs the first two (its default list has every test_cco_*
+# module but OPENMPI_LEFT_OUT).
+NBC_MODULES=(test_cco_nb_buf test_cco_nb_vec test_cco_pr_buf test_cco_pr_vec test_cco_pr_ngh_buf)
 # Open MPI 4.1 is MPI 3.1: mpi4py skips every test of its persistent-collective
 # modules there, so they would only cost three launches.
 OPENMPI_LEFT_OUT=(test_cco_pr_buf test_cco_pr_ngh_buf test_cco_pr_vec)
@@ -259,7 +266,10 @@ for flavour in "${flavours[@]}"; do
   fi
   build_mpi4py "$flavour"
   modules=("${MODULES[@]}")
-  if [[ $flavour == mpich && $all -eq 0 ]]; then
+  if [[ -n ${MCOLL_MPI4PY_MODULES:-} ]]; then
+    read -r -a modules <<<"$MCOLL_MPI4PY_MODULES"
+    log "$flavour: running MCOLL_MPI4PY_MODULES: ${modules[*]}"
+  elif [[ $flavour == mpich && $all -eq 0 ]]; then
     modules=("${MPICH_MODULES[@]}")
     log "mpich: running ${MPICH_MODULES[*]} only (slow when oversubscribed; --all runs every module)"
   elif [[ $flavour == openmpi && $all -eq 0 ]]; then

@@ -27,6 +27,11 @@
 #include <string.h>
 #include <time.h>
 
+/* test_nbc.c includes this file for its reference (TEST_COLL_NO_MAIN, its own name). */
+#ifndef PROGRAM_NAME
+#define PROGRAM_NAME "test_coll"
+#endif
+
 enum { GUARD = 64, SENTINEL = 0xA5, TAG_REF = 4242, MAX_REPORTS = 40, REPORTS_PER_CHECK = 3 };
 #define MIB ((size_t)1 << 20)
 
@@ -493,7 +498,7 @@ static void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p) {
-        fprintf(stderr, "test_coll: out of memory (%zu bytes)\n", n);
+        fprintf(stderr, PROGRAM_NAME ": out of memory (%zu bytes)\n", n);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return p;
@@ -696,7 +701,7 @@ static void report(const struct coll_case *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "test_coll: FAIL %s (seed %" PRIu64 "): %s\n", head, opt.seed, msg);
+    fprintf(stderr, PROGRAM_NAME ": FAIL %s (seed %" PRIu64 "): %s\n", head, opt.seed, msg);
     fflush(stderr);
 }
 
@@ -1496,6 +1501,9 @@ static void verify_case(const struct coll_case *c)
 /* ---- case life cycle -------------------------------------------------------------------- */
 
 /* iter numbers the cases of one (communicator, collective) so that roots go round. */
+/* Collectives never called in place (test_nbc: host MPI bugs of the non-blocking forms). */
+static bool no_inplace[N_COLLS];
+
 static struct coll_case *make_case(long id, enum coll_id coll, const struct test_comm *tc, int iter, bool small)
 {
     struct coll_case *c = xcalloc(1, sizeof *c);
@@ -1509,7 +1517,7 @@ static struct coll_case *make_case(long id, enum coll_id coll, const struct test
     c->n = tc->size;
     c->small = small;
     c->root = rooted(coll) ? (int)(((uint64_t)iter + opt.seed) % (uint64_t)c->n) : -1;
-    c->inplace = inplace_allowed(coll) && rng_chance(&shared, 35);
+    c->inplace = inplace_allowed(coll) && rng_chance(&shared, 35) && !no_inplace[coll];
     c->mtype = (enum move_type)(cycle_move_type++ % N_MOVE_TYPES);
     c->skew_us = !small && rng_chance(&local, 10) ? (unsigned)rng_below(&local, 1000) : 0;
     switch (coll) {
@@ -1532,7 +1540,7 @@ static struct coll_case *make_case(long id, enum coll_id coll, const struct test
     if (opt.verbose && world_rank == 0) {
         char d[512];
         describe_case(c, d, sizeof d);
-        fprintf(stderr, "test_coll: %s", d);
+        fprintf(stderr, PROGRAM_NAME ": %s", d);
         for (int k = 0; c->blk && k < c->n; k++) fprintf(stderr, "%s%d", k ? "," : " counts=", c->blk[k]);
         fprintf(stderr, "\n");
     }
@@ -1771,8 +1779,8 @@ static int finish(long ncases)
             total[1] += theirs[1];
         }
         failed = total[1] != 0;
-        printf("test_coll: %ld cases on %d ranks, seed %" PRIu64 "\n", ncases, world_size, opt.seed);
-        printf("test_coll: %" PRIu64 " checks, %" PRIu64 " errors\n", total[0], total[1]);
+        printf(PROGRAM_NAME ": %ld cases on %d ranks, seed %" PRIu64 "\n", ncases, world_size, opt.seed);
+        printf(PROGRAM_NAME ": %" PRIu64 " checks, %" PRIu64 " errors\n", total[0], total[1]);
         fflush(stdout);
         for (int r = 1; r < world_size; r++) MPI_Send(&failed, 1, MPI_INT, r, TAG_REF, MPI_COMM_WORLD);
     } else {
@@ -1812,6 +1820,7 @@ static void run_type_reuse(void)
     }
 }
 
+#ifndef TEST_COLL_NO_MAIN
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1851,3 +1860,4 @@ int main(int argc, char **argv)
     MPI_Finalize();
     return failed ? 1 : 0;
 }
+#endif /* TEST_COLL_NO_MAIN */

@@ -1,5 +1,8 @@
 """A real client: mpi4py's own collective tests (test_cco_*.py, test_msgzero.py) at 4
 ranks under mcoll, one test per MPI flavour, through tests/clients/mpi4py.sh.
+Among them the non-blocking (test_cco_nb_buf, test_cco_nb_vec) and, on MPICH (MPI
+4.0; Open MPI 4.1 skips every test of them), the persistent collective modules
+(test_cco_pr_buf, test_cco_pr_vec, test_cco_pr_ngh_buf): they must have run and passed.
 
 The script builds mpi4py from its PyPI sdist against the flavour's MPI the first time
 (cached in build/mpi4py-<flavour>/), then runs each module under bin/mcollrun with
@@ -19,6 +22,12 @@ SCRIPT = ROOT / "tests" / "clients" / "mpi4py.sh"
 BUILD = mpijob.find_build(os.environ.get("MCOLL_BUILD_DIR", "build"))
 PREPARE_TIMEOUT = 3600  # two mpi4py builds from source on 2 busy cores
 RUN_TIMEOUT = 1500  # the script's own budget is a few minutes per flavour
+
+# The non-blocking and persistent collective modules each flavour must run.
+NBC_MODULES = {
+    "openmpi": ("test_cco_nb_buf", "test_cco_nb_vec"),
+    "mpich": ("test_cco_nb_buf", "test_cco_nb_vec", "test_cco_pr_buf", "test_cco_pr_vec", "test_cco_pr_ngh_buf"),
+}
 
 MODULE_LINE = re.compile(
     r"^mpi4py: (?P<flavour>\w+) (?P<module>test_\w+) mcoll: (?P<verdict>PASS|FAIL)"
@@ -50,6 +59,9 @@ def test_mpi4py_collective_tests(flavour):
     failed = sorted(name for name, m in modules.items() if m["verdict"] != "PASS")
     assert result.returncode == 0 and modules and not failed, (
         f"mpi4py modules failing under mcoll: {failed or 'see output'}\n{result.describe()}")
+
+    missing = [name for name in NBC_MODULES[flavour] if name not in modules]
+    assert not missing, f"non-blocking/persistent modules not run: {missing}\n{result.describe()}"
 
     took = {name: m["algs"] for name, m in modules.items() if m["algs"] not in (None, "none")}
     assert took, f"mcoll's algorithms took no collective of mpi4py's tests\n{result.describe()}"

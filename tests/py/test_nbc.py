@@ -1,0 +1,133 @@
+"""The non-blocking and persistent collectives (tests/mpi/test_nbc.c) against
+test_coll's point-to-point reference: every collective in MPI_I* form and (MPI 4
+only: MPICH) MPI_<Coll>_init form, several outstanding calls per communicator and
+across communicators completed in rank-dependent orders by every Wait/Test call,
+mixed with point-to-point requests and blocking collectives, starts in different
+orders on different communicators, MPI_Request_free on active requests.
+
+Under mcoll (bin/mcollrun) at 1, 2, 3, 4, 5 and 8 ranks on both MPIs, flat and with
+a fake two-node hierarchy, MCOLL_PROGRESS_THREAD=0 and =1, MCOLL_FALLBACK=error; a
+subset with the ASan build; once natively as a sanity check. test_nbc_heavy: larger
+messages (-k heavy selects them, -k "not heavy" leaves them out). Every job has a
+hard timeout (mpijob.run_job) and must leave no /dev/shm/mcoll-* file.
+Set MCOLL_TEST_SEED to run with another seed than the one derived from each test's name.
+"""
+
+import os
+import re
+import zlib
+
+import pytest
+
+import mpijob
+from mpijob import check_passed, mpiexec_argv, run_job
+
+BUILD = mpijob.find_build("build")
+ASAN = mpijob.find_build("build-asan")
+BASE_ENV = {"MCOLL_FALLBACK": "error"}
+JOB_TIMEOUT = 240
+PROGRAM = "mcoll-test-nbc"
+
+
+def flavour_param(flavour, *values, build=BUILD):
+    marks = []
+    if flavour not in build.flavours:
+        marks = [pytest.mark.skip(reason=f"{build.name}/{flavour}/lib/libmcoll.so not built")]
+    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
+
+
+def seed_for(request):
+    return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))
+
+
+def nbc_args(flavour, np):
+    """MPICH 4.0 spins without yielding, so each of the reference's point-to-point
+    messages takes a time slice once ranks outnumber the 2 cores: fewer groups,
+    communicators and bytes there as ranks grow (every collective still runs in
+    both forms)."""
+    if flavour == "openmpi" or np <= 2:
+        return ["--groups", "16", "--disorder", "6"]
+    if np <= 4:
+        return ["--groups", "8", "--disorder", "3", "--max-bytes", "512K"]
+    return ["--groups", "4", "--disorder", "2", "--comms", "world,reversed", "--max-bytes", "256K",
+            "--free-active", "1"]
+
+
+def topo_env(topo):
+    return {"MCOLL_TOPO": topo} if topo and topo != "flat" else {}
+
+
+def nbc_env(topo, progress):
+    return {**BASE_ENV, **topo_env(topo), "MCOLL_PROGRESS_THREAD": str(progress)}
+
+
+def check_summary(result, flavour):
+    """The program's own verdict, and which forms ran: persistent on MPICH only
+    (Open MPI 4.1's mpi.h is MPI 3.1)."""
+    checks = check_passed(result, "test_nbc")
+    assert checks > 0, result.describe()
+    forms = re.search(r"^test_nbc: forms:([a-z ]*),", result.stdout, re.M)
+    assert forms and "nonblocking" in forms.group(1), result.describe()
+    if flavour == "mpich":
+        assert "persistent" in forms.group(1), f"MPICH 4.0 is MPI 4.0: persistent forms must run\n{result.describe()}"
+    else:
+        assert re.search(r"persistent collectives skipped: mpi\.h is MPI 3\.", result.stdout), result.describe()
+    return checks
+
+
+# (flavour, np, topo, MCOLL_PROGRESS_THREAD): every rank count on both MPIs; each MPI
+# sees flat and nodes=2, and both progress settings.
+MATRIX = [
+    ("openmpi", 1, "flat", 0), ("openmpi", 2, "nodes=2", 1), ("openmpi", 3, "flat", 1),
+    ("openmpi", 4, "nodes=2", 0), ("openmpi", 5, "nodes=2", 1), ("openmpi", 8, "flat", 0),
+    ("openmpi", 8, "nodes=2", 1),
+    ("mpich", 1, "flat", 1), ("mpich", 2, "nodes=2", 0), ("mpich", 3, "nodes=2", 1),
+    ("mpich", 4, "flat", 0), ("mpich", 5, "nodes=2", 0), ("mpich", 8, "nodes=2", 1),
+]
+
+
+@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p) for f, n, t, p in MATRIX])
+def test_nbc(request, flavour, np, topo, progress):
+    program = BUILD.bin(flavour, PROGRAM)
+    args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args), nbc_env(topo, progress), JOB_TIMEOUT)
+    check_summary(result, flavour)
+
+
+HEAVY = [("openmpi", 3, "nodes=2", 0), ("mpich", 2, "flat", 1)]
+
+
+@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p) for f, n, t, p in HEAVY])
+def test_nbc_heavy(request, flavour, np, topo, progress):
+    """Messages up to 4 MiB, a third of the single calls above 1 MiB, more groups."""
+    program = BUILD.bin(flavour, PROGRAM)
+    args = ["--max-bytes", "4M", "--large", "30", "--groups", "12", "--disorder", "4",
+            "--comms", "world,dup,reversed", "--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args), nbc_env(topo, progress), JOB_TIMEOUT)
+    check_summary(result, flavour)
+
+
+ASAN_RUNS = [("openmpi", 3, "nodes=2", 1), ("mpich", 2, "nodes=2", 0)]
+
+
+@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p, build=ASAN)
+                                                      for f, n, t, p in ASAN_RUNS])
+def test_nbc_asan(request, flavour, np, topo, progress):
+    """The ASan+UBSan build (leak checking off: both MPIs leak at exit on their own)."""
+    program = ASAN.bin(flavour, PROGRAM)
+    args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
+    env = {**nbc_env(topo, progress), "MCOLL_BUILD_DIR": str(ASAN.path),
+           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
+           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)
+    assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
+
+
+@pytest.mark.parametrize("flavour,np", [flavour_param(f, n) for f, n in [("openmpi", 4), ("mpich", 3)]])
+def test_nbc_native(request, flavour, np):
+    """Without mcoll: the program and its host-MPI workarounds hold on the plain MPI."""
+    program = BUILD.bin(flavour, PROGRAM)
+    args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args, mcoll=False), {}, JOB_TIMEOUT)
+    check_summary(result, flavour)
