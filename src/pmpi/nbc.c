@@ -60,48 +60,59 @@ static int busy_in(int n, const MPI_Request reqs[]) {
 }
 
 /* A copy of reqs with the busy persistent ones as MPI_REQUEST_NULL, for the host's
- * Test{any,some}; *masked: how many. */
-static MPI_Request *masked_copy(int n, const MPI_Request reqs[], MPI_Request *local, int *masked) {
-  MPI_Request *copy = n <= 16 ? local : malloc(sizeof *copy * (size_t)n);
-  *masked = 0;
-  if (!copy) return NULL;
+ * Test{any,some}; busy[i] says which (the host gives back every other entry; a busy
+ * one may complete meanwhile, and keeps its handle). */
+struct masked {
+  MPI_Request local[16], *copy;
+  char local_busy[16], *busy;
+  int nbusy;
+};
+
+static int mask(struct masked *m, int n, const MPI_Request reqs[]) {
+  m->copy = n <= 16 ? m->local : malloc(sizeof *m->copy * (size_t)n);
+  m->busy = n <= 16 ? m->local_busy : malloc((size_t)n);
+  m->nbusy = 0;
+  if (!m->copy || !m->busy) return 0;
   for (int i = 0; i < n; i++) {
-    int busy = mcoll__persistent_busy(reqs[i]);
-    copy[i] = busy ? MPI_REQUEST_NULL : reqs[i];
-    *masked += busy;
+    m->busy[i] = (char)mcoll__persistent_busy(reqs[i]);
+    m->copy[i] = m->busy[i] ? MPI_REQUEST_NULL : reqs[i];
+    m->nbusy += m->busy[i];
   }
-  return copy;
+  return 1;
 }
 
-static void unmask(int n, MPI_Request reqs[], MPI_Request *copy, const MPI_Request *local) {
-  for (int i = 0; i < n; i++)
-    if (copy[i] != MPI_REQUEST_NULL || !mcoll__persistent_busy(reqs[i])) reqs[i] = copy[i];
-  if (copy != local) free(copy);
+static void unmask(struct masked *m, int n, MPI_Request reqs[]) {
+  for (int i = 0; m->copy && m->busy && i < n; i++)
+    if (!m->busy[i]) reqs[i] = m->copy[i];
+  if (m->copy != m->local) free(m->copy);
+  if (m->busy != m->local_busy) free(m->busy);
 }
 
 /* One round of MPI_Testany over reqs, busy persistent ones left out; *flag 0 while
  * only those remain active. */
 static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   if (!busy_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
-  MPI_Request local[16];
-  int masked;
-  MPI_Request *copy = masked_copy(n, reqs, local, &masked);
-  if (!copy) return MPI_ERR_NO_MEM;
-  int err = PMPI_Testany(n, copy, index, flag, status);
-  unmask(n, reqs, copy, local);
-  if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && masked) *flag = 0;
+  struct masked m;
+  if (!mask(&m, n, reqs)) {
+    unmask(&m, n, reqs);
+    return MPI_ERR_NO_MEM;
+  }
+  int err = PMPI_Testany(n, m.copy, index, flag, status);
+  unmask(&m, n, reqs);
+  if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && m.nbusy) *flag = 0;
   return err;
 }
 
 static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   if (!busy_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
-  MPI_Request local[16];
-  int masked;
-  MPI_Request *copy = masked_copy(n, reqs, local, &masked);
-  if (!copy) return MPI_ERR_NO_MEM;
-  int err = PMPI_Testsome(n, copy, outcount, indices, statuses);
-  unmask(n, reqs, copy, local);
-  if (err == MPI_SUCCESS && *outcount == MPI_UNDEFINED && masked) *outcount = 0;
+  struct masked m;
+  if (!mask(&m, n, reqs)) {
+    unmask(&m, n, reqs);
+    return MPI_ERR_NO_MEM;
+  }
+  int err = PMPI_Testsome(n, m.copy, outcount, indices, statuses);
+  unmask(&m, n, reqs);
+  if (err == MPI_SUCCESS && *outcount == MPI_UNDEFINED && m.nbusy) *outcount = 0;
   return err;
 }
 

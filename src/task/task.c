@@ -29,10 +29,13 @@ struct mcoll_task {
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
- * start, and the handle the application holds: a persistent receive from
- * MPI_PROC_NULL of the host MPI (the "carrier"), started only once the collective
- * has completed, so that the host's MPI_Wait and MPI_Test find it complete exactly
- * then; until then mcoll's wrappers of those calls hold it back (pmpi/nbc.c). */
+ * start, and the handle the application holds: a persistent receive of the host MPI
+ * (the "carrier") on a private duplicate of MPI_COMM_SELF, with a tag of its own,
+ * started and matched by an empty message to self only once the collective has
+ * completed, so that the host's MPI_Wait and MPI_Test find it complete exactly then;
+ * until then mcoll's wrappers of those calls hold it back (pmpi/nbc.c). (A receive
+ * from MPI_PROC_NULL would complete by itself, but MPICH's Testany/Waitany/Testsome
+ * take such a request for an inactive one and never report it.) */
 struct mcoll_persistent {
   MPI_Comm comm;
   mcoll_task_fn fn;
@@ -40,6 +43,7 @@ struct mcoll_persistent {
   size_t args_bytes;
   struct mcoll_task_keep keep;
   MPI_Request carrier;
+  int tag;                   /* the carrier's */
   struct mcoll_task *active; /* the start in flight, or NULL */
   int freed;                 /* MPI_Request_free came while active */
   struct mcoll_persistent *next;
@@ -59,6 +63,8 @@ static struct lane *lanes;
 static atomic_int pending;
 static atomic_ulong started, finished_at_start;
 static struct mcoll_persistent *persistents; /* under engine_lock */
+static MPI_Comm carrier_comm = MPI_COMM_NULL;  /* made by the first persistent request */
+static int carrier_tags;                       /* the last tag given (under engine_lock) */
 static void (*_Atomic waker)(void);
 
 void mcoll__task_set_waker(void (*fn)(void)) { atomic_store(&waker, fn); }
@@ -177,9 +183,12 @@ static void finish_head(struct lane *l) {
   atomic_fetch_sub(&pending, 1);
   struct mcoll_persistent *p = t->persistent;
   if (p) {
+    /* The carrier completes before the start stops counting as busy: a thread that
+     * sees it idle (pmpi/nbc.c, partly without the lock) finds it complete. */
+    PMPI_Start(&p->carrier);
+    PMPI_Send(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm); /* (eager, and already matched) */
     p->active = NULL;
     atomic_fetch_sub(&persistent_active, 1);
-    PMPI_Start(&p->carrier); /* complete at once: a receive from MPI_PROC_NULL */
     if (p->freed) persistent_destroy(p);
     task_unref(t);
     task_unref(t);
@@ -394,7 +403,12 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
     free(p);
     return MPI_ERR_NO_MEM;
   }
-  int err = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &p->carrier);
+  pthread_mutex_lock(&engine_lock);
+  int err = carrier_comm == MPI_COMM_NULL ? PMPI_Comm_dup(MPI_COMM_SELF, &carrier_comm) : MPI_SUCCESS;
+  p->tag = carrier_tags = (carrier_tags + 1) % 32768; /* (32767: every MPI's MPI_TAG_UB at least) */
+  pthread_mutex_unlock(&engine_lock);
+  if (err == MPI_SUCCESS)
+    err = PMPI_Recv_init(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm, &p->carrier);
   if (err != MPI_SUCCESS) {
     free(p);
     return err;
