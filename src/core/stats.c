@@ -36,13 +36,14 @@ void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid);
 void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
   bump(&counters[coll].fallback[why]);
   if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_SILENT) return;
+  /* A non-blocking call before the communicator's context exists is the design (its
+   * set-up would block), not an algorithm that could not run: said only when asked. */
+  if (why == MCOLL_WHY_NBC && mcoll__cfg.fallback_policy != MCOLL_FALLBACK_WARN) return;
   int rank = -1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr, "mcoll: rank %d: %s falls back to the host MPI: %s\n", rank,
           mcoll__coll_name(coll), reason_text[why]);
-  /* A non-blocking call before the communicator's context exists is the design (its
-   * set-up would block), not an algorithm that could not run. */
-  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR && why != MCOLL_WHY_NBC) {
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {
     fprintf(stderr, "mcoll: MCOLL_FALLBACK=error: aborting\n");
     PMPI_Abort(MPI_COMM_WORLD, 3);
   }

@@ -48,7 +48,10 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
     return NULL;
   }
   if (mcoll__in_task()) return mcoll__enter_task(coll, comm);
-  if (mcoll__tasks_pending()) mcoll__task_drain(comm);
+  if (mcoll__tasks_pending()) {
+    mcoll__progress(); /* (others' calls in flight move at every blocking call) */
+    mcoll__task_drain(comm);
+  }
   enum mcoll_fallback_reason why;
   struct mcoll_comm *c = mcoll__comm_get(comm, &why);
   if (!c) mcoll__fallback(coll, why);
