@@ -355,9 +355,11 @@ void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm com
     double main0 = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
     double wall0 = bench_now();
     sleep_for(o->idle_seconds);
-    double cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    /* The main thread's interval inside the process's: the difference is the other
+     * threads' time, never negative. */
     double main_thread = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - main0;
-    double mine[3] = {cpu, cpu - main_thread, bench_now() - wall0};
+    double cpu = cpu_seconds(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    double mine[3] = {cpu, fmax(0, cpu - main_thread), bench_now() - wall0};
     struct idle_result ir = {.nprocs = nprocs, .rounds = o->rounds, .work = o->compute_work};
     ir.per_rank = bench_alloc_doubles(3 * nprocs);
     PMPI_Gather(mine, 3, MPI_DOUBLE, ir.per_rank, 3, MPI_DOUBLE, 0, comm);

@@ -262,7 +262,7 @@ static void usage(void)
             "           pending (process CPU time), then -r rounds of a busy loop\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
             "  -I       idle mode: seconds asleep (default 10)\n"
-            "  -W       idle mode: busy-loop iterations per round (default 2^26)\n"
+            "  -W       idle mode: busy-loop iterations per round (default 2^25)\n"
             "collectives:");
     for (int i = 0; i < BENCH_NCOLLS; i++)
         fprintf(stderr, " %s", bench_coll_name(i));
@@ -314,7 +314,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
     *o = (struct options){.min_bytes = 8, .max_bytes = 16 << 20, .max_buffer = 256 << 20,
                           .factor = 2, .warmup = -1, .rounds = 9, .max_iters = 10000,
                           .round_seconds = 2e-3, .cold_calls = 100, .idle_seconds = 10,
-                          .compute_work = 1L << 26};
+                          .compute_work = 1L << 25};
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;

@@ -475,6 +475,17 @@ def plot_overlap(ax, docs, coll):
     ax.set_xlabel("bytes", fontsize=8)
 
 
+def plot_panels(docs):
+    """[(coll, is_overlap_panel)]: a time panel per collective, then an overlap panel
+    per sized collective of the nbc runs."""
+    docs = [d for d in docs if d["results"]]
+    nbc_docs = [d for d in docs if mode_of(d) == "nbc"]
+    overlap_names = [c for c in collectives_in(nbc_docs)
+                     if any(r["bytes"] > 0 for d in nbc_docs for r in d["results"]
+                            if r["coll"] == c)]
+    return [(c, False) for c in collectives_in(docs)] + [(c, True) for c in overlap_names]
+
+
 def plot(docs, path):
     """One panel per collective, and one overlap panel per collective of the nbc runs
     (sized ones; barrier's overlap is in the table); writes a PNG at path. Idle runs
@@ -484,12 +495,8 @@ def plot(docs, path):
     import matplotlib.pyplot as plt
 
     docs = [d for d in docs if d["results"]]
-    names = collectives_in(docs)
     nbc_docs = [d for d in docs if mode_of(d) == "nbc"]
-    overlap_names = [c for c in collectives_in(nbc_docs)
-                     if any(r["bytes"] > 0 for d in nbc_docs for r in d["results"]
-                            if r["coll"] == c)]
-    panels = [(c, False) for c in names] + [(c, True) for c in overlap_names]
+    panels = plot_panels(docs)
     ncols = min(4, max(1, len(panels)))
     nrows = math.ceil(len(panels) / ncols) or 1
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.5 * ncols, 3.6 * nrows), squeeze=False)
