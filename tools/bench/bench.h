@@ -168,9 +168,6 @@ void bench_check_block(const struct mpi_api *api, const struct row *r);
 /* The modes other than back-to-back: one row, rounds alternating native and mcoll. */
 void bench_cold_row(const struct row *r, const struct options *o, struct result *res);
 void bench_latency_row(const struct row *r, const struct options *o, struct result *res);
-/* Latency mode's block: seconds per call, a barrier of the same side after each. */
-double bench_latency_block(const struct mpi_api *api, const struct row *r, int warmup,
-                           int iters);
 void bench_nbc_row(const struct row *r, const struct options *o, struct result *res);
 /* -m idle: the whole job (no rows); writes the JSON itself. */
 struct run_info;
@@ -203,6 +200,7 @@ struct options {
     const char *versus[2];
     double idle_seconds; /* -I: idle mode's sleep with nothing pending */
     long compute_work;   /* -W: idle mode's compute loop, iterations */
+    bool nbc_mean;       /* -a: nbc mode's blocks average their calls (else median) */
 };
 
 struct result {

@@ -137,8 +137,8 @@ void bench_cold_row(const struct row *r, const struct options *o, struct result 
 }
 
 /* Seconds per call, the calls alone, a barrier of the same side after each. */
-double bench_latency_block(const struct mpi_api *api, const struct row *r, int warmup,
-                           int iters)
+static double latency_block(const struct mpi_api *api, const struct row *r, int warmup,
+                            int iters)
 {
     for (int i = 0; i < warmup; i++) {
         bench_run(api, r);
@@ -158,5 +158,5 @@ double bench_latency_block(const struct mpi_api *api, const struct row *r, int w
 
 void bench_latency_row(const struct row *r, const struct options *o, struct result *res)
 {
-    bench_alternating_row(r, o, res, bench_latency_block);
+    bench_alternating_row(r, o, res, latency_block);
 }

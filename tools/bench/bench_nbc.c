@@ -8,11 +8,13 @@
  *   post_wait   MPI_I<coll> then MPI_Wait at once ("pure" non-blocking latency);
  *   compute     the busy loop below alone, sized to this round's post_wait;
  *   total       MPI_I<coll>, the same busy loop, MPI_Wait (OSU's overlap loop), and
- *   compute_in  the busy loop's time inside it;
+ *   compute_in  the busy loop's time inside it (compute and total take turns, call
+ *               by call, in one block);
  *   start_wait  MPI_Start + MPI_Wait of a persistent request (MPI_<Coll>_init, made
  *               once per block, untimed) -- MPI 4 only (MPICH 4, not Open MPI 4.1).
- * Every block's time is the slowest rank's average per call; a row reports medians
- * over rounds, and overlap % = 100 (1 - (total - compute) / post_wait) from them.
+ * Every block's time is the slowest rank's median per call (-a: average, as OSU); a
+ * row reports medians over rounds, and overlap % = 100 (1 - (total - compute) /
+ * post_wait) from them.
  * OSU subtracts the compute time measured inside the overlapped loop (compute_in,
  * reported as overlap_osu); this mode's main figure subtracts the loop's time alone,
  * so that a progress thread slowing the computation counts against the overlap.
@@ -68,48 +70,87 @@ static double compute_rate(void)
     return rate;
 }
 
+/* Iterations for `seconds` of the loop on this rank now: from the calibrated rate,
+ * then corrected twice by the median of 5 timings (the rate can drift with the load
+ * on the node and the core's clock). Nothing is pending while it runs. */
 static long compute_iters_for(double seconds)
 {
-    return lround(seconds * compute_rate());
+    long work = lround(seconds * compute_rate());
+    for (int pass = 0; pass < 2 && work > 0; pass++) {
+        double t[5];
+        for (int k = 0; k < 5; k++) {
+            double start = bench_now();
+            compute(work);
+            t[k] = bench_now() - start;
+        }
+        double measured = bench_median(t, 5);
+        if (measured > 0)
+            work = lround(work * seconds / measured);
+    }
+    return work < 1 ? 1 : work;
 }
 
 /* Quantities of one side's round, in this order in the sample arrays. */
 enum { Q_BLOCKING, Q_POST_WAIT, Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN, Q_START_WAIT, NQ };
 
-static double post_wait_block(const struct mpi_api *api, const struct row *r, int warmup,
-                              int iters)
+/* Per-call times of one block on this rank, and their summary: the median (default:
+ * one preempted call on a loaded node moves an average by its whole slice, and the
+ * overlap is a difference of such times) or, with -a, the average (OSU's). */
+struct calls {
+    double *t;
+    int n;
+};
+
+static double calls_summary(const struct calls *c, const struct options *o)
 {
-    MPI_Request req;
-    for (int i = 0; i < warmup; i++) {
-        bench_post(api, r, &req);
-        bench_wait(api, r, &req);
-        api->barrier(r->comm);
+    if (o->nbc_mean) {
+        double sum = 0;
+        for (int i = 0; i < c->n; i++)
+            sum += c->t[i];
+        return sum / c->n;
     }
-    double sum = 0;
-    for (int i = 0; i < iters; i++) {
-        double start = bench_now();
-        bench_post(api, r, &req);
-        bench_wait(api, r, &req);
-        sum += bench_now() - start;
-        api->barrier(r->comm);
-    }
-    double per_call = sum / iters;
-    PMPI_Allreduce(MPI_IN_PLACE, &per_call, 1, MPI_DOUBLE, MPI_MAX, r->comm);
-    return per_call;
+    return bench_median(c->t, c->n);
 }
 
-/* This rank's averages (not reduced): out[0] the loop alone, out[1] post + loop +
- * wait, out[2] the loop inside it. */
-static void overlap_blocks(const struct mpi_api *api, const struct row *r, int warmup,
-                           int iters, long work, double out[3])
+static void blocking_block(const struct mpi_api *api, const struct row *r, int warmup,
+                             struct calls *c)
 {
-    double alone = 0, total = 0, inside = 0;
-    for (int i = 0; i < iters; i++) {
-        double start = bench_now();
-        compute(work);
-        alone += bench_now() - start;
+    for (int i = 0; i < warmup; i++) {
+        bench_run(api, r);
         api->barrier(r->comm);
     }
+    for (int i = 0; i < c->n; i++) {
+        double start = bench_now();
+        bench_run(api, r);
+        c->t[i] = bench_now() - start;
+        api->barrier(r->comm);
+    }
+}
+
+static void post_wait_block(const struct mpi_api *api, const struct row *r, int warmup,
+                            struct calls *c)
+{
+    MPI_Request req;
+    for (int i = 0; i < warmup; i++) {
+        bench_post(api, r, &req);
+        bench_wait(api, r, &req);
+        api->barrier(r->comm);
+    }
+    for (int i = 0; i < c->n; i++) {
+        double start = bench_now();
+        bench_post(api, r, &req);
+        bench_wait(api, r, &req);
+        c->t[i] = bench_now() - start;
+        api->barrier(r->comm);
+    }
+}
+
+/* The loop alone (c[0]), post + loop + wait (c[1]) and the loop inside it (c[2]). The
+ * loop alone and the overlapped call take turns, so that a change of load on the
+ * node hits both alike. */
+static void overlap_blocks(const struct mpi_api *api, const struct row *r, int warmup,
+                           long work, struct calls c[3])
+{
     MPI_Request req;
     for (int i = 0; i < warmup; i++) {
         bench_post(api, r, &req);
@@ -117,24 +158,25 @@ static void overlap_blocks(const struct mpi_api *api, const struct row *r, int w
         bench_wait(api, r, &req);
         api->barrier(r->comm);
     }
-    for (int i = 0; i < iters; i++) {
+    for (int i = 0; i < c[0].n; i++) {
         double start = bench_now();
+        compute(work);
+        c[0].t[i] = bench_now() - start;
+        api->barrier(r->comm);
+        start = bench_now();
         bench_post(api, r, &req);
         double loop = bench_now();
         compute(work);
-        inside += bench_now() - loop;
+        c[2].t[i] = bench_now() - loop;
         bench_wait(api, r, &req);
-        total += bench_now() - start;
+        c[1].t[i] = bench_now() - start;
         api->barrier(r->comm);
     }
-    out[0] = alone / iters;
-    out[1] = total / iters;
-    out[2] = inside / iters;
 }
 
-/* This rank's average of MPI_Start + MPI_Wait; NAN without persistent collectives. */
-static double start_wait_block(const struct mpi_api *api, const struct row *r, int warmup,
-                               int iters)
+/* MPI_Start + MPI_Wait; false without persistent collectives. */
+static bool start_wait_block(const struct mpi_api *api, const struct row *r, int warmup,
+                             struct calls *c)
 {
 #if BENCH_PERSISTENT
     MPI_Request req;
@@ -144,20 +186,19 @@ static double start_wait_block(const struct mpi_api *api, const struct row *r, i
         bench_wait(api, r, &req);
         api->barrier(r->comm);
     }
-    double sum = 0;
-    for (int i = 0; i < iters; i++) {
+    for (int i = 0; i < c->n; i++) {
         double start = bench_now();
         if (api->start(&req) != MPI_SUCCESS)
             bench_die(r->comm, "MPI_Start failed");
         bench_wait(api, r, &req);
-        sum += bench_now() - start;
+        c->t[i] = bench_now() - start;
         api->barrier(r->comm);
     }
     api->request_free(&req);
-    return sum / iters;
+    return true;
 #else
-    (void)api, (void)r, (void)warmup, (void)iters;
-    return NAN;
+    (void)api, (void)r, (void)warmup, (void)c;
+    return false;
 #endif
 }
 
@@ -173,31 +214,38 @@ static void check(const struct mpi_api *api, const struct row *r, const struct o
         bench_check_block(api, r);
 }
 
-/* One side's round: out[NQ], each the slowest rank's average per call. */
+/* One side's round: out[NQ], each the slowest rank's summary per call. */
 static void nbc_round(const struct mpi_api *api, const struct row *r, const struct options *o,
                       int warmup, int iters, double out[NQ])
 {
+    struct calls c[NQ];
+    double *store = bench_alloc_doubles(NQ * iters);
+    for (int q = 0; q < NQ; q++)
+        c[q] = (struct calls){store + q * iters, iters};
+    double v[NQ];
     poison(r, o);
-    out[Q_BLOCKING] = bench_latency_block(api, r, warmup, iters);
+    blocking_block(api, r, warmup, &c[Q_BLOCKING]);
     check(api, r, o);
     poison(r, o);
-    out[Q_POST_WAIT] = post_wait_block(api, r, warmup, iters);
+    post_wait_block(api, r, warmup, &c[Q_POST_WAIT]);
     check(api, r, o);
-    /* The same work on every rank: the reduced post_wait. */
-    long work = compute_iters_for(out[Q_POST_WAIT]);
-    double local[4];
+    v[Q_BLOCKING] = calls_summary(&c[Q_BLOCKING], o);
+    v[Q_POST_WAIT] = calls_summary(&c[Q_POST_WAIT], o);
+    /* The same work on every rank: sized to the slowest rank's post + wait. */
+    PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, r->comm);
+    long work = compute_iters_for(v[Q_POST_WAIT]);
     poison(r, o);
-    overlap_blocks(api, r, warmup, iters, work, local);
+    overlap_blocks(api, r, warmup, work, &c[Q_COMPUTE]); /* Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN */
     check(api, r, o);
     poison(r, o);
-    local[3] = start_wait_block(api, r, warmup, iters);
-    if (BENCH_PERSISTENT)
+    bool persistent = start_wait_block(api, r, warmup, &c[Q_START_WAIT]);
+    if (persistent)
         check(api, r, o);
-    PMPI_Allreduce(MPI_IN_PLACE, local, 4, MPI_DOUBLE, MPI_MAX, r->comm);
-    out[Q_COMPUTE] = local[0];
-    out[Q_TOTAL] = local[1];
-    out[Q_COMPUTE_IN] = local[2];
-    out[Q_START_WAIT] = local[3];
+    for (int q = Q_COMPUTE; q < NQ; q++)
+        v[q] = q == Q_START_WAIT && !persistent ? NAN : calls_summary(&c[q], o);
+    PMPI_Allreduce(MPI_IN_PLACE, v + Q_COMPUTE, NQ - Q_COMPUTE, MPI_DOUBLE, MPI_MAX, r->comm);
+    memcpy(out, v, sizeof v);
+    free(store);
 }
 
 static double overlap_pct(double total, double compute_time, double pure)

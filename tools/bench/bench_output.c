@@ -22,30 +22,41 @@ const char *bench_mode_name(enum bench_mode mode)
     }
 }
 
-static void print_nbc_header(void)
+static void print_nbc_header(const struct options *o)
 {
+    printf("# nbc: a block's time per call is the %s of its calls, the slowest rank's\n",
+           o->nbc_mean ? "average" : "median");
     printf("# nbc: per side a block each of the blocking call (blk), I<coll> + wait (p+w), "
-           "the busy loop alone sized to p+w (comp), I<coll> + loop + wait (tot), "
-           "persistent start + wait (s+w, MPI 4 only); a barrier of the side after every "
-           "call, the calls alone timed\n");
+           "the busy loop alone sized to p+w (comp), I<coll> + loop + wait (tot)%s; a "
+           "barrier of the side after every call, the calls alone timed\n",
+           BENCH_PERSISTENT ? ", persistent start + wait (s+w)" : "");
     printf("# overlap %% = 100 (1 - (tot - comp) / p+w); osu: with the loop's time inside "
-           "tot; pw/b = mcoll p+w / mcoll blk, sw/b = mcoll s+w / mcoll blk\n");
-    printf("#\n# %-20s %9s %9s %9s %9s %9s %9s %9s %9s %9s %7s %7s %7s %6s %6s %6s\n", "coll",
-           "bytes", "blk_n", "blk_m", "p+w_n", "p+w_m", "comp_m", "tot_m", "s+w_n", "s+w_m",
-           "ovl_n%", "ovl_m%", "osu_m%", "pw/b", "sw/b", "ratio");
+           "tot; pw/b = mcoll p+w / mcoll blk%s\n",
+           BENCH_PERSISTENT ? ", sw/b = mcoll s+w / mcoll blk"
+                            : "; no persistent collectives in this MPI (MPI 3)");
+    printf("#\n# %-20s %9s %9s %9s %9s %9s %9s %9s", "coll", "bytes", "blk_n", "blk_m", "p+w_n",
+           "p+w_m", "comp_m", "tot_m");
+    if (BENCH_PERSISTENT)
+        printf(" %9s %9s", "s+w_n", "s+w_m");
+    printf(" %7s %7s %7s %6s", "ovl_n%", "ovl_m%", "osu_m%", "pw/b");
+    if (BENCH_PERSISTENT)
+        printf(" %6s", "sw/b");
+    printf(" %6s\n", "ratio");
     fflush(stdout);
 }
 
 static void print_nbc_result(const struct result *s)
 {
-    printf("  %-20s %9zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %7.1f %7.1f %7.1f "
-           "%6.2f %6.2f %6.2f\n",
-           s->coll, s->bytes, s->blocking[0] * 1e6, s->blocking[1] * 1e6, s->post_wait[0] * 1e6,
-           s->post_wait[1] * 1e6, s->compute[1] * 1e6, s->with_compute[1] * 1e6,
-           s->start_wait[0] * 1e6, s->start_wait[1] * 1e6, s->overlap[0], s->overlap[1],
-           s->overlap_osu[1],
-           s->post_wait[1] / s->blocking[1], s->start_wait[1] / s->blocking[1],
-           s->native / s->mcoll);
+    printf("  %-20s %9zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f", s->coll, s->bytes,
+           s->blocking[0] * 1e6, s->blocking[1] * 1e6, s->post_wait[0] * 1e6,
+           s->post_wait[1] * 1e6, s->compute[1] * 1e6, s->with_compute[1] * 1e6);
+    if (BENCH_PERSISTENT)
+        printf(" %9.2f %9.2f", s->start_wait[0] * 1e6, s->start_wait[1] * 1e6);
+    printf(" %7.1f %7.1f %7.1f %6.2f", s->overlap[0], s->overlap[1], s->overlap_osu[1],
+           s->post_wait[1] / s->blocking[1]);
+    if (BENCH_PERSISTENT)
+        printf(" %6.2f", s->start_wait[1] / s->blocking[1]);
+    printf(" %6.2f\n", s->native / s->mcoll);
     fflush(stdout);
 }
 
@@ -105,7 +116,7 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
         return;
     }
     if (o->mode == MODE_NBC) {
-        print_nbc_header();
+        print_nbc_header(o);
         return;
     }
     printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "coll", "bytes",
@@ -253,7 +264,8 @@ void bench_json_head(FILE *f, const struct run_info *ri, const struct options *o
     if (o->mode == MODE_COLD)
         fprintf(f, "  \"cold_calls\": %d,\n", o->cold_calls);
     if (o->mode == MODE_NBC)
-        fprintf(f, "  \"persistent\": %s,\n", BENCH_PERSISTENT ? "true" : "false");
+        fprintf(f, "  \"persistent\": %s,\n  \"block_statistic\": \"%s\",\n",
+                BENCH_PERSISTENT ? "true" : "false", o->nbc_mean ? "mean" : "median");
     fputs("  \"argv\": [", f);
     for (int i = 0; i < ri->argc; i++) {
         fputs(i ? ", " : "", f);
