@@ -21,7 +21,7 @@
 #   --np        rank counts (env MCOLL_BENCH_NP)
 #   --flavours  MPI flavours (default: every build/<flavour> with mcoll-bench)
 #   --modes     mcoll-bench modes (env MCOLL_BENCH_MODES; default back2back latency
-#               cold; nbc and idle are opt-in: together ~NBC_MINUTES more at 2 ranks):
+#               cold; nbc and idle are opt-in, at 2 ranks ~2 + ~1.5 minutes per flavour):
 #               back2back: warm calls timed back to back (nccl-tests' way);
 #               latency: a barrier after every call (OSU's way), sizes 8..1M by 4;
 #               cold: each of the first 100 calls on fresh communicators, 8..1M by 4,
@@ -29,9 +29,10 @@
 #               nbc: blocking, I<coll> + wait, persistent start + wait (MPI 4 only)
 #               and overlap (OSU's way), 16..4M by 4 (coarser oversubscribed), only
 #               the collectives of --nbc-colls, one job per --progress-threads value;
-#               idle: process CPU time over --idle-seconds asleep with nothing pending
-#               and a compute loop, --idle-pairs pairs of jobs alternating
-#               MCOLL_PROGRESS_THREAD=0 and =1 (ABBA order); ranks <= cores only
+#               idle: process CPU time asleep with nothing pending (--idle-seconds
+#               in the first pair of jobs, 1 s in the others) and a compute loop,
+#               --idle-pairs pairs of jobs alternating MCOLL_PROGRESS_THREAD=0 and =1
+#               (ABBA order); ranks <= cores only
 #   --cold-colls  collectives of the cold mode (env MCOLL_BENCH_COLD_COLLS; default
 #               bcast,allreduce,reduce,allgather,alltoall; 'same' = --colls)
 #   --nbc-colls collectives of the nbc mode (env MCOLL_BENCH_NBC_COLLS; default
@@ -39,7 +40,7 @@
 #               'same' = --colls)
 #   --progress-threads  MCOLL_PROGRESS_THREAD values of the nbc jobs (env
 #               MCOLL_BENCH_PROGRESS_THREADS; default "0 1")
-#   --idle-pairs  job pairs of the idle mode (env MCOLL_BENCH_IDLE_PAIRS; default 2)
+#   --idle-pairs  job pairs of the idle mode (env MCOLL_BENCH_IDLE_PAIRS; default 7)
 #   --idle-seconds  seconds asleep per idle job (env MCOLL_BENCH_IDLE_SECONDS; default 10)
 #   --no-check  do not check results (mcoll-bench -c is on by default)
 #   --no-setup  use the existing build instead of running scripts/setup.sh
@@ -56,7 +57,7 @@ modes=${MCOLL_BENCH_MODES:-back2back latency cold}
 cold_colls=${MCOLL_BENCH_COLD_COLLS:-bcast,allreduce,reduce,allgather,alltoall}
 nbc_colls=${MCOLL_BENCH_NBC_COLLS:-barrier,bcast,reduce,allreduce,allgather,alltoall,gather,scatter}
 progress_threads=${MCOLL_BENCH_PROGRESS_THREADS:-0 1}
-idle_pairs=${MCOLL_BENCH_IDLE_PAIRS:-2}
+idle_pairs=${MCOLL_BENCH_IDLE_PAIRS:-7}
 idle_seconds=${MCOLL_BENCH_IDLE_SECONDS:-10}
 build=$root/build
 results=${MCOLL_BENCH_RESULTS:-$root/bench/results}
@@ -130,11 +131,13 @@ mode_args() {  # mode flavour np -> array margs (after sweep_args)
     cold-mpich-oversubscribed) sweep=(-b 8 -e 64K -f 8 -M 1M -r 7); margs=(-m cold -K 100) ;;
     cold-*-oversubscribed) sweep=(-b 8 -e 256K -f 8 -M 2M -r 7); margs=(-m cold -K 100) ;;
     cold-*) sweep=(-b 8 -e 1M -f 4 -r 7); margs=(-m cold -K 100) ;;
-    # nbc: five blocks per side and round, each with a barrier per call
-    nbc-mpich-oversubscribed) sweep=(-b 16 -e 64K -f 64 -M 1M -T 1 -r 7); margs=(-m nbc) ;;
-    nbc-*-oversubscribed) sweep=(-b 16 -e 1M -f 64 -M 4M -r 7); margs=(-m nbc) ;;
-    nbc-*) sweep=(-b 16 -e 4M -f 4 -r 7); margs=(-m nbc) ;;
-    idle-*) sweep=(-r 9); margs=(-m idle -I "$idle_seconds") ;;
+    # nbc: five blocks per side and round, each with a barrier per call; -N: at most
+    # 200 calls per block (blocks of tiny calls would run thousands of barriers)
+    nbc-mpich-oversubscribed) sweep=(-b 16 -e 64K -f 64 -M 1M -T 1 -r 7 -N 100); margs=(-m nbc) ;;
+    nbc-*-oversubscribed) sweep=(-b 16 -e 1M -f 16 -M 4M -r 7 -N 100); margs=(-m nbc) ;;
+    nbc-*) sweep=(-b 16 -e 4M -f 4 -r 7 -N 200); margs=(-m nbc) ;;
+    # idle: each job's loop -r rounds of 2^24 iterations (~0.1 s); -I per job below
+    idle-*) sweep=(-r 5 -W 16777216); margs=(-m idle) ;;
     *) echo "run.sh: unknown mode '$1' (back2back, latency, cold, nbc, idle)" >&2; exit 2 ;;
   esac
 }
@@ -212,12 +215,16 @@ for flavour in $flavours; do
           echo "== $flavour np$np idle: skipped (oversubscribed: the loop would share cores)"
           continue
         fi
+        # The first pair sleeps --idle-seconds (the idle target); the others 1 s, as
+        # they are there for the compute loop, compared pair by pair.
         for ((k = 1; k <= idle_pairs; k++)); do
           order="0 1"
           [[ $((k % 2)) -eq 0 ]] && order="1 0"  # ABBA: drift hits both alike
+          seconds=1
+          [[ $k -eq 1 ]] && seconds=$idle_seconds
           for pt in $order; do
             run_job "$name-$k-pt$pt" "$flavour np$np idle $k pt$pt" MCOLL_PROGRESS_THREAD="$pt" -- \
-              "${bench[@]}" "${sweep[@]}" "${margs[@]}"
+              "${bench[@]}" "${sweep[@]}" "${margs[@]}" -I "$seconds"
           done
         done
         continue ;;

@@ -268,28 +268,35 @@ def test_nbc_target_summary_counts_and_names_misses(nbc_doc):
     assert lines[2].startswith("- **s+w<=blocking**: 2 of 3 rows met")
 
 
-def make_idle_doc(doc, pt, cpu_pct, compute_ms):
+def make_idle_doc(doc, pt, cpu_pct, compute_ms, seconds=10):
     idle = copy.deepcopy(doc)
     idle.update(mode="idle", progress_thread=pt, results=[], idle={
-        "seconds": 10, "cpu_seconds": [c / 10 for c in cpu_pct], "cpu_pct": cpu_pct,
+        "seconds": seconds, "cpu_seconds": [c / 10 for c in cpu_pct], "cpu_pct": cpu_pct,
         "background_cpu_pct": cpu_pct, "max_cpu_pct": max(cpu_pct),
         "max_background_cpu_pct": max(cpu_pct), "compute_work": 1 << 25,
         "compute_samples_ms": compute_ms, "compute_ms": sorted(compute_ms)[len(compute_ms) // 2]})
     return idle
 
 
-def test_idle_summary_pools_jobs_and_checks_targets(doc):
-    docs = [make_idle_doc(doc, "0", [0.01, 0.02], [100, 101, 102]),
-            make_idle_doc(doc, "1", [0.5, 0.2], [101, 102, 103]),
-            make_idle_doc(doc, "1", [0.1, 0.3], [102, 103, 104]),
-            make_idle_doc(doc, "0", [0.02, 0.01], [100, 100, 102])]
+def test_idle_summary_pairs_jobs_and_checks_targets(doc):
+    # ABBA; the load changes between pairs (the second pair twice as slow), the pairs'
+    # ratios are 1.01 and 1.02: their median 1.015 (shown 1.02) passes
+    docs = [make_idle_doc(doc, "0", [0.01, 0.02], [100, 100, 100]),
+            make_idle_doc(doc, "1", [0.5, 0.2], [101, 101, 101]),
+            make_idle_doc(doc, "1", [1.5], [204, 204, 204], seconds=1),
+            make_idle_doc(doc, "0", [0.02, 0.01], [200, 200, 200], seconds=1)]
+    assert [(off["progress_thread"], on["progress_thread"])
+            for off, on in report.adjacent_pairs(docs)] == [("0", "1"), ("0", "1")]
     rows = report.idle_summary_rows(docs)
-    assert rows == [["openmpi np2 idle", "2/2", "0.02", "0.50", "100.5", "102.5", "1.02", "ok",
-                     "ok"]]
+    # idle CPU from the 10 s jobs only: the 1 s job's 1.5% does not count
+    assert rows == [["openmpi np2 idle", "2/2", "10", "0.02", "0.50", "150.0", "152.5", "2",
+                     "1.02", "ok", "ok"]]
     slow = [make_idle_doc(doc, "0", [0.01], [100]), make_idle_doc(doc, "1", [1.5], [103])]
-    assert report.idle_summary_rows(slow)[0][-3:] == ["1.03", "MISS", "MISS"]
+    assert report.idle_summary_rows(slow)[0][-4:] == ["1", "1.03", "MISS", "MISS"]
+    unpaired = [make_idle_doc(doc, "1", [0.1], [100]), make_idle_doc(doc, "1", [0.1], [100])]
+    assert report.idle_summary_rows(unpaired)[0][-4:] == ["0", "-", "ok", "-"]
     per_job = report.idle_table_rows(docs)
-    assert per_job[1] == ["openmpi np2 idle", "1", "10", "0.50", "0.50", "102.0"]
+    assert per_job[1] == ["openmpi np2 idle", "1", "10", "0.50", "0.50", "101.0"]
 
 
 def test_markdown_and_plot_with_nbc_and_idle(doc, nbc_doc, tmp_path):

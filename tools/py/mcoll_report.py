@@ -36,9 +36,9 @@ NBC_OVERLAP_HEADER = ["compute mcoll µs", "overlap native %", "overlap mcoll %"
                       "overlap mcoll % (OSU)", "targets"]
 IDLE_HEADER = ["series", "MCOLL_PROGRESS_THREAD", "idle s", "process CPU % (max rank)",
                "other threads % (max rank)", "compute loop ms (median)"]
-IDLE_SUMMARY_HEADER = ["series", "jobs off/on", "idle CPU % off", "idle CPU % on",
-                       "compute ms off", "compute ms on", "on/off", "idle < 1%",
-                       "compute within 2%"]
+IDLE_SUMMARY_HEADER = ["series", "jobs off/on", "idle s", "idle CPU % off", "idle CPU % on",
+                       "compute ms off", "compute ms on", "pairs", "on/off (pairs' median)",
+                       "idle < 1%", "compute within 2%"]
 # The targets of issue 9: post + wait within 1.2x of mcoll's blocking time at 2 ranks,
 # at every size; overlap >= 80% for these collectives from 64 KiB with the progress
 # thread; persistent start + wait <= blocking; the idle thread < 1% of a core, a
@@ -79,8 +79,10 @@ MODE_NOTES = {
     "idle": ("Each job: mcoll's context built, then every rank asleep with nothing pending "
              "for the idle time: the process's CPU time over it, all threads (max over "
              "ranks); then a fixed busy loop on every rank at once, rounds, slowest rank. "
-             "Jobs alternate MCOLL_PROGRESS_THREAD=0 and =1 (off/on). Targets: idle CPU "
-             "< 1% of a core with the thread on; compute loop on/off <= 1.02."),
+             "Jobs alternate MCOLL_PROGRESS_THREAD=0 and =1 (off/on, ABBA); idle CPU % from "
+             "the jobs that slept longest (idle s), on/off = median over adjacent off/on "
+             "job pairs of their compute loops' ratio. Targets: idle CPU < 1% of a core "
+             "with the thread on; compute loop on/off <= 1.02."),
 }
 
 
@@ -319,9 +321,26 @@ def median(values):
     return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
 
 
+def adjacent_pairs(group):
+    """Jobs in file order, taken two at a time when one ran with the thread off and the
+    other on (bench/run.sh runs them so, ABBA): [(off, on)]."""
+    pairs, i = [], 0
+    while i + 1 < len(group):
+        a, b = group[i], group[i + 1]
+        pts = (str(a.get("progress_thread")), str(b.get("progress_thread")))
+        if sorted(pts) == ["0", "1"]:
+            pairs.append((a, b) if pts[0] == "0" else (b, a))
+            i += 2
+        else:
+            i += 1
+    return pairs
+
+
 def idle_summary_rows(docs):
-    """Per series (flavour, ranks): jobs with the thread off (0) against on (1): the
-    largest idle CPU % over jobs, the median compute loop over all their rounds."""
+    """Per series (flavour, ranks), the thread off (0) against on (1): the largest idle
+    CPU % of the jobs that slept longest, the median compute loop over all rounds of
+    each side, and on/off as the median over adjacent off/on job pairs of their ratio
+    (neighbouring jobs see alike load on the node, jobs minutes apart may not)."""
     groups = {}
     for doc in docs:
         groups.setdefault(series_label(doc), []).append(doc)
@@ -329,19 +348,23 @@ def idle_summary_rows(docs):
     for label, group in groups.items():
         side = {pt: [d for d in group if str(d.get("progress_thread")) == pt]
                 for pt in ("0", "1")}
-        idle_pct = {pt: max((idle_of(d).get("max_cpu_pct", math.nan) for d in ds),
-                            default=None) for pt, ds in side.items()}
+        longest = max((idle_of(d).get("seconds", 0) for d in group), default=0)
+        idle_pct = {pt: max((idle_of(d).get("max_cpu_pct", math.nan) for d in ds
+                             if idle_of(d).get("seconds", 0) == longest), default=None)
+                    for pt, ds in side.items()}
         compute = {pt: median([t for d in ds for t in idle_of(d).get("compute_samples_ms", [])])
                    for pt, ds in side.items()}
-        slowdown = time_ratio(compute["1"], compute["0"])
+        ratios = [time_ratio(idle_of(on).get("compute_ms"), idle_of(off).get("compute_ms"))
+                  for off, on in adjacent_pairs(group)]
+        slowdown = median([r for r in ratios if r is not None])
         idle_ok = (None if idle_pct["1"] is None or not math.isfinite(idle_pct["1"])
                    else idle_pct["1"] < TARGET_IDLE_PCT)
         compute_ok = None if slowdown is None else slowdown <= TARGET_COMPUTE_SLOWDOWN
         verdict = {None: "-", True: "ok", False: "MISS"}
-        rows.append([label, f"{len(side['0'])}/{len(side['1'])}", format_ratio(idle_pct["0"]),
-                     format_ratio(idle_pct["1"]), format_us(compute["0"]),
-                     format_us(compute["1"]), format_ratio(slowdown), verdict[idle_ok],
-                     verdict[compute_ok]])
+        rows.append([label, f"{len(side['0'])}/{len(side['1'])}", f"{longest:g}",
+                     format_ratio(idle_pct["0"]), format_ratio(idle_pct["1"]),
+                     format_us(compute["0"]), format_us(compute["1"]), str(len(ratios)),
+                     format_ratio(slowdown), verdict[idle_ok], verdict[compute_ok]])
     return rows
 
 
