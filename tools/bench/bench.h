@@ -201,6 +201,7 @@ struct options {
     double idle_seconds; /* -I: idle mode's sleep with nothing pending */
     long compute_work;   /* -W: idle mode's compute loop, iterations */
     bool nbc_mean;       /* -a: nbc mode's blocks average their calls (else median) */
+    bool no_persistent;  /* -P: nbc mode without the persistent block */
 };
 
 struct result {

@@ -238,7 +238,7 @@ static void nbc_round(const struct mpi_api *api, const struct row *r, const stru
     overlap_blocks(api, r, warmup, work, &c[Q_COMPUTE]); /* Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN */
     check(api, r, o);
     poison(r, o);
-    bool persistent = start_wait_block(api, r, warmup, &c[Q_START_WAIT]);
+    bool persistent = !o->no_persistent && start_wait_block(api, r, warmup, &c[Q_START_WAIT]);
     if (persistent)
         check(api, r, o);
     for (int q = Q_COMPUTE; q < NQ; q++)
@@ -288,7 +288,7 @@ void bench_nbc_row(const struct row *r, const struct options *o, struct result *
     for (int side = 0; side < 2; side++) {
         double m[NQ];
         for (int q = 0; q < NQ; q++)
-            m[q] = BENCH_PERSISTENT || q != Q_START_WAIT
+            m[q] = (BENCH_PERSISTENT && !o->no_persistent) || q != Q_START_WAIT
                        ? bench_median(samples + (side * NQ + q) * o->rounds, o->rounds)
                        : NAN;
         res->blocking[side] = m[Q_BLOCKING];

@@ -242,7 +242,7 @@ static void json_result(FILE *f, const struct result *s, int rounds)
             json_key_number(f, key, s->with_compute[i] * 1e6);
             snprintf(key, sizeof key, "%s_compute_in_us", n);
             json_key_number(f, key, s->compute_in[i] * 1e6);
-            if (BENCH_PERSISTENT) { /* Open MPI 4.1: no persistent collectives, no keys */
+            if (!isnan(s->start_wait[i])) { /* Open MPI 4.1 (no persistent), -P: no keys */
                 snprintf(key, sizeof key, "%s_start_wait_us", n);
                 json_key_number(f, key, s->start_wait[i] * 1e6);
             }
@@ -265,7 +265,8 @@ void bench_json_head(FILE *f, const struct run_info *ri, const struct options *o
         fprintf(f, "  \"cold_calls\": %d,\n", o->cold_calls);
     if (o->mode == MODE_NBC)
         fprintf(f, "  \"persistent\": %s,\n  \"block_statistic\": \"%s\",\n",
-                BENCH_PERSISTENT ? "true" : "false", o->nbc_mean ? "mean" : "median");
+                BENCH_PERSISTENT && !o->no_persistent ? "true" : "false",
+                o->nbc_mean ? "mean" : "median");
     fputs("  \"argv\": [", f);
     for (int i = 0; i < ri->argc; i++) {
         fputs(i ? ", " : "", f);

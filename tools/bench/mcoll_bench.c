@@ -237,7 +237,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency|nbc|idle] [-K calls] [-I s] [-W n] [-a]\n"
+            "                   [-m back2back|cold|latency|nbc|idle] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -261,6 +261,7 @@ static void usage(void)
             "           persistent start + wait (MPI 4); idle: -I s asleep with nothing\n"
             "           pending (process CPU time), then -r rounds of a busy loop\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
+            "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
             "  -I       idle mode: seconds asleep (default 10)\n"
             "  -W       idle mode: busy-loop iterations per round (default 2^25)\n"
@@ -319,7 +320,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:I:W:ah")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:I:W:aPh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -332,6 +333,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
         case 'T': o->round_seconds = atof(optarg) / 1e3; ok = o->round_seconds > 0; break;
         case 'c': o->check = true; break;
         case 'a': o->nbc_mean = true; break;
+        case 'P': o->no_persistent = true; break;
         case 'C': ok = parse_colls(optarg, o->want); break;
         case 'R': o->root = atoi(optarg); break;
         case 'o': o->json_path = optarg; break;
