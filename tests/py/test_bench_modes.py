@@ -124,3 +124,12 @@ def test_idle_mode(flavour, tmp_path):
     assert idle["compute_ms"] == sorted(samples)[1]
     assert "# mode idle, MCOLL_PROGRESS_THREAD=1" in result.stdout
     assert "compute_ms median" in result.stdout
+
+
+@pytest.mark.parametrize("flavour", [flavour_param("mpich")])
+def test_nbc_mode_without_persistent_block(flavour, tmp_path):
+    doc, _ = run_bench(flavour, tmp_path, ["-m", "nbc", "-P", "-n", "10", "-w", "1"])
+    assert doc["persistent"] is False  # MPICH has them, -P leaves them out
+    for r in doc["results"]:
+        assert "mcoll_start_wait_us" not in r and "native_start_wait_us" not in r
+        assert positive(r["mcoll_post_wait_us"]) and positive(r["native_blocking_us"])
