@@ -309,6 +309,8 @@ def test_markdown_and_plot_with_nbc_and_idle(doc, nbc_doc, tmp_path):
     assert "| " + " | ".join(report.IDLE_SUMMARY_HEADER) + " |" in lines
     assert sum(line.startswith("| mpich np2 nbc pt1 |") for line in lines) == 3
     assert "- **overlap>=80%**: 1 of 2 rows met; missed: mpich np2 nbc pt1 alltoall 1 MiB" in lines
+    assert any(line.startswith("- **mpich np2 nbc pt1**:") and line.endswith(
+        "a block's time: the mean of its calls; persistent measured") for line in lines)
     # time panels of every collective, overlap panels of the nbc ones; idle: none
     assert report.plot_panels([doc, nbc_doc, *idle]) == [
         ("barrier", False), ("allreduce", False), ("alltoall", False), ("bcast", False),

@@ -382,9 +382,13 @@ def describe_run(doc):
     mpi = doc.get("mpi_library", "").strip().splitlines()
     mcoll = (f"mcoll {doc.get('mcoll_version')}" if doc.get("mcoll_loaded")
              else "mcoll not loaded")
-    return (f"- **{series_label(doc)}**: {mpi[0] if mpi else 'unknown MPI'}; {mcoll}; "
+    line = (f"- **{series_label(doc)}**: {mpi[0] if mpi else 'unknown MPI'}; {mcoll}; "
             f"{doc.get('hostname', '?')}, {doc.get('date', '?')}; "
             f"{doc.get('rounds', '?')} rounds")
+    if mode_of(doc) == "nbc":
+        line += (f"; a block's time: the {doc.get('block_statistic', 'mean')} of its calls; "
+                 f"persistent {'measured' if doc.get('persistent') else 'not measured'}")
+    return line
 
 
 def render_markdown(docs):
