@@ -39,7 +39,7 @@
 #               barrier,bcast,reduce,allreduce,allgather,alltoall,gather,scatter;
 #               'same' = --colls)
 #   --progress-threads  MCOLL_PROGRESS_THREAD values of the nbc jobs (env
-#               MCOLL_BENCH_PROGRESS_THREADS; default "0 1")
+#               MCOLL_BENCH_PROGRESS_THREADS; default "0 1"; with --no-mcoll the first)
 #   --idle-pairs  job pairs of the idle mode (env MCOLL_BENCH_IDLE_PAIRS; default 7)
 #   --idle-seconds  seconds asleep per idle job (env MCOLL_BENCH_IDLE_SECONDS; default 10)
 #   --no-check  do not check results (mcoll-bench -c is on by default)
@@ -205,7 +205,9 @@ for flavour in $flavours; do
       nbc)
         mode_colls=$nbc_colls
         [[ $mode_colls == same ]] && mode_colls=$colls
-        for pt in $progress_threads; do
+        pts=$progress_threads
+        [[ $preload -eq 1 ]] || pts=${pts%% *}  # without mcoll the setting changes nothing
+        for pt in $pts; do
           run_job "$name-pt$pt" "$flavour np$np nbc pt$pt" MCOLL_PROGRESS_THREAD="$pt" -- \
             "${bench[@]}" -C "$mode_colls" "${sweep[@]}" "${margs[@]}"
         done
