@@ -260,6 +260,17 @@ def test_nbc_without_persistent_omits_columns(nbc_doc):
     assert dict(zip(header, both[3]))["start+wait mcoll µs"] == "9.00"
 
 
+def test_nbc_summary_row_per_series(nbc_doc):
+    pt0 = dict(copy.deepcopy(nbc_doc), progress_thread="0")
+    rows = report.nbc_summary_rows([pt0, nbc_doc])
+    assert all(len(r) == len(report.NBC_SUMMARY_HEADER) for r in rows)
+    # p+w/blocking 1.1, 1.3, 1.0; s+w/blocking 0.9, 1.1, 0.5; overlap (64 KiB and 1 MiB
+    # rows only) mcoll 81.8 and 23.1, native 18.2 and 18.2
+    assert rows[1] == ["mpich np2 nbc pt1", "3", "1.10", "1.30", "2 of 3", "0.90", "2 of 3",
+                       "52.4", "23.1", "18.2"]
+    assert rows[0][0] == "mpich np2 nbc pt0" and rows[0][1:] == rows[1][1:]
+
+
 def test_nbc_target_summary_counts_and_names_misses(nbc_doc):
     lines = report.nbc_target_summary([nbc_doc])
     assert lines[0] == "- **p+w<=1.2x**: 2 of 3 rows met; missed: mpich np2 nbc pt1 alltoall 1 MiB"
@@ -307,7 +318,8 @@ def test_markdown_and_plot_with_nbc_and_idle(doc, nbc_doc, tmp_path):
     assert "## " + report.MODE_TITLES["idle"] in lines
     assert "| " + " | ".join(report.nbc_header([nbc_doc])) + " |" in lines
     assert "| " + " | ".join(report.IDLE_SUMMARY_HEADER) + " |" in lines
-    assert sum(line.startswith("| mpich np2 nbc pt1 |") for line in lines) == 3
+    assert "| " + " | ".join(report.NBC_SUMMARY_HEADER) + " |" in lines
+    assert sum(line.startswith("| mpich np2 nbc pt1 |") for line in lines) == 1 + 3  # summary, rows
     assert "- **overlap>=80%**: 1 of 2 rows met; missed: mpich np2 nbc pt1 alltoall 1 MiB" in lines
     assert any(line.startswith("- **mpich np2 nbc pt1**:") and line.endswith(
         "a block's time: the mean of its calls; persistent measured") for line in lines)

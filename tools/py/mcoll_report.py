@@ -34,6 +34,10 @@ NBC_PERSISTENT_HEADER = ["start+wait native µs", "start+wait mcoll µs",
                          "s+w/blocking mcoll"]
 NBC_OVERLAP_HEADER = ["compute mcoll µs", "overlap native %", "overlap mcoll %",
                       "overlap mcoll % (OSU)", "targets"]
+NBC_SUMMARY_HEADER = ["series", "rows", "p+w/blocking mcoll: median", "max",
+                      "rows p+w <= 1.2x", "s+w/blocking mcoll: median", "rows s+w <= 1x",
+                      "overlap mcoll % (>= 64 KiB, ibcast/iallreduce/ialltoall/iallgather): median",
+                      "min", "overlap native %: median"]
 IDLE_HEADER = ["series", "MCOLL_PROGRESS_THREAD", "idle s", "process CPU % (max rank)",
                "other threads % (max rank)", "compute loop ms (median)"]
 IDLE_SUMMARY_HEADER = ["series", "jobs off/on", "idle s", "idle CPU % off", "idle CPU % on",
@@ -295,6 +299,31 @@ def nbc_target_summary(docs):
     return lines or ["- no target applies to these runs (2 ranks, pt1 needed for overlap)"]
 
 
+def nbc_summary_rows(docs):
+    """One row per nbc series: mcoll's post + wait and start + wait against its blocking
+    time over all rows, and the overlap of the target collectives from 64 KiB (median
+    and worst), native's beside it."""
+    rows = []
+    for doc in docs:
+        res = doc["results"]
+        pw = [x for x in (time_ratio(r.get("mcoll_post_wait_us"), r.get("mcoll_blocking_us"))
+                          for r in res) if x is not None]
+        sw = [x for x in (time_ratio(r.get("mcoll_start_wait_us"), r.get("mcoll_blocking_us"))
+                          for r in res) if x is not None]
+        big = [r for r in res if r["coll"] in TARGET_OVERLAP_COLLS
+               and r["bytes"] >= TARGET_OVERLAP_MIN_BYTES]
+        ov_m = [r["mcoll_overlap_pct"] for r in big if r.get("mcoll_overlap_pct") is not None]
+        ov_n = [r["native_overlap_pct"] for r in big if r.get("native_overlap_pct") is not None]
+        rows.append([series_label(doc), str(len(res)), format_ratio(median(pw)),
+                     format_ratio(max(pw, default=None)),
+                     f"{sum(x <= TARGET_POST_WAIT for x in pw)} of {len(pw)}",
+                     format_ratio(median(sw)) if sw else "-",
+                     f"{sum(x <= 1.0 for x in sw)} of {len(sw)}" if sw else "-",
+                     format_pct(median(ov_m)), format_pct(min(ov_m, default=None)),
+                     format_pct(median(ov_n))])
+    return rows
+
+
 def idle_of(doc):
     return doc.get("idle") or {}
 
@@ -411,6 +440,7 @@ def render_markdown(docs):
         if mode == "cold":
             parts += [markdown_table(COLD_HEADER, cold_table_rows(by_mode[mode]))]
         elif mode == "nbc":
+            parts += [markdown_table(NBC_SUMMARY_HEADER, nbc_summary_rows(by_mode[mode])), ""]
             parts += ["Targets:", ""] + nbc_target_summary(by_mode[mode]) + [""]
             parts += [markdown_table(nbc_header(by_mode[mode]), nbc_table_rows(by_mode[mode]))]
         elif mode == "idle":
