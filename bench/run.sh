@@ -6,26 +6,47 @@
 #   <stamp>-<flavour>-np<N>.json   results (tools/py/mcoll_report.py reads them)
 #   <stamp>-<flavour>-np<N>.txt    the table mcoll-bench printed
 #   <stamp>-<flavour>-np<N>-<mode>.json/.txt   the same for the modes cold and latency
+#   <stamp>-<flavour>-np<N>-nbc-pt<0|1>.json/.txt   mode nbc, MCOLL_PROGRESS_THREAD=0/1
+#   <stamp>-<flavour>-np<N>-idle-<k>-pt<0|1>.json/.txt   mode idle, job pair k
 #   <stamp>.md, <stamp>.png        all runs in one table and one plot
 #   <stamp>-command.txt            the exact commands
 #
 # usage: bench/run.sh [--colls LIST|all] [--np "2 4 8"] [--flavours "openmpi mpich"]
-#                     [--modes "back2back latency cold"] [--cold-colls LIST]
-#                     [--no-check] [--no-setup] [--no-mcoll] [--build DIR]
+#                     [--modes "back2back latency cold nbc idle"] [--cold-colls LIST]
+#                     [--nbc-colls LIST] [--progress-threads "0 1"] [--idle-pairs N]
+#                     [--idle-seconds S] [--no-check] [--no-setup] [--no-mcoll] [--build DIR]
+#                     [--results DIR]
 #   --colls     collectives (default all; env MCOLL_BENCH_COLLS); barrier,bcast
 #               takes ~2 minutes on 2 cores, all collectives ~10-15
 #   --np        rank counts (env MCOLL_BENCH_NP)
 #   --flavours  MPI flavours (default: every build/<flavour> with mcoll-bench)
-#   --modes     mcoll-bench modes (env MCOLL_BENCH_MODES; default all three):
+#   --modes     mcoll-bench modes (env MCOLL_BENCH_MODES; default back2back latency
+#               cold; nbc and idle are opt-in, at 2 ranks ~2 + ~1.5 minutes per flavour):
 #               back2back: warm calls timed back to back (nccl-tests' way);
 #               latency: a barrier after every call (OSU's way), sizes 8..1M by 4;
 #               cold: each of the first 100 calls on fresh communicators, 8..1M by 4,
-#               only the collectives of --cold-colls
+#               only the collectives of --cold-colls;
+#               nbc: blocking, I<coll> + wait, persistent start + wait (MPI 4 only)
+#               and overlap (OSU's way), 16..4M by 4 (coarser oversubscribed), only
+#               the collectives of --nbc-colls, one job per --progress-threads value;
+#               idle: process CPU time asleep with nothing pending (--idle-seconds
+#               in the first pair of jobs, 1 s in the others) and a compute loop,
+#               --idle-pairs pairs of jobs alternating MCOLL_PROGRESS_THREAD=0 and =1
+#               (ABBA order); ranks <= cores only
 #   --cold-colls  collectives of the cold mode (env MCOLL_BENCH_COLD_COLLS; default
 #               bcast,allreduce,reduce,allgather,alltoall; 'same' = --colls)
+#   --nbc-colls collectives of the nbc mode (env MCOLL_BENCH_NBC_COLLS; default
+#               barrier,bcast,reduce,allreduce,allgather,alltoall,gather,scatter;
+#               'same' = --colls)
+#   --progress-threads  MCOLL_PROGRESS_THREAD values of the nbc jobs (env
+#               MCOLL_BENCH_PROGRESS_THREADS; default "0 1"; with --no-mcoll the first)
+#   --idle-pairs  job pairs of the idle mode (env MCOLL_BENCH_IDLE_PAIRS; default 7)
+#   --idle-seconds  seconds asleep per idle job (env MCOLL_BENCH_IDLE_SECONDS; default 10)
 #   --no-check  do not check results (mcoll-bench -c is on by default)
 #   --no-setup  use the existing build instead of running scripts/setup.sh
 #   --no-mcoll  plain mpiexec, no preload: the pipeline without the library (ratios ~1)
+#   --results   write there instead of bench/results (env MCOLL_BENCH_RESULTS): trial
+#               runs that are not the benchmark of record
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 
@@ -34,7 +55,12 @@ nps=${MCOLL_BENCH_NP:-2 4 8}
 flavours=${MCOLL_BENCH_FLAVOURS:-}
 modes=${MCOLL_BENCH_MODES:-back2back latency cold}
 cold_colls=${MCOLL_BENCH_COLD_COLLS:-bcast,allreduce,reduce,allgather,alltoall}
+nbc_colls=${MCOLL_BENCH_NBC_COLLS:-barrier,bcast,reduce,allreduce,allgather,alltoall,gather,scatter}
+progress_threads=${MCOLL_BENCH_PROGRESS_THREADS:-0 1}
+idle_pairs=${MCOLL_BENCH_IDLE_PAIRS:-7}
+idle_seconds=${MCOLL_BENCH_IDLE_SECONDS:-10}
 build=$root/build
+results=${MCOLL_BENCH_RESULTS:-$root/bench/results}
 check=1 setup=1 preload=1
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -43,7 +69,12 @@ while [[ $# -gt 0 ]]; do
     --flavours) flavours=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --cold-colls) cold_colls=$2; shift 2 ;;
+    --nbc-colls) nbc_colls=$2; shift 2 ;;
+    --progress-threads) progress_threads=$2; shift 2 ;;
+    --idle-pairs) idle_pairs=$2; shift 2 ;;
+    --idle-seconds) idle_seconds=$2; shift 2 ;;
     --build) build=$(readlink -f "$2"); shift 2 ;;
+    --results) results=$(realpath -m "$2"); shift 2 ;;
     --no-check) check=0; shift ;;
     --no-setup) setup=0; shift ;;
     --no-mcoll) preload=0; shift ;;
@@ -100,7 +131,14 @@ mode_args() {  # mode flavour np -> array margs (after sweep_args)
     cold-mpich-oversubscribed) sweep=(-b 8 -e 64K -f 8 -M 1M -r 7); margs=(-m cold -K 100) ;;
     cold-*-oversubscribed) sweep=(-b 8 -e 256K -f 8 -M 2M -r 7); margs=(-m cold -K 100) ;;
     cold-*) sweep=(-b 8 -e 1M -f 4 -r 7); margs=(-m cold -K 100) ;;
-    *) echo "run.sh: unknown mode '$1' (back2back, latency, cold)" >&2; exit 2 ;;
+    # nbc: five blocks per side and round, each with a barrier per call; -N: at most
+    # 200 calls per block (blocks of tiny calls would run thousands of barriers)
+    nbc-mpich-oversubscribed) sweep=(-b 16 -e 64K -f 64 -M 1M -T 1 -r 7 -N 100); margs=(-m nbc) ;;
+    nbc-*-oversubscribed) sweep=(-b 16 -e 1M -f 16 -M 4M -r 7 -N 100); margs=(-m nbc) ;;
+    nbc-*) sweep=(-b 16 -e 4M -f 4 -r 7 -N 200); margs=(-m nbc) ;;
+    # idle: each job's loop -r rounds of 2^24 iterations (~0.1 s); -I per job below
+    idle-*) sweep=(-r 5 -W 16777216); margs=(-m idle) ;;
+    *) echo "run.sh: unknown mode '$1' (back2back, latency, cold, nbc, idle)" >&2; exit 2 ;;
   esac
 }
 
@@ -120,16 +158,40 @@ launcher() {  # flavour np -> array launch: the command up to the program
   fi
 }
 
-results=$root/bench/results
 mkdir -p "$results"
 stamp=$(date +%Y%m%d-%H%M)
 commands=$results/$stamp-command.txt
 {
   echo "# bench/run.sh $stamp on $(hostname), $cores cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none)"
-  echo "# colls=$colls np=($nps) flavours=($flavours) modes=($modes) cold_colls=$cold_colls check=$check mcoll=$preload"
+  echo "# colls=$colls np=($nps) flavours=($flavours) modes=($modes) cold_colls=$cold_colls nbc_colls=$nbc_colls progress_threads=($progress_threads) idle_pairs=$idle_pairs idle_seconds=$idle_seconds check=$check mcoll=$preload"
 } >"$commands"
 
 jsons=() failed=()
+# run_job NAME LABEL [VAR=VALUE ...] -- COMMAND...: runs one job, its table to NAME.txt,
+# its JSON to NAME.json (appended to the report's list if written).
+run_job() {
+  local name=$1 label=$2
+  shift 2
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  local cmd=()
+  [[ ${#envs[@]} -gt 0 ]] && cmd=(env "${envs[@]}")
+  cmd+=(timeout "$job_timeout" "$@")
+  [[ $check -eq 1 && $label != *idle* ]] && cmd+=(-c)
+  cmd+=(-o "$results/$name.json")
+  printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"
+  echo >>"$commands"
+  echo "== $label: ${cmd[*]}"
+  if ! "${cmd[@]}" | tee "$results/$name.txt"; then
+    echo "run.sh: $label failed (exit ${PIPESTATUS[0]})" >&2
+    failed+=("${label// /-}")
+  fi
+  # A job cut short leaves the rows it finished, marked "complete": false.
+  [[ -s $results/$name.json ]] && jsons+=("$results/$name.json")
+  return 0
+}
+
 for flavour in $flavours; do
   for np in $nps; do
    for mode in $modes; do
@@ -138,6 +200,37 @@ for flavour in $flavours; do
     launcher "$flavour" "$np"
     sweep_args "$flavour" "$np"
     mode_args "$mode" "$flavour" "$np"
+    bench=("${launch[@]}" "$build/$flavour/bin/mcoll-bench")
+    case $mode in
+      nbc)
+        mode_colls=$nbc_colls
+        [[ $mode_colls == same ]] && mode_colls=$colls
+        pts=$progress_threads
+        [[ $preload -eq 1 ]] || pts=${pts%% *}  # without mcoll the setting changes nothing
+        for pt in $pts; do
+          run_job "$name-pt$pt" "$flavour np$np nbc pt$pt" MCOLL_PROGRESS_THREAD="$pt" -- \
+            "${bench[@]}" -C "$mode_colls" "${sweep[@]}" "${margs[@]}"
+        done
+        continue ;;
+      idle)
+        if [[ $np -gt $cores ]]; then
+          echo "== $flavour np$np idle: skipped (oversubscribed: the loop would share cores)"
+          continue
+        fi
+        # The first pair sleeps --idle-seconds (the idle target); the others 1 s, as
+        # they are there for the compute loop, compared pair by pair.
+        for ((k = 1; k <= idle_pairs; k++)); do
+          order="0 1"
+          [[ $((k % 2)) -eq 0 ]] && order="1 0"  # ABBA: drift hits both alike
+          seconds=1
+          [[ $k -eq 1 ]] && seconds=$idle_seconds
+          for pt in $order; do
+            run_job "$name-$k-pt$pt" "$flavour np$np idle $k pt$pt" MCOLL_PROGRESS_THREAD="$pt" -- \
+              "${bench[@]}" "${sweep[@]}" "${margs[@]}" -I "$seconds"
+          done
+        done
+        continue ;;
+    esac
     mode_colls=$colls
     [[ $mode == cold && $cold_colls != same ]] && mode_colls=$cold_colls
     # Cold: a dup would share the warm context of its parent (MCOLL_SHARE_CONTEXT), and
@@ -145,20 +238,9 @@ for flavour in $flavours; do
     # last one (MCOLL_CHANNEL_POOL), so each fresh communicator builds its own here, with
     # a new segment -- the cost of a communicator over a new set of processes.
     share=()
-    [[ $mode == cold ]] && share=(env MCOLL_SHARE_CONTEXT=0 MCOLL_CHANNEL_POOL=0)
-    cmd=("${share[@]}" timeout "$job_timeout" "${launch[@]}" "$build/$flavour/bin/mcoll-bench"
-         -C "$mode_colls" "${sweep[@]}" "${margs[@]}")
-    [[ $check -eq 1 ]] && cmd+=(-c)
-    cmd+=(-o "$results/$name.json")
-    printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"
-    echo >>"$commands"
-    echo "== $flavour, $np ranks, $mode: ${cmd[*]}"
-    if ! "${cmd[@]}" | tee "$results/$name.txt"; then
-      echo "run.sh: $flavour np$np $mode failed (exit ${PIPESTATUS[0]})" >&2
-      failed+=("$flavour-np$np-$mode")
-    fi
-    # A job cut short leaves the rows it finished, marked "complete": false.
-    [[ -s $results/$name.json ]] && jsons+=("$results/$name.json")
+    [[ $mode == cold ]] && share=(MCOLL_SHARE_CONTEXT=0 MCOLL_CHANNEL_POOL=0)
+    run_job "$name" "$flavour np$np $mode" "${share[@]}" -- \
+      "${bench[@]}" -C "$mode_colls" "${sweep[@]}" "${margs[@]}"
    done
   done
 done

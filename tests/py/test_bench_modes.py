@@ -1,6 +1,7 @@
-"""Smoke tests of mcoll-bench's cold and latency modes (-m cold, -m latency) at 2
-ranks with tiny counts: the JSON and the table have the structure that bench/run.sh
-and tools/py/mcoll_report.py rely on, with positive times on both sides."""
+"""Smoke tests of mcoll-bench's cold, latency, nbc and idle modes (-m cold, -m latency,
+-m nbc, -m idle) at 2 ranks with tiny counts: the JSON and the table have the structure
+that bench/run.sh and tools/py/mcoll_report.py rely on, with positive times on both
+sides and the derived numbers (overlap, medians) consistent with the measured ones."""
 
 import json
 import math
@@ -15,11 +16,11 @@ FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 SWEEP = ["-C", "barrier,bcast,allreduce", "-b", "8", "-e", "4K", "-f", "16", "-r", "3", "-c"]
 
 
-def run_bench(flavour, tmp_path, mode_args):
+def run_bench(flavour, tmp_path, mode_args, env=None):
     out = tmp_path / "bench.json"
     program = BUILD.bin(flavour, "mcoll-bench")
     result = run_job(mpiexec_argv(flavour, 2, program, [*SWEEP, *mode_args, "-o", out]),
-                     BASE_ENV, JOB_TIMEOUT)
+                     {**BASE_ENV, **(env or {})}, JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["complete"] is True and doc["mcoll_loaded"] is True
@@ -68,3 +69,67 @@ def test_latency_mode(flavour, tmp_path):
         assert len(r["native_samples_us"]) == 3 and len(r["mcoll_samples_us"]) == 3
         assert all(positive(t) for t in r["native_samples_us"] + r["mcoll_samples_us"])
         assert "cold_calls" not in r
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_nbc_mode(flavour, tmp_path):
+    doc, stdout = run_bench(flavour, tmp_path, ["-m", "nbc", "-n", "20", "-w", "2"],
+                            {"MCOLL_PROGRESS_THREAD": "0"})
+    assert doc["mode"] == "nbc" and doc["progress_thread"] == "0"
+    # persistent collectives are MPI 4: MPICH 4.0 has them, Open MPI 4.1 not
+    assert doc["persistent"] is (flavour == "mpich")
+    assert "# mode nbc, MCOLL_PROGRESS_THREAD=0" in stdout and "ovl_m%" in stdout
+    for r in doc["results"]:
+        assert r["iters"] == 20 and r["warmup"] == 2
+        for side in ("native", "mcoll"):
+            keys = ["blocking", "post_wait", "compute", "total", "compute_in"]
+            if doc["persistent"]:
+                keys.append("start_wait")
+            else:
+                assert f"{side}_start_wait_us" not in r
+            for key in keys:
+                assert positive(r[f"{side}_{key}_us"]), (r["coll"], r["bytes"], side, key)
+            # the row's time is post + wait; overlap follows from the medians
+            assert r[f"{side}_us"] == r[f"{side}_post_wait_us"]
+            total, pure = r[f"{side}_total_us"], r[f"{side}_post_wait_us"]
+            for key, loop in (("overlap_pct", "compute_us"), ("overlap_osu_pct", "compute_in_us")):
+                want = 100 * (1 - (total - r[f"{side}_{loop}"]) / pure)
+                assert r[f"{side}_{key}"] == pytest.approx(want, rel=1e-3, abs=0.05)
+            # post, the loop, wait: never shorter than the loop inside it
+            assert total >= r[f"{side}_compute_in_us"] * 0.999
+            assert len(r[f"{side}_samples_us"]) == 3
+        assert r["ratio"] == pytest.approx(r["native_us"] / r["mcoll_us"], rel=1e-3)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_idle_mode(flavour, tmp_path):
+    out = tmp_path / "idle.json"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "idle", "-I", "0.5", "-r", "3", "-W", "200000", "-o", out]
+    result = run_job(mpiexec_argv(flavour, 2, program, args),
+                     {**BASE_ENV, "MCOLL_PROGRESS_THREAD": "1"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["mode"] == "idle" and doc["progress_thread"] == "1" and doc["results"] == []
+    assert doc["mcoll_loaded"] is True and doc["complete"] is True
+    idle = doc["idle"]
+    assert idle["seconds"] == 0.5 and idle["compute_work"] == 200000
+    assert len(idle["cpu_seconds"]) == 2 and len(idle["cpu_pct"]) == 2
+    # asleep: the process used far less than a core, and at least nothing negative
+    assert all(0 <= t < 0.5 for t in idle["cpu_seconds"])
+    assert idle["max_cpu_pct"] == pytest.approx(max(idle["cpu_pct"]), rel=1e-3)
+    assert all(0 <= p <= c + 1e-3 for p, c in zip(idle["background_cpu_pct"], idle["cpu_pct"]))
+    samples = idle["compute_samples_ms"]
+    assert len(samples) == 3 and all(positive(t) for t in samples)
+    assert idle["compute_ms"] == sorted(samples)[1]
+    assert "# mode idle, MCOLL_PROGRESS_THREAD=1" in result.stdout
+    assert "compute_ms median" in result.stdout
+
+
+@pytest.mark.parametrize("flavour", [flavour_param("mpich")])
+def test_nbc_mode_without_persistent_block(flavour, tmp_path):
+    doc, _ = run_bench(flavour, tmp_path, ["-m", "nbc", "-P", "-n", "10", "-w", "1"])
+    assert doc["persistent"] is False  # MPICH has them, -P leaves them out
+    for r in doc["results"]:
+        assert "mcoll_start_wait_us" not in r and "native_start_wait_us" not in r
+        assert positive(r["mcoll_post_wait_us"]) and positive(r["native_blocking_us"])

@@ -161,8 +161,9 @@ def test_markdown_sections_per_mode(doc, cold_doc):
     latency = dict(copy.deepcopy(doc), mode="latency")
     text = report.render_markdown([doc, latency, cold_doc])
     lines = text.splitlines()
-    for title in report.MODE_TITLES.values():
-        assert f"## {title}" in lines
+    for mode in ("back2back", "latency", "cold"):
+        assert f"## {report.MODE_TITLES[mode]}" in lines
+    assert f"## {report.MODE_TITLES['nbc']}" not in lines  # no nbc run, no section
     assert "| " + " | ".join(report.COLD_HEADER) + " |" in lines
     assert sum(line.startswith("| openmpi np2 |") for line in lines) == 4
     assert sum(line.startswith("| openmpi np2 latency |") for line in lines) == 4
@@ -180,3 +181,155 @@ def test_main_plots_all_modes(doc, cold_doc, tmp_path):
     assert report.main([*map(str, paths), "--md", str(md), "--png", str(png)]) == 0
     assert "| openmpi np2 cold | bcast | 64 KiB |" in md.read_text(encoding="utf-8")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def make_nbc_result(coll, nbytes, native, mcoll, persistent=True):
+    """native/mcoll: (blocking, post+wait, compute, total, compute_in, start+wait) µs."""
+    row = make_result(coll, nbytes, native[1], mcoll[1])
+    for side, t in (("native", native), ("mcoll", mcoll)):
+        row.update({f"{side}_blocking_us": t[0], f"{side}_post_wait_us": t[1],
+                    f"{side}_compute_us": t[2], f"{side}_total_us": t[3],
+                    f"{side}_compute_in_us": t[4],
+                    f"{side}_overlap_pct": 100 * (1 - (t[3] - t[2]) / t[1]),
+                    f"{side}_overlap_osu_pct": 100 * (1 - (t[3] - t[4]) / t[1])})
+        if persistent:
+            row[f"{side}_start_wait_us"] = t[5]
+    return row
+
+
+@pytest.fixture
+def nbc_doc(doc):
+    nbc = copy.deepcopy(doc)
+    nbc.update(mode="nbc", flavour="mpich", progress_thread="1", persistent=True, results=[
+        # blocking 10, p+w 11 (1.1x), s+w 9; overlap (1 - (12 - 10) / 11) = 81.8%
+        make_nbc_result("allreduce", 65536, (20, 22, 22, 40, 22, 21), (10, 11, 10, 12, 10, 9)),
+        # p+w 13 (1.3x), s+w 11 > 10; overlap 1 - (20 - 10) / 13 = 23.1%
+        make_nbc_result("alltoall", 1 << 20, (20, 22, 22, 40, 22, 21), (10, 13, 10, 20, 11, 11)),
+        # small: no overlap target; total < compute: overlap over 100 shown as 100
+        make_nbc_result("bcast", 8, (1, 2, 2, 1.5, 1.5, 1), (1, 1, 1, 0.5, 0.5, 0.5)),
+    ])
+    return nbc
+
+
+def test_nbc_series_label_shows_progress_thread(nbc_doc):
+    assert report.series_label(nbc_doc) == "mpich np2 nbc pt1"
+    assert report.series_label(dict(nbc_doc, progress_thread="0")) == "mpich np2 nbc pt0"
+
+
+def test_nbc_rows_ratios_overlap_and_targets(nbc_doc):
+    header = report.nbc_header([nbc_doc])
+    assert header == report.NBC_HEADER + report.NBC_PERSISTENT_HEADER + report.NBC_OVERLAP_HEADER
+    rows = report.nbc_table_rows([nbc_doc])
+    assert all(len(r) == len(header) for r in rows)
+    cells = dict(zip(header, rows[0]))
+    assert cells["size"] == "64 KiB"
+    assert cells["blocking mcoll µs"] == "10.0" and cells["post+wait mcoll µs"] == "11.0"
+    assert cells["p+w/blocking mcoll"] == "1.10" and cells["s+w/blocking mcoll"] == "0.90"
+    assert cells["overlap mcoll %"] == "81.8" and cells["overlap native %"] == "18.2"
+    assert cells["targets"] == "p+w<=1.2x ok, overlap>=80% ok, s+w<=blocking ok"
+    cells = dict(zip(header, rows[1]))
+    assert cells["overlap mcoll %"] == "23.1" and cells["overlap mcoll % (OSU)"] == "30.8"
+    assert cells["targets"] == "p+w<=1.2x MISS, overlap>=80% MISS, s+w<=blocking MISS"
+    cells = dict(zip(header, rows[2]))
+    assert cells["overlap mcoll %"] == "100.0" and cells["overlap native %"] == "100.0"
+    assert cells["targets"] == "p+w<=1.2x ok, s+w<=blocking ok"  # 8 B: no overlap target
+
+
+def test_nbc_targets_depend_on_ranks_and_progress_thread(nbc_doc):
+    r = nbc_doc["results"][0]
+    names = lambda d: [n for n, _ in report.nbc_checks(d, r)]  # noqa: E731
+    assert names(nbc_doc) == ["p+w<=1.2x", "overlap>=80%", "s+w<=blocking"]
+    assert names(dict(nbc_doc, progress_thread="0")) == ["p+w<=1.2x", "s+w<=blocking"]
+    assert names(dict(nbc_doc, nprocs=4)) == ["s+w<=blocking"]  # 4, 8 ranks: reported only
+
+
+def test_nbc_without_persistent_omits_columns(nbc_doc):
+    ompi = copy.deepcopy(nbc_doc)
+    ompi.update(flavour="openmpi", persistent=False)
+    for r in ompi["results"]:
+        del r["native_start_wait_us"], r["mcoll_start_wait_us"]
+    header = report.nbc_header([ompi])
+    assert not set(report.NBC_PERSISTENT_HEADER) & set(header)
+    rows = report.nbc_table_rows([ompi])
+    assert all(len(r) == len(header) for r in rows)
+    assert "s+w" not in rows[0][-1]
+    # with an MPICH run beside it, the columns are there and '-' for Open MPI
+    both = report.nbc_table_rows([ompi, nbc_doc])
+    header = report.nbc_header([ompi, nbc_doc])
+    assert dict(zip(header, both[0]))["start+wait mcoll µs"] == "-"
+    assert dict(zip(header, both[3]))["start+wait mcoll µs"] == "9.00"
+
+
+def test_nbc_summary_row_per_series(nbc_doc):
+    pt0 = dict(copy.deepcopy(nbc_doc), progress_thread="0")
+    rows = report.nbc_summary_rows([pt0, nbc_doc])
+    assert all(len(r) == len(report.NBC_SUMMARY_HEADER) for r in rows)
+    # p+w/blocking 1.1, 1.3, 1.0; s+w/blocking 0.9, 1.1, 0.5; overlap (64 KiB and 1 MiB
+    # rows only) mcoll 81.8 and 23.1, native 18.2 and 18.2
+    assert rows[1] == ["mpich np2 nbc pt1", "3", "1.10", "1.30", "2 of 3", "0.90", "2 of 3",
+                       "52.4", "23.1", "18.2"]
+    assert rows[0][0] == "mpich np2 nbc pt0" and rows[0][1:] == rows[1][1:]
+
+
+def test_nbc_target_summary_counts_and_names_misses(nbc_doc):
+    lines = report.nbc_target_summary([nbc_doc])
+    assert lines[0] == "- **p+w<=1.2x**: 2 of 3 rows met; missed: mpich np2 nbc pt1 alltoall 1 MiB"
+    assert lines[1] == ("- **overlap>=80%**: 1 of 2 rows met; missed: "
+                        "mpich np2 nbc pt1 alltoall 1 MiB")
+    assert lines[2].startswith("- **s+w<=blocking**: 2 of 3 rows met")
+
+
+def make_idle_doc(doc, pt, cpu_pct, compute_ms, seconds=10):
+    idle = copy.deepcopy(doc)
+    idle.update(mode="idle", progress_thread=pt, results=[], idle={
+        "seconds": seconds, "cpu_seconds": [c / 10 for c in cpu_pct], "cpu_pct": cpu_pct,
+        "background_cpu_pct": cpu_pct, "max_cpu_pct": max(cpu_pct),
+        "max_background_cpu_pct": max(cpu_pct), "compute_work": 1 << 25,
+        "compute_samples_ms": compute_ms, "compute_ms": sorted(compute_ms)[len(compute_ms) // 2]})
+    return idle
+
+
+def test_idle_summary_pairs_jobs_and_checks_targets(doc):
+    # ABBA; the load changes between pairs (the second pair twice as slow), the pairs'
+    # ratios are 1.01 and 1.02: their median 1.015 (shown 1.02) passes
+    docs = [make_idle_doc(doc, "0", [0.01, 0.02], [100, 100, 100]),
+            make_idle_doc(doc, "1", [0.5, 0.2], [101, 101, 101]),
+            make_idle_doc(doc, "1", [1.5], [204, 204, 204], seconds=1),
+            make_idle_doc(doc, "0", [0.02, 0.01], [200, 200, 200], seconds=1)]
+    assert [(off["progress_thread"], on["progress_thread"])
+            for off, on in report.adjacent_pairs(docs)] == [("0", "1"), ("0", "1")]
+    rows = report.idle_summary_rows(docs)
+    # idle CPU from the 10 s jobs only: the 1 s job's 1.5% does not count
+    assert rows == [["openmpi np2 idle", "2/2", "10", "0.02", "0.50", "150.0", "152.5", "2",
+                     "1.02", "ok", "ok"]]
+    slow = [make_idle_doc(doc, "0", [0.01], [100]), make_idle_doc(doc, "1", [1.5], [103])]
+    assert report.idle_summary_rows(slow)[0][-4:] == ["1", "1.03", "MISS", "MISS"]
+    unpaired = [make_idle_doc(doc, "1", [0.1], [100]), make_idle_doc(doc, "1", [0.1], [100])]
+    assert report.idle_summary_rows(unpaired)[0][-4:] == ["0", "-", "ok", "-"]
+    per_job = report.idle_table_rows(docs)
+    assert per_job[1] == ["openmpi np2 idle", "1", "10", "0.50", "0.50", "101.0"]
+
+
+def test_markdown_and_plot_with_nbc_and_idle(doc, nbc_doc, tmp_path):
+    idle = [make_idle_doc(doc, "0", [0.01], [100]), make_idle_doc(doc, "1", [0.2], [101])]
+    text = report.render_markdown([doc, nbc_doc, *idle])
+    lines = text.splitlines()
+    assert "## " + report.MODE_TITLES["nbc"] in lines
+    assert "## " + report.MODE_TITLES["idle"] in lines
+    assert "| " + " | ".join(report.nbc_header([nbc_doc])) + " |" in lines
+    assert "| " + " | ".join(report.IDLE_SUMMARY_HEADER) + " |" in lines
+    assert "| " + " | ".join(report.NBC_SUMMARY_HEADER) + " |" in lines
+    assert sum(line.startswith("| mpich np2 nbc pt1 |") for line in lines) == 1 + 3  # summary, rows
+    assert "- **overlap>=80%**: 1 of 2 rows met; missed: mpich np2 nbc pt1 alltoall 1 MiB" in lines
+    assert any(line.startswith("- **mpich np2 nbc pt1**:") and line.endswith(
+        "a block's time: the mean of its calls; persistent measured") for line in lines)
+    # time panels of every collective, overlap panels of the nbc ones; idle: none
+    assert report.plot_panels([doc, nbc_doc, *idle]) == [
+        ("barrier", False), ("allreduce", False), ("alltoall", False), ("bcast", False),
+        ("allreduce", True), ("alltoall", True), ("bcast", True)]
+    paths = [write_json(tmp_path / f"{i}.json", d) for i, d in enumerate([doc, nbc_doc, *idle])]
+    md, png = tmp_path / "out.md", tmp_path / "out.png"
+    assert report.main([*map(str, paths), "--md", str(md), "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # idle runs alone: a table, and a plot that says there is nothing to plot
+    assert report.main([str(paths[2]), str(paths[3]), "--png", str(png)]) == 0

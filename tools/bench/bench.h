@@ -2,6 +2,8 @@
  *   bench_colls.c   the collectives: calls, buffer layouts, send data, result checks
  *   bench_output.c  the stdout table and the JSON file
  *   bench_modes.c   the cold and latency modes (-m cold, -m latency)
+ *   bench_nbc.c     non-blocking, persistent and overlap (-m nbc); the idle progress
+ *                   thread and a compute loop (-m idle)
  *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
 #ifndef MCOLL_BENCH_H
 #define MCOLL_BENCH_H
@@ -9,8 +11,17 @@
 #include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define BENCH_NCOLLS 16
+
+/* Persistent collectives (MPI_Bcast_init, ...) came with MPI 4.0: MPICH 4 has them,
+ * Open MPI 4.1 not. */
+#if MPI_VERSION >= 4
+#define BENCH_PERSISTENT 1
+#else
+#define BENCH_PERSISTENT 0
+#endif
 
 /* The same calls twice: once straight into the host MPI, once through whatever
  * MPI_* resolves to (mcoll when preloaded, the host MPI otherwise). */
@@ -36,6 +47,70 @@ struct mpi_api {
     int (*reduce_scatter)(const void *, void *, const int[], MPI_Datatype, MPI_Op, MPI_Comm);
     int (*scan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
     int (*exscan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    /* Non-blocking forms, and the request calls of the same side. */
+    int (*ibarrier)(MPI_Comm, MPI_Request *);
+    int (*ibcast)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Request *);
+    int (*ireduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm,
+                   MPI_Request *);
+    int (*iallreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*iallgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                      MPI_Request *);
+    int (*iallgatherv)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                       MPI_Datatype, MPI_Comm, MPI_Request *);
+    int (*igather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm,
+                   MPI_Request *);
+    int (*igatherv)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                    MPI_Datatype, int, MPI_Comm, MPI_Request *);
+    int (*iscatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int, MPI_Comm,
+                    MPI_Request *);
+    int (*iscatterv)(const void *, const int[], const int[], MPI_Datatype, void *, int,
+                     MPI_Datatype, int, MPI_Comm, MPI_Request *);
+    int (*ialltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                     MPI_Request *);
+    int (*ialltoallv)(const void *, const int[], const int[], MPI_Datatype, void *,
+                      const int[], const int[], MPI_Datatype, MPI_Comm, MPI_Request *);
+    int (*ireduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                                 MPI_Request *);
+    int (*ireduce_scatter)(const void *, void *, const int[], MPI_Datatype, MPI_Op, MPI_Comm,
+                           MPI_Request *);
+    int (*iscan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*iexscan)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request *);
+    int (*wait)(MPI_Request *, MPI_Status *);
+    int (*start)(MPI_Request *);
+    int (*request_free)(MPI_Request *);
+#if BENCH_PERSISTENT
+    int (*barrier_init)(MPI_Comm, MPI_Info, MPI_Request *);
+    int (*bcast_init)(void *, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*reduce_init)(const void *, void *, int, MPI_Datatype, MPI_Op, int, MPI_Comm,
+                       MPI_Info, MPI_Request *);
+    int (*allreduce_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                          MPI_Request *);
+    int (*allgather_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                          MPI_Comm, MPI_Info, MPI_Request *);
+    int (*allgatherv_init)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                           MPI_Datatype, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*gather_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
+                       MPI_Comm, MPI_Info, MPI_Request *);
+    int (*gatherv_init)(const void *, int, MPI_Datatype, void *, const int[], const int[],
+                        MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*scatter_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, int,
+                        MPI_Comm, MPI_Info, MPI_Request *);
+    int (*scatterv_init)(const void *, const int[], const int[], MPI_Datatype, void *, int,
+                         MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request *);
+    int (*alltoall_init)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm,
+                         MPI_Info, MPI_Request *);
+    int (*alltoallv_init)(const void *, const int[], const int[], MPI_Datatype, void *,
+                          const int[], const int[], MPI_Datatype, MPI_Comm, MPI_Info,
+                          MPI_Request *);
+    int (*reduce_scatter_block_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm,
+                                     MPI_Info, MPI_Request *);
+    int (*reduce_scatter_init)(const void *, void *, const int[], MPI_Datatype, MPI_Op,
+                               MPI_Comm, MPI_Info, MPI_Request *);
+    int (*scan_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                     MPI_Request *);
+    int (*exscan_init)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Info,
+                       MPI_Request *);
+#endif
 };
 
 extern const struct mpi_api bench_native_api, bench_mcoll_api;
@@ -73,6 +148,13 @@ void bench_row_alloc(struct row *r, bool check);
 void bench_row_free(struct row *r);
 /* One call of the row's collective; aborts the job if it fails. */
 void bench_run(const struct mpi_api *api, const struct row *r);
+/* Its non-blocking form posted (and, for bench_wait, completed); aborts on failure. */
+void bench_post(const struct mpi_api *api, const struct row *r, MPI_Request *req);
+void bench_wait(const struct mpi_api *api, const struct row *r, MPI_Request *req);
+#if BENCH_PERSISTENT
+/* Its persistent form (MPI_<Coll>_init), not started. */
+void bench_persistent_init(const struct mpi_api *api, const struct row *r, MPI_Request *req);
+#endif
 /* Wrong result elements on this rank, the first one reported on stderr. */
 long bench_check_result(const struct row *r, const char *label);
 
@@ -86,6 +168,10 @@ void bench_check_block(const struct mpi_api *api, const struct row *r);
 /* The modes other than back-to-back: one row, rounds alternating native and mcoll. */
 void bench_cold_row(const struct row *r, const struct options *o, struct result *res);
 void bench_latency_row(const struct row *r, const struct options *o, struct result *res);
+void bench_nbc_row(const struct row *r, const struct options *o, struct result *res);
+/* -m idle: the whole job (no rows); writes the JSON itself. */
+struct run_info;
+void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
 /* Seconds per call of one side's timed block (warmup untimed calls first). */
 typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row *r, int warmup,
@@ -98,7 +184,7 @@ void *bench_alloc_pages(size_t bytes);
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
-enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY };
+enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE };
 
 struct options {
     enum bench_mode mode;
@@ -112,6 +198,10 @@ struct options {
     const char *json_path;
     /* -A a,b: two mcoll algorithms of one collective in place of native and mcoll */
     const char *versus[2];
+    double idle_seconds; /* -I: idle mode's sleep with nothing pending */
+    long compute_work;   /* -W: idle mode's compute loop, iterations */
+    bool nbc_mean;       /* -a: nbc mode's blocks average their calls (else median) */
+    bool no_persistent;  /* -P: nbc mode without the persistent block */
 };
 
 struct result {
@@ -130,12 +220,24 @@ struct result {
     double native_first10, mcoll_first10; /* median of calls 1..10 */
     double native_warm, mcoll_warm;     /* the same calls timed alike once warm */
     double *native_per_call, *mcoll_per_call; /* [cold_calls], call 1 first */
+    /* nbc mode: [0] native, [1] mcoll; seconds, medians over rounds of the slowest
+     * rank's per-call average (native, mcoll above: post + wait). */
+    bool nbc;
+    double blocking[2];   /* the blocking call, latency mode */
+    double post_wait[2];  /* MPI_I<coll> + MPI_Wait, a barrier after each */
+    double compute[2];    /* the busy loop alone, sized to post_wait */
+    double with_compute[2]; /* post, the same busy loop, wait */
+    double compute_in[2]; /* the busy loop inside total (OSU's t_compute) */
+    double start_wait[2]; /* persistent: MPI_Start + MPI_Wait; NAN without */
+    double overlap[2];    /* % = 100 (1 - (total - compute) / post_wait) */
+    double overlap_osu[2]; /* the same with compute_in, as OSU computes it */
 };
 
 struct run_info {
     int argc;
     char **argv;
     const char *mpi_version, *flavour, *mcoll_version; /* mcoll_version NULL: not loaded */
+    const char *progress_thread; /* MCOLL_PROGRESS_THREAD of the environment, or NULL */
     char hostname[256], date[64];
     int nprocs;
 };
@@ -145,5 +247,11 @@ void bench_print_result(const struct result *s);
 /* Rewritten after every row, so that a job cut short still leaves its rows. */
 void bench_write_json(const char *path, const struct run_info *ri, const struct options *o,
                       const struct result *res, int nres, bool complete);
+/* The JSON's header fields up to and including "notes", shared with the idle mode. */
+void bench_json_head(FILE *f, const struct run_info *ri, const struct options *o,
+                     bool complete);
+void bench_json_string(FILE *f, const char *s);
+void bench_json_number(FILE *f, double v);
+const char *bench_mode_name(enum bench_mode mode);
 
 #endif

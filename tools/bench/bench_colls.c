@@ -11,17 +11,41 @@
 
 #define PAGE_BYTES 4096
 
-const struct mpi_api bench_native_api = {
-    "native", PMPI_Barrier, PMPI_Bcast, PMPI_Reduce, PMPI_Allreduce, PMPI_Allgather,
-    PMPI_Allgatherv, PMPI_Gather, PMPI_Gatherv, PMPI_Scatter, PMPI_Scatterv, PMPI_Alltoall,
-    PMPI_Alltoallv, PMPI_Reduce_scatter_block, PMPI_Reduce_scatter, PMPI_Scan, PMPI_Exscan,
-};
+#if BENCH_PERSISTENT
+#define PERSISTENT_API(P)                                                                    \
+    .barrier_init = P##Barrier_init, .bcast_init = P##Bcast_init,                            \
+    .reduce_init = P##Reduce_init, .allreduce_init = P##Allreduce_init,                      \
+    .allgather_init = P##Allgather_init, .allgatherv_init = P##Allgatherv_init,              \
+    .gather_init = P##Gather_init, .gatherv_init = P##Gatherv_init,                          \
+    .scatter_init = P##Scatter_init, .scatterv_init = P##Scatterv_init,                      \
+    .alltoall_init = P##Alltoall_init, .alltoallv_init = P##Alltoallv_init,                  \
+    .reduce_scatter_block_init = P##Reduce_scatter_block_init,                               \
+    .reduce_scatter_init = P##Reduce_scatter_init, .scan_init = P##Scan_init,                \
+    .exscan_init = P##Exscan_init,
+#else
+#define PERSISTENT_API(P)
+#endif
 
-const struct mpi_api bench_mcoll_api = {
-    "mcoll", MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Allgather,
-    MPI_Allgatherv, MPI_Gather, MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Alltoall,
-    MPI_Alltoallv, MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Scan, MPI_Exscan,
-};
+/* P: PMPI_ (the host MPI) or MPI_ (mcoll when preloaded). */
+#define BENCH_API(name, P)                                                                   \
+    {                                                                                        \
+        .label = name, .barrier = P##Barrier, .bcast = P##Bcast, .reduce = P##Reduce,        \
+        .allreduce = P##Allreduce, .allgather = P##Allgather, .allgatherv = P##Allgatherv,   \
+        .gather = P##Gather, .gatherv = P##Gatherv, .scatter = P##Scatter,                   \
+        .scatterv = P##Scatterv, .alltoall = P##Alltoall, .alltoallv = P##Alltoallv,         \
+        .reduce_scatter_block = P##Reduce_scatter_block, .reduce_scatter = P##Reduce_scatter, \
+        .scan = P##Scan, .exscan = P##Exscan, .ibarrier = P##Ibarrier, .ibcast = P##Ibcast,  \
+        .ireduce = P##Ireduce, .iallreduce = P##Iallreduce, .iallgather = P##Iallgather,     \
+        .iallgatherv = P##Iallgatherv, .igather = P##Igather, .igatherv = P##Igatherv,       \
+        .iscatter = P##Iscatter, .iscatterv = P##Iscatterv, .ialltoall = P##Ialltoall,       \
+        .ialltoallv = P##Ialltoallv, .ireduce_scatter_block = P##Ireduce_scatter_block,      \
+        .ireduce_scatter = P##Ireduce_scatter, .iscan = P##Iscan, .iexscan = P##Iexscan,     \
+        .wait = P##Wait, .start = P##Start, .request_free = P##Request_free,                 \
+        PERSISTENT_API(P)                                                                    \
+    }
+
+const struct mpi_api bench_native_api = BENCH_API("native", PMPI_);
+const struct mpi_api bench_mcoll_api = BENCH_API("mcoll", MPI_);
 
 /* Buffer sizes on a rank, in blocks (send, recv): one, or one per rank (n). */
 enum shape { SHAPE_NONE, SHAPE_1_1, SHAPE_1_N, SHAPE_N_1, SHAPE_N_N };
@@ -49,6 +73,10 @@ struct coll_desc {
     enum bus bus;
     enum holders holders;
     int (*run)(const struct mpi_api *, const struct row *);
+    int (*post)(const struct mpi_api *, const struct row *, MPI_Request *);
+#if BENCH_PERSISTENT
+    int (*init)(const struct mpi_api *, const struct row *, MPI_Request *);
+#endif
     struct origin (*origin)(const struct row *, size_t b); /* movement collectives */
     struct sum_range (*sums)(const struct row *);          /* reductions */
 };
@@ -140,6 +168,197 @@ static int run_exscan(const struct mpi_api *a, const struct row *r)
     return a->exscan(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm);
 }
 
+/* The non-blocking forms: the same arguments, and a request. */
+static int post_barrier(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->ibarrier(r->comm, q);
+}
+
+static int post_bcast(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    void *buf = r->rank == r->root ? r->send : r->recv;
+    return a->ibcast(buf, r->count, r->type, r->root, r->comm, q);
+}
+
+static int post_reduce(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->ireduce(r->send, r->recv, r->count, r->type, MPI_SUM, r->root, r->comm, q);
+}
+
+static int post_allreduce(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iallreduce(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm, q);
+}
+
+static int post_allgather(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iallgather(r->send, r->count, r->type, r->recv, r->count, r->type, r->comm, q);
+}
+
+static int post_allgatherv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iallgatherv(r->send, r->count, r->type, r->recv, r->counts, r->displs, r->type,
+                          r->comm, q);
+}
+
+static int post_gather(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->igather(r->send, r->count, r->type, r->recv, r->count, r->type, r->root, r->comm,
+                      q);
+}
+
+static int post_gatherv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->igatherv(r->send, r->count, r->type, r->recv, r->counts, r->displs, r->type,
+                       r->root, r->comm, q);
+}
+
+static int post_scatter(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iscatter(r->send, r->count, r->type, r->recv, r->count, r->type, r->root,
+                       r->comm, q);
+}
+
+static int post_scatterv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iscatterv(r->send, r->counts, r->displs, r->type, r->recv, r->count, r->type,
+                        r->root, r->comm, q);
+}
+
+static int post_alltoall(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->ialltoall(r->send, r->count, r->type, r->recv, r->count, r->type, r->comm, q);
+}
+
+static int post_alltoallv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->ialltoallv(r->send, r->counts, r->displs, r->type, r->recv, r->counts, r->displs,
+                         r->type, r->comm, q);
+}
+
+static int post_reduce_scatter_block(const struct mpi_api *a, const struct row *r,
+                                     MPI_Request *q)
+{
+    return a->ireduce_scatter_block(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm, q);
+}
+
+static int post_reduce_scatter(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->ireduce_scatter(r->send, r->recv, r->counts, r->type, MPI_SUM, r->comm, q);
+}
+
+static int post_scan(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iscan(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm, q);
+}
+
+static int post_exscan(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->iexscan(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm, q);
+}
+
+#if BENCH_PERSISTENT
+/* The persistent forms (MPI 4.0), no info hints. */
+static int init_barrier(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->barrier_init(r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_bcast(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    void *buf = r->rank == r->root ? r->send : r->recv;
+    return a->bcast_init(buf, r->count, r->type, r->root, r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_reduce(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->reduce_init(r->send, r->recv, r->count, r->type, MPI_SUM, r->root, r->comm,
+                          MPI_INFO_NULL, q);
+}
+
+static int init_allreduce(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->allreduce_init(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm,
+                             MPI_INFO_NULL, q);
+}
+
+static int init_allgather(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->allgather_init(r->send, r->count, r->type, r->recv, r->count, r->type, r->comm,
+                             MPI_INFO_NULL, q);
+}
+
+static int init_allgatherv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->allgatherv_init(r->send, r->count, r->type, r->recv, r->counts, r->displs,
+                              r->type, r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_gather(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->gather_init(r->send, r->count, r->type, r->recv, r->count, r->type, r->root,
+                          r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_gatherv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->gatherv_init(r->send, r->count, r->type, r->recv, r->counts, r->displs, r->type,
+                           r->root, r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_scatter(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->scatter_init(r->send, r->count, r->type, r->recv, r->count, r->type, r->root,
+                           r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_scatterv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->scatterv_init(r->send, r->counts, r->displs, r->type, r->recv, r->count, r->type,
+                            r->root, r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_alltoall(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->alltoall_init(r->send, r->count, r->type, r->recv, r->count, r->type, r->comm,
+                            MPI_INFO_NULL, q);
+}
+
+static int init_alltoallv(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->alltoallv_init(r->send, r->counts, r->displs, r->type, r->recv, r->counts,
+                             r->displs, r->type, r->comm, MPI_INFO_NULL, q);
+}
+
+static int init_reduce_scatter_block(const struct mpi_api *a, const struct row *r,
+                                     MPI_Request *q)
+{
+    return a->reduce_scatter_block_init(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm,
+                                        MPI_INFO_NULL, q);
+}
+
+static int init_reduce_scatter(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->reduce_scatter_init(r->send, r->recv, r->counts, r->type, MPI_SUM, r->comm,
+                                  MPI_INFO_NULL, q);
+}
+
+static int init_scan(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->scan_init(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm, MPI_INFO_NULL,
+                        q);
+}
+
+static int init_exscan(const struct mpi_api *a, const struct row *r, MPI_Request *q)
+{
+    return a->exscan_init(r->send, r->recv, r->count, r->type, MPI_SUM, r->comm,
+                          MPI_INFO_NULL, q);
+}
+#define INIT(name) init_##name,
+#else
+#define INIT(name)
+#endif
+
 static struct origin from_root(const struct row *r, size_t b)
 {
     (void)b;
@@ -183,30 +402,35 @@ static struct sum_range sum_before_me(const struct row *r)
     return (struct sum_range){0, r->rank, 0};
 }
 
+/* name, shape, reduces, bus, holders, then the calls (blocking, non-blocking,
+ * persistent) and how to check. */
+#define CALLS(name) run_##name, post_##name, INIT(name)
+
 static const struct coll_desc colls[BENCH_NCOLLS] = {
-    {"barrier", SHAPE_NONE, false, BUS_ONE, HOLD_NONE, run_barrier, NULL, NULL},
-    {"bcast", SHAPE_1_1, false, BUS_ONE, HOLD_NON_ROOT, run_bcast, from_root, NULL},
-    {"reduce", SHAPE_1_1, true, BUS_ONE, HOLD_ROOT, run_reduce, NULL, sum_all},
-    {"allreduce", SHAPE_1_1, true, BUS_ALLREDUCE, HOLD_ALL, run_allreduce, NULL, sum_all},
-    {"allgather", SHAPE_1_N, false, BUS_SPREAD, HOLD_ALL, run_allgather, from_block_owner,
+    {"barrier", SHAPE_NONE, false, BUS_ONE, HOLD_NONE, CALLS(barrier) NULL, NULL},
+    {"bcast", SHAPE_1_1, false, BUS_ONE, HOLD_NON_ROOT, CALLS(bcast) from_root, NULL},
+    {"reduce", SHAPE_1_1, true, BUS_ONE, HOLD_ROOT, CALLS(reduce) NULL, sum_all},
+    {"allreduce", SHAPE_1_1, true, BUS_ALLREDUCE, HOLD_ALL, CALLS(allreduce) NULL, sum_all},
+    {"allgather", SHAPE_1_N, false, BUS_SPREAD, HOLD_ALL, CALLS(allgather) from_block_owner,
      NULL},
-    {"allgatherv", SHAPE_1_N, false, BUS_SPREAD, HOLD_ALL, run_allgatherv, from_block_owner,
+    {"allgatherv", SHAPE_1_N, false, BUS_SPREAD, HOLD_ALL, CALLS(allgatherv) from_block_owner,
      NULL},
-    {"gather", SHAPE_1_N, false, BUS_SPREAD, HOLD_ROOT, run_gather, from_block_owner, NULL},
-    {"gatherv", SHAPE_1_N, false, BUS_SPREAD, HOLD_ROOT, run_gatherv, from_block_owner, NULL},
-    {"scatter", SHAPE_N_1, false, BUS_SPREAD, HOLD_ALL, run_scatter, from_root_my_block, NULL},
-    {"scatterv", SHAPE_N_1, false, BUS_SPREAD, HOLD_ALL, run_scatterv, from_root_my_block,
+    {"gather", SHAPE_1_N, false, BUS_SPREAD, HOLD_ROOT, CALLS(gather) from_block_owner, NULL},
+    {"gatherv", SHAPE_1_N, false, BUS_SPREAD, HOLD_ROOT, CALLS(gatherv) from_block_owner, NULL},
+    {"scatter", SHAPE_N_1, false, BUS_SPREAD, HOLD_ALL, CALLS(scatter) from_root_my_block,
      NULL},
-    {"alltoall", SHAPE_N_N, false, BUS_SPREAD, HOLD_ALL, run_alltoall, from_owner_my_block,
+    {"scatterv", SHAPE_N_1, false, BUS_SPREAD, HOLD_ALL, CALLS(scatterv) from_root_my_block,
      NULL},
-    {"alltoallv", SHAPE_N_N, false, BUS_SPREAD, HOLD_ALL, run_alltoallv, from_owner_my_block,
+    {"alltoall", SHAPE_N_N, false, BUS_SPREAD, HOLD_ALL, CALLS(alltoall) from_owner_my_block,
      NULL},
-    {"reduce_scatter_block", SHAPE_N_1, true, BUS_SPREAD, HOLD_ALL, run_reduce_scatter_block,
-     NULL, sum_all_my_block},
-    {"reduce_scatter", SHAPE_N_1, true, BUS_SPREAD, HOLD_ALL, run_reduce_scatter, NULL,
+    {"alltoallv", SHAPE_N_N, false, BUS_SPREAD, HOLD_ALL, CALLS(alltoallv) from_owner_my_block,
+     NULL},
+    {"reduce_scatter_block", SHAPE_N_1, true, BUS_SPREAD, HOLD_ALL,
+     CALLS(reduce_scatter_block) NULL, sum_all_my_block},
+    {"reduce_scatter", SHAPE_N_1, true, BUS_SPREAD, HOLD_ALL, CALLS(reduce_scatter) NULL,
      sum_all_my_block},
-    {"scan", SHAPE_1_1, true, BUS_ONE, HOLD_ALL, run_scan, NULL, sum_upto_me},
-    {"exscan", SHAPE_1_1, true, BUS_ONE, HOLD_NOT_FIRST, run_exscan, NULL, sum_before_me},
+    {"scan", SHAPE_1_1, true, BUS_ONE, HOLD_ALL, CALLS(scan) NULL, sum_upto_me},
+    {"exscan", SHAPE_1_1, true, BUS_ONE, HOLD_NOT_FIRST, CALLS(exscan) NULL, sum_before_me},
 };
 
 const char *bench_coll_name(int coll)
@@ -373,6 +597,39 @@ void bench_run(const struct mpi_api *api, const struct row *r)
         bench_die(r->comm, msg);
     }
 }
+
+static _Noreturn void call_failed(const struct mpi_api *api, const struct row *r,
+                                  const char *what, int rc)
+{
+    char msg[MPI_MAX_ERROR_STRING + 96];
+    int len = 0;
+    int at = snprintf(msg, sizeof msg, "%s %s (%s) failed: ", api->label, r->name, what);
+    PMPI_Error_string(rc, msg + at, &len);
+    bench_die(r->comm, msg);
+}
+
+void bench_post(const struct mpi_api *api, const struct row *r, MPI_Request *req)
+{
+    int rc = r->coll->post(api, r, req);
+    if (rc != MPI_SUCCESS)
+        call_failed(api, r, "non-blocking", rc);
+}
+
+void bench_wait(const struct mpi_api *api, const struct row *r, MPI_Request *req)
+{
+    int rc = api->wait(req, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        call_failed(api, r, "wait", rc);
+}
+
+#if BENCH_PERSISTENT
+void bench_persistent_init(const struct mpi_api *api, const struct row *r, MPI_Request *req)
+{
+    int rc = r->coll->init(api, r, req);
+    if (rc != MPI_SUCCESS)
+        call_failed(api, r, "persistent init", rc);
+}
+#endif
 
 long bench_check_result(const struct row *r, const char *label)
 {

@@ -11,9 +11,53 @@ static double gbs(size_t bytes, double seconds)
     return bytes / seconds / 1e9;
 }
 
-static const char *mode_name(enum bench_mode mode)
+const char *bench_mode_name(enum bench_mode mode)
 {
-    return mode == MODE_COLD ? "cold" : mode == MODE_LATENCY ? "latency" : "back2back";
+    switch (mode) {
+    case MODE_COLD: return "cold";
+    case MODE_LATENCY: return "latency";
+    case MODE_NBC: return "nbc";
+    case MODE_IDLE: return "idle";
+    default: return "back2back";
+    }
+}
+
+static void print_nbc_header(const struct options *o)
+{
+    printf("# nbc: a block's time per call is the %s of its calls, the slowest rank's\n",
+           o->nbc_mean ? "average" : "median");
+    printf("# nbc: per side a block each of the blocking call (blk), I<coll> + wait (p+w), "
+           "the busy loop alone sized to p+w (comp), I<coll> + loop + wait (tot)%s; a "
+           "barrier of the side after every call, the calls alone timed\n",
+           BENCH_PERSISTENT ? ", persistent start + wait (s+w)" : "");
+    printf("# overlap %% = 100 (1 - (tot - comp) / p+w); osu: with the loop's time inside "
+           "tot; pw/b = mcoll p+w / mcoll blk%s\n",
+           BENCH_PERSISTENT ? ", sw/b = mcoll s+w / mcoll blk"
+                            : "; no persistent collectives in this MPI (MPI 3)");
+    printf("#\n# %-20s %9s %9s %9s %9s %9s %9s %9s", "coll", "bytes", "blk_n", "blk_m", "p+w_n",
+           "p+w_m", "comp_m", "tot_m");
+    if (BENCH_PERSISTENT)
+        printf(" %9s %9s", "s+w_n", "s+w_m");
+    printf(" %7s %7s %7s %6s", "ovl_n%", "ovl_m%", "osu_m%", "pw/b");
+    if (BENCH_PERSISTENT)
+        printf(" %6s", "sw/b");
+    printf(" %6s\n", "ratio");
+    fflush(stdout);
+}
+
+static void print_nbc_result(const struct result *s)
+{
+    printf("  %-20s %9zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f", s->coll, s->bytes,
+           s->blocking[0] * 1e6, s->blocking[1] * 1e6, s->post_wait[0] * 1e6,
+           s->post_wait[1] * 1e6, s->compute[1] * 1e6, s->with_compute[1] * 1e6);
+    if (BENCH_PERSISTENT)
+        printf(" %9.2f %9.2f", s->start_wait[0] * 1e6, s->start_wait[1] * 1e6);
+    printf(" %7.1f %7.1f %7.1f %6.2f", s->overlap[0], s->overlap[1], s->overlap_osu[1],
+           s->post_wait[1] / s->blocking[1]);
+    if (BENCH_PERSISTENT)
+        printf(" %6.2f", s->start_wait[1] / s->blocking[1]);
+    printf(" %6.2f\n", s->native / s->mcoll);
+    fflush(stdout);
 }
 
 static void print_cold_header(const struct options *o)
@@ -54,7 +98,12 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
     else
         printf(", warmup iters/10");
     printf(", root %d, check %s\n", o->root, o->check ? "on" : "off");
-    printf("# mode %s\n", mode_name(o->mode));
+    printf("# mode %s", bench_mode_name(o->mode));
+    if (ri->progress_thread)
+        printf(", MCOLL_PROGRESS_THREAD=%s", ri->progress_thread);
+    printf("\n");
+    if (o->mode == MODE_IDLE)
+        return;
     if (o->mode == MODE_LATENCY)
         printf("# latency: a barrier of the same side after every call, the calls alone "
                "timed; a rank's average per call, the slowest rank's\n");
@@ -64,6 +113,10 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
            "ratio = native/mcoll (> 1: mcoll faster)\n");
     if (o->mode == MODE_COLD) {
         print_cold_header(o);
+        return;
+    }
+    if (o->mode == MODE_NBC) {
+        print_nbc_header(o);
         return;
     }
     printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "coll", "bytes",
@@ -76,6 +129,10 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
 
 void bench_print_result(const struct result *s)
 {
+    if (s->nbc) {
+        print_nbc_result(s);
+        return;
+    }
     if (s->cold_calls) {
         printf("  %-20s %10zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f "
                "%6.2f %6.2f %7.2f\n",
@@ -99,7 +156,7 @@ void bench_print_result(const struct result *s)
     fflush(stdout);
 }
 
-static void json_string(FILE *f, const char *s)
+void bench_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -115,7 +172,7 @@ static void json_string(FILE *f, const char *s)
 }
 
 /* JSON has no NaN: the bandwidths of size-0 rows are null. */
-static void json_number(FILE *f, double v)
+void bench_json_number(FILE *f, double v)
 {
     if (isfinite(v))
         fprintf(f, "%.6g", v);
@@ -126,7 +183,7 @@ static void json_number(FILE *f, double v)
 static void json_key_number(FILE *f, const char *key, double v)
 {
     fprintf(f, ", \"%s\": ", key);
-    json_number(f, v);
+    bench_json_number(f, v);
 }
 
 static void json_samples_us(FILE *f, const char *key, const double *v, int n)
@@ -134,7 +191,7 @@ static void json_samples_us(FILE *f, const char *key, const double *v, int n)
     fprintf(f, ",\n     \"%s\": [", key);
     for (int i = 0; i < n; i++) {
         fputs(i ? ", " : "", f);
-        json_number(f, v[i] * 1e6);
+        bench_json_number(f, v[i] * 1e6);
     }
     fputc(']', f);
 }
@@ -146,11 +203,11 @@ static void json_result(FILE *f, const struct result *s, int rounds)
     fprintf(f, "    {\"coll\": \"%s\", \"bytes\": %zu, \"total_bytes\": %zu, \"count\": %d",
             s->coll, s->bytes, s->total, s->count);
     fprintf(f, ", \"iters\": %d, \"warmup\": %d,\n     \"native_us\": ", s->iters, s->warmup);
-    json_number(f, s->native * 1e6);
+    bench_json_number(f, s->native * 1e6);
     json_key_number(f, "mcoll_us", s->mcoll * 1e6);
     json_key_number(f, "ratio", s->native / s->mcoll);
     fputs(",\n     \"algbw_native_gbs\": ", f);
-    json_number(f, an);
+    bench_json_number(f, an);
     json_key_number(f, "algbw_mcoll_gbs", am);
     json_key_number(f, "busbw_native_gbs", an * s->busbw_factor);
     json_key_number(f, "busbw_mcoll_gbs", am * s->busbw_factor);
@@ -170,7 +227,89 @@ static void json_result(FILE *f, const struct result *s, int rounds)
         json_samples_us(f, "native_per_call_us", s->native_per_call, s->cold_calls);
         json_samples_us(f, "mcoll_per_call_us", s->mcoll_per_call, s->cold_calls);
     }
+    if (s->nbc) {
+        static const char *side_name[2] = {"native", "mcoll"};
+        for (int i = 0; i < 2; i++) {
+            const char *n = side_name[i];
+            char key[64];
+            snprintf(key, sizeof key, "%s_blocking_us", n);
+            json_key_number(f, key, s->blocking[i] * 1e6);
+            snprintf(key, sizeof key, "%s_post_wait_us", n);
+            json_key_number(f, key, s->post_wait[i] * 1e6);
+            snprintf(key, sizeof key, "%s_compute_us", n);
+            json_key_number(f, key, s->compute[i] * 1e6);
+            snprintf(key, sizeof key, "%s_total_us", n);
+            json_key_number(f, key, s->with_compute[i] * 1e6);
+            snprintf(key, sizeof key, "%s_compute_in_us", n);
+            json_key_number(f, key, s->compute_in[i] * 1e6);
+            if (!isnan(s->start_wait[i])) { /* Open MPI 4.1 (no persistent), -P: no keys */
+                snprintf(key, sizeof key, "%s_start_wait_us", n);
+                json_key_number(f, key, s->start_wait[i] * 1e6);
+            }
+            snprintf(key, sizeof key, "%s_overlap_pct", n);
+            json_key_number(f, key, s->overlap[i]);
+            snprintf(key, sizeof key, "%s_overlap_osu_pct", n);
+            json_key_number(f, key, s->overlap_osu[i]);
+        }
+    }
     fputs("}", f);
+}
+
+void bench_json_head(FILE *f, const struct run_info *ri, const struct options *o,
+                     bool complete)
+{
+    fprintf(f, "{\n  \"tool\": \"mcoll-bench\",\n  \"format\": 1,\n  \"complete\": %s,\n",
+            complete ? "true" : "false");
+    fprintf(f, "  \"mode\": \"%s\",\n", bench_mode_name(o->mode));
+    if (o->mode == MODE_COLD)
+        fprintf(f, "  \"cold_calls\": %d,\n", o->cold_calls);
+    if (o->mode == MODE_NBC)
+        fprintf(f, "  \"persistent\": %s,\n  \"block_statistic\": \"%s\",\n",
+                BENCH_PERSISTENT && !o->no_persistent ? "true" : "false",
+                o->nbc_mean ? "mean" : "median");
+    fputs("  \"argv\": [", f);
+    for (int i = 0; i < ri->argc; i++) {
+        fputs(i ? ", " : "", f);
+        bench_json_string(f, ri->argv[i]);
+    }
+    fputs("],\n  \"mpi_library\": ", f);
+    bench_json_string(f, ri->mpi_version);
+    fputs(",\n  \"flavour\": ", f);
+    bench_json_string(f, ri->flavour);
+    fprintf(f, ",\n  \"nprocs\": %d,\n  \"hostname\": ", ri->nprocs);
+    bench_json_string(f, ri->hostname);
+    fputs(",\n  \"date\": ", f);
+    bench_json_string(f, ri->date);
+    fputs(",\n  \"progress_thread\": ", f);
+    if (ri->progress_thread)
+        bench_json_string(f, ri->progress_thread);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"mcoll_loaded\": %s,\n  \"mcoll_version\": ",
+            ri->mcoll_version ? "true" : "false");
+    if (ri->mcoll_version)
+        bench_json_string(f, ri->mcoll_version);
+    else
+        fputs("null", f);
+    fprintf(f,
+            ",\n  \"rounds\": %d,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
+            "  \"round_target_ms\": %g,\n  \"max_iters\": %d,\n  \"root\": %d,\n"
+            "  \"check\": %s,\n",
+            o->rounds, o->iters, o->warmup, o->round_seconds * 1e3, o->max_iters, o->root,
+            o->check ? "true" : "false");
+    if (o->versus[0]) { /* -A: the native columns are mcoll's algorithm versus[0] */
+        fputs("  \"versus\": [", f);
+        bench_json_string(f, o->versus[0]);
+        fputs(", ", f);
+        bench_json_string(f, o->versus[1]);
+        fputs("],\n", f);
+    }
+    fputs("  \"notes\": {\"iters\": \"0 (warmup -1): adapted per result\", "
+          "\"bytes\": \"per-rank block for allgather(v), gather(v), scatter(v), alltoall(v), "
+          "reduce_scatter(_block); whole buffer otherwise\", "
+          "\"total_bytes\": \"largest buffer on a rank; algbw = total_bytes / time\", "
+          "\"times\": \"per call, slowest rank, median over rounds\"},\n",
+          f);
 }
 
 void bench_write_json(const char *path, const struct run_info *ri, const struct options *o,
@@ -183,50 +322,8 @@ void bench_write_json(const char *path, const struct run_info *ri, const struct 
         fprintf(stderr, "mcoll-bench: cannot write %s: %s\n", tmp, strerror(errno));
         return;
     }
-    fprintf(f, "{\n  \"tool\": \"mcoll-bench\",\n  \"format\": 1,\n  \"complete\": %s,\n",
-            complete ? "true" : "false");
-    fprintf(f, "  \"mode\": \"%s\",\n", mode_name(o->mode));
-    if (o->mode == MODE_COLD)
-        fprintf(f, "  \"cold_calls\": %d,\n", o->cold_calls);
-    fputs("  \"argv\": [", f);
-    for (int i = 0; i < ri->argc; i++) {
-        fputs(i ? ", " : "", f);
-        json_string(f, ri->argv[i]);
-    }
-    fputs("],\n  \"mpi_library\": ", f);
-    json_string(f, ri->mpi_version);
-    fputs(",\n  \"flavour\": ", f);
-    json_string(f, ri->flavour);
-    fprintf(f, ",\n  \"nprocs\": %d,\n  \"hostname\": ", ri->nprocs);
-    json_string(f, ri->hostname);
-    fputs(",\n  \"date\": ", f);
-    json_string(f, ri->date);
-    fprintf(f, ",\n  \"mcoll_loaded\": %s,\n  \"mcoll_version\": ",
-            ri->mcoll_version ? "true" : "false");
-    if (ri->mcoll_version)
-        json_string(f, ri->mcoll_version);
-    else
-        fputs("null", f);
-    fprintf(f,
-            ",\n  \"rounds\": %d,\n  \"iters\": %d,\n  \"warmup\": %d,\n"
-            "  \"round_target_ms\": %g,\n  \"max_iters\": %d,\n  \"root\": %d,\n"
-            "  \"check\": %s,\n",
-            o->rounds, o->iters, o->warmup, o->round_seconds * 1e3, o->max_iters, o->root,
-            o->check ? "true" : "false");
-    if (o->versus[0]) { /* -A: the native columns are mcoll's algorithm versus[0] */
-        fputs("  \"versus\": [", f);
-        json_string(f, o->versus[0]);
-        fputs(", ", f);
-        json_string(f, o->versus[1]);
-        fputs("],\n", f);
-    }
-    fputs("  \"notes\": {\"iters\": \"0 (warmup -1): adapted per result\", "
-          "\"bytes\": \"per-rank block for allgather(v), gather(v), scatter(v), alltoall(v), "
-          "reduce_scatter(_block); whole buffer otherwise\", "
-          "\"total_bytes\": \"largest buffer on a rank; algbw = total_bytes / time\", "
-          "\"times\": \"per call, slowest rank, median over rounds\"},\n"
-          "  \"results\": [\n",
-          f);
+    bench_json_head(f, ri, o, complete);
+    fputs("  \"results\": [\n", f);
     for (int i = 0; i < nres; i++) {
         json_result(f, &res[i], o->rounds);
         fputs(i + 1 < nres ? ",\n" : "\n", f);

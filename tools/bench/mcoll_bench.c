@@ -237,7 +237,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency] [-K calls]\n"
+            "                   [-m back2back|cold|latency|nbc|idle] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -256,7 +256,15 @@ static void usage(void)
             "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"
             "           its first barrier (set-up); latency: a barrier after every call,\n"
             "           the calls alone timed, slowest rank's average (OSU's convention)\n"
+            "           nbc: per side the blocking call, I<coll> + wait, a busy loop as\n"
+            "           long alone and between I<coll> and wait (overlap %%, OSU's way),\n"
+            "           persistent start + wait (MPI 4); idle: -I s asleep with nothing\n"
+            "           pending (process CPU time), then -r rounds of a busy loop\n"
+            "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
+            "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
+            "  -I       idle mode: seconds asleep (default 10)\n"
+            "  -W       idle mode: busy-loop iterations per round (default 2^25)\n"
             "collectives:");
     for (int i = 0; i < BENCH_NCOLLS; i++)
         fprintf(stderr, " %s", bench_coll_name(i));
@@ -307,11 +315,12 @@ static bool parse_options(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.min_bytes = 8, .max_bytes = 16 << 20, .max_buffer = 256 << 20,
                           .factor = 2, .warmup = -1, .rounds = 9, .max_iters = 10000,
-                          .round_seconds = 2e-3, .cold_calls = 100};
+                          .round_seconds = 2e-3, .cold_calls = 100, .idle_seconds = 10,
+                          .compute_work = 1L << 25};
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:h")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:I:W:aPh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -323,10 +332,14 @@ static bool parse_options(int argc, char **argv, struct options *o)
         case 'N': o->max_iters = atoi(optarg); ok = o->max_iters > 0; break;
         case 'T': o->round_seconds = atof(optarg) / 1e3; ok = o->round_seconds > 0; break;
         case 'c': o->check = true; break;
+        case 'a': o->nbc_mean = true; break;
+        case 'P': o->no_persistent = true; break;
         case 'C': ok = parse_colls(optarg, o->want); break;
         case 'R': o->root = atoi(optarg); break;
         case 'o': o->json_path = optarg; break;
         case 'K': o->cold_calls = atoi(optarg); ok = o->cold_calls > 0; break;
+        case 'I': o->idle_seconds = atof(optarg); ok = o->idle_seconds > 0; break;
+        case 'W': o->compute_work = atol(optarg); ok = o->compute_work > 0; break;
         case 'm':
             if (strcmp(optarg, "back2back") == 0)
                 o->mode = MODE_BACK_TO_BACK;
@@ -334,6 +347,10 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_COLD;
             else if (strcmp(optarg, "latency") == 0)
                 o->mode = MODE_LATENCY;
+            else if (strcmp(optarg, "nbc") == 0)
+                o->mode = MODE_NBC;
+            else if (strcmp(optarg, "idle") == 0)
+                o->mode = MODE_IDLE;
             else
                 ok = false;
             break;
@@ -370,6 +387,7 @@ static void run_info_init(struct run_info *ri, int argc, char **argv, const char
     /* Without mcoll preloaded the symbol is absent and MPI_* is the host MPI. */
     const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "mcoll_version");
     ri->mcoll_version = version ? version() : NULL;
+    ri->progress_thread = getenv("MCOLL_PROGRESS_THREAD");
     if (gethostname(ri->hostname, sizeof ri->hostname) != 0)
         strcpy(ri->hostname, "unknown");
     ri->hostname[sizeof ri->hostname - 1] = '\0';
@@ -421,6 +439,11 @@ int main(int argc, char **argv)
     run_info_init(&ri, argc, argv, mpi_version, nprocs);
     if (rank == 0)
         bench_print_header(&ri, &o);
+    if (o.mode == MODE_IDLE) {
+        bench_idle(&ri, &o, comm);
+        MPI_Finalize();
+        return 0;
+    }
 
     struct result *results = NULL;
     int nres = 0, cap = 0;
@@ -443,6 +466,8 @@ int main(int argc, char **argv)
                 bench_cold_row(&r, &o, res);
             else if (o.mode == MODE_LATENCY)
                 bench_latency_row(&r, &o, res);
+            else if (o.mode == MODE_NBC)
+                bench_nbc_row(&r, &o, res);
             else
                 bench_alternating_row(&r, &o, res, time_block);
             bench_row_free(&r);

@@ -8,8 +8,12 @@ default back-to-back mode, mcoll-bench's mode). The table lists, per collective 
 size, the median time per call of the host MPI (native) and of mcoll, their ratio
 native/mcoll (> 1: mcoll faster) and the bus bandwidths; latency-mode runs get the
 same table in their own section, cold-mode runs a table of set-up, first calls and
-warm calls. The plot has one panel per collective: time against size, log-log, native
-dashed, mcoll solid (cold runs: the median of their first N calls).
+warm calls. Non-blocking runs (mode nbc) get a table of blocking, post + wait,
+persistent start + wait and overlap with the targets checked; idle runs (mode idle) a
+table of the idle process CPU time and a compute loop, the progress thread off and on.
+The plot has one panel per collective: time against size, log-log, native dashed, mcoll
+solid (cold runs: the median of their first N calls; nbc runs: post + wait), and for
+nbc runs one overlap panel per collective.
 """
 
 import argparse
@@ -24,11 +28,38 @@ COLD_HEADER = ["series", "coll", "size", "set-up native µs", "set-up mcoll µs"
                "1st native µs", "1st mcoll µs", "1-10 native µs", "1-10 mcoll µs",
                "1-N native µs", "1-N mcoll µs", "warm native µs", "warm mcoll µs",
                "cold/warm native", "cold/warm mcoll", "ratio 1-N"]
-MODES = ("back2back", "latency", "cold")
+NBC_HEADER = ["series", "coll", "size", "blocking native µs", "blocking mcoll µs",
+              "post+wait native µs", "post+wait mcoll µs", "p+w/blocking mcoll"]
+NBC_PERSISTENT_HEADER = ["start+wait native µs", "start+wait mcoll µs",
+                         "s+w/blocking mcoll"]
+NBC_OVERLAP_HEADER = ["compute mcoll µs", "overlap native %", "overlap mcoll %",
+                      "overlap mcoll % (OSU)", "targets"]
+NBC_SUMMARY_HEADER = ["series", "rows", "p+w/blocking mcoll: median", "max",
+                      "rows p+w <= 1.2x", "s+w/blocking mcoll: median", "rows s+w <= 1x",
+                      "overlap mcoll % (>= 64 KiB, ibcast/iallreduce/ialltoall/iallgather): median",
+                      "min", "overlap native %: median"]
+IDLE_HEADER = ["series", "MCOLL_PROGRESS_THREAD", "idle s", "process CPU % (max rank)",
+               "other threads % (max rank)", "compute loop ms (median)"]
+IDLE_SUMMARY_HEADER = ["series", "jobs off/on", "idle s", "idle CPU % off", "idle CPU % on",
+                       "compute ms off", "compute ms on", "pairs", "on/off (pairs' median)",
+                       "idle < 1%", "compute within 2%"]
+# The targets of issue 9: post + wait within 1.2x of mcoll's blocking time at 2 ranks,
+# at every size; overlap >= 80% for these collectives from 64 KiB with the progress
+# thread; persistent start + wait <= blocking; the idle thread < 1% of a core, a
+# compute loop with it on within 2% of the loop with it off.
+TARGET_POST_WAIT = 1.2
+TARGET_OVERLAP_PCT = 80.0
+TARGET_OVERLAP_COLLS = ("bcast", "allreduce", "alltoall", "allgather")
+TARGET_OVERLAP_MIN_BYTES = 64 << 10
+TARGET_IDLE_PCT = 1.0
+TARGET_COMPUTE_SLOWDOWN = 1.02
+MODES = ("back2back", "latency", "cold", "nbc", "idle")
 MODE_TITLES = {
     "back2back": "Back-to-back (warm)",
     "latency": "Latency mode (OSU's convention)",
     "cold": "Cold start (fresh communicators)",
+    "nbc": "Non-blocking and persistent: latency and overlap (OSU's method)",
+    "idle": "Progress thread idle",
 }
 MODE_NOTES = {
     "back2back": "",
@@ -39,6 +70,23 @@ MODE_NOTES = {
              "the host MPI, then the same calls once warm (after 256 more); per call index "
              "the slowest rank, medians over rounds. cold/warm = median of calls 1-N / "
              "warm; ratio 1-N = native/mcoll of calls 1-N."),
+    "nbc": ("Per side and round, each with a barrier of the side after every call and the "
+            "calls alone timed: the blocking call, MPI_I<coll> + MPI_Wait (post+wait), a "
+            "calibrated busy loop (no MPI) as long as post+wait alone (compute) and between "
+            "MPI_I<coll> and MPI_Wait (total), and where the MPI has them (MPI 4: MPICH) "
+            "MPI_Start + MPI_Wait of a persistent request. Overlap % = 100 (1 - (total - "
+            "compute) / post+wait), shown within 0..100 (OSU shows 0 when negative); (OSU): with the "
+            "loop's time inside total instead of alone. Series 'pt0'/'pt1': "
+            "MCOLL_PROGRESS_THREAD=0/1. Targets: p+w <= 1.2x blocking (mcoll, 2 ranks, "
+            "every size); overlap >= 80% (mcoll, pt1, 2 ranks, bcast, allreduce, alltoall, "
+            "allgather from 64 KiB); s+w <= blocking (mcoll)."),
+    "idle": ("Each job: mcoll's context built, then every rank asleep with nothing pending "
+             "for the idle time: the process's CPU time over it, all threads (max over "
+             "ranks); then a fixed busy loop on every rank at once, rounds, slowest rank. "
+             "Jobs alternate MCOLL_PROGRESS_THREAD=0 and =1 (off/on, ABBA); idle CPU % from "
+             "the jobs that slept longest (idle s), on/off = median over adjacent off/on "
+             "job pairs of their compute loops' ratio. Targets: idle CPU < 1% of a core "
+             "with the thread on; compute loop on/off <= 1.02."),
 }
 
 
@@ -62,6 +110,8 @@ def series_label(doc):
     label = f"{doc.get('flavour', 'unknown')} np{doc.get('nprocs', '?')}"
     if mode_of(doc) != "back2back":
         label += f" {mode_of(doc)}"
+    if doc.get("progress_thread") is not None and mode_of(doc) != "idle":
+        label += f" pt{doc['progress_thread']}"
     if not doc.get("mcoll_loaded"):
         label += " (no mcoll)"
     if doc.get("complete") is False:
@@ -153,6 +203,200 @@ def cold_table_rows(docs):
     return rows
 
 
+def has_persistent(docs):
+    """Whether any row has persistent (start + wait) times: MPI 4 libraries only."""
+    return any("mcoll_start_wait_us" in r for d in docs for r in d["results"])
+
+
+def format_pct(pct):
+    """Overlap in 0..100 (OSU prints 0 when negative; over 100 is timing noise), one
+    decimal."""
+    if pct is None or not math.isfinite(pct):
+        return "-"
+    return f"{min(100.0, max(0.0, pct)):.1f}"
+
+
+def time_ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def nbc_checks(doc, r):
+    """[(target, met)] that apply to one nbc row (mcoll's side)."""
+    checks = []
+    nprocs = doc.get("nprocs")
+    blocking = r.get("mcoll_blocking_us")
+    pw = time_ratio(r.get("mcoll_post_wait_us"), blocking)
+    if nprocs == 2 and pw is not None:
+        checks.append((f"p+w<={TARGET_POST_WAIT:g}x", pw <= TARGET_POST_WAIT))
+    overlap = r.get("mcoll_overlap_pct")
+    if (nprocs == 2 and str(doc.get("progress_thread")) == "1"
+            and r["coll"] in TARGET_OVERLAP_COLLS and r["bytes"] >= TARGET_OVERLAP_MIN_BYTES
+            and overlap is not None):
+        checks.append((f"overlap>={TARGET_OVERLAP_PCT:g}%", overlap >= TARGET_OVERLAP_PCT))
+    sw = time_ratio(r.get("mcoll_start_wait_us"), blocking)
+    if sw is not None:
+        checks.append(("s+w<=blocking", sw <= 1.0))
+    return checks
+
+
+def format_checks(checks):
+    return ", ".join(f"{name} {'ok' if met else 'MISS'}" for name, met in checks) or "-"
+
+
+def nbc_header(docs):
+    return (NBC_HEADER + (NBC_PERSISTENT_HEADER if has_persistent(docs) else [])
+            + NBC_OVERLAP_HEADER)
+
+
+def nbc_table_rows(docs):
+    """One list of cells per (series, coll, size) of nbc runs; the persistent columns
+    only when some run has them."""
+    persistent = has_persistent(docs)
+    rows = []
+    for doc in docs:
+        label = series_label(doc)
+        for r in doc["results"]:
+            row = [label, r["coll"], format_size(r["bytes"]),
+                   format_us(r.get("native_blocking_us")), format_us(r.get("mcoll_blocking_us")),
+                   format_us(r.get("native_post_wait_us")), format_us(r.get("mcoll_post_wait_us")),
+                   format_ratio(time_ratio(r.get("mcoll_post_wait_us"),
+                                           r.get("mcoll_blocking_us")))]
+            if persistent:
+                row += [format_us(r.get("native_start_wait_us")),
+                        format_us(r.get("mcoll_start_wait_us")),
+                        format_ratio(time_ratio(r.get("mcoll_start_wait_us"),
+                                                r.get("mcoll_blocking_us")))]
+            row += [format_us(r.get("mcoll_compute_us")), format_pct(r.get("native_overlap_pct")),
+                    format_pct(r.get("mcoll_overlap_pct")),
+                    format_pct(r.get("mcoll_overlap_osu_pct")),
+                    format_checks(nbc_checks(doc, r))]
+            rows.append(row)
+    return rows
+
+
+def nbc_target_summary(docs):
+    """Markdown lines: per target, rows met of rows checked, and the misses."""
+    tally = {}
+    for doc in docs:
+        label = series_label(doc)
+        for r in doc["results"]:
+            for name, met in nbc_checks(doc, r):
+                entry = tally.setdefault(name, [0, 0, []])
+                entry[1] += 1
+                if met:
+                    entry[0] += 1
+                else:
+                    entry[2].append(f"{label} {r['coll']} {format_size(r['bytes'])}")
+    lines = []
+    for name, (met, total, misses) in tally.items():
+        line = f"- **{name}**: {met} of {total} rows met"
+        if misses:
+            shown = misses[:12]
+            line += "; missed: " + "; ".join(shown)
+            if len(misses) > len(shown):
+                line += f"; and {len(misses) - len(shown)} more"
+        lines.append(line)
+    return lines or ["- no target applies to these runs (2 ranks, pt1 needed for overlap)"]
+
+
+def nbc_summary_rows(docs):
+    """One row per nbc series: mcoll's post + wait and start + wait against its blocking
+    time over all rows, and the overlap of the target collectives from 64 KiB (median
+    and worst), native's beside it."""
+    rows = []
+    for doc in docs:
+        res = doc["results"]
+        pw = [x for x in (time_ratio(r.get("mcoll_post_wait_us"), r.get("mcoll_blocking_us"))
+                          for r in res) if x is not None]
+        sw = [x for x in (time_ratio(r.get("mcoll_start_wait_us"), r.get("mcoll_blocking_us"))
+                          for r in res) if x is not None]
+        big = [r for r in res if r["coll"] in TARGET_OVERLAP_COLLS
+               and r["bytes"] >= TARGET_OVERLAP_MIN_BYTES]
+        ov_m = [r["mcoll_overlap_pct"] for r in big if r.get("mcoll_overlap_pct") is not None]
+        ov_n = [r["native_overlap_pct"] for r in big if r.get("native_overlap_pct") is not None]
+        rows.append([series_label(doc), str(len(res)), format_ratio(median(pw)),
+                     format_ratio(max(pw, default=None)),
+                     f"{sum(x <= TARGET_POST_WAIT for x in pw)} of {len(pw)}",
+                     format_ratio(median(sw)) if sw else "-",
+                     f"{sum(x <= 1.0 for x in sw)} of {len(sw)}" if sw else "-",
+                     format_pct(median(ov_m)), format_pct(min(ov_m, default=None)),
+                     format_pct(median(ov_n))])
+    return rows
+
+
+def idle_of(doc):
+    return doc.get("idle") or {}
+
+
+def idle_table_rows(docs):
+    """One row per idle job."""
+    rows = []
+    for doc in docs:
+        idle = idle_of(doc)
+        pt = doc.get("progress_thread")
+        rows.append([series_label(doc), "unset" if pt is None else str(pt),
+                     f"{idle.get('seconds', float('nan')):g}",
+                     format_ratio(idle.get("max_cpu_pct")),
+                     format_ratio(idle.get("max_background_cpu_pct")),
+                     format_us(idle.get("compute_ms"))])
+    return rows
+
+
+def median(values):
+    v = sorted(values)
+    if not v:
+        return None
+    n = len(v)
+    return v[n // 2] if n % 2 else 0.5 * (v[n // 2 - 1] + v[n // 2])
+
+
+def adjacent_pairs(group):
+    """Jobs in file order, taken two at a time when one ran with the thread off and the
+    other on (bench/run.sh runs them so, ABBA): [(off, on)]."""
+    pairs, i = [], 0
+    while i + 1 < len(group):
+        a, b = group[i], group[i + 1]
+        pts = (str(a.get("progress_thread")), str(b.get("progress_thread")))
+        if sorted(pts) == ["0", "1"]:
+            pairs.append((a, b) if pts[0] == "0" else (b, a))
+            i += 2
+        else:
+            i += 1
+    return pairs
+
+
+def idle_summary_rows(docs):
+    """Per series (flavour, ranks), the thread off (0) against on (1): the largest idle
+    CPU % of the jobs that slept longest, the median compute loop over all rounds of
+    each side, and on/off as the median over adjacent off/on job pairs of their ratio
+    (neighbouring jobs see alike load on the node, jobs minutes apart may not)."""
+    groups = {}
+    for doc in docs:
+        groups.setdefault(series_label(doc), []).append(doc)
+    rows = []
+    for label, group in groups.items():
+        side = {pt: [d for d in group if str(d.get("progress_thread")) == pt]
+                for pt in ("0", "1")}
+        longest = max((idle_of(d).get("seconds", 0) for d in group), default=0)
+        idle_pct = {pt: max((idle_of(d).get("max_cpu_pct", math.nan) for d in ds
+                             if idle_of(d).get("seconds", 0) == longest), default=None)
+                    for pt, ds in side.items()}
+        compute = {pt: median([t for d in ds for t in idle_of(d).get("compute_samples_ms", [])])
+                   for pt, ds in side.items()}
+        ratios = [time_ratio(idle_of(on).get("compute_ms"), idle_of(off).get("compute_ms"))
+                  for off, on in adjacent_pairs(group)]
+        slowdown = median([r for r in ratios if r is not None])
+        idle_ok = (None if idle_pct["1"] is None or not math.isfinite(idle_pct["1"])
+                   else idle_pct["1"] < TARGET_IDLE_PCT)
+        compute_ok = None if slowdown is None else slowdown <= TARGET_COMPUTE_SLOWDOWN
+        verdict = {None: "-", True: "ok", False: "MISS"}
+        rows.append([label, f"{len(side['0'])}/{len(side['1'])}", f"{longest:g}",
+                     format_ratio(idle_pct["0"]), format_ratio(idle_pct["1"]),
+                     format_us(compute["0"]), format_us(compute["1"]), str(len(ratios)),
+                     format_ratio(slowdown), verdict[idle_ok], verdict[compute_ok]])
+    return rows
+
+
 def markdown_table(header, rows):
     """A pipe table, numbers right-aligned."""
     right = [i for i, h in enumerate(header) if h not in ("series", "coll")]
@@ -167,9 +411,13 @@ def describe_run(doc):
     mpi = doc.get("mpi_library", "").strip().splitlines()
     mcoll = (f"mcoll {doc.get('mcoll_version')}" if doc.get("mcoll_loaded")
              else "mcoll not loaded")
-    return (f"- **{series_label(doc)}**: {mpi[0] if mpi else 'unknown MPI'}; {mcoll}; "
+    line = (f"- **{series_label(doc)}**: {mpi[0] if mpi else 'unknown MPI'}; {mcoll}; "
             f"{doc.get('hostname', '?')}, {doc.get('date', '?')}; "
             f"{doc.get('rounds', '?')} rounds")
+    if mode_of(doc) == "nbc":
+        line += (f"; a block's time: the {doc.get('block_statistic', 'mean')} of its calls; "
+                 f"persistent {'measured' if doc.get('persistent') else 'not measured'}")
+    return line
 
 
 def render_markdown(docs):
@@ -191,6 +439,13 @@ def render_markdown(docs):
                 parts += [MODE_NOTES[mode], ""]
         if mode == "cold":
             parts += [markdown_table(COLD_HEADER, cold_table_rows(by_mode[mode]))]
+        elif mode == "nbc":
+            parts += [markdown_table(NBC_SUMMARY_HEADER, nbc_summary_rows(by_mode[mode])), ""]
+            parts += ["Targets:", ""] + nbc_target_summary(by_mode[mode]) + [""]
+            parts += [markdown_table(nbc_header(by_mode[mode]), nbc_table_rows(by_mode[mode]))]
+        elif mode == "idle":
+            parts += [markdown_table(IDLE_SUMMARY_HEADER, idle_summary_rows(by_mode[mode])), "",
+                      markdown_table(IDLE_HEADER, idle_table_rows(by_mode[mode]))]
         else:
             parts += ["", markdown_table(TABLE_HEADER, table_rows(by_mode[mode]))]
     return "\n".join(parts)
@@ -256,25 +511,72 @@ def figure_legend(fig, docs):
     fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8)
 
 
+def plot_overlap(ax, docs, coll):
+    """Overlap % against size of the nbc runs (OSU's clamp at 0), native dashed."""
+    from matplotlib.ticker import FuncFormatter
+
+    for i, doc in enumerate(docs):
+        if mode_of(doc) != "nbc":
+            continue
+        rows = [r for r in doc["results"] if r["coll"] == coll]
+        sizes = [r["bytes"] for r in rows]
+        for side, style in (("native", "--"), ("mcoll", "-")):
+            values = [min(100.0, max(0.0, r.get(f"{side}_overlap_pct") or 0.0)) for r in rows]
+            if sizes:
+                ax.plot(sizes, values, style, marker="o" if side == "mcoll" else ".",
+                        markersize=3, color=series_color(i))
+    ax.axhline(TARGET_OVERLAP_PCT, color="tab:red", linewidth=0.8, linestyle=":")
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(-2, 102)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: short_size(x)))
+    ax.set_xlabel("bytes", fontsize=8)
+
+
+def plot_panels(docs):
+    """[(coll, is_overlap_panel)]: a time panel per collective, then an overlap panel
+    per sized collective of the nbc runs."""
+    docs = [d for d in docs if d["results"]]
+    nbc_docs = [d for d in docs if mode_of(d) == "nbc"]
+    overlap_names = [c for c in collectives_in(nbc_docs)
+                     if any(r["bytes"] > 0 for d in nbc_docs for r in d["results"]
+                            if r["coll"] == c)]
+    return [(c, False) for c in collectives_in(docs)] + [(c, True) for c in overlap_names]
+
+
 def plot(docs, path):
-    """One panel per collective; writes a PNG at path."""
+    """One panel per collective, and one overlap panel per collective of the nbc runs
+    (sized ones; barrier's overlap is in the table); writes a PNG at path. Idle runs
+    have no rows and no panel."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = collectives_in(docs)
-    ncols = min(4, max(1, len(names)))
-    nrows = math.ceil(len(names) / ncols) or 1
+    docs = [d for d in docs if d["results"]]
+    nbc_docs = [d for d in docs if mode_of(d) == "nbc"]
+    panels = plot_panels(docs)
+    ncols = min(4, max(1, len(panels)))
+    nrows = math.ceil(len(panels) / ncols) or 1
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.5 * ncols, 3.6 * nrows), squeeze=False)
-    for ax, coll in zip(axes.flat, names):
-        sizeless = all(r["bytes"] == 0 for d in docs for r in d["results"] if r["coll"] == coll)
-        (plot_sizeless if sizeless else plot_sweep)(ax, docs, coll)
-        ax.set_title(coll, fontsize=10)
-        ax.set_ylabel("µs per call", fontsize=8)
+    for ax, (coll, overlap) in zip(axes.flat, panels):
+        if overlap:
+            plot_overlap(ax, docs, coll)
+            ax.set_title(f"i{coll}: overlap % (nbc runs)", fontsize=10)
+            ax.set_ylabel("overlap %", fontsize=8)
+        else:
+            sizeless = all(r["bytes"] == 0 for d in docs for r in d["results"]
+                           if r["coll"] == coll)
+            (plot_sizeless if sizeless else plot_sweep)(ax, docs, coll)
+            ax.set_title(coll, fontsize=10)
+            ax.set_ylabel("µs per call", fontsize=8)
         ax.grid(True, which="major", alpha=0.3)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle("mcoll-bench: time per call, native (dashed) vs mcoll (solid)", fontsize=11)
+    if not panels:
+        axes[0][0].text(0.5, 0.5, "no collective results (idle runs only)", ha="center")
+    title = "mcoll-bench: time per call, native (dashed) vs mcoll (solid)"
+    if nbc_docs:
+        title += "; nbc runs: post + wait, and overlap (target line at 80%)"
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.06 / nrows, 1, 0.98))
     figure_legend(fig, docs)
     fig.savefig(path, dpi=110)
