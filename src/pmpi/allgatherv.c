@@ -13,7 +13,8 @@ static int allgatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendt
                                 MPI_Datatype recvtype, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLGATHERV, comm);
   if (!c)
-    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                      displs, recvtype,
                            comm);
   int in_place = sendbuf == MPI_IN_PLACE;
   struct mcoll_bytes send;
@@ -25,7 +26,8 @@ static int allgatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendt
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      send.bytes != mcoll__block_len(&dst, c->rank)))) {
     mcoll__count_invalid(MCOLL_COLL_ALLGATHERV);
-    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Allgatherv, Iallgatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                      displs, recvtype,
                            comm);
   }
   if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
@@ -55,14 +57,18 @@ struct allgatherv_args {
 
 static int allgatherv_task(const void *args) {
   const struct allgatherv_args *a = args;
-  return allgatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs, a->recvtype, a->comm);
+  return allgatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs,
+                        a->recvtype, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                                void *recvbuf, const int recvcounts[], const int displs[],
-                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
-  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm};
+                                 void *recvbuf, const int recvcounts[], const int displs[],
+                                 MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                            comm, request);
+  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
@@ -73,11 +79,16 @@ MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatyp
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Allgatherv_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                                void *recvbuf, const int recvcounts[], const int displs[],
-                                MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm};
+MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int sendcount,
+                                                   MPI_Datatype sendtype, void *recvbuf,
+                                                   const int recvcounts[], const int displs[],
+                                                   MPI_Datatype recvtype, MPI_Comm comm,
+                                                   MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                                  displs, recvtype, comm, info, request);
+  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);

@@ -13,7 +13,8 @@ static int alltoallv_run(const void *sendbuf, const int sendcounts[], const int 
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALLV, comm);
   if (!c)
-    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                      recvcounts, rdispls,
                           recvtype, comm);
   int inplace = sendbuf == MPI_IN_PLACE;
   struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALLV, .inplace = inplace};
@@ -27,7 +28,8 @@ static int alltoallv_run(const void *sendbuf, const int sendcounts[], const int 
        (sendtype == MPI_DATATYPE_NULL || !counts_valid(sendcounts, sdispls, c->size))) ||
       mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALLV);
-    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallv, Ialltoallv, sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                      recvcounts, rdispls,
                           recvtype, comm);
   }
   int err = mcoll__a2a_run(&a);
@@ -38,7 +40,8 @@ static int alltoallv_run(const void *sendbuf, const int sendcounts[], const int 
 MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
-  return alltoallv_run(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
+  return alltoallv_run(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                       recvtype, comm);
 }
 
 /* MPI_Ialltoallv: the same body as a task (task/task.h). */
@@ -56,14 +59,19 @@ struct alltoallv_args {
 
 static int alltoallv_task(const void *args) {
   const struct alltoallv_args *a = args;
-  return alltoallv_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf, a->recvcounts, a->rdispls, a->recvtype, a->comm);
+  return alltoallv_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf,
+                       a->recvcounts, a->rdispls, a->recvtype, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
-  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
+                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                                MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                           recvtype, comm, request);
+  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
@@ -76,11 +84,18 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Alltoallv_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                               MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                               const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm};
+MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int sendcounts[],
+                                                  const int sdispls[], MPI_Datatype sendtype,
+                                                  void *recvbuf, const int recvcounts[],
+                                                  const int rdispls[], MPI_Datatype recvtype,
+                                                  MPI_Comm comm, MPI_Info info,
+                                                  MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                                 recvcounts, rdispls, recvtype, comm, info,
+                                                 request);
+  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);

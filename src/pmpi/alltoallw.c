@@ -14,7 +14,8 @@ static int alltoallw_run(const void *sendbuf, const int sendcounts[], const int 
                                const MPI_Datatype recvtypes[], MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALLW, comm);
   if (!c)
-    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                      recvcounts, rdispls,
                           recvtypes, comm);
   int inplace = sendbuf == MPI_IN_PLACE;
   struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALLW, .inplace = inplace};
@@ -26,7 +27,8 @@ static int alltoallw_run(const void *sendbuf, const int sendcounts[], const int 
       (!inplace && !side_valid(sendcounts, sdispls, sendtypes, c->size)) ||
       mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALLW);
-    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+    return MCOLL_HOST(Alltoallw, Ialltoallw, sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                      recvcounts, rdispls,
                           recvtypes, comm);
   }
   int err = mcoll__a2a_run(&a);
@@ -38,7 +40,8 @@ MCOLL_EXPORT int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], cons
                                const MPI_Datatype sendtypes[], void *recvbuf,
                                const int recvcounts[], const int rdispls[],
                                const MPI_Datatype recvtypes[], MPI_Comm comm) {
-  return alltoallw_run(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
+  return alltoallw_run(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                       recvtypes, comm);
 }
 
 /* MPI_Ialltoallw: the same body as a task (task/task.h). */
@@ -56,15 +59,20 @@ struct alltoallw_args {
 
 static int alltoallw_task(const void *args) {
   const struct alltoallw_args *a = args;
-  return alltoallw_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtypes, a->recvbuf, a->recvcounts, a->rdispls, a->recvtypes, a->comm);
+  return alltoallw_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtypes, a->recvbuf,
+                       a->recvcounts, a->rdispls, a->recvtypes, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                               const MPI_Datatype sendtypes[], void *recvbuf,
-                               const int recvcounts[], const int rdispls[],
-                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
-  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
+                                const MPI_Datatype sendtypes[], void *recvbuf,
+                                const int recvcounts[], const int rdispls[],
+                                const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                           recvtypes, comm, request);
+  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                             recvtypes, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
@@ -79,12 +87,18 @@ MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Alltoallw_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                               const MPI_Datatype sendtypes[], void *recvbuf,
-                               const int recvcounts[], const int rdispls[],
-                               const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm};
+MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int sendcounts[],
+                                                  const int sdispls[],
+                                                  const MPI_Datatype sendtypes[], void *recvbuf,
+                                                  const int recvcounts[], const int rdispls[],
+                                                  const MPI_Datatype recvtypes[], MPI_Comm comm,
+                                                  MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                                 recvcounts, rdispls, recvtypes, comm, info,
+                                                 request);
+  struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                             recvtypes, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);

@@ -29,7 +29,8 @@ MCOLL_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Barrier_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Barrier_init)(MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+MCOLL_EXPORT int MCOLL_PERSISTENT(Barrier_init)(MPI_Comm comm, MPI_Info info,
+                                                MPI_Request *request) {
   if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Barrier_init)(comm, info, request);
   struct barrier_args a = {comm};
   return mcoll__persistent_init(comm, barrier_task, &a, sizeof a, NULL, request);

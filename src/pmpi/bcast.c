@@ -39,7 +39,8 @@ static int bcast_task(const void *args) {
   return bcast_run(a->buf, a->count, a->type, a->root, a->comm);
 }
 
-MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Request *request) {
+MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
+                            MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ibcast(buf, count, type, root, comm, request);
   struct bcast_args a = {buf, count, type, root, comm};
   return mcoll__start(comm, bcast_task, &a, sizeof a, NULL, request);
@@ -47,8 +48,10 @@ MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, M
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Bcast_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info, request);
+MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype type, int root,
+                                              MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info, request);
   struct bcast_args a = {buf, count, type, root, comm};
   return mcoll__persistent_init(comm, bcast_task, &a, sizeof a, NULL, request);
 }

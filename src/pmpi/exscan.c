@@ -31,7 +31,7 @@ static int exscan_task(const void *args) {
 }
 
 MCOLL_EXPORT int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+                             MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iexscan(sendbuf, recvbuf, count, type, op, comm, request);
   struct exscan_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__start(comm, exscan_task, &a, sizeof a, NULL, request);
@@ -39,9 +39,12 @@ MCOLL_EXPORT int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Exscan_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Exscan_init)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Exscan_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
+MCOLL_EXPORT int MCOLL_PERSISTENT(Exscan_init)(const void *sendbuf, void *recvbuf, int count,
+                                               MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                               MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Exscan_init)(sendbuf, recvbuf, count, type, op, comm, info,
+                                              request);
   struct exscan_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__persistent_init(comm, exscan_task, &a, sizeof a, NULL, request);
 }

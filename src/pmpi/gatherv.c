@@ -13,7 +13,8 @@ static int gatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_GATHERV, comm);
   if (!c)
-    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                      recvtype,
                         root, comm);
   int is_root = mcoll__root_valid(c, root) && c->rank == root;
   int in_place = is_root && sendbuf == MPI_IN_PLACE;
@@ -27,7 +28,8 @@ static int gatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      (is_root && send.bytes != mcoll__block_len(&dst, root))))) {
     mcoll__count_invalid(MCOLL_COLL_GATHERV);
-    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+    return MCOLL_HOST(Gatherv, Igatherv, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                      recvtype,
                         root, comm);
   }
   if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
@@ -42,7 +44,8 @@ static int gatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 MCOLL_EXPORT int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                              void *recvbuf, const int recvcounts[], const int displs[],
                              MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return gatherv_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+  return gatherv_run(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                     comm);
 }
 
 /* MPI_Igatherv: the same body as a task (task/task.h). */
@@ -60,14 +63,19 @@ struct gatherv_args {
 
 static int gatherv_task(const void *args) {
   const struct gatherv_args *a = args;
-  return gatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs, a->recvtype, a->root, a->comm);
+  return gatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs,
+                     a->recvtype, a->root, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, const int recvcounts[], const int displs[],
-                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
-  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
+                              void *recvbuf, const int recvcounts[], const int displs[],
+                              MPI_Datatype recvtype, int root, MPI_Comm comm,
+                              MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                         comm, request);
+  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           root, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
@@ -80,11 +88,16 @@ MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype s
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Gatherv_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, const int recvcounts[], const int displs[],
-                             MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm};
+MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcount,
+                                                MPI_Datatype sendtype, void *recvbuf,
+                                                const int recvcounts[], const int displs[],
+                                                MPI_Datatype recvtype, int root, MPI_Comm comm,
+                                                MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                               displs, recvtype, root, comm, info, request);
+  struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           root, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);

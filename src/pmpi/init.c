@@ -48,7 +48,8 @@ static int host_mpi_matches(char *running, size_t size) {
     major = v ? atoi(v + 2) : -1;
   } else if (mpich) {
     flavour = "MPICH";
-    major = atoi(mpich + strlen("MPICH Version:") + strspn(mpich + strlen("MPICH Version:"), " \t"));
+    major = atoi(mpich + strlen("MPICH Version:") + strspn(mpich + strlen("MPICH Version:"),
+                                                           " \t"));
   } else if (strstr(version, "Intel(R) MPI")) {
     flavour = "Intel MPI"; /* MPICH's ABI */
     major = -1;
@@ -109,7 +110,8 @@ void mcoll__started(void) {
     PMPI_Query_thread(&provided);
     if (provided == MPI_THREAD_MULTIPLE) mcoll__progress_thread_start();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (!mcoll__progress_thread_running() && strcmp(mcoll__cfg.PROGRESS_THREAD, "1") == 0 && rank == 0)
+    if (!mcoll__progress_thread_running() && strcmp(mcoll__cfg.PROGRESS_THREAD,
+                                                    "1") == 0 && rank == 0)
       fprintf(stderr, "mcoll: MCOLL_PROGRESS_THREAD=1 but the host MPI did not grant "
                       "MPI_THREAD_MULTIPLE: no progress thread\n");
   }

@@ -245,8 +245,8 @@ MCOLL_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count 
   return MPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
 }
 
-MCOLL_EXPORT int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                             MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+MCOLL_EXPORT int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm, MPI_Request *req) {
   if (!fits(count)) return PMPI_Iscan_c(sendbuf, recvbuf, count, type, op, comm, req);
   return MPI_Iscan(sendbuf, recvbuf, (int)count, type, op, comm, req);
 }

@@ -103,7 +103,8 @@ static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status 
   return err;
 }
 
-static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
+static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                    MPI_Status statuses[]) {
   if (!busy_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
   struct masked m;
   if (!mask(&m, n, reqs)) {

@@ -35,7 +35,7 @@ static int reduce_task(const void *args) {
 }
 
 MCOLL_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
+                             MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
   struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
   return mcoll__start(comm, reduce_task, &a, sizeof a, NULL, request);
@@ -43,9 +43,12 @@ MCOLL_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Reduce_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_init)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_init)(sendbuf, recvbuf, count, type, op, root, comm, info, request);
+MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_init)(const void *sendbuf, void *recvbuf, int count,
+                                               MPI_Datatype type, MPI_Op op, int root,
+                                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Reduce_init)(sendbuf, recvbuf, count, type, op, root, comm, info,
+                                              request);
   struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
   return mcoll__persistent_init(comm, reduce_task, &a, sizeof a, NULL, request);
 }

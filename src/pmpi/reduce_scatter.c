@@ -14,7 +14,8 @@ static int reduce_scatter_run(const void *sendbuf, void *recvbuf, const int recv
   if (!c || !mcoll__red_args(MCOLL_COLL_REDUCE_SCATTER, &t, type, op,
                              counts_ok && total <= INT_MAX &&
                                  mcoll__red_bufs_ok(sendbuf, recvbuf)))
-    return MCOLL_HOST(Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op, comm);
+    return MCOLL_HOST(Reduce_scatter, Ireduce_scatter, sendbuf, recvbuf, recvcounts, type, op,
+                      comm);
   return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, recvcounts, 0));
 }
 
@@ -39,8 +40,10 @@ static int reduce_scatter_task(const void *args) {
 }
 
 MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
+                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                     MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
@@ -51,9 +54,13 @@ MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const i
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Reduce_scatter_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void *recvbuf, const int recvcounts[],
-                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm, info, request);
+MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void *recvbuf,
+                                                       const int recvcounts[], MPI_Datatype type,
+                                                       MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                                       MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm,
+                                                      info, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};

@@ -31,7 +31,7 @@ static int scan_task(const void *args) {
 }
 
 MCOLL_EXPORT int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                          MPI_Op op, MPI_Comm comm, MPI_Request *request) {
+                           MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on()) return PMPI_Iscan(sendbuf, recvbuf, count, type, op, comm, request);
   struct scan_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__start(comm, scan_task, &a, sizeof a, NULL, request);
@@ -39,9 +39,11 @@ MCOLL_EXPORT int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Da
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Scan_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Scan_init)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scan_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
+MCOLL_EXPORT int MCOLL_PERSISTENT(Scan_init)(const void *sendbuf, void *recvbuf, int count,
+                                             MPI_Datatype type, MPI_Op op, MPI_Comm comm,
+                                             MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Scan_init)(sendbuf, recvbuf, count, type, op, comm, info, request);
   struct scan_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__persistent_init(comm, scan_task, &a, sizeof a, NULL, request);
 }

@@ -13,7 +13,8 @@ static int scatterv_run(const void *sendbuf, const int sendcounts[], const int d
                               MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_SCATTERV, comm);
   if (!c)
-    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf,
+                      recvcount, recvtype,
                          root, comm);
   int is_root = mcoll__root_valid(c, root) && c->rank == root;
   int in_place = is_root && recvbuf == MPI_IN_PLACE;
@@ -27,7 +28,8 @@ static int scatterv_run(const void *sendbuf, const int sendcounts[], const int d
                      mcoll__bytes_of(recvbuf, recvcount, recvtype, &recv) != MPI_SUCCESS ||
                      (is_root && recv.bytes != mcoll__block_len(&src, root))))) {
     mcoll__count_invalid(MCOLL_COLL_SCATTERV);
-    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+    return MCOLL_HOST(Scatterv, Iscatterv, sendbuf, sendcounts, displs, sendtype, recvbuf,
+                      recvcount, recvtype,
                          root, comm);
   }
   if (!in_place) mcoll__bytes_acquire(recvbuf, recvcount, recvtype, 0, &recv);
@@ -42,7 +44,8 @@ static int scatterv_run(const void *sendbuf, const int sendcounts[], const int d
 MCOLL_EXPORT int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                               MPI_Datatype sendtype, void *recvbuf, int recvcount,
                               MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  return scatterv_run(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+  return scatterv_run(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                      comm);
 }
 
 /* MPI_Iscatterv: the same body as a task (task/task.h). */
@@ -60,14 +63,19 @@ struct scatterv_args {
 
 static int scatterv_task(const void *args) {
   const struct scatterv_args *a = args;
-  return scatterv_run(a->sendbuf, a->sendcounts, a->displs, a->sendtype, a->recvbuf, a->recvcount, a->recvtype, a->root, a->comm);
+  return scatterv_run(a->sendbuf, a->sendcounts, a->displs, a->sendtype, a->recvbuf, a->recvcount,
+                      a->recvtype, a->root, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
-                              MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
-  struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm};
+                               MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                               MPI_Datatype recvtype, int root, MPI_Comm comm,
+                               MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                          comm, request);
+  struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                            root, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
@@ -80,11 +88,16 @@ MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], cons
 
 #ifdef MCOLL_PERSISTENT
 /* MPI_Scatterv_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int sendcounts[], const int displs[],
-                              MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                              MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-  struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm};
+MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int sendcounts[],
+                                                 const int displs[], MPI_Datatype sendtype,
+                                                 void *recvbuf, int recvcount,
+                                                 MPI_Datatype recvtype, int root, MPI_Comm comm,
+                                                 MPI_Info info, MPI_Request *request) {
+  if (!mcoll__nbc_on())
+    return MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                                recvcount, recvtype, root, comm, info, request);
+  struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                            root, comm};
   /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
   size_t entries = (size_t)mcoll__array_entries(comm);
