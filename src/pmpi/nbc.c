@@ -266,6 +266,39 @@ MCOLL_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype s
                                   : err;
 }
 
+MCOLL_EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+                           MPI_Comm comm) {
+  if (!mcoll__tasks_pending()) return PMPI_Ssend(buf, count, type, dest, tag, comm);
+  MPI_Request req;
+  int err = PMPI_Issend(buf, count, type, dest, tag, comm, &req);
+  return err != MPI_SUCCESS ? err : MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
+MCOLL_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
+                            MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Mprobe(source, tag, comm, message, status);
+  unsigned polls = 0;
+  for (;;) {
+    int flag = 0, err = PMPI_Improbe(source, tag, comm, &flag, message, status);
+    if (err != MPI_SUCCESS || flag) return err;
+    idle(&polls);
+  }
+}
+
+MCOLL_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                             MPI_Status *status) {
+  mcoll__progress();
+  return PMPI_Improbe(source, tag, comm, flag, message, status);
+}
+
+MCOLL_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
+                           MPI_Status *status) {
+  if (!mcoll__tasks_pending()) return PMPI_Mrecv(buf, count, type, message, status);
+  MPI_Request req;
+  int err = PMPI_Imrecv(buf, count, type, message, &req);
+  return err != MPI_SUCCESS ? err : MPI_Wait(&req, status);
+}
+
 MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
   /* An active collective's request: the engine completes and frees it later. */
   if (req && (mcoll__task_request_free(req) || mcoll__persistent_free(req))) return MPI_SUCCESS;
