@@ -300,8 +300,14 @@ MCOLL_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message 
 }
 
 MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
-  /* An active collective's request: the engine completes and frees it later. */
-  if (req && (mcoll__task_request_free(req) || mcoll__persistent_free(req))) return MPI_SUCCESS;
+  /* Freeing an active non-blocking collective's request is erroneous (MPI-3.1 §5.12):
+   * both host MPIs raise MPI_ERR_REQUEST on MPI_COMM_WORLD and keep the request; so
+   * does mcoll. A persistent one is freed when its start in flight completes. */
+  if (req && mcoll__task_request_is_mine(req)) {
+    PMPI_Comm_call_errhandler(MPI_COMM_WORLD, MPI_ERR_REQUEST);
+    return MPI_ERR_REQUEST;
+  }
+  if (req && mcoll__persistent_free(req)) return MPI_SUCCESS;
   return PMPI_Request_free(req);
 }
 

@@ -17,7 +17,6 @@ struct mcoll_task {
   /* written by the task, read by the host's request query on the application's
    * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
   _Atomic int err;
-  int detached;              /* the application freed its request (MPI_Request_free) */
   MPI_Request req;           /* the generalized request the application holds */
   MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
   struct mcoll_fiber *fiber;
@@ -196,7 +195,6 @@ static void finish_head(struct lane *l) {
   }
   MPI_Request req = t->req;
   PMPI_Grequest_complete(req);
-  if (t->detached) PMPI_Request_free(&req);
   task_unref(t);
 }
 
@@ -303,7 +301,6 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   t->fn = fn;
   memcpy(t->args, args, args_bytes);
   t->err = MPI_SUCCESS;
-  t->detached = 0;
   t->req = t->host_req = MPI_REQUEST_NULL;
   t->next = NULL;
   t->persistent = NULL;
@@ -373,18 +370,8 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
 static struct mcoll_task *task_of_request(const MPI_Request *req) {
   for (struct lane *l = lanes; l; l = l->next)
     for (struct mcoll_task *t = l->head; t; t = t->next)
-      if (!t->detached && t->req == *req) return t;
+      if (t->req == *req) return t;
   return NULL;
-}
-
-int mcoll__task_request_free(MPI_Request *req) {
-  if (!atomic_load_explicit(&pending, memory_order_relaxed) || *req == MPI_REQUEST_NULL) return 0;
-  pthread_mutex_lock(&engine_lock);
-  struct mcoll_task *t = task_of_request(req);
-  if (t) t->detached = 1; /* freed by the engine once complete */
-  pthread_mutex_unlock(&engine_lock);
-  if (t) *req = MPI_REQUEST_NULL;
-  return t != NULL;
 }
 
 int mcoll__task_request_is_mine(const MPI_Request *req) {

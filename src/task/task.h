@@ -65,10 +65,8 @@ int mcoll__host_wait(int err, MPI_Request *req);
 MPI_Request *mcoll__host_request(void);
 int mcoll__host_call_nb(int err);
 
-/* mcoll's own request for a task still in flight: detaches it (MPI_Request_free);
- * 1 if *req was one. */
-int mcoll__task_request_free(MPI_Request *req);
-/* 1 if *req is the request of a task in flight (MPI_Cancel: collectives cannot be cancelled). */
+/* 1 if *req is the request of a task in flight (MPI_Request_free and MPI_Cancel on it
+ * are erroneous: MPI-3.1 §5.12). */
 int mcoll__task_request_is_mine(const MPI_Request *req);
 
 /* Persistent collectives (MPI-4 MPI_<Coll>_init, or Open MPI's MPIX_<Coll>_init):
