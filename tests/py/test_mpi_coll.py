@@ -102,9 +102,13 @@ def test_reduce_split_single_copy(request, flavour, np, topo):
     topo = None if topo == "flat" else topo
     program = BUILD.bin(flavour, "mcoll-test-coll")
     args = coll_args(flavour, np) + ["--colls", "reduce", "--seed", seed_for(request)]
-    env = {**BASE_ENV, **topo_env(topo), "MCOLL_ALG_REDUCE": "cma", "MCOLL_RED_SPLIT_MIN": "1"}
+    # a non-commutative reduce over communicators whose nodes are not in rank order
+    # cannot run cma: a reported fallback to the normal choice (p2p)
+    env = {**BASE_ENV, **topo_env(topo), "MCOLL_ALG_REDUCE": "cma", "MCOLL_RED_SPLIT_MIN": "1",
+           "MCOLL_FALLBACK": "warn", "MCOLL_VERBOSE": "1"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
+    mpijob.only_forced_fallbacks(result)
 
 
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in
@@ -152,11 +156,16 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
     args = coll_args(flavour, np) + ["--colls", coll, "--seed", seed_for(request)]
     if flavour == "mpich":  # one run per registered algorithm: keep MPICH's short
         args += ["--burst", "20", "--churn", "1", "--comms", "world,evenodd,reversed"]
-    env = {**BASE_ENV, **topo_env(topo), f"MCOLL_ALG_{coll.upper()}": alg, "MCOLL_VERBOSE": "1"}
+    # Calls where the forced algorithm's restrictions do not hold (a bcast larger than
+    # a slot for shm_slot, say) are reported fallbacks to the normal choice: warn, and
+    # check below that no other fallback happened.
+    env = {**BASE_ENV, **topo_env(topo), f"MCOLL_ALG_{coll.upper()}": alg, "MCOLL_VERBOSE": "1",
+           "MCOLL_FALLBACK": "warn"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
     counts = parse_verbose_report(result.stderr).get(coll, {})
     assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
+    mpijob.only_forced_fallbacks(result)
 
 
 def test_info_lists_algorithms():

@@ -75,7 +75,7 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *mine,
                      size_t my_len, struct mcoll_blocks *dst) {
   const struct mcoll_topo *t = &c->topo;
-  int forced = mcoll__alg_forced(coll);
+  int forced = mcoll__move_forced(c, coll);
   mcoll__count_alg(coll, mcoll__move_of(c, largest_block(dst), forced,
                                         (size_t)mcoll__cfg.ALLGATHER_CMA_MIN));
   size_t total = mcoll__blocks_total(dst);

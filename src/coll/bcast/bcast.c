@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/facts.h"
 #include "core/config.h"
 #include "hier/hier.h"
 
@@ -19,10 +20,13 @@
 
 const struct mcoll_coll_algs mcoll__bcast_algs = {
     (const struct mcoll_alg_info[]){
-        {"shm_tree", "small: down a tree over the node's levels through the ranks' areas"},
-        {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined"},
-        {"cma", "single copy: readers read the source's buffer with process_vm_readv"},
-        {"shm_slot", "small: one slot of the source's area (the data in the flag's line up to 56 B), calls overlap"},
+        {"shm_tree", "small: down a tree over the node's levels through the ranks' areas", 0, NULL},
+        {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined", 0,
+         NULL},
+        {"cma", "single copy: readers read the source's buffer with process_vm_readv",
+         MCOLL_NEED_CMA, NULL},
+        {"shm_slot", "small: one slot of the source's area (the data in the flag's line up to 56 B), calls overlap",
+         MCOLL_NEED_SLOT, NULL},
     },
     MCOLL_BCAST_NALGS};
 
@@ -33,10 +37,12 @@ static int fits_slot(const struct mcoll_comm *c, size_t bytes) {
 }
 
 static int choose(const struct mcoll_comm *c, size_t bytes) {
-  int forced = mcoll__alg_forced(MCOLL_COLL_BCAST);
-  if (forced == MCOLL_BCAST_CMA && !c->chan->cma_ok) forced = MCOLL_BCAST_SHM_PIPELINE;
-  if (forced == MCOLL_BCAST_SHM_SLOT && !fits_slot(c, bytes)) forced = MCOLL_BCAST_SHM_PIPELINE;
-  if (forced >= 0) return forced;
+  if (mcoll__alg_forced(MCOLL_COLL_BCAST) >= 0) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+    int forced = mcoll__alg_forced_for(MCOLL_COLL_BCAST, &facts);
+    if (forced >= 0) return forced;
+  }
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
    * where the ring gives 0.5x (the ring wins back-to-back from ~1 MiB and below
