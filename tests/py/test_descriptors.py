@@ -117,3 +117,22 @@ def test_forced_runs_exactly_or_reports(flavour, situation):
             ran = {a: n for a, n in counts.items() if a not in ("calls", "fallback") and n}
             assert sum(ran.values()) == calls, f"{coll}: the normal choice did not run: {counts}"
             assert "forced algorithm " + alg + " cannot run here" in result.stderr  # warned
+
+
+@pytest.mark.parametrize("flavour", [flavour_param("openmpi"), flavour_param("mpich")])
+def test_bcast_selection_by_size(flavour):
+    """bcast's one selection step (mcoll__bcast_select) keeps the default choice at
+    every size: 2 ranks, a core each, no levels: one area slot up to 512 B, the ring at
+    4 KiB, single copy from 8 KiB below 1 MiB, the ring again at 2 MiB."""
+    if not cma_works(flavour):
+        pytest.skip("single copy does not work on this host")
+    program = BUILD.bin(flavour, "mcoll-bench")
+    sweep = ["-C", "bcast", "-b", "8", "-e", "2M", "-f", "8", *CALLS]  # 8 64 512 4K 32K 256K 2M
+    result = run_job(mpiexec_argv(flavour, 2, program, sweep),
+                     {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_CORES": "64"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    counts = parse_verbose_report(result.stderr).get("bcast", {})
+    n = counts.get("calls", 0) // 7  # calls per size (the bench adds a checked one)
+    expected = {"calls": 7 * n, "shm_slot": 3 * n, "shm_pipeline": 2 * n, "cma": 2 * n, "shm_tree": 0,
+                "fallback": 0}
+    assert n >= 10 and counts == expected, f"{counts}\n{result.describe()}"
