@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/facts.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "shm/area.h"
@@ -16,8 +17,9 @@
 enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
 
 #define MCOLL_MOVE_ALG_INFO                                                            \
-  {"area", "two copies through the per-rank areas of the node segment, chunked"},      \
-  {"cma", "single copy from the owner's buffer (process_vm_readv), bounded readers"}
+  {"area", "two copies through the per-rank areas of the node segment, chunked", 0, NULL}, \
+  {"cma", "single copy from the owner's buffer (process_vm_readv), bounded readers",       \
+   MCOLL_NEED_CMA, NULL}
 
 /* The single-copy threshold in force for a collective whose own is cma_min: on a
  * node of two ranks MCOLL_PAIR_CMA_MIN where that is lower. There every block an
@@ -39,6 +41,14 @@ static inline enum mcoll_move mcoll__move_of(const struct mcoll_comm *c, size_t 
   if (!c->chan->cma_ok || len == 0) return MCOLL_MOVE_AREA;
   if (forced >= 0) return (enum mcoll_move)forced;
   return len >= mcoll__move_cma_min(c, cma_min) ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
+}
+
+/* MCOLL_ALG_<COLL> for a move collective, if its restrictions hold here, else -1
+ * (reported as a fallback to the normal choice). */
+static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll coll) {
+  if (mcoll__alg_forced(coll) < 0) return -1;
+  struct mcoll_facts facts = mcoll__facts(c, 0);
+  return mcoll__alg_forced_for(coll, &facts);
 }
 
 /* Chunks of at most `area` bytes that a block of len bytes needs. */

@@ -8,25 +8,16 @@
 #include "core/coll.h"
 #include "mcoll.h"
 
-extern const struct mcoll_coll_algs mcoll__barrier_algs;
-extern const struct mcoll_coll_algs mcoll__bcast_algs;
-extern const struct mcoll_coll_algs mcoll__reduce_algs;
-extern const struct mcoll_coll_algs mcoll__allreduce_algs;
-extern const struct mcoll_coll_algs mcoll__reduce_scatter_algs;
-extern const struct mcoll_coll_algs mcoll__reduce_scatter_block_algs;
-extern const struct mcoll_coll_algs mcoll__scan_algs;
-extern const struct mcoll_coll_algs mcoll__exscan_algs;
-extern const struct mcoll_coll_algs mcoll__allgather_algs;
-extern const struct mcoll_coll_algs mcoll__allgatherv_algs;
-extern const struct mcoll_coll_algs mcoll__gather_algs;
-extern const struct mcoll_coll_algs mcoll__gatherv_algs;
-extern const struct mcoll_coll_algs mcoll__scatter_algs;
-extern const struct mcoll_coll_algs mcoll__scatterv_algs;
-extern const struct mcoll_coll_algs mcoll__alltoall_algs;
-extern const struct mcoll_coll_algs mcoll__alltoallv_algs;
-extern const struct mcoll_coll_algs mcoll__alltoallw_algs;
+/* Every collective's table, mcoll__<lower>_algs, from the one list MCOLL_COLLS. */
+#define MCOLL_COLL_TABLE_DECL(upper, lower) extern const struct mcoll_coll_algs mcoll__##lower##_algs;
+MCOLL_COLLS(MCOLL_COLL_TABLE_DECL)
+#undef MCOLL_COLL_TABLE_DECL
 
-static const struct mcoll_coll_algs no_algs = {NULL, 0};
+static const struct mcoll_coll_algs *const coll_tables[MCOLL_NCOLLS] = {
+#define MCOLL_COLL_TABLE(upper, lower) [MCOLL_COLL_##upper] = &mcoll__##lower##_algs,
+    MCOLL_COLLS(MCOLL_COLL_TABLE)
+#undef MCOLL_COLL_TABLE
+};
 
 static const struct {
   const char *name;
@@ -39,27 +30,30 @@ static const struct {
 
 const char *mcoll__coll_name(enum mcoll_coll coll) { return coll_names[coll].name; }
 
-const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll) {
-  switch (coll) {
-  case MCOLL_COLL_BARRIER: return &mcoll__barrier_algs;
-  case MCOLL_COLL_BCAST: return &mcoll__bcast_algs;
-  case MCOLL_COLL_REDUCE: return &mcoll__reduce_algs;
-  case MCOLL_COLL_ALLREDUCE: return &mcoll__allreduce_algs;
-  case MCOLL_COLL_REDUCE_SCATTER: return &mcoll__reduce_scatter_algs;
-  case MCOLL_COLL_REDUCE_SCATTER_BLOCK: return &mcoll__reduce_scatter_block_algs;
-  case MCOLL_COLL_SCAN: return &mcoll__scan_algs;
-  case MCOLL_COLL_EXSCAN: return &mcoll__exscan_algs;
-  case MCOLL_COLL_ALLGATHER: return &mcoll__allgather_algs;
-  case MCOLL_COLL_ALLGATHERV: return &mcoll__allgatherv_algs;
-  case MCOLL_COLL_GATHER: return &mcoll__gather_algs;
-  case MCOLL_COLL_GATHERV: return &mcoll__gatherv_algs;
-  case MCOLL_COLL_SCATTER: return &mcoll__scatter_algs;
-  case MCOLL_COLL_SCATTERV: return &mcoll__scatterv_algs;
-  case MCOLL_COLL_ALLTOALL: return &mcoll__alltoall_algs;
-  case MCOLL_COLL_ALLTOALLV: return &mcoll__alltoallv_algs;
-  case MCOLL_COLL_ALLTOALLW: return &mcoll__alltoallw_algs;
-  default: return &no_algs;
-  }
+const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll) { return coll_tables[coll]; }
+
+static const struct {
+  const char *name, *text;
+} needs[MCOLL_NNEEDS] = {
+#define MCOLL_NEED_ENTRY(name, short, text) {#short, text},
+    MCOLL_NEEDS(MCOLL_NEED_ENTRY)
+#undef MCOLL_NEED_ENTRY
+};
+
+const char *mcoll__need_name(int b) { return needs[b].name; }
+const char *mcoll__need_text(int b) { return needs[b].text; }
+
+/* The first restriction of alg that the facts do not satisfy, or -1. */
+static int first_unmet(enum mcoll_coll coll, int alg, const struct mcoll_facts *facts) {
+  unsigned unmet = mcoll__coll_algs(coll)->algs[alg].needs & ~facts->holds;
+  for (int b = 0; b < MCOLL_NNEEDS; b++)
+    if (unmet & (1u << b)) return b;
+  return -1;
+}
+
+const char *mcoll__alg_allowed(enum mcoll_coll coll, int alg, const struct mcoll_facts *facts) {
+  int b = first_unmet(coll, alg, facts);
+  return b < 0 ? NULL : needs[b].text;
 }
 
 /* Algorithm index per collective by name, or -1 when there is none of that name. */
@@ -101,6 +95,15 @@ int mcoll__alg_forced(enum mcoll_coll coll) {
   return atomic_load_explicit(&forced[coll], memory_order_relaxed);
 }
 
+int mcoll__alg_forced_for(enum mcoll_coll coll, const struct mcoll_facts *facts) {
+  int alg = mcoll__alg_forced(coll);
+  if (alg < 0) return -1;
+  int b = first_unmet(coll, alg, facts);
+  if (b < 0) return alg;
+  mcoll__fallback_forced(coll, alg, b);
+  return -1;
+}
+
 MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
   for (int c = 0; c < MCOLL_NCOLLS; c++) {
     if (strcmp(coll_names[c].name, coll)) continue;
@@ -125,4 +128,18 @@ MCOLL_EXPORT void mcoll_print_algorithms(FILE *out) {
       fprintf(out, "  %-22s %-16s %s\n", a == 0 ? coll_names[c].name : "", table->algs[a].name,
               table->algs[a].desc);
   }
+  fprintf(out, "\nrestrictions (a forced algorithm runs only where they hold; elsewhere the call "
+               "is a reported fallback to the normal choice):\n");
+  for (int c = 0; c < MCOLL_NCOLLS; c++) {
+    const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
+    for (int a = 0; a < table->nalgs; a++) {
+      fprintf(out, "  %-22s %-16s needs=", coll_names[c].name, table->algs[a].name);
+      int any = 0;
+      for (int b = 0; b < MCOLL_NNEEDS; b++)
+        if (table->algs[a].needs & (1u << b)) fprintf(out, "%s%s", any++ ? "," : "", needs[b].name);
+      fprintf(out, "%s\n", any ? "" : "-");
+    }
+  }
+  fprintf(out, "  where\n");
+  for (int b = 0; b < MCOLL_NNEEDS; b++) fprintf(out, "    %-12s %s\n", needs[b].name, needs[b].text);
 }

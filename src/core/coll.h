@@ -25,7 +25,8 @@ enum mcoll_coll {
   X(NO_CONTEXT, "no shared-memory context for this communicator")  \
   X(DATATYPE, "datatype not supported")                            \
   X(OP, "reduction op not supported")                              \
-  X(NBC, "non-blocking call on a communicator without a task-ready context")
+  X(NBC, "non-blocking call on a communicator without a task-ready context") \
+  X(FORCED, "forced algorithm cannot run here, the normal choice ran")
 
 enum mcoll_fallback_reason {
 #define MCOLL_REASON_ENUM(name, text) MCOLL_WHY_##name,
@@ -36,9 +37,51 @@ enum mcoll_fallback_reason {
 
 #define MCOLL_MAX_ALGS 8
 
+/* What an algorithm needs in order to run at all (not where it is fast: that is the
+ * choice). Each is one bit of mcoll_alg_info.needs, checked by mcoll__alg_allowed
+ * against the call's facts. X(name, short name printed by mcoll-info, meaning). */
+#define MCOLL_NEEDS(X)                                                                       \
+  X(CMA, cma, "single copy (CMA) works between the node's ranks")                          \
+  X(SLOT, slot, "the whole call fits one area slot (MCOLL_BCAST_SLOT_MAX; several nodes: "  \
+                "MCOLL_INTER_PIECE too)")                                                    \
+  X(UNIFORM, uniform, "one block size for every rank (alltoall, not alltoallv/w)")          \
+  X(BRUCK_FITS, bruck_fits, "a Bruck round's blocks (about half of them) fit a rank's area") \
+  X(ORDER, order, "the ranks of each node consecutive in rank order (reductions: unless "   \
+                  "the op is commutative; scan/exscan: always)")                            \
+  X(ELEM_FITS, elem_fits, "one element (reduce_scatter: two per rank) fits a rank's area "   \
+                          "(MCOLL_SHM_AREA)")
+
+enum mcoll_need_bit {
+#define MCOLL_NEED_BIT(name, short, text) MCOLL_NEED_BIT_##name,
+  MCOLL_NEEDS(MCOLL_NEED_BIT)
+#undef MCOLL_NEED_BIT
+  MCOLL_NNEEDS
+};
+
+#define MCOLL_NEED_CMA (1u << MCOLL_NEED_BIT_CMA)
+#define MCOLL_NEED_SLOT (1u << MCOLL_NEED_BIT_SLOT)
+#define MCOLL_NEED_UNIFORM (1u << MCOLL_NEED_BIT_UNIFORM)
+#define MCOLL_NEED_BRUCK_FITS (1u << MCOLL_NEED_BIT_BRUCK_FITS)
+#define MCOLL_NEED_ORDER (1u << MCOLL_NEED_BIT_ORDER)
+#define MCOLL_NEED_ELEM_FITS (1u << MCOLL_NEED_BIT_ELEM_FITS)
+
+/* The facts a call's restrictions are checked against: all of them the same on every
+ * rank of a node (the node's shape and channel, the environment, and what the call's
+ * arguments say alike on every rank of a correct program), so that a choice that
+ * changes the shared-memory protocol is the same on every rank of the node. Fields a
+ * collective does not fill hold 1 (the restriction cannot fail for it). */
+struct mcoll_facts {
+  unsigned holds; /* MCOLL_NEED_* bits that hold for this call */
+  int local_size, nnodes;
+  size_t bytes; /* the call's bytes (for a cost function) */
+};
+
 struct mcoll_alg_info {
   const char *name;
   const char *desc;
+  unsigned needs; /* MCOLL_NEED_* bits: restrictions, as data */
+  /* Cost model slot (a later issue): predicted time for the facts; NULL = none yet. */
+  double (*cost)(const struct mcoll_facts *facts);
 };
 
 /* A collective's algorithm table; lives in src/coll/<name>/. */
@@ -53,6 +96,19 @@ const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll);
 /* Index of the algorithm forced by MCOLL_ALG_<COLL>, or -1. */
 int mcoll__alg_forced(enum mcoll_coll coll);
 
+/* NULL when alg's restrictions hold for the facts, else the meaning of the first
+ * that does not. */
+const char *mcoll__alg_allowed(enum mcoll_coll coll, int alg, const struct mcoll_facts *facts);
+
+/* The forced algorithm if it may run for the facts, else -1 (normal choice); a
+ * forced one that may not run is a reported fallback (MCOLL_WHY_FORCED, with the
+ * restriction that failed), subject to MCOLL_FALLBACK. */
+int mcoll__alg_forced_for(enum mcoll_coll coll, const struct mcoll_facts *facts);
+
+/* Short name and meaning of restriction bit b (mcoll-info, the report). */
+const char *mcoll__need_name(int b);
+const char *mcoll__need_text(int b);
+
 void mcoll__count_alg(enum mcoll_coll coll, int alg);
 /* No mcoll algorithm yet for this collective: straight to PMPI (not a fallback). */
 void mcoll__count_passthrough(enum mcoll_coll coll);
@@ -60,6 +116,10 @@ void mcoll__count_passthrough(enum mcoll_coll coll);
 void mcoll__count_invalid(enum mcoll_coll coll);
 /* Counts a fallback and applies MCOLL_FALLBACK (error aborts the job). */
 void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why);
+/* A forced algorithm whose restriction bit `need` does not hold: counted per
+ * (algorithm, restriction) and as MCOLL_WHY_FORCED; the call then runs (and counts)
+ * the normal choice. */
+void mcoll__fallback_forced(enum mcoll_coll coll, int alg, int need);
 
 void mcoll__stats_report(FILE *out);
 

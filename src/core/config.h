@@ -21,6 +21,7 @@
   X(BCAST_CMA_MIN, NUM, "8K", "bcast: single copy (CMA) from this many bytes on nodes of at most BCAST_CMA_RANKS ranks; 0 = never unless forced") \
   X(BCAST_CMA_MAX, NUM, "1M", "bcast: the ring again from this many bytes (its copies stay in cache); 0 = no limit") \
   X(BCAST_CMA_RANKS, NUM, "2", "bcast: single copy by default only on nodes of at most this many ranks")           \
+  X(CMA, NUM, "1", "0: no single copy (CMA) at all, as on a node where it does not work (algorithms that need it are then refused)") \
   X(CMA_CHUNK, NUM, "256K", "bytes per single-copy read")                                 \
   X(ALLGATHER_CMA_MIN, NUM, "32K", "allgather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas") \
   X(GATHER_CMA_MIN, NUM, "32K", "gather(v): blocks of this many bytes move by single copy (CMA), smaller through the areas")  \

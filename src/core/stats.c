@@ -11,6 +11,7 @@ struct coll_counters {
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
+  atomic_ulong forced_denied[MCOLL_MAX_ALGS][MCOLL_NNEEDS]; /* also in fallback[FORCED] */
 };
 
 static struct coll_counters counters[MCOLL_NCOLLS];
@@ -49,6 +50,21 @@ void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
   }
 }
 
+void mcoll__fallback_forced(enum mcoll_coll coll, int alg, int need) {
+  bump(&counters[coll].fallback[MCOLL_WHY_FORCED]);
+  bump(&counters[coll].forced_denied[alg][need]);
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_SILENT) return;
+  int rank = -1;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  fprintf(stderr, "mcoll: rank %d: %s: forced algorithm %s cannot run here (needs %s: %s); the "
+          "normal choice runs\n", rank, mcoll__coll_name(coll),
+          mcoll__coll_algs(coll)->algs[alg].name, mcoll__need_name(need), mcoll__need_text(need));
+  if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {
+    fprintf(stderr, "mcoll: MCOLL_FALLBACK=error: aborting\n");
+    PMPI_Abort(MPI_COMM_WORLD, 3);
+  }
+}
+
 void mcoll__stats_report(FILE *out) {
   for (int c = 0; c < MCOLL_NCOLLS; c++) {
     struct coll_counters *k = &counters[c];
@@ -56,7 +72,10 @@ void mcoll__stats_report(FILE *out) {
     unsigned long by_alg = 0, fallbacks = 0;
     for (int a = 0; a < table->nalgs; a++) by_alg += get(&k->alg[a]);
     for (int r = 0; r < MCOLL_NREASONS; r++) fallbacks += get(&k->fallback[r]);
-    unsigned long calls = by_alg + fallbacks + get(&k->passthrough) + get(&k->invalid);
+    /* A forced algorithm that could not run is a fallback to the normal choice,
+     * which counts the call under the algorithm that ran. */
+    unsigned long to_host = fallbacks - get(&k->fallback[MCOLL_WHY_FORCED]);
+    unsigned long calls = by_alg + to_host + get(&k->passthrough) + get(&k->invalid);
     if (calls == 0) continue;
     fprintf(out, "mcoll: %s calls=%lu", mcoll__coll_name(c), calls);
     for (int a = 0; a < table->nalgs; a++)
@@ -68,5 +87,11 @@ void mcoll__stats_report(FILE *out) {
       if (get(&k->fallback[r]))
         fprintf(out, "mcoll: %s fallback \"%s\"=%lu\n", mcoll__coll_name(c), reason_text[r],
                 get(&k->fallback[r]));
+    for (int a = 0; a < table->nalgs; a++)
+      for (int b = 0; b < MCOLL_NNEEDS; b++)
+        if (get(&k->forced_denied[a][b]))
+          fprintf(out, "mcoll: %s forced %s not allowed: needs %s (%s)=%lu\n", mcoll__coll_name(c),
+                  table->algs[a].name, mcoll__need_name(b), mcoll__need_text(b),
+                  get(&k->forced_denied[a][b]));
   }
 }

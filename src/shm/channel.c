@@ -61,7 +61,8 @@ mcoll_status mcoll__channel_create(MPI_Comm node_comm, int real_node_size, const
     if (ch) channel_free(ch);
     return status;
   }
-  ch->cma_ok = mcoll__cma_probe(node_comm, &ch->shm);
+  /* MCOLL_CMA is the same on every rank: all skip the probe's exchange alike. */
+  ch->cma_ok = mcoll__cfg.CMA ? mcoll__cma_probe(node_comm, &ch->shm) : 0;
   memcpy(ch->members, members, sizeof *members * (size_t)n);
   ch->nmembers = n;
   ch->id = id;

@@ -188,6 +188,35 @@ def parse_verbose_report(stderr):
     return report
 
 
+# The fallback reason of a forced algorithm whose restrictions do not hold (core/coll.h).
+FORCED_FALLBACK = "forced algorithm cannot run here, the normal choice ran"
+
+
+def parse_forced_denied(stderr):
+    """{(coll, alg): {need: n}} from MCOLL_VERBOSE=1's "forced ... not allowed" lines."""
+    denied = {}
+    for m in re.finditer(r"^mcoll: (\w+) forced (\w+) not allowed: needs (\w+) \(.*\)=(\d+)$", stderr, re.M):
+        denied.setdefault((m.group(1), m.group(2)), {})[m.group(3)] = int(m.group(4))
+    return denied
+
+
+def only_forced_fallbacks(result):
+    """Fails unless every fallback in the MCOLL_VERBOSE report is a forced algorithm
+    that could not run (its restrictions did not hold: the normal choice ran)."""
+    reasons = set(re.findall(r'^mcoll: \w+ fallback "([^"]+)"=\d+$', result.stderr, re.M))
+    if not reasons <= {FORCED_FALLBACK}:
+        pytest.fail(f"fallbacks: {reasons}\n{result.describe()}")
+
+
+def mcoll_restrictions(build, flavour):
+    """{coll: {alg: set of restriction names}} as listed by mcoll-info (the registry's data)."""
+    result = run_job([str(MCOLLRUN), "--mpi", flavour, "--build", str(build.path), "--info"], timeout=60)
+    needs = {}
+    for m in re.finditer(r"^  (\w+)\s+(\w+)\s+needs=(\S+)$", result.stdout, re.M):
+        needs.setdefault(m.group(1), {})[m.group(2)] = set() if m.group(3) == "-" else set(m.group(3).split(","))
+    return needs
+
+
 def mcoll_algorithms(build, flavour):
     """{coll: {alg: description}} as listed by mcoll-info (the registry)."""
     result = run_job([str(MCOLLRUN), "--mpi", flavour, "--build", str(build.path), "--info"], timeout=60)

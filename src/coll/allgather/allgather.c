@@ -75,7 +75,7 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *mine,
                      size_t my_len, struct mcoll_blocks *dst) {
   const struct mcoll_topo *t = &c->topo;
-  int forced = mcoll__alg_forced(coll);
+  int forced = mcoll__move_forced(c, coll);
   mcoll__count_alg(coll, mcoll__move_of(c, largest_block(dst), forced,
                                         (size_t)mcoll__cfg.ALLGATHER_CMA_MIN));
   size_t total = mcoll__blocks_total(dst);
@@ -88,15 +88,14 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   struct mcoll_hier_call hc = {.c = c, .steps = &one_node_steps, .bytes = total, .args = &a};
   if (several) {
     hc.steps = &hier_steps;
-    /* The bcast's own rule for single copy (bcast.c), nodes of BCAST_CMA_RANKS. */
-    int cma = c->chan->cma_ok && (forced == MCOLL_MOVE_CMA ||
-                            (forced < 0 && mcoll__cfg.BCAST_CMA_MIN > 0 &&
-                             total >= (size_t)mcoll__cfg.BCAST_CMA_MIN &&
-                             t->local_size <= mcoll__cfg.BCAST_CMA_RANKS));
+    /* The bcast's own rule for single copy (bcast.c); a forced area keeps the ring. */
+    const struct mcoll_bcast_intra *down =
+        forced == MCOLL_MOVE_AREA ? &mcoll__bcast_shm_pipeline
+                                  : mcoll__bcast_down_engine(c, total, forced == MCOLL_MOVE_CMA);
     if (mcoll__node_has_peers(c)) c->chan->bcast_seq++;
     a.bcast = (struct mcoll_bcast_call){
         .c = c, .buf = mcoll__block_ptr(dst, 0), .bytes = total, .root = t->local_ranks[0],
-        .source = 0, .intra = cma ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline};
+        .source = 0, .intra = down};
   }
   int err = mcoll__hier_run(&hc);
   mcoll__blocks_release(dst, err == MPI_SUCCESS, in_place ? c->rank : -2);

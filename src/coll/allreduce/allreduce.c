@@ -8,13 +8,13 @@
 const struct mcoll_coll_algs mcoll__allreduce_algs = {
     (const struct mcoll_alg_info[]){
         {"flat", "every rank posts its input in its area and folds all of them (small messages); "
-                 "MCOLL_ALG_ALLREDUCE=flat"},
+                 "MCOLL_ALG_ALLREDUCE=flat", MCOLL_RED_NEEDS, NULL},
         {"hsra", "rank j folds segment j across the areas, level by level (HSRA), all copy the "
-                 "result; leaders: recursive doubling / Rabenseifner; MCOLL_ALG_ALLREDUCE=hsra"},
+                 "result; leaders: recursive doubling / Rabenseifner; MCOLL_ALG_ALLREDUCE=hsra", MCOLL_RED_NEEDS, NULL},
         {"p2p", "recursive doubling / Rabenseifner among all ranks in rank order over "
-                "point-to-point (nodes not in rank order); MCOLL_ALG_ALLREDUCE=p2p"},
+                "point-to-point (nodes not in rank order); MCOLL_ALG_ALLREDUCE=p2p", 0, NULL},
         {"cma", "every rank folds the peers' inputs read in place with CMA (large messages, "
-                "few ranks); leaders as hsra; MCOLL_ALG_ALLREDUCE=cma"},
+                "few ranks); leaders as hsra; MCOLL_ALG_ALLREDUCE=cma", MCOLL_RED_NEEDS | MCOLL_NEED_CMA, NULL},
     },
     MCOLL_RED_NALGS};
 

@@ -16,15 +16,19 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/facts.h"
 #include "core/config.h"
 #include "topo/topo.h"
 
 static const struct mcoll_alg_info alltoall_algs[] = {
-    {"shm_direct", "each rank writes its blocks into its area, peers copy theirs out"},
-    {"bruck", "Bruck over the areas, log2(n) rounds (alltoall only; v/w run shm_direct)"},
-    {"pairwise_cma", "pairwise single copy: read (me-s)'s block with process_vm_readv"},
-    {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas"},
-    {"tiled_cma", "single copy tile by tile: round t reads tile t of every block"},
+    {"shm_direct", "each rank writes its blocks into its area, peers copy theirs out", 0, NULL},
+    {"bruck", "Bruck over the areas, log2(n) rounds (alltoall only)",
+     MCOLL_NEED_UNIFORM | MCOLL_NEED_BRUCK_FITS, NULL},
+    {"pairwise_cma", "pairwise single copy: read (me-s)'s block with process_vm_readv",
+     MCOLL_NEED_CMA, NULL},
+    {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas", 0, NULL},
+    {"tiled_cma", "single copy tile by tile: round t reads tile t of every block", MCOLL_NEED_CMA,
+     NULL},
 };
 const struct mcoll_coll_algs mcoll__alltoall_algs = {alltoall_algs, MCOLL_A2A_NALGS};
 const struct mcoll_coll_algs mcoll__alltoallv_algs = {alltoall_algs, MCOLL_A2A_NALGS};
@@ -90,7 +94,13 @@ static int bruck_fits(const struct mcoll_a2a *a) {
  * differently: the algorithm only moves blocks inside the node. */
 static int choose(const struct mcoll_a2a *a) {
   const struct mcoll_comm *c = a->c;
-  int alg = mcoll__alg_forced(a->coll);
+  int alg = -1;
+  if (mcoll__alg_forced(a->coll) >= 0) {
+    struct mcoll_facts facts = mcoll__facts(c, a->uniform ? a->block : 0);
+    if (!a->uniform) facts.holds &= ~(MCOLL_NEED_UNIFORM | MCOLL_NEED_BRUCK_FITS);
+    else if (mcoll__node_has_peers(c) && !bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
+    alg = mcoll__alg_forced_for(a->coll, &facts);
+  }
   /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
    * copy above (alltoallv/w decide per block, inside pairwise_cma). */
   if (alg < 0) {
@@ -99,10 +109,6 @@ static int choose(const struct mcoll_a2a *a) {
     else if (c->chan->cma_ok) alg = MCOLL_A2A_PAIRWISE_CMA;
     else alg = a->uniform ? MCOLL_A2A_TILED : MCOLL_A2A_SHM_DIRECT;
   }
-  if (!c->chan->cma_ok && alg == MCOLL_A2A_PAIRWISE_CMA) alg = MCOLL_A2A_SHM_DIRECT;
-  if (!c->chan->cma_ok && alg == MCOLL_A2A_TILED_CMA) alg = MCOLL_A2A_TILED;
-  if (alg == MCOLL_A2A_BRUCK && (!a->uniform || (mcoll__node_has_peers(c) && !bruck_fits(a))))
-    alg = MCOLL_A2A_SHM_DIRECT;
   return alg;
 }
 

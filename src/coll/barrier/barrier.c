@@ -12,14 +12,16 @@
  * on. */
 #include "task/host.h"
 #include "coll/barrier/barrier.h"
+#include "coll/facts.h"
 #include "coll/tags.h"
 #include "hier/hier.h"
 
 const struct mcoll_coll_algs mcoll__barrier_algs = {
     (const struct mcoll_alg_info[]){
-        {"hier", "tree over the node's levels in shared memory; dissemination among nodes"},
+        {"hier", "tree over the node's levels in shared memory; dissemination among nodes", 0,
+         NULL},
         {"counter", "shared arrival count, the last to arrive releases (nodes with more ranks "
-                    "than cores); dissemination among nodes"},
+                    "than cores); dissemination among nodes", 0, NULL},
     },
     MCOLL_BARRIER_NALGS};
 
@@ -100,7 +102,11 @@ static const struct mcoll_hier_steps counter_steps = {counter_arrive, disseminat
 /* The choice depends only on what every rank of the node sees alike; each kind
  * counts its own barriers (the bench switches kinds between blocks). */
 int mcoll__barrier(struct mcoll_comm *c) {
-  int alg = mcoll__alg_forced(MCOLL_COLL_BARRIER);
+  int alg = -1;
+  if (mcoll__alg_forced(MCOLL_COLL_BARRIER) >= 0) {
+    struct mcoll_facts facts = mcoll__facts(c, 0);
+    alg = mcoll__alg_forced_for(MCOLL_COLL_BARRIER, &facts);
+  }
   if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
   if (alg == MCOLL_BARRIER_COUNTER) c->chan->barrier_counter_seq++;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/facts.h"
+#include "coll/move.h"
 #include "core/config.h"
 #include "hier/hier.h"
 
@@ -19,32 +21,48 @@
 
 const struct mcoll_coll_algs mcoll__bcast_algs = {
     (const struct mcoll_alg_info[]){
-        {"shm_tree", "small: down a tree over the node's levels through the ranks' areas"},
-        {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined"},
-        {"cma", "single copy: readers read the source's buffer with process_vm_readv"},
-        {"shm_slot", "small: one slot of the source's area (the data in the flag's line up to 56 B), calls overlap"},
+        {"shm_tree", "small: down a tree over the node's levels through the ranks' areas", 0, NULL},
+        {"shm_pipeline", "two copies through NUMA-placed slots, k readers per slot, pipelined", 0,
+         NULL},
+        {"cma", "single copy: readers read the source's buffer with process_vm_readv",
+         MCOLL_NEED_CMA, NULL},
+        {"shm_slot", "small: one slot of the source's area (the data in the flag's line up to 56 B), calls overlap",
+         MCOLL_NEED_SLOT, NULL},
     },
     MCOLL_BCAST_NALGS};
 
+/* Largest bcast that goes through one area slot; 0 = none. */
+static size_t slot_max(const struct mcoll_comm *c) {
+  size_t slot = mcoll__slot_bytes(&c->chan->shm), max = (size_t)mcoll__cfg.BCAST_SLOT_MAX;
+  if (mcoll__cfg.BCAST_SLOT_MAX <= 0) return 0;
+  return max < slot ? max : slot;
+}
+
 /* Whether the whole call fits one slot of an area and goes as one piece. */
 static int fits_slot(const struct mcoll_comm *c, size_t bytes) {
-  return bytes <= mcoll__bcast_slot_max(c) &&
-         (c->topo.nnodes == 1 || bytes <= (size_t)mcoll__cfg.INTER_PIECE);
+  return bytes <= slot_max(c) && (c->topo.nnodes == 1 || bytes <= (size_t)mcoll__cfg.INTER_PIECE);
+}
+
+/* bcast's rule for single copy by size: from BCAST_CMA_MIN (up to BCAST_CMA_MAX when
+ * honour_max), on nodes of at most BCAST_CMA_RANKS ranks where CMA works. */
+static int cma_by_size(const struct mcoll_comm *c, size_t bytes, int honour_max) {
+  return c->chan->cma_ok && mcoll__cfg.BCAST_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.BCAST_CMA_MIN &&
+         (!honour_max || mcoll__cfg.BCAST_CMA_MAX == 0 || bytes < (size_t)mcoll__cfg.BCAST_CMA_MAX) &&
+         c->topo.local_size <= mcoll__cfg.BCAST_CMA_RANKS;
 }
 
 static int choose(const struct mcoll_comm *c, size_t bytes) {
-  int forced = mcoll__alg_forced(MCOLL_COLL_BCAST);
-  if (forced == MCOLL_BCAST_CMA && !c->chan->cma_ok) forced = MCOLL_BCAST_SHM_PIPELINE;
-  if (forced == MCOLL_BCAST_SHM_SLOT && !fits_slot(c, bytes)) forced = MCOLL_BCAST_SHM_PIPELINE;
-  if (forced >= 0) return forced;
+  if (mcoll__alg_forced(MCOLL_COLL_BCAST) >= 0) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+    int forced = mcoll__alg_forced_for(MCOLL_COLL_BCAST, &facts);
+    if (forced >= 0) return forced;
+  }
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
    * where the ring gives 0.5x (the ring wins back-to-back from ~1 MiB and below
    * 32 KiB). Measured on 2-rank nodes only, so larger nodes keep the ring. */
-  if (c->chan->cma_ok && mcoll__cfg.BCAST_CMA_MIN > 0 && bytes >= (size_t)mcoll__cfg.BCAST_CMA_MIN &&
-      (mcoll__cfg.BCAST_CMA_MAX == 0 || bytes < (size_t)mcoll__cfg.BCAST_CMA_MAX) &&
-      c->topo.local_size <= mcoll__cfg.BCAST_CMA_RANKS)
-    return MCOLL_BCAST_CMA;
+  if (cma_by_size(c, bytes, 1)) return MCOLL_BCAST_CMA;
   if (c->topo.nlevels > 0 && bytes <= (size_t)mcoll__cfg.BCAST_TREE_MAX)
     return MCOLL_BCAST_SHM_TREE;
   /* Small calls: one area slot, whose lines the next calls follow (the ring's
@@ -52,6 +70,18 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
    * Measured with a core per rank only: oversubscribed nodes keep the ring. */
   if (fits_slot(c, bytes) && !c->chan->shm.oversubscribed) return MCOLL_BCAST_SHM_SLOT;
   return MCOLL_BCAST_SHM_PIPELINE;
+}
+
+int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes) {
+  int alg = choose(c, bytes);
+  mcoll__count_alg(MCOLL_COLL_BCAST, alg);
+  return alg;
+}
+
+const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm *c, size_t bytes,
+                                                         int force_cma) {
+  int cma = c->chan->cma_ok && (force_cma || cma_by_size(c, bytes, 0));
+  return cma ? &mcoll__bcast_cma : &mcoll__bcast_shm_pipeline;
 }
 
 static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
@@ -109,8 +139,7 @@ static const struct mcoll_hier_steps bcast_steps = {NULL, inter_step, intra_step
 
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   const struct mcoll_topo *t = &c->topo;
-  int alg = choose(c, bytes);
-  mcoll__count_alg(MCOLL_COLL_BCAST, alg);
+  int alg = mcoll__bcast_select(c, bytes);
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
   c->chan->bcast_seq++;
 

@@ -43,8 +43,22 @@ extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
 extern const struct mcoll_bcast_intra mcoll__bcast_cma;
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_slot;
 
-/* Largest bcast that goes through one area slot (bcast_shm_slot.c); 0 = none. */
-size_t mcoll__bcast_slot_max(const struct mcoll_comm *c);
+/* The one selection step of bcast (bcast.c): every size threshold of bcast's
+ * intra-node choice (MCOLL_BCAST_SLOT_MAX, _TREE_MAX, _CMA_MIN/_MAX/_RANKS) is
+ * applied here, from facts every rank of the node sees alike (the call's size, the
+ * node's shape and channel, the environment), after MCOLL_ALG_BCAST where its
+ * restrictions hold; the algorithm is counted: the report says what ran. Engines
+ * keep only their own tuning (BCAST_K, BCAST_AHEAD), the inter-node step its piece
+ * algorithm (bcast_inter.c). */
+int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes);
+
+/* The intra-node engine that takes a whole result of `bytes` from node-local rank 0
+ * down the node, for collectives built on bcast's engines (allgather across nodes):
+ * single copy where bcast's rule picks it by size (MCOLL_BCAST_CMA_MIN, on nodes of
+ * MCOLL_BCAST_CMA_RANKS; without bcast's upper limit, as allgather always did) or
+ * where force_cma (and CMA works), else the ring. */
+const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm *c, size_t bytes,
+                                                         int force_cma);
 
 /* Moves [lo, hi) of the buffer from the root's node to every node's source. */
 int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root);

@@ -19,11 +19,6 @@
 #include "coll/move.h"
 #include "core/config.h"
 
-size_t mcoll__bcast_slot_max(const struct mcoll_comm *c) {
-  size_t slot = mcoll__slot_bytes(&c->chan->shm), max = (size_t)mcoll__cfg.BCAST_SLOT_MAX;
-  if (mcoll__cfg.BCAST_SLOT_MAX <= 0) return 0;
-  return max < slot ? max : slot;
-}
 
 /* The next generation's slot lies on another page, whose lines the next call is
  * the first to touch on a fresh communicator (its first 128 calls): at the end of a

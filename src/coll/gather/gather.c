@@ -109,7 +109,7 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct gather_call g = {.a = a, .forced = mcoll__alg_forced(coll)};
+  struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
   mcoll__count_alg(coll, mcoll__move_of(c, counted, g.forced, (size_t)mcoll__cfg.GATHER_CMA_MIN));
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;

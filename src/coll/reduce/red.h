@@ -21,6 +21,9 @@
 /* Every reduction collective's table lists these, in this order. */
 enum mcoll_red_alg { MCOLL_RED_FLAT, MCOLL_RED_HSRA, MCOLL_RED_P2P, MCOLL_RED_CMA, MCOLL_RED_NALGS };
 
+/* What the node engines (flat, hsra, cma) need; p2p runs anywhere. */
+#define MCOLL_RED_NEEDS (MCOLL_NEED_ORDER | MCOLL_NEED_ELEM_FITS)
+
 /* inout[i] = in[i] op inout[i] for i < n, on element data (red_ops.c). */
 typedef void (*mcoll_red_kernel)(const void *in, void *inout, size_t n);
 

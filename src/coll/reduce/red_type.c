@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coll/reduce/red.h"
+#include "coll/facts.h"
 #include "core/tls.h"
 #include "core/config.h"
 
@@ -129,12 +130,14 @@ int mcoll__red_nodes_contiguous(const struct mcoll_comm *c) {
 
 int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
                       size_t area_need) {
-  if (ordered && c->topo.nnodes > 1 && !mcoll__red_nodes_contiguous(c)) return MCOLL_RED_P2P;
+  struct mcoll_facts facts = mcoll__facts(c, bytes);
+  if (ordered && c->topo.nnodes > 1 && !mcoll__red_nodes_contiguous(c))
+    facts.holds &= ~MCOLL_NEED_ORDER;
   /* SHM_AREA, not the mapped size: the same on every node, even one without a segment. */
-  if (area_need > (size_t)mcoll__cfg.SHM_AREA) return MCOLL_RED_P2P;
-  int forced = mcoll__alg_forced(coll);
-  if (forced == MCOLL_RED_CMA && !c->chan->cma_ok) forced = MCOLL_RED_HSRA;
+  if (area_need > (size_t)mcoll__cfg.SHM_AREA) facts.holds &= ~MCOLL_NEED_ELEM_FITS;
+  int forced = mcoll__alg_forced_for(coll, &facts);
   if (forced >= 0) return forced;
+  if ((facts.holds & MCOLL_RED_NEEDS) != MCOLL_RED_NEEDS) return MCOLL_RED_P2P;
   /* Reduce and allreduce need every input whole: from RED_CMA_MAX, HSRA's copies
    * through the areas, which stay in cache, beat reading it by single copy. */
   int whole_inputs = coll == MCOLL_COLL_REDUCE || coll == MCOLL_COLL_ALLREDUCE;

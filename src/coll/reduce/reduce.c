@@ -10,15 +10,15 @@
 const struct mcoll_coll_algs mcoll__reduce_algs = {
     (const struct mcoll_alg_info[]){
         {"flat", "every rank posts its input in its area, the root folds all of them (small "
-                 "messages); MCOLL_ALG_REDUCE=flat"},
+                 "messages); MCOLL_ALG_REDUCE=flat", MCOLL_RED_NEEDS, NULL},
         {"hsra", "rank j folds segment j across the areas, level by level (HSRA), the root "
                  "copies the result; leaders: binomial / reduce-scatter+gather; "
-                 "MCOLL_ALG_REDUCE=hsra"},
+                 "MCOLL_ALG_REDUCE=hsra", MCOLL_RED_NEEDS, NULL},
         {"p2p", "binomial / reduce-scatter+gather among all ranks in rank order over "
-                "point-to-point (nodes not in rank order); MCOLL_ALG_REDUCE=p2p"},
+                "point-to-point (nodes not in rank order); MCOLL_ALG_REDUCE=p2p", 0, NULL},
         {"cma", "the root folds the peers' inputs read in place with CMA (large messages, few "
                 "ranks); from MCOLL_RED_SPLIT_MIN each rank folds a segment and writes it to the "
-                "root; leaders as hsra; MCOLL_ALG_REDUCE=cma"},
+                "root; leaders as hsra; MCOLL_ALG_REDUCE=cma", MCOLL_RED_NEEDS | MCOLL_NEED_CMA, NULL},
     },
     MCOLL_RED_NALGS};
 

@@ -11,13 +11,13 @@
 
 #define RS_ALGS(coll)                                                                          \
   {"flat", "every rank posts its input in its area and folds its own block from all of "     \
-           "them (small messages); MCOLL_ALG_" coll "=flat"},                                 \
+           "them (small messages); MCOLL_ALG_" coll "=flat", MCOLL_RED_NEEDS, NULL},                                 \
       {"hsra", "rank j folds segment j across the areas (HSRA), every rank copies its block; " \
-               "nodes: fold to the leader, leaders allreduce, scatter; MCOLL_ALG_" coll "=hsra"}, \
+               "nodes: fold to the leader, leaders allreduce, scatter; MCOLL_ALG_" coll "=hsra", MCOLL_RED_NEEDS, NULL}, \
       {"p2p", "allreduce among all ranks in rank order over point-to-point, keep the block "   \
-              "(nodes not in rank order); MCOLL_ALG_" coll "=p2p"},                           \
+              "(nodes not in rank order); MCOLL_ALG_" coll "=p2p", 0, NULL},                           \
       {"cma", "every rank folds its block from the peers' inputs read in place with CMA "      \
-              "(large messages, few ranks); MCOLL_ALG_" coll "=cma"},
+              "(large messages, few ranks); MCOLL_ALG_" coll "=cma", MCOLL_RED_NEEDS | MCOLL_NEED_CMA, NULL},
 
 const struct mcoll_coll_algs mcoll__reduce_scatter_algs = {
     (const struct mcoll_alg_info[]){RS_ALGS("REDUCE_SCATTER")}, MCOLL_RED_NALGS};

@@ -9,13 +9,13 @@
 
 #define SCAN_ALGS(coll)                                                                         \
   {"flat", "every rank posts its input in its area and folds those of the ranks below it "    \
-           "(small messages); MCOLL_ALG_" coll "=flat"},                                       \
+           "(small messages); MCOLL_ALG_" coll "=flat", MCOLL_RED_NEEDS, NULL},                                       \
       {"hsra", "rank j carries segment j along the areas in rank order, leaving prefix k in "  \
-               "area k; leaders: recursive-doubling exscan; MCOLL_ALG_" coll "=hsra"},        \
+               "area k; leaders: recursive-doubling exscan; MCOLL_ALG_" coll "=hsra", MCOLL_RED_NEEDS, NULL},        \
       {"p2p", "recursive-doubling exscan among all ranks over point-to-point (nodes not in "   \
-              "rank order); MCOLL_ALG_" coll "=p2p"},                                          \
+              "rank order); MCOLL_ALG_" coll "=p2p", 0, NULL},                                          \
       {"cma", "every rank folds the inputs of the ranks below it, read in place with CMA "     \
-              "(large messages, few ranks); MCOLL_ALG_" coll "=cma"},
+              "(large messages, few ranks); MCOLL_ALG_" coll "=cma", MCOLL_RED_NEEDS | MCOLL_NEED_CMA, NULL},
 
 const struct mcoll_coll_algs mcoll__scan_algs = {(const struct mcoll_alg_info[]){SCAN_ALGS("SCAN")},
                                                  MCOLL_RED_NALGS};

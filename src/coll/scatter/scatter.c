@@ -104,7 +104,7 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
                    const struct mcoll_scatter_args *a) {
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct scatter_call s = {.a = a, .forced = mcoll__alg_forced(coll)};
+  struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
   mcoll__count_alg(coll, mcoll__move_of(c, counted, s.forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN));
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
