@@ -24,6 +24,7 @@ static const struct mcoll_alg_info alltoall_algs[] = {
     {"pairwise_cma", "pairwise single copy: read (me-s)'s block with process_vm_readv"},
     {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas"},
     {"tiled_cma", "single copy tile by tile: round t reads tile t of every block"},
+    {"pair_inline", "2 ranks, blocks up to 56 B: each in its sender's inline line of the call"},
 };
 const struct mcoll_coll_algs mcoll__alltoall_algs = {alltoall_algs, MCOLL_A2A_NALGS};
 const struct mcoll_coll_algs mcoll__alltoallv_algs = {alltoall_algs, MCOLL_A2A_NALGS};
@@ -62,6 +63,7 @@ void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a
   e->cma_min = SIZE_MAX;
   e->cma_frag = SIZE_MAX;
   e->double_buffer = 0;
+  e->pair_inline = alg == MCOLL_A2A_PAIR_INLINE;
   switch (alg) {
   case MCOLL_A2A_PAIRWISE_CMA: e->cma_min = cma_min(); break;
   case MCOLL_A2A_TILED_CMA:
@@ -90,6 +92,12 @@ static int bruck_fits(const struct mcoll_a2a *a) {
 static int choose(const struct mcoll_a2a *a) {
   const struct mcoll_comm *c = a->c;
   int alg = mcoll__alg_forced(a->coll);
+  /* Two ranks, blocks up to 56 B each way: one line crosses the cores each way
+   * (alltoall_node.c, pair_inline_exchange). */
+  if (alg < 0 && mcoll__node_has_peers(c) && mcoll__a2a_pair_inline_fits(a))
+    alg = MCOLL_A2A_PAIR_INLINE;
+  if (alg == MCOLL_A2A_PAIR_INLINE && (!mcoll__node_has_peers(c) || !mcoll__a2a_pair_inline_fits(a)))
+    alg = -1;
   /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
    * copy above (alltoallv/w decide per block, inside pairwise_cma). */
   if (alg < 0) {
