@@ -6,6 +6,7 @@ communicator's set-up, and checks the results. Before shm/prefault.c: 50-1600 fa
 per case and rank (one to sixteen per call, each 1-3 µs)."""
 
 import json
+import os
 
 import pytest
 
@@ -61,7 +62,11 @@ def test_first_small_calls_find_their_lines_cached(flavour, tmp_path):
     (shm/prefault.c, warm_lines), each of the first 128 calls missed to memory on its
     fresh area slot and walked the page tables for it: calls 1-100 of small allgather
     and alltoall 1.4-1.6x warm in every row (Open MPI, 2 ranks), since 0.95-1.05x. A
-    timing check, so with a margin and a second try on a busy host."""
+    timing check, so with a margin and a second try, and skipped on a busy host: with
+    more running processes than cores the others' work evicts the lines between
+    set-up and the first calls (load 12-19 on 2 cores: 1.6-1.9x, old build or new)."""
+    if os.getloadavg()[0] > (os.cpu_count() or 1):
+        pytest.skip(f"host busy (load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): timing not meaningful")
     for attempt in range(2):
         median, rows = cold_over_warm(flavour, tmp_path)
         if median <= 1.25:
