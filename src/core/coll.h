@@ -49,7 +49,9 @@ enum mcoll_fallback_reason {
   X(ORDER, order, "the ranks of each node consecutive in rank order (reductions: unless "   \
                   "the op is commutative; scan/exscan: always)")                            \
   X(ELEM_FITS, elem_fits, "one element (reduce_scatter: two per rank) fits a rank's area "   \
-                          "(MCOLL_SHM_AREA)")
+                          "(MCOLL_SHM_AREA)")                                               \
+  X(PAIR_LINES, pair_lines, "a node of 2 ranks whose blocks are at most 56 B each way "      \
+                            "(MCOLL_INLINE_MAX)")
 
 enum mcoll_need_bit {
 #define MCOLL_NEED_BIT(name, short, text) MCOLL_NEED_BIT_##name,
@@ -64,6 +66,7 @@ enum mcoll_need_bit {
 #define MCOLL_NEED_BRUCK_FITS (1u << MCOLL_NEED_BIT_BRUCK_FITS)
 #define MCOLL_NEED_ORDER (1u << MCOLL_NEED_BIT_ORDER)
 #define MCOLL_NEED_ELEM_FITS (1u << MCOLL_NEED_BIT_ELEM_FITS)
+#define MCOLL_NEED_PAIR_LINES (1u << MCOLL_NEED_BIT_PAIR_LINES)
 
 /* The facts a call's restrictions are checked against: all of them the same on every
  * rank of a node (the node's shape and channel, the environment, and what the call's

@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from mpijob import mpiexec_argv, parse_verbose_report, run_job
-from test_mpi_coll import BASE_ENV, BUILD, flavour_param
+from mpijob import check_passed, mpiexec_argv, parse_verbose_report, run_job
+from test_mpi_coll import BASE_ENV, BUILD, flavour_param, seed_for
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -94,3 +94,41 @@ def test_fresh_communicators_small_bcast_in_slots(flavour):
                       result.stderr, re.M)
     assert built and int(built.group(1)) >= 12 and built.group(2) == "0", result.describe()
     assert int(built.group(3)) >= 12 and built.group(4) == "0", result.describe()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_two_ranks_small_alltoall_pair_lines(request, flavour):
+    """Two ranks, blocks between them of at most 56 B: alltoall(v,w) send each block in
+    the sender's inline line of the call (alltoall_node.c, pair_inline), chosen alike
+    on both ranks from the two lengths each knows; other sizes and mixed calls (one
+    direction inline-sized, the other not, zero-byte blocks) keep the areas. Checked
+    against point-to-point, with bursts of back-to-back calls long enough (300) to
+    reuse every one of the 128 lines twice, interleaved with allgather and gather,
+    which share the generations and inline lines."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = ["--colls", "alltoall,alltoallv,alltoallw,allgather,gather", "--max-bytes", "256",
+            "--iters", "4", "--burst", "300", "--churn", "4", "--seed", str(seed_for(request))]
+    result = run_job(mpiexec_argv(flavour, 2, program, args), BASE_ENV, JOB_TIMEOUT)
+    check_passed(result)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_two_ranks_small_alltoall_chooses_pair_inline(flavour):
+    """2 ranks: alltoall(v) blocks of 32 B go pair_inline, 64 B (past the line's 56)
+    keep shm_direct (alltoall) and pairwise_cma (alltoallv); 4 ranks keep them at 32 B.
+    OSU's latency mode before, Open MPI: alltoallv 8/32 B 0.99/0.87x native
+    (bench/results/20261123-1327)."""
+    sweep = ["-b", "32", "-e", "64", "-f", "2", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]
+    report, result = bench_report(flavour, 2, ["alltoall", "alltoallv"], sweep)
+    for coll, other in (("alltoall", "shm_direct"), ("alltoallv", "pairwise_cma")):
+        counts = report.get(coll, {})
+        calls = counts.get("calls", 0)
+        assert calls > 0 and calls % 2 == 0, f"{coll}: {counts}\n{result.describe()}"
+        assert counts.get("pair_inline") == calls // 2 and counts.get(other) == calls // 2, (
+            f"{coll} at 2 ranks: 32 B should run pair_inline, 64 B {other}: {counts}")
+    sweep = ["-b", "32", "-e", "32", "-m", "latency", "-n", "5", "-w", "1", "-r", "1", "-c"]
+    report, result = bench_report(flavour, 4, ["alltoall", "alltoallv"], sweep)
+    for coll, alg in (("alltoall", "shm_direct"), ("alltoallv", "pairwise_cma")):
+        counts = report.get(coll, {})
+        assert counts.get("calls", 0) > 0 and counts.get(alg) == counts["calls"], (
+            f"{coll} at 4 ranks: {counts}\n{result.describe()}")

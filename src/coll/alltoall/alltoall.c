@@ -29,6 +29,8 @@ static const struct mcoll_alg_info alltoall_algs[] = {
     {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas", 0, NULL},
     {"tiled_cma", "single copy tile by tile: round t reads tile t of every block", MCOLL_NEED_CMA,
      NULL},
+    {"pair_inline", "2 ranks, blocks up to 56 B: each in its sender's inline line of the call",
+     MCOLL_NEED_PAIR_LINES, NULL},
 };
 const struct mcoll_coll_algs mcoll__alltoall_algs = {alltoall_algs, MCOLL_A2A_NALGS};
 const struct mcoll_coll_algs mcoll__alltoallv_algs = {alltoall_algs, MCOLL_A2A_NALGS};
@@ -67,6 +69,7 @@ void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a
   e->cma_min = SIZE_MAX;
   e->cma_frag = SIZE_MAX;
   e->double_buffer = 0;
+  e->pair_inline = alg == MCOLL_A2A_PAIR_INLINE;
   switch (alg) {
   case MCOLL_A2A_PAIRWISE_CMA: e->cma_min = cma_min(); break;
   case MCOLL_A2A_TILED_CMA:
@@ -95,12 +98,18 @@ static int bruck_fits(const struct mcoll_a2a *a) {
 static int choose(const struct mcoll_a2a *a) {
   const struct mcoll_comm *c = a->c;
   int alg = -1;
+  /* (a rank alone on its node counts as a pair: it moves no block through the lines) */
+  int pair = !mcoll__node_has_peers(c) || mcoll__a2a_pair_inline_fits(a);
   if (mcoll__alg_forced(a->coll) >= 0) {
     struct mcoll_facts facts = mcoll__facts(c, a->uniform ? a->block : 0);
     if (!a->uniform) facts.holds &= ~(MCOLL_NEED_UNIFORM | MCOLL_NEED_BRUCK_FITS);
     else if (mcoll__node_has_peers(c) && !bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
+    if (!pair) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
     alg = mcoll__alg_forced_for(a->coll, &facts);
   }
+  /* Two ranks, blocks up to 56 B each way: one line crosses the cores each way
+   * (alltoall_node.c, pair_inline_exchange). */
+  if (alg < 0 && mcoll__node_has_peers(c) && pair) alg = MCOLL_A2A_PAIR_INLINE;
   /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
    * copy above (alltoallv/w decide per block, inside pairwise_cma). */
   if (alg < 0) {

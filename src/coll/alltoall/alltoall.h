@@ -18,6 +18,7 @@ enum mcoll_alltoall_alg {
   MCOLL_A2A_PAIRWISE_CMA,
   MCOLL_A2A_TILED,
   MCOLL_A2A_TILED_CMA,
+  MCOLL_A2A_PAIR_INLINE,
   MCOLL_A2A_NALGS
 };
 
@@ -72,7 +73,11 @@ struct mcoll_a2a_engine {
   size_t cma_min;   /* blocks of this many bytes or more move by single copy */
   size_t cma_frag;  /* bytes of such a block read per round (SIZE_MAX: all at once) */
   int double_buffer;
+  int pair_inline; /* pair_inline: the blocks go in the ranks' inline lines */
 };
+/* A node of two ranks whose blocks between them are at most MCOLL_INLINE_MAX bytes
+ * each way (alltoall_node.c): the same on both ranks, whatever the counts. */
+int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a);
 void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e);
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a);

@@ -142,6 +142,36 @@ static void slot_exchange(struct mcoll_a2a *a) {
   c->chan->area_gen = gen;
 }
 
+/* A node of two ranks where both blocks between them are at most MCOLL_INLINE_MAX
+ * bytes. Each rank's send to the other is the other's receive, so both know both
+ * lengths and choose this alike, whatever the counts (alltoallv/w as well). My block
+ * travels in my inline line of the call's generation (shm/shm.h), with the stamp the
+ * peer waits on: one line crosses the cores each way, where the areas' protocol
+ * moves a header, a data line and the posted flag (alltoallv) or a data line and the
+ * flag (alltoall). */
+int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a) {
+  const struct mcoll_topo *t = &a->c->topo;
+  if (t->local_size != 2) return 0;
+  int peer = t->local_ranks[1 - t->local_rank];
+  return a->send[peer].bytes <= MCOLL_INLINE_MAX && a->recv[peer].bytes <= MCOLL_INLINE_MAX;
+}
+
+static void pair_inline_exchange(struct mcoll_a2a *a) {
+  struct mcoll_comm *c = a->c;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
+  uint32_t gen = c->chan->area_gen + 1;
+  uint32_t lag = mcoll__slot_begin(c, gen);
+  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
+                    a->send[peer].bytes);
+  copy_own(a);
+  mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, a->recv[peer].ptr,
+                    a->recv[peer].bytes);
+  mcoll__area_done(c->chan, gen);
+  c->chan->area_gen = gen;
+}
+
 /* Alltoallv/w with single copy on: one generation per call, in one slot of each
  * area. The slot opens with a table, an entry per node-local rank: where my block
  * for it lies, an offset in the slot or (single copy) its address in my buffer.
@@ -227,6 +257,10 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
 }
 
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  if (e->pair_inline) {
+    pair_inline_exchange(a);
+    return;
+  }
   if (fits_slot(a, e)) {
     slot_exchange(a);
     return;

@@ -12,28 +12,22 @@
  * a fresh communicator each brought a new ring slot -- a new page (a TLB walk) and
  * cold lines, on both ranks -- and ran 1.7-2.4x slower than warm ones (2 ranks,
  * 8-512 B, bench/results/20261123-1037*); the ring also synchronises through three
- * lines (slot control, data, the readers' consumed flags) where this takes one. */
+ * lines (slot control, data, the readers' consumed flags) where this takes one.
+ *
+ * The slots' first lines are loaded at set-up (shm/prefault.c, warm_lines), so the
+ * first calls find them cached. Each call used to prefetch the next slot's first
+ * line instead: warm, that moved the line between the cores where the source writes
+ * it next (2 ranks, MPICH, latency mode 512 B: 0.42 us with it, 0.37 without,
+ * native 0.41); cold calls 1-100 of 128/512 B are 0.96-1.05x warm either way on a
+ * quiet host (bench/results/20261123-i8perf.md). On a busy host the other processes
+ * evict the set-up's lines and the prefetch did better there (1.1-1.3x against
+ * 1.8-2.7x warm). */
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
 #include "coll/move.h"
 #include "core/config.h"
 
-
-/* The next generation's slot lies on another page, whose lines the next call is
- * the first to touch on a fresh communicator (its first 128 calls): at the end of a
- * call each rank prefetches the next slot's first line, which walks the page tables
- * and fetches the line off the next call's path. -m cold, 2 ranks, 128/512 B, calls
- * 1-100 over warm: 1.5-3.0x without it, 1.1-1.3x with it (1.5-2.2x when only the
- * readers prefetch; prefetching the last line of the page, which walks the tables
- * only, did not help, nor did limiting it to the first 128 generations). Warm it
- * costs a transfer of the line between the cores where the source writes it next:
- * back to back 2 KiB 0.33 -> 0.44 us, latency mode 512 B 0.34 -> 0.38 us, which is
- * why BCAST_SLOT_MAX stops at 512 B. A call in the inline line does not look ahead:
- * the next one most likely is inline too, and the lines follow each other. */
-static void prefetch_next(const struct mcoll_shm *shm, int source, uint32_t gen) {
-  __builtin_prefetch(mcoll__slot_area(shm, source, gen + 1), 0, 3);
-}
 
 /* The whole call is one piece (bcast.c chooses this only then). */
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
@@ -51,7 +45,6 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   else memcpy(mcoll__slot_area(shm, me, gen), call->buf, call->bytes);
   mcoll__flag_set(shm, &line->stamp, gen);
   c->chan->area_gen = gen;
-  if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, me, gen);
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
@@ -69,7 +62,6 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
   mcoll__area_done(c->chan, gen);
   c->chan->area_gen = gen;
-  if (call->bytes > MCOLL_INLINE_MAX) prefetch_next(shm, call->source, gen);
   return call->bytes;
 }
 
