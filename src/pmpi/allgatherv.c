@@ -61,6 +61,14 @@ static int allgatherv_task(const void *args) {
                         a->recvtype, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Iallgatherv and
+ * its persistent form. */
+static void keep_arrays(struct allgatherv_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
+  a->displs = mcoll__task_keep(keep, a->displs, entries * sizeof(*a->displs));
+}
+
 MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, const int recvcounts[], const int displs[],
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
@@ -69,11 +77,8 @@ MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatyp
                             comm, request);
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, allgatherv_task, &a, sizeof a, &keep, request);
 }
 
@@ -89,11 +94,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int send
                                                   displs, recvtype, comm, info, request);
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, allgatherv_task, &a, sizeof a, &keep, request);
 }
 #endif

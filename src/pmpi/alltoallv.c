@@ -63,6 +63,16 @@ static int alltoallv_task(const void *args) {
                        a->recvcounts, a->rdispls, a->recvtype, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Ialltoallv and
+ * its persistent form. */
+static void keep_arrays(struct alltoallv_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  a->sendcounts = mcoll__task_keep(keep, a->sendcounts, entries * sizeof(*a->sendcounts));
+  a->sdispls = mcoll__task_keep(keep, a->sdispls, entries * sizeof(*a->sdispls));
+  a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
+  a->rdispls = mcoll__task_keep(keep, a->rdispls, entries * sizeof(*a->rdispls));
+}
+
 MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
@@ -72,13 +82,8 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
                            recvtype, comm, request);
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, alltoallv_task, &a, sizeof a, &keep, request);
 }
 
@@ -96,13 +101,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int
                                                  request);
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, alltoallv_task, &a, sizeof a, &keep, request);
 }
 #endif

@@ -63,6 +63,18 @@ static int alltoallw_task(const void *args) {
                        a->recvcounts, a->rdispls, a->recvtypes, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Ialltoallw and
+ * its persistent form. */
+static void keep_arrays(struct alltoallw_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  a->sendcounts = mcoll__task_keep(keep, a->sendcounts, entries * sizeof(*a->sendcounts));
+  a->sdispls = mcoll__task_keep(keep, a->sdispls, entries * sizeof(*a->sdispls));
+  a->sendtypes = mcoll__task_keep(keep, a->sendtypes, entries * sizeof(*a->sendtypes));
+  a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
+  a->rdispls = mcoll__task_keep(keep, a->rdispls, entries * sizeof(*a->rdispls));
+  a->recvtypes = mcoll__task_keep(keep, a->recvtypes, entries * sizeof(*a->recvtypes));
+}
+
 MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                                 const MPI_Datatype sendtypes[], void *recvbuf,
                                 const int recvcounts[], const int rdispls[],
@@ -73,15 +85,8 @@ MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
                            recvtypes, comm, request);
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                              recvtypes, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
-  a.sendtypes = mcoll__task_keep(&keep, sendtypes, entries * sizeof(*sendtypes));
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
-  a.recvtypes = mcoll__task_keep(&keep, recvtypes, entries * sizeof(*recvtypes));
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, alltoallw_task, &a, sizeof a, &keep, request);
 }
 
@@ -99,15 +104,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int
                                                  request);
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                              recvtypes, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-  a.sdispls = mcoll__task_keep(&keep, sdispls, entries * sizeof(*sdispls));
-  a.sendtypes = mcoll__task_keep(&keep, sendtypes, entries * sizeof(*sendtypes));
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-  a.rdispls = mcoll__task_keep(&keep, rdispls, entries * sizeof(*rdispls));
-  a.recvtypes = mcoll__task_keep(&keep, recvtypes, entries * sizeof(*recvtypes));
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, alltoallw_task, &a, sizeof a, &keep, request);
 }
 #endif

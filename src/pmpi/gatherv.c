@@ -67,6 +67,16 @@ static int gatherv_task(const void *args) {
                      a->recvtype, a->root, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Igatherv and
+ * its persistent form. */
+static void keep_arrays(struct gatherv_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  if (mcoll__is_root(a->comm, a->root)) {
+    a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
+    a->displs = mcoll__task_keep(keep, a->displs, entries * sizeof(*a->displs));
+  }
+}
+
 MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                               void *recvbuf, const int recvcounts[], const int displs[],
                               MPI_Datatype recvtype, int root, MPI_Comm comm,
@@ -76,13 +86,8 @@ MCOLL_EXPORT int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype s
                          comm, request);
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  if (mcoll__is_root(comm, root)) {
-    a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
-  }
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, gatherv_task, &a, sizeof a, &keep, request);
 }
 
@@ -98,13 +103,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcou
                                                displs, recvtype, root, comm, info, request);
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  if (mcoll__is_root(comm, root)) {
-    a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
-    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
-  }
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, gatherv_task, &a, sizeof a, &keep, request);
 }
 #endif

@@ -39,16 +39,21 @@ static int reduce_scatter_task(const void *args) {
   return reduce_scatter_run(a->sendbuf, a->recvbuf, a->recvcounts, a->type, a->op, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Ireduce_scatter and
+ * its persistent form. */
+static void keep_arrays(struct reduce_scatter_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
+}
+
 MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                      MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                      MPI_Request *request) {
   if (!mcoll__nbc_on())
     return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, reduce_scatter_task, &a, sizeof a, &keep, request);
 }
 
@@ -62,10 +67,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void
     return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm,
                                                       info, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  a.recvcounts = mcoll__task_keep(&keep, recvcounts, entries * sizeof(*recvcounts));
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, reduce_scatter_task, &a, sizeof a, &keep, request);
 }
 #endif

@@ -67,6 +67,16 @@ static int scatterv_task(const void *args) {
                       a->recvtype, a->root, a->comm);
 }
 
+/* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Iscatterv and
+ * its persistent form. */
+static void keep_arrays(struct scatterv_args *a, struct mcoll_task_keep *keep) {
+  size_t entries = (size_t)mcoll__array_entries(a->comm);
+  if (mcoll__is_root(a->comm, a->root)) {
+    a->sendcounts = mcoll__task_keep(keep, a->sendcounts, entries * sizeof(*a->sendcounts));
+    a->displs = mcoll__task_keep(keep, a->displs, entries * sizeof(*a->displs));
+  }
+}
+
 MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
                                MPI_Datatype sendtype, void *recvbuf, int recvcount,
                                MPI_Datatype recvtype, int root, MPI_Comm comm,
@@ -76,13 +86,8 @@ MCOLL_EXPORT int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], cons
                           comm, request);
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                             root, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  if (mcoll__is_root(comm, root)) {
-    a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
-  }
+  keep_arrays(&a, &keep);
   return mcoll__start(comm, scatterv_task, &a, sizeof a, &keep, request);
 }
 
@@ -98,13 +103,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int 
                                                 recvcount, recvtype, root, comm, info, request);
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                             root, comm};
-  /* (the arrays are copied: see task/task.h) */
   struct mcoll_task_keep keep = {.n = 0};
-  size_t entries = (size_t)mcoll__array_entries(comm);
-  if (mcoll__is_root(comm, root)) {
-    a.sendcounts = mcoll__task_keep(&keep, sendcounts, entries * sizeof(*sendcounts));
-    a.displs = mcoll__task_keep(&keep, displs, entries * sizeof(*displs));
-  }
+  keep_arrays(&a, &keep);
   return mcoll__persistent_init(comm, scatterv_task, &a, sizeof a, &keep, request);
 }
 #endif
