@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/coll.h"
+#include "core/fallback.h"
 #include "shm/channel.h"
 #include "topo/topo.h"
 

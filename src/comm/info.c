@@ -1,7 +1,7 @@
 /* The public query API (include/mcoll.h). */
 #include <stdio.h>
 
-#include "core/coll.h"
+#include "coll/registry.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "mcoll.h"

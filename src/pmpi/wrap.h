@@ -6,7 +6,7 @@
 
 #include <mpi.h>
 
-#include "core/coll.h"
+#include "coll/registry.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "core/datatype.h"

@@ -188,14 +188,25 @@ def parse_verbose_report(stderr):
     return report
 
 
-# The fallback reason of a forced algorithm whose restrictions do not hold (core/coll.h).
+def parse_inter_report(stderr):
+    """{coll: {"calls": n, alg: n, ...}}: what ran between nodes ("<coll>.inter" lines)."""
+    report = {}
+    for m in re.finditer(r"^mcoll: (\w+)\.inter calls=(\d+)((?: \w+=\d+)*)$", stderr, re.M):
+        counts = {"calls": int(m.group(2))}
+        counts.update({k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(3))})
+        report[m.group(1)] = counts
+    return report
+
+
+# The fallback reason of a forced algorithm whose restrictions do not hold (coll/registry.h).
 FORCED_FALLBACK = "forced algorithm cannot run here, the normal choice ran"
 
 
 def parse_forced_denied(stderr):
-    """{(coll, alg): {need: n}} from MCOLL_VERBOSE=1's "forced ... not allowed" lines."""
+    """{(coll, alg): {need: n}} from MCOLL_VERBOSE=1's "forced ... not allowed" lines
+    (coll is "<coll>.inter" for an algorithm between nodes)."""
     denied = {}
-    for m in re.finditer(r"^mcoll: (\w+) forced (\w+) not allowed: needs (\w+) \(.*\)=(\d+)$", stderr, re.M):
+    for m in re.finditer(r"^mcoll: ([\w.]+) forced (\w+) not allowed: needs (\w+) \(.*\)=(\d+)$", stderr, re.M):
         denied.setdefault((m.group(1), m.group(2)), {})[m.group(3)] = int(m.group(4))
     return denied
 
@@ -209,31 +220,34 @@ def only_forced_fallbacks(result):
 
 
 def mcoll_restrictions(build, flavour):
-    """{coll: {alg: set of restriction names}} as listed by mcoll-info (the registry's data)."""
+    """{coll: {alg: set of restriction names}} as listed by mcoll-info (the registry's data);
+    algorithms between nodes under "<coll>.inter"."""
     result = run_job([str(MCOLLRUN), "--mpi", flavour, "--build", str(build.path), "--info"], timeout=60)
     needs = {}
-    for m in re.finditer(r"^  (\w+)\s+(\w+)\s+needs=(\S+)$", result.stdout, re.M):
+    for m in re.finditer(r"^  ([\w.]+)\s+(\w+)\s+needs=(\S+)$", result.stdout, re.M):
         needs.setdefault(m.group(1), {})[m.group(2)] = set() if m.group(3) == "-" else set(m.group(3).split(","))
     return needs
 
 
 def mcoll_algorithms(build, flavour):
-    """{coll: {alg: description}} as listed by mcoll-info (the registry)."""
+    """{coll: {alg: description}} as listed by mcoll-info (the registry): the list of
+    algorithms in a node, then the list between nodes (as "<coll>.inter")."""
     result = run_job([str(MCOLLRUN), "--mpi", flavour, "--build", str(build.path), "--info"], timeout=60)
     algs = {}
-    in_list = False
+    suffix = None  # inside a list: "" (in a node) or ".inter"
     coll = None
     for line in result.stdout.splitlines():
         if line.startswith("algorithms"):
-            in_list = True
+            suffix = ".inter" if line.startswith("algorithms between nodes") else ""
             continue
-        if not in_list:
+        if suffix is None:
             continue
-        if not line.strip():  # the list ends at the first blank line
-            break
+        if not line.strip():  # a list ends at the first blank line
+            suffix = None
+            continue
         m = re.match(r"^  (\w+)\s+(\w+)\s+(.*)$", line)
         if m:
-            coll = m.group(1)
+            coll = m.group(1) + suffix
             algs.setdefault(coll, {})[m.group(2)] = m.group(3)
             continue
         m = re.match(r"^\s{4,}(\w+)\s+(.*)$", line)

@@ -1,5 +1,5 @@
 """Algorithm descriptors (issue 9, part 4): every algorithm's restrictions are data in
-its record (core/coll.h), printed by mcoll-info. This test reads them from there,
+its record (coll/registry.h), printed by mcoll-info. This test reads them from there,
 forces each algorithm of a few collectives (MCOLL_ALG_<COLL>) in situations where
 each restriction holds or not, and checks in the MCOLL_VERBOSE report that
 
@@ -39,7 +39,7 @@ def cma_works(flavour):
     return "single copy (CMA) between ranks of a node: yes" in result.stdout
 
 
-ALL = {"cma", "slot", "uniform", "bruck_fits", "order", "elem_fits", "pair_lines"}
+ALL = {"cma", "slot", "uniform", "bruck_fits", "order", "elem_fits", "pair_lines", "splits"}
 
 # (collective, bytes, extra environment, restrictions that hold there). Every
 # collective here is one mcoll-bench does not use itself (it times with barrier and
@@ -137,3 +137,32 @@ def test_bcast_selection_by_size(flavour):
     expected = {"calls": 7 * n, "shm_slot": 3 * n, "shm_pipeline": 2 * n, "cma": 2 * n, "shm_tree": 0,
                 "fallback": 0}
     assert n >= 10 and counts == expected, f"{counts}\n{result.describe()}"
+
+
+@pytest.mark.parametrize("flavour", [flavour_param("openmpi"), flavour_param("mpich")])
+def test_forced_between_nodes(flavour):
+    """Algorithms between nodes are registered per level with restrictions as data:
+    MCOLL_ALG_REDUCE_INTER=rabenseifner on 3 fake nodes runs exactly it where the
+    vector splits (64 KiB), and where it does not (one 4-byte element for 2 leaders
+    of the power-of-two part) every call is a reported fallback naming "splits" and
+    the binomial tree runs; the report counts what ran between nodes."""
+    needs = restrictions(flavour)["reduce.inter"]
+    assert needs == {"binomial": set(), "rabenseifner": {"splits"}}, needs
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "warn", "MCOLL_TOPO": "nodes=3",
+           "MCOLL_ALG_REDUCE_INTER": "rabenseifner"}
+    for size, splits in (("64K", True), ("4", False)):
+        result = run_job(mpiexec_argv(flavour, 5, program, ["-C", "reduce", "-b", size, "-e", size, *CALLS]),
+                         env, JOB_TIMEOUT)
+        assert result.returncode == 0, result.describe()
+        calls = parse_verbose_report(result.stderr)["reduce"]["calls"]
+        inter = mpijob.parse_inter_report(result.stderr).get("reduce", {})
+        denied = parse_forced_denied(result.stderr).get(("reduce.inter", "rabenseifner"), {})
+        assert inter.get("calls") == calls, f"{inter} vs {calls} calls\n{result.describe()}"
+        if splits:
+            assert inter == {"calls": calls, "binomial": 0, "rabenseifner": calls} and not denied, (
+                f"{inter} {denied}\n{result.describe()}")
+        else:
+            assert inter == {"calls": calls, "binomial": calls, "rabenseifner": 0}, result.describe()
+            assert denied == {"splits": calls}, f"{denied}\n{result.describe()}"
+            assert "reduce.inter: forced algorithm rabenseifner cannot run here (needs splits" in result.stderr

@@ -141,11 +141,16 @@ def registered_algorithms(flavour):
     for coll, algs in sorted(found.items()):
         for alg, needs in sorted(algs.items()):
             skip = f"registry: {alg} needs uniform blocks" if "uniform" in needs and coll != "alltoall" else None
+            if coll.endswith(".inter") and len(algs) == 1:
+                skip = "the only algorithm between nodes: every multi-node test runs it"
             pairs.append((coll, alg, skip))
     return pairs
 
 
 FORCED = [("openmpi", 5, None), ("mpich", 3, "nodes=2")]
+# Algorithms between nodes ("<coll>.inter", forced by MCOLL_ALG_<COLL>_INTER): on
+# fake nodes, three of them for Open MPI (uneven: 2+2+1).
+FORCED_INTER = {"openmpi": (5, "nodes=3"), "mpich": (3, "nodes=2")}
 # Algorithms only for nodes of two ranks (forced elsewhere they give way): run at 2
 # ranks, where they are chosen (MPICH's nodes=2 at 3 ranks has a node of two already).
 TWO_RANK_ALGS = {"pair_inline"}
@@ -158,6 +163,9 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
     topo = None if topo == "flat" else topo
     if alg in TWO_RANK_ALGS and topo is None:
         np = 2
+    coll, _, level = coll.partition(".")
+    if level:
+        np, topo = FORCED_INTER[flavour]
     program = BUILD.bin(flavour, "mcoll-test-coll")
     args = coll_args(flavour, np) + ["--colls", coll, "--seed", seed_for(request)]
     if flavour == "mpich":  # one run per registered algorithm: keep MPICH's short
@@ -165,12 +173,19 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
     # Calls where the forced algorithm's restrictions do not hold (a bcast larger than
     # a slot for shm_slot, say) are reported fallbacks to the normal choice: warn, and
     # check below that no other fallback happened.
-    env = {**BASE_ENV, **topo_env(topo), f"MCOLL_ALG_{coll.upper()}": alg, "MCOLL_VERBOSE": "1",
-           "MCOLL_FALLBACK": "warn"}
+    var = f"MCOLL_ALG_{coll.upper()}" + ("_INTER" if level else "")
+    env = {**BASE_ENV, **topo_env(topo), var: alg, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "warn"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
-    counts = parse_verbose_report(result.stderr).get(coll, {})
-    assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
+    if level:
+        counts = mpijob.parse_inter_report(result.stderr).get(coll, {})
+        denied = mpijob.parse_forced_denied(result.stderr).get((coll + ".inter", alg), {})
+        # what ran between nodes: the forced one, or (reported) the normal choice
+        assert counts.get(alg, 0) > 0 and counts[alg] + sum(denied.values()) == counts["calls"], (
+            f"forced {alg} between nodes for {coll}: {counts}, denied {denied}\n{result.describe()}")
+    else:
+        counts = parse_verbose_report(result.stderr).get(coll, {})
+        assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
     mpijob.only_forced_fallbacks(result)
 
 

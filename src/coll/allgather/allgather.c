@@ -6,6 +6,7 @@
 
 #include "coll/allgather/allgather.h"
 #include "coll/bcast/bcast.h"
+#include "coll/facts.h"
 #include "coll/gather/gather.h"
 #include "core/config.h"
 #include "hier/hier.h"
@@ -78,6 +79,7 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   int forced = mcoll__move_forced(c, coll);
   mcoll__count_alg(coll, mcoll__move_of(c, largest_block(dst), forced,
                                         (size_t)mcoll__cfg.ALLGATHER_CMA_MIN));
+  mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);
   if (total == 0) return MPI_SUCCESS;
   int in_place = mine == NULL, several = t->nnodes > 1;

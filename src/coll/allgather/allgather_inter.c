@@ -7,6 +7,13 @@
 #include "coll/allgather/allgather.h"
 #include "coll/tags.h"
 
+#define ALLGATHER_INTER_INFO \
+  {"ring", "the nodes' leaders pass node blocks around a ring", 0, NULL}
+const struct mcoll_coll_algs mcoll__allgather_inter_algs = {
+    (const struct mcoll_alg_info[]){ALLGATHER_INTER_INFO}, 1};
+const struct mcoll_coll_algs mcoll__allgatherv_inter_algs = {
+    (const struct mcoll_alg_info[]){ALLGATHER_INTER_INFO}, 1};
+
 int mcoll__allgather_between_nodes(struct mcoll_comm *c, const struct mcoll_blocks *dst) {
   const struct mcoll_topo *t = &c->topo;
   int p = t->nnodes, me = t->node, err = MPI_SUCCESS, built = 0;

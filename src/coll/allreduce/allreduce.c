@@ -24,6 +24,7 @@ struct allreduce_call {
   const char *in;
   char *out;
   int alg;
+  int group_alg; /* between nodes (MCOLL_GROUP_*) */
 };
 
 static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
@@ -45,7 +46,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct allreduce_call *a = hc->args;
   const struct mcoll_topo *topo = &a->c->topo;
-  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader};
+  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader, a->group_alg};
   return mcoll__group_allreduce(&g, a->t, a->out + lo, (hi - lo) / a->t->extent);
 }
 
@@ -76,15 +77,20 @@ int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const
   int alg = mcoll__red_choose(MCOLL_COLL_ALLREDUCE, c, bytes, !t->commutative, t->extent);
   mcoll__count_alg(MCOLL_COLL_ALLREDUCE, alg);
   struct allreduce_call a = {c, t, mcoll__red_input(t, sendbuf, recvbuf),
-                             mcoll__red_data(t, recvbuf), alg};
+                             mcoll__red_data(t, recvbuf), alg, MCOLL_GROUP_SMALL};
   if (count == 0) return MPI_SUCCESS;
   if (alg == MCOLL_RED_P2P || c->size == 1) {
-    struct mcoll_red_group g = {c, c->size, c->rank, NULL};
+    struct mcoll_red_group g = {c, c->size, c->rank, NULL,
+                                mcoll__group_choose(MCOLL_COLL_ALLREDUCE, c, t, count, c->size, 0)};
     mcoll__red_copy(t, a.out, a.in, count);
     return mcoll__group_allreduce(&g, t, a.out, count);
   }
   struct mcoll_hier_call hc = {.c = c, .steps = &allreduce_steps, .bytes = bytes,
                                .piece = c->topo.nnodes > 1 ? mcoll__red_piece(t) : 0,
                                .leader = 0, .args = &a};
+  if (c->topo.nnodes > 1) {
+    size_t piece_count = hc.piece / t->extent < count ? hc.piece / t->extent : count;
+    a.group_alg = mcoll__group_choose(MCOLL_COLL_ALLREDUCE, c, t, piece_count, c->topo.nnodes, 1);
+  }
   return mcoll__hier_run(&hc);
 }

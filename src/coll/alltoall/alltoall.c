@@ -125,6 +125,7 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   int alg = choose(a), me = c->rank, nreq = 0, err = MPI_SUCCESS;
   mcoll__count_alg(a->coll, alg);
+  mcoll__inter_single(c, a->coll, a->block);
   if (a->uniform && a->block == 0) return MPI_SUCCESS;
   MPI_Request local_reqs[32], *reqs = local_reqs;
   if (c->topo.nnodes > 1) {

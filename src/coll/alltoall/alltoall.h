@@ -9,7 +9,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "core/coll.h"
+#include "coll/registry.h"
 #include "comm/context.h"
 
 enum mcoll_alltoall_alg {

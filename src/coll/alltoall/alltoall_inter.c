@@ -5,6 +5,16 @@
 #include "coll/alltoall/alltoall.h"
 #include "coll/tags.h"
 
+#define ALLTOALL_INTER_INFO                                                                \
+  {"direct", "every rank exchanges with every rank of the other nodes, in rank distance " \
+             "order, started before the node's exchange", 0, NULL}
+const struct mcoll_coll_algs mcoll__alltoall_inter_algs = {
+    (const struct mcoll_alg_info[]){ALLTOALL_INTER_INFO}, 1};
+const struct mcoll_coll_algs mcoll__alltoallv_inter_algs = {
+    (const struct mcoll_alg_info[]){ALLTOALL_INTER_INFO}, 1};
+const struct mcoll_coll_algs mcoll__alltoallw_inter_algs = {
+    (const struct mcoll_alg_info[]){ALLTOALL_INTER_INFO}, 1};
+
 int mcoll__a2a_inter_start(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;

@@ -25,6 +25,13 @@ const struct mcoll_coll_algs mcoll__barrier_algs = {
     },
     MCOLL_BARRIER_NALGS};
 
+const struct mcoll_coll_algs mcoll__barrier_inter_algs = {
+    (const struct mcoll_alg_info[]){
+        {"dissemination", "the nodes' leaders exchange empty messages at distance 1, 2, 4 ...", 0,
+         NULL},
+    },
+    1};
+
 /* Children arrive (finest level first), then this rank arrives at its parent and
  * waits to be released. */
 static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
@@ -109,6 +116,7 @@ int mcoll__barrier(struct mcoll_comm *c) {
   }
   if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
+  mcoll__inter_single(c, MCOLL_COLL_BARRIER, 0);
   if (alg == MCOLL_BARRIER_COUNTER) c->chan->barrier_counter_seq++;
   else c->chan->barrier_seq++;
   struct mcoll_hier_call call = {

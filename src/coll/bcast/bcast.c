@@ -78,6 +78,15 @@ int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes) {
   return alg;
 }
 
+int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece) {
+  /* van de Geijn moves 2(p-1)/p of a piece per leader where the tree moves lg p
+   * whole pieces through the root: worth its p-1 extra steps from three nodes on. */
+  int sag = c->topo.nnodes >= 3 && piece >= (size_t)mcoll__cfg.INTER_SAG_MIN;
+  struct mcoll_facts facts = mcoll__facts(c, piece);
+  return mcoll__inter_select(MCOLL_COLL_BCAST, &facts,
+                             sag ? MCOLL_BCAST_INTER_SAG : MCOLL_BCAST_INTER_BINOMIAL);
+}
+
 const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm *c, size_t bytes,
                                                          int force_cma) {
   int cma = c->chan->cma_ok && (force_cma || cma_by_size(c, bytes, 0));
@@ -93,7 +102,7 @@ static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
 
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
-  return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root);
+  return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root, call->inter_alg);
 }
 
 /* An erroneous program: the source broadcasts source_bytes where this rank expects
@@ -150,6 +159,7 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call};
+  if (t->nnodes > 1) call.inter_alg = mcoll__bcast_inter_select(c, bytes < hc.piece ? bytes : hc.piece);
   int err = mcoll__hier_run(&hc);
   return err != MPI_SUCCESS ? err : call.error;
 }

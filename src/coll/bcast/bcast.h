@@ -13,6 +13,13 @@ enum mcoll_bcast_alg {
   MCOLL_BCAST_NALGS
 };
 
+/* Between nodes (bcast_inter.c). */
+enum mcoll_bcast_inter_alg {
+  MCOLL_BCAST_INTER_BINOMIAL,
+  MCOLL_BCAST_INTER_SAG,
+  MCOLL_BCAST_INTER_NALGS
+};
+
 /* One bcast as seen by one rank of a node. The node's source is the root on the
  * root's node, the node leader elsewhere (it receives from the other nodes). */
 struct mcoll_bcast_call {
@@ -22,6 +29,7 @@ struct mcoll_bcast_call {
   int root;
   int source; /* node-local rank that holds (or receives) the data */
   const struct mcoll_bcast_intra *intra;
+  int inter_alg; /* MCOLL_BCAST_INTER_*, when there are several nodes */
   /* Readers compare the source's byte count with theirs (one node, one piece): in
    * an erroneous program they differ, and then error is what the host MPI reports. */
   int check_bytes;
@@ -60,8 +68,13 @@ int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes);
 const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm *c, size_t bytes,
                                                          int force_cma);
 
-/* Moves [lo, hi) of the buffer from the root's node to every node's source. */
-int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root);
+/* Moves [lo, hi) of the buffer from the root's node to every node's source, by alg
+ * (MCOLL_BCAST_INTER_*). */
+int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root,
+                               int alg);
+
+/* bcast's selection step between nodes, for pieces of `piece` bytes (counted). */
+int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece);
 
 /* Bcast of contiguous bytes; returns an MPI error code. */
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);

@@ -1,10 +1,18 @@
 /* Inter-node bcast among the nodes' leaders for this call (the root on its node,
- * local rank 0 elsewhere), over the host MPI's point-to-point: binomial tree for
- * small pieces, scatter then ring allgather (van de Geijn) for large ones. */
+ * local rank 0 elsewhere), over the host MPI's point-to-point: binomial tree, or
+ * scatter then ring allgather (van de Geijn); bcast.c chooses. */
 #include "task/host.h"
 #include "coll/bcast/bcast.h"
+#include "coll/registry.h"
 #include "coll/tags.h"
-#include "core/config.h"
+
+const struct mcoll_coll_algs mcoll__bcast_inter_algs = {
+    (const struct mcoll_alg_info[]){
+        {"binomial", "binomial tree among the nodes' sources (small pieces)", 0, NULL},
+        {"scatter_allgather", "binomial scatter of 1/p blocks, then a ring allgather (van de "
+                              "Geijn; large pieces)", 0, NULL},
+    },
+    MCOLL_BCAST_INTER_NALGS};
 
 /* Comm rank leading virtual node v (v = 0 is the root's node). */
 static int leader_of(const struct mcoll_comm *c, int v, int root) {
@@ -71,12 +79,12 @@ static int scatter_allgather(struct mcoll_comm *c, char *buf, size_t len, int ro
   return err;
 }
 
-int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root) {
+int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root,
+                               int alg) {
   const struct mcoll_topo *t = &c->topo;
   int p = t->nnodes;
   int me = (t->node - t->node_of[root] + p) % p;
   size_t len = hi - lo;
-  if (p >= 3 && len >= (size_t)mcoll__cfg.INTER_SAG_MIN)
-    return scatter_allgather(c, buf + lo, len, root, me, p);
+  if (alg == MCOLL_BCAST_INTER_SAG) return scatter_allgather(c, buf + lo, len, root, me, p);
   return binomial(c, buf + lo, len, root, me, p);
 }

@@ -6,6 +6,7 @@
 
 #include "task/host.h"
 #include "coll/gather/gather.h"
+#include "coll/facts.h"
 #include "coll/tags.h"
 #include "core/config.h"
 #include "hier/hier.h"
@@ -14,6 +15,12 @@ const struct mcoll_coll_algs mcoll__gather_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
 const struct mcoll_coll_algs mcoll__gatherv_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+#define GATHER_INTER_INFO \
+  {"direct", "each node's leader sends its node's blocks straight to the root", 0, NULL}
+const struct mcoll_coll_algs mcoll__gather_inter_algs = {
+    (const struct mcoll_alg_info[]){GATHER_INTER_INFO}, 1};
+const struct mcoll_coll_algs mcoll__gatherv_inter_algs = {
+    (const struct mcoll_alg_info[]){GATHER_INTER_INFO}, 1};
 
 struct gather_call {
   const struct mcoll_gather_args *a;
@@ -112,6 +119,7 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
   mcoll__count_alg(coll, mcoll__move_of(c, counted, g.forced, (size_t)mcoll__cfg.GATHER_CMA_MIN));
+  mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 
   int err = MPI_SUCCESS;

@@ -12,7 +12,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
-#include "core/coll.h"
+#include "coll/registry.h"
 #include "comm/context.h"
 #include "core/datatype.h"
 #include "core/xmalloc.h"
@@ -209,18 +209,32 @@ void mcoll__node_chunk_out(const struct mcoll_node_layout *l, const struct mcoll
 
 /* ---- among a group of ranks (host MPI point-to-point) ------------------------ */
 
+/* The group algorithms, also the indices of the reductions' tables between nodes
+ * (red_group.c): recursive doubling (allreduce) or a binomial tree (reduce) for
+ * small vectors; Rabenseifner's reduce-scatter by recursive halving, then allgather
+ * by recursive doubling (allreduce) or every piece to the root (reduce). */
+enum mcoll_group_alg { MCOLL_GROUP_SMALL, MCOLL_GROUP_SPLIT, MCOLL_GROUP_NALGS };
+
 struct mcoll_red_group {
   struct mcoll_comm *c;
   int n, me;
   const int *ranks; /* comm rank of member i, in the order of the reduction; NULL: i */
+  int alg;          /* MCOLL_GROUP_*, from mcoll__group_choose */
 };
 
-/* In place on buf (data pointer): recursive doubling up to RED_RD_MAX bytes, else
- * reduce-scatter by recursive halving + allgather by recursive doubling. */
+/* The group algorithm for vectors of `count` elements among n members: Rabenseifner
+ * from MCOLL_RED_RD_MAX bytes where the vector splits (an element per member of the
+ * largest power-of-two part), else the small one. between_nodes: the group is the
+ * nodes' leaders, so MCOLL_ALG_<COLL>_INTER may force it and the choice is counted
+ * as what ran between nodes (else the group is every rank: coll's p2p algorithm). */
+int mcoll__group_choose(enum mcoll_coll coll, const struct mcoll_comm *c,
+                        const struct mcoll_red_type *t, size_t count, int n, int between_nodes);
+
+/* In place on buf (data pointer), by g->alg (a vector shorter than the group goes
+ * by the small algorithm: the last piece of a call may be). */
 int mcoll__group_allreduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                            char *buf, size_t count);
-/* buf: my input; the result at member root (buf is scratch elsewhere). Binomial
- * tree up to RED_RD_MAX bytes, else reduce-scatter + gather to the root. */
+/* buf: my input; the result at member root (buf is scratch elsewhere); by g->alg. */
 int mcoll__group_reduce(const struct mcoll_red_group *g, const struct mcoll_red_type *t,
                         char *buf, size_t count, int root);
 /* buf: my input; out: the fold of members [0, me) (undefined at member 0). */

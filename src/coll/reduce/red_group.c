@@ -12,6 +12,37 @@
 #include "coll/tags.h"
 #include "core/config.h"
 
+#define MCOLL_GROUP_ALLREDUCE_ALGS                                                            \
+  (const struct mcoll_alg_info[]){                                                            \
+      {"recursive_doubling", "leaders exchange whole vectors at distance 1, 2, 4 ... (small)", 0, \
+       NULL},                                                                                 \
+      {"rabenseifner", "reduce-scatter by recursive halving, allgather by recursive doubling",  \
+       MCOLL_NEED_SPLITS, NULL},                                                              \
+  }
+
+const struct mcoll_coll_algs mcoll__allreduce_inter_algs = {MCOLL_GROUP_ALLREDUCE_ALGS,
+                                                            MCOLL_GROUP_NALGS};
+/* reduce_scatter(_block) across nodes: the leaders allreduce the node totals. */
+const struct mcoll_coll_algs mcoll__reduce_scatter_inter_algs = {MCOLL_GROUP_ALLREDUCE_ALGS,
+                                                                 MCOLL_GROUP_NALGS};
+const struct mcoll_coll_algs mcoll__reduce_scatter_block_inter_algs = {MCOLL_GROUP_ALLREDUCE_ALGS,
+                                                                       MCOLL_GROUP_NALGS};
+const struct mcoll_coll_algs mcoll__reduce_inter_algs = {
+    (const struct mcoll_alg_info[]){
+        {"binomial", "binomial tree to the root's node (small; non-commutative ops in order)", 0,
+         NULL},
+        {"rabenseifner", "reduce-scatter by recursive halving, then every piece to the root",
+         MCOLL_NEED_SPLITS, NULL},
+    },
+    MCOLL_GROUP_NALGS};
+#define MCOLL_GROUP_EXSCAN_ALGS                                                              \
+  (const struct mcoll_alg_info[]){                                                           \
+      {"recursive_doubling", "exclusive prefix of the node totals by recursive doubling", 0, \
+       NULL},                                                                                \
+  }
+const struct mcoll_coll_algs mcoll__scan_inter_algs = {MCOLL_GROUP_EXSCAN_ALGS, 1};
+const struct mcoll_coll_algs mcoll__exscan_inter_algs = {MCOLL_GROUP_EXSCAN_ALGS, 1};
+
 static int rank_of(const struct mcoll_red_group *g, int member) {
   return g->ranks ? g->ranks[member] : member;
 }
@@ -152,7 +183,7 @@ int mcoll__group_allreduce(const struct mcoll_red_group *g, const struct mcoll_r
   char *tmp = mcoll__red_alloc(t, count);
   int err = fold_extra(g, t, &s, buf, tmp, count);
   if (err == MPI_SUCCESS && s.newrank >= 0) {
-    if (count * t->extent <= (size_t)mcoll__cfg.RED_RD_MAX || count < (size_t)s.pof2) {
+    if (g->alg == MCOLL_GROUP_SMALL || count < (size_t)s.pof2) {
       err = doubling(g, t, &s, buf, tmp, count);
     } else {
       err = reduce_scatter_halving(g, t, &s, buf, tmp, count);
@@ -205,7 +236,7 @@ int mcoll__group_reduce(const struct mcoll_red_group *g, const struct mcoll_red_
   char *tmp = mcoll__red_alloc(t, count);
   int err = MPI_SUCCESS;
   struct shape s = shape_of(g->n, g->me);
-  if (count * t->extent <= (size_t)mcoll__cfg.RED_RD_MAX || count < (size_t)s.pof2) {
+  if (g->alg == MCOLL_GROUP_SMALL || count < (size_t)s.pof2) {
     err = binomial(g, t, buf, tmp, count, root);
     goto cleanup;
   }

@@ -159,3 +159,21 @@ size_t mcoll__red_piece(const struct mcoll_red_type *t) {
   size_t piece = (size_t)mcoll__cfg.INTER_PIECE;
   return piece < t->extent ? t->extent : piece - piece % t->extent;
 }
+
+static int largest_pof2(int n) {
+  int pof2 = 1;
+  while (pof2 * 2 <= n) pof2 *= 2;
+  return pof2;
+}
+
+int mcoll__group_choose(enum mcoll_coll coll, const struct mcoll_comm *c,
+                        const struct mcoll_red_type *t, size_t count, int n, int between_nodes) {
+  int splits = count >= (size_t)largest_pof2(n);
+  int preferred = count * t->extent > (size_t)mcoll__cfg.RED_RD_MAX && splits ? MCOLL_GROUP_SPLIT
+                                                                           : MCOLL_GROUP_SMALL;
+  if (!between_nodes) return preferred;
+  struct mcoll_facts facts = mcoll__facts(c, count * t->extent);
+  facts.count = count;
+  if (!splits) facts.holds &= ~MCOLL_NEED_SPLITS;
+  return mcoll__inter_select(coll, &facts, preferred);
+}

@@ -29,6 +29,7 @@ struct reduce_call {
   char *out;     /* root: the result; other leaders: one piece of scratch */
   int root, alg;
   int *leaders;  /* [nnodes] comm rank leading each node for this call */
+  int group_alg; /* between nodes (MCOLL_GROUP_*) */
 };
 
 /* Where this rank's node result goes for the piece starting at byte lo. */
@@ -52,7 +53,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct reduce_call *a = hc->args;
   const struct mcoll_topo *topo = &a->c->topo;
-  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, a->leaders};
+  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, a->leaders, a->group_alg};
   return mcoll__group_reduce(&g, a->t, piece_dst(a, lo), (hi - lo) / a->t->extent,
                              topo->node_of[a->root]);
 }
@@ -61,7 +62,8 @@ static const struct mcoll_hier_steps reduce_steps = {up, inter, NULL, NULL};
 
 static int reduce_p2p(struct reduce_call *a, size_t count) {
   struct mcoll_comm *c = a->c;
-  struct mcoll_red_group g = {c, c->size, c->rank, NULL};
+  struct mcoll_red_group g = {c, c->size, c->rank, NULL,
+                              mcoll__group_choose(MCOLL_COLL_REDUCE, c, a->t, count, c->size, 0)};
   char *buf = c->rank == a->root ? a->out : mcoll__red_alloc(a->t, count);
   mcoll__red_copy(a->t, buf, a->in, count);
   int err = mcoll__group_reduce(&g, a->t, buf, count, a->root);
@@ -78,7 +80,8 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   int is_root = c->rank == root;
   struct reduce_call a = {c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
                                                                                         : sendbuf),
-                          is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL};
+                          is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL,
+                          MCOLL_GROUP_SMALL};
   if (count == 0) return MPI_SUCCESS;
   if (alg == MCOLL_RED_P2P || c->size == 1) return reduce_p2p(&a, count);
 
@@ -89,6 +92,8 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   if (topo->nnodes == 1) return mcoll__hier_run(&hc);
 
   hc.piece = mcoll__red_piece(t);
+  size_t piece_count = hc.piece / t->extent < count ? hc.piece / t->extent : count;
+  a.group_alg = mcoll__group_choose(MCOLL_COLL_REDUCE, c, t, piece_count, topo->nnodes, 1);
   a.leaders = mcoll__xmalloc(sizeof(int) * (size_t)topo->nnodes);
   for (int k = 0; k < topo->nnodes; k++) a.leaders[k] = k == root_node ? root : topo->node_leader[k];
   if (!is_root && topo->local_rank == leader)

@@ -33,6 +33,8 @@ struct rs_call {
   size_t total;
   int alg;
   char *scratch;       /* across nodes, the leader's whole vector */
+  enum mcoll_coll coll;
+  int group_alg;       /* between nodes (MCOLL_GROUP_*) */
 };
 
 static size_t displ_of(const struct rs_call *a, int rank) {
@@ -61,7 +63,7 @@ static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct rs_call *a = hc->args;
   const struct mcoll_topo *topo = &a->c->topo;
-  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader};
+  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader, a->group_alg};
   return mcoll__group_allreduce(&g, a->t, a->scratch, a->total);
 }
 
@@ -99,7 +101,8 @@ static int run(struct rs_call *a) {
   const struct mcoll_red_type *t = a->t;
   size_t mine = (size_t)a->counts[c->rank];
   if (a->alg == MCOLL_RED_P2P || c->size == 1) {
-    struct mcoll_red_group g = {c, c->size, c->rank, NULL};
+    struct mcoll_red_group g = {c, c->size, c->rank, NULL,
+                                mcoll__group_choose(a->coll, c, t, a->total, c->size, 0)};
     char *all = mcoll__red_alloc(t, a->total);
     mcoll__red_copy(t, all, a->in, a->total);
     int err = mcoll__group_allreduce(&g, t, all, a->total);
@@ -109,7 +112,10 @@ static int run(struct rs_call *a) {
   }
   struct mcoll_hier_call hc = {.c = c, .steps = &rs_steps, .bytes = a->total * t->extent,
                                .piece = 0, .leader = 0, .args = a};
-  if (c->topo.nnodes > 1 && c->topo.local_rank == 0) a->scratch = mcoll__red_alloc(t, a->total);
+  if (c->topo.nnodes > 1) {
+    a->group_alg = mcoll__group_choose(a->coll, c, t, a->total, c->topo.nnodes, 1);
+    if (c->topo.local_rank == 0) a->scratch = mcoll__red_alloc(t, a->total);
+  }
   int err = mcoll__hier_run(&hc);
   if (a->scratch) mcoll__red_free(t, a->scratch);
   return err;
@@ -125,7 +131,7 @@ int mcoll__reduce_scatter(struct mcoll_comm *c, const struct mcoll_red_type *t,
     for (int r = 0; r < c->size; r++) block_counts[r] = recvcount;
   }
   struct rs_call a = {c, t, mcoll__red_input(t, sendbuf, recvbuf), mcoll__red_data(t, recvbuf),
-                      recvcounts ? recvcounts : block_counts, 0, 0, NULL};
+                      recvcounts ? recvcounts : block_counts, 0, 0, NULL, coll, MCOLL_GROUP_SMALL};
   a.total = displ_of(&a, c->size);
   /* The area holds at least two elements per rank: chunks carry a slice of every block. */
   a.alg = mcoll__red_choose(coll, c, a.total * t->extent, !t->commutative,

@@ -4,6 +4,7 @@
  * node's total (intra up); the leaders compute the exclusive prefix of the nodes'
  * totals (inter); the leader passes it through its area and every rank folds it in
  * on the left (intra down). Nodes must hold consecutive ranks, else p2p. */
+#include "coll/facts.h"
 #include "coll/reduce/red.h"
 #include "hier/hier.h"
 
@@ -45,7 +46,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
 static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct scan_call *a = hc->args;
   const struct mcoll_topo *topo = &a->c->topo;
-  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader};
+  struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader, MCOLL_GROUP_SMALL};
   return mcoll__group_exscan(&g, a->t, a->total, (hi - lo) / a->t->extent);
 }
 
@@ -79,7 +80,7 @@ static const struct mcoll_hier_steps scan_steps = {up, inter, down, NULL};
 static int scan_p2p(struct scan_call *a, size_t count) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_red_type *t = a->t;
-  struct mcoll_red_group g = {c, c->size, c->rank, NULL};
+  struct mcoll_red_group g = {c, c->size, c->rank, NULL, MCOLL_GROUP_SMALL};
   char *below = mcoll__red_alloc(t, count);
   mcoll__red_copy(t, below, a->in, count);
   int err = mcoll__group_exscan(&g, t, below, count);
@@ -107,6 +108,8 @@ int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void
   struct mcoll_hier_call hc = {.c = c, .steps = &scan_steps, .bytes = bytes, .piece = 0,
                                .leader = 0, .args = &a};
   if (c->topo.nnodes > 1) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    mcoll__inter_select(coll, &facts, 0); /* one algorithm: counted as what ran */
     hc.piece = mcoll__red_piece(t);
     if (c->topo.local_rank == 0)
       a.total = mcoll__red_alloc(t, count < hc.piece / t->extent ? count : hc.piece / t->extent);

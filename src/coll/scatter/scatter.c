@@ -6,6 +6,7 @@
 
 #include "task/host.h"
 #include "coll/scatter/scatter.h"
+#include "coll/facts.h"
 #include "coll/tags.h"
 #include "core/config.h"
 #include "hier/hier.h"
@@ -14,6 +15,12 @@ const struct mcoll_coll_algs mcoll__scatter_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
 const struct mcoll_coll_algs mcoll__scatterv_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+#define SCATTER_INTER_INFO \
+  {"direct", "the root sends each node's leader that node's blocks", 0, NULL}
+const struct mcoll_coll_algs mcoll__scatter_inter_algs = {
+    (const struct mcoll_alg_info[]){SCATTER_INTER_INFO}, 1};
+const struct mcoll_coll_algs mcoll__scatterv_inter_algs = {
+    (const struct mcoll_alg_info[]){SCATTER_INTER_INFO}, 1};
 
 struct scatter_call {
   const struct mcoll_scatter_args *a;
@@ -107,6 +114,7 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
   struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
   mcoll__count_alg(coll, mcoll__move_of(c, counted, s.forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN));
+  mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 
   s.source = t->node == root_node ? mcoll__local_index(t, a->root) : 0;

@@ -1,8 +1,10 @@
 /* The collectives mcoll knows, their algorithm tables, counters and fallbacks. */
-#ifndef MCOLL_COLL_H
-#define MCOLL_COLL_H
+#ifndef MCOLL_REGISTRY_H
+#define MCOLL_REGISTRY_H
 
 #include <stdio.h>
+
+#include "core/fallback.h"
 
 #define MCOLL_COLLS(X)                                                   \
   X(BARRIER, barrier) X(BCAST, bcast) X(REDUCE, reduce)                  \
@@ -17,22 +19,6 @@ enum mcoll_coll {
   MCOLL_COLLS(MCOLL_COLL_ENUM)
 #undef MCOLL_COLL_ENUM
   MCOLL_NCOLLS
-};
-
-/* Why a call went to the host MPI although mcoll has an algorithm for it. */
-#define MCOLL_FALLBACK_REASONS(X)                                  \
-  X(INTERCOMM, "intercommunicator")                                \
-  X(NO_CONTEXT, "no shared-memory context for this communicator")  \
-  X(DATATYPE, "datatype not supported")                            \
-  X(OP, "reduction op not supported")                              \
-  X(NBC, "non-blocking call on a communicator without a task-ready context") \
-  X(FORCED, "forced algorithm cannot run here, the normal choice ran")
-
-enum mcoll_fallback_reason {
-#define MCOLL_REASON_ENUM(name, text) MCOLL_WHY_##name,
-  MCOLL_FALLBACK_REASONS(MCOLL_REASON_ENUM)
-#undef MCOLL_REASON_ENUM
-  MCOLL_NREASONS
 };
 
 #define MCOLL_MAX_ALGS 8
@@ -51,7 +37,9 @@ enum mcoll_fallback_reason {
   X(ELEM_FITS, elem_fits, "one element (reduce_scatter: two per rank) fits a rank's area "   \
                           "(MCOLL_SHM_AREA)")                                               \
   X(PAIR_LINES, pair_lines, "a node of 2 ranks whose blocks are at most 56 B each way "      \
-                            "(MCOLL_INLINE_MAX)")
+                            "(MCOLL_INLINE_MAX)")                                           \
+  X(SPLITS, splits, "between nodes: at least one element per leader of the largest "         \
+                    "power-of-two group of nodes (Rabenseifner splits the vector)")
 
 enum mcoll_need_bit {
 #define MCOLL_NEED_BIT(name, short, text) MCOLL_NEED_BIT_##name,
@@ -67,6 +55,20 @@ enum mcoll_need_bit {
 #define MCOLL_NEED_ORDER (1u << MCOLL_NEED_BIT_ORDER)
 #define MCOLL_NEED_ELEM_FITS (1u << MCOLL_NEED_BIT_ELEM_FITS)
 #define MCOLL_NEED_PAIR_LINES (1u << MCOLL_NEED_BIT_PAIR_LINES)
+#define MCOLL_NEED_SPLITS (1u << MCOLL_NEED_BIT_SPLITS)
+
+/* The levels an algorithm runs at. A collective has a table per level: inside a
+ * node (shared memory, single copy), and between nodes (the host MPI's
+ * point-to-point, among the nodes' leaders or every rank). X(name, lower, suffix of
+ * the MCOLL_ALG_<COLL> variable that forces it, words for the report). */
+#define MCOLL_LEVELS(X) X(NODE, node, "", "") X(INTER, inter, "_INTER", "between nodes")
+
+enum mcoll_alg_level {
+#define MCOLL_LEVEL_ENUM(name, lower, suffix, words) MCOLL_LEVEL_##name,
+  MCOLL_LEVELS(MCOLL_LEVEL_ENUM)
+#undef MCOLL_LEVEL_ENUM
+  MCOLL_NLEVELS
+};
 
 /* The facts a call's restrictions are checked against: all of them the same on every
  * rank of a node (the node's shape and channel, the environment, and what the call's
@@ -77,6 +79,7 @@ struct mcoll_facts {
   unsigned holds; /* MCOLL_NEED_* bits that hold for this call */
   int local_size, nnodes;
   size_t bytes; /* the call's bytes (for a cost function) */
+  size_t count; /* elements, for the reductions between nodes (else 0) */
 };
 
 struct mcoll_alg_info {
@@ -87,17 +90,29 @@ struct mcoll_alg_info {
   double (*cost)(const struct mcoll_facts *facts);
 };
 
-/* A collective's algorithm table; lives in src/coll/<name>/. */
+/* A collective's algorithm table at one level: mcoll__<coll>_algs (in a node) in
+ * src/coll/<name>/, mcoll__<coll>_inter_algs (between nodes) beside the inter-node
+ * steps. */
 struct mcoll_coll_algs {
   const struct mcoll_alg_info *algs;
   int nalgs;
 };
 
 const char *mcoll__coll_name(enum mcoll_coll coll);
+const char *mcoll__level_name(enum mcoll_alg_level level);
 const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll);
+const struct mcoll_coll_algs *mcoll__level_algs(enum mcoll_alg_level level, enum mcoll_coll coll);
 
 /* Index of the algorithm forced by MCOLL_ALG_<COLL>, or -1. */
 int mcoll__alg_forced(enum mcoll_coll coll);
+/* The same at a level (MCOLL_ALG_<COLL>_INTER between nodes). */
+int mcoll__level_forced(enum mcoll_alg_level level, enum mcoll_coll coll);
+
+/* The selection step between nodes: the algorithm forced by MCOLL_ALG_<COLL>_INTER
+ * where its restrictions hold for the facts (a reported fallback where not), else
+ * `preferred` (the collective's own rule); counted as what ran between nodes. Called
+ * once per call, on every rank, when the communicator spans several nodes. */
+int mcoll__inter_select(enum mcoll_coll coll, const struct mcoll_facts *facts, int preferred);
 
 /* NULL when alg's restrictions hold for the facts, else the meaning of the first
  * that does not. */
@@ -113,6 +128,7 @@ const char *mcoll__need_name(int b);
 const char *mcoll__need_text(int b);
 
 void mcoll__count_alg(enum mcoll_coll coll, int alg);
+void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg);
 /* No mcoll algorithm yet for this collective: straight to PMPI (not a fallback). */
 void mcoll__count_passthrough(enum mcoll_coll coll);
 /* Invalid arguments: PMPI raises the error the application expects. */
@@ -122,7 +138,7 @@ void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why);
 /* A forced algorithm whose restriction bit `need` does not hold: counted per
  * (algorithm, restriction) and as MCOLL_WHY_FORCED; the call then runs (and counts)
  * the normal choice. */
-void mcoll__fallback_forced(enum mcoll_coll coll, int alg, int need);
+void mcoll__fallback_forced(enum mcoll_alg_level level, enum mcoll_coll coll, int alg, int need);
 
 void mcoll__stats_report(FILE *out);
 

@@ -3,15 +3,16 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "core/coll.h"
+#include "coll/registry.h"
 #include "core/config.h"
 
 struct coll_counters {
   atomic_ulong alg[MCOLL_MAX_ALGS];
+  atomic_ulong inter[MCOLL_MAX_ALGS]; /* what the inter-node phase ran (several nodes) */
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
-  atomic_ulong forced_denied[MCOLL_MAX_ALGS][MCOLL_NNEEDS]; /* also in fallback[FORCED] */
+  atomic_ulong forced_denied[MCOLL_NLEVELS][MCOLL_MAX_ALGS][MCOLL_NNEEDS]; /* also in fallback[FORCED] */
 };
 
 static struct coll_counters counters[MCOLL_NCOLLS];
@@ -31,6 +32,9 @@ static unsigned long get(atomic_ulong *counter) {
 }
 
 void mcoll__count_alg(enum mcoll_coll coll, int alg) { bump(&counters[coll].alg[alg]); }
+void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg) {
+  bump(level == MCOLL_LEVEL_INTER ? &counters[coll].inter[alg] : &counters[coll].alg[alg]);
+}
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
 
@@ -50,15 +54,16 @@ void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
   }
 }
 
-void mcoll__fallback_forced(enum mcoll_coll coll, int alg, int need) {
+void mcoll__fallback_forced(enum mcoll_alg_level level, enum mcoll_coll coll, int alg, int need) {
   bump(&counters[coll].fallback[MCOLL_WHY_FORCED]);
-  bump(&counters[coll].forced_denied[alg][need]);
+  bump(&counters[coll].forced_denied[level][alg][need]);
   if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_SILENT) return;
   int rank = -1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  fprintf(stderr, "mcoll: rank %d: %s: forced algorithm %s cannot run here (needs %s: %s); the "
-          "normal choice runs\n", rank, mcoll__coll_name(coll),
-          mcoll__coll_algs(coll)->algs[alg].name, mcoll__need_name(need), mcoll__need_text(need));
+  fprintf(stderr, "mcoll: rank %d: %s%s%s: forced algorithm %s cannot run here (needs %s: %s); the "
+          "normal choice runs\n", rank, mcoll__coll_name(coll), level ? "." : "",
+          level ? mcoll__level_name(level) : "", mcoll__level_algs(level, coll)->algs[alg].name,
+          mcoll__need_name(need), mcoll__need_text(need));
   if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {
     fprintf(stderr, "mcoll: MCOLL_FALLBACK=error: aborting\n");
     PMPI_Abort(MPI_COMM_WORLD, 3);
@@ -87,11 +92,25 @@ void mcoll__stats_report(FILE *out) {
       if (get(&k->fallback[r]))
         fprintf(out, "mcoll: %s fallback \"%s\"=%lu\n", mcoll__coll_name(c), reason_text[r],
                 get(&k->fallback[r]));
-    for (int a = 0; a < table->nalgs; a++)
-      for (int b = 0; b < MCOLL_NNEEDS; b++)
-        if (get(&k->forced_denied[a][b]))
-          fprintf(out, "mcoll: %s forced %s not allowed: needs %s (%s)=%lu\n", mcoll__coll_name(c),
-                  table->algs[a].name, mcoll__need_name(b), mcoll__need_text(b),
-                  get(&k->forced_denied[a][b]));
+    /* Between nodes: one line when any call spanned several nodes. */
+    const struct mcoll_coll_algs *inter = mcoll__level_algs(MCOLL_LEVEL_INTER, c);
+    unsigned long by_inter = 0;
+    for (int a = 0; a < inter->nalgs; a++) by_inter += get(&k->inter[a]);
+    if (by_inter) {
+      fprintf(out, "mcoll: %s.inter calls=%lu", mcoll__coll_name(c), by_inter);
+      for (int a = 0; a < inter->nalgs; a++)
+        fprintf(out, " %s=%lu", inter->algs[a].name, get(&k->inter[a]));
+      fprintf(out, "\n");
+    }
+    for (int level = 0; level < MCOLL_NLEVELS; level++) {
+      const struct mcoll_coll_algs *at = mcoll__level_algs(level, c);
+      for (int a = 0; a < at->nalgs; a++)
+        for (int b = 0; b < MCOLL_NNEEDS; b++)
+          if (get(&k->forced_denied[level][a][b]))
+            fprintf(out, "mcoll: %s%s%s forced %s not allowed: needs %s (%s)=%lu\n",
+                    mcoll__coll_name(c), level ? "." : "", level ? mcoll__level_name(level) : "",
+                    at->algs[a].name, mcoll__need_name(b), mcoll__need_text(b),
+                    get(&k->forced_denied[level][a][b]));
+    }
   }
 }
