@@ -30,6 +30,7 @@
   X(AREA_STREAM_MIN, NUM, "8K", "allgather/gather/scatter: copies of this many bytes into an area use streaming stores; 0 = never") \
   X(INTER_PIECE, NUM, "256K", "bytes per pipelined piece of the inter-node phase")        \
   X(INTER_SAG_MIN, NUM, "64K", "inter-node bcast: scatter-allgather from this piece size, else binomial") \
+  X(INTER_OVERLAP, NUM, "1", "bcast/allreduce over several nodes in pieces: the leader's inter-node step of piece i beside the node's steps of pieces i+1 and i-1 (0: one after the other)") \
   X(ALLTOALL_CMA_MIN, NUM, "32K", "alltoall(v,w): blocks from this many bytes move by single copy (CMA), smaller ones through the areas") \
   X(ALLTOALL_STREAM_MIN, NUM, "16K", "alltoall: write fragments this large into the areas with streaming stores; 0 = never") \
   X(ALLTOALL_TILE, NUM, "0", "alltoall tiled: bytes per tile; 0 = from the LLC: c*c*T <= LLC/2") \

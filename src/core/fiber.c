@@ -32,31 +32,28 @@ struct mcoll_fiber {
   mcoll_fiber_fn fn;
   void *arg;
   int finished;
+  /* Who resumed it (NULL: the thread's stack), and where that one continues. */
+  struct mcoll_fiber *resumer;
+  void *resumer_sp;
+  struct mcoll_fiber *companion; /* driven from this fiber's waits (mcoll__fiber_pump) */
 #if !defined(__x86_64__)
-  ucontext_t uc;
+  ucontext_t uc, resumer_uc;
 #endif
 #ifdef MCOLL_FIBER_ASAN
   void *fake_stack;
+  const void *resumer_lo; /* the resumer's stack, for the switch back */
+  size_t resumer_size;
 #endif
 #ifdef MCOLL_FIBER_TSAN
   void *tsan_fiber;
+  void *resumer_tsan;
 #endif
 };
 
-/* Per thread: the fiber running, and where to return to. */
+/* Per thread: the fiber running (NULL: the thread's own stack), and the companion
+ * of the code on the thread's own stack. */
 static MCOLL_TLS struct mcoll_fiber *current;
-static MCOLL_TLS void *thread_sp;
-#if !defined(__x86_64__)
-static MCOLL_TLS ucontext_t thread_uc;
-#endif
-#ifdef MCOLL_FIBER_ASAN
-static MCOLL_TLS const void *thread_stack_lo;
-static MCOLL_TLS size_t thread_stack_size;
-static MCOLL_TLS void *thread_fake_stack;
-#endif
-#ifdef MCOLL_FIBER_TSAN
-static MCOLL_TLS void *thread_tsan_fiber;
-#endif
+static MCOLL_TLS struct mcoll_fiber *thread_companion;
 
 /* ---- the switch ---------------------------------------------------------------- */
 #if defined(__x86_64__)
@@ -120,42 +117,44 @@ static void prepare_stack(struct mcoll_fiber *f) {
 #endif
 }
 
+/* From the resumer (the thread's stack or another fiber) into f. */
 static void switch_to_fiber(struct mcoll_fiber *f) {
 #ifdef MCOLL_FIBER_ASAN
-  __sanitizer_start_switch_fiber(&thread_fake_stack, f->stack, STACK_BYTES);
+  void *resumer_fake_stack; /* this frame outlives the switch: a local does */
+  __sanitizer_start_switch_fiber(&resumer_fake_stack, f->stack, STACK_BYTES);
 #endif
 #ifdef MCOLL_FIBER_TSAN
-  if (!thread_tsan_fiber) thread_tsan_fiber = __tsan_get_current_fiber();
+  f->resumer_tsan = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(f->tsan_fiber, 0);
 #endif
 #if defined(__x86_64__)
-  mcoll__fiber_switch(&thread_sp, f->sp);
+  mcoll__fiber_switch(&f->resumer_sp, f->sp);
 #else
-  swapcontext(&thread_uc, &f->uc);
+  swapcontext(&f->resumer_uc, &f->uc);
 #endif
 #ifdef MCOLL_FIBER_ASAN
-  __sanitizer_finish_switch_fiber(thread_fake_stack, NULL, NULL);
+  __sanitizer_finish_switch_fiber(resumer_fake_stack, NULL, NULL);
 #endif
 }
 
-/* From the running fiber back to the thread's stack; `ending`: never resumed again
- * until reset. */
-static void switch_to_thread(struct mcoll_fiber *f, int ending) {
+/* From the running fiber back to its resumer; `ending`: never resumed again until
+ * reset. */
+static void switch_to_resumer(struct mcoll_fiber *f, int ending) {
 #ifdef MCOLL_FIBER_ASAN
-  __sanitizer_start_switch_fiber(ending ? NULL : &f->fake_stack, thread_stack_lo, thread_stack_size);
+  __sanitizer_start_switch_fiber(ending ? NULL : &f->fake_stack, f->resumer_lo, f->resumer_size);
 #else
   (void)ending;
 #endif
 #ifdef MCOLL_FIBER_TSAN
-  __tsan_switch_to_fiber(thread_tsan_fiber, 0);
+  __tsan_switch_to_fiber(f->resumer_tsan, 0);
 #endif
 #if defined(__x86_64__)
-  mcoll__fiber_switch(&f->sp, thread_sp);
+  mcoll__fiber_switch(&f->sp, f->resumer_sp);
 #else
-  swapcontext(&f->uc, &thread_uc);
+  swapcontext(&f->uc, &f->resumer_uc);
 #endif
 #ifdef MCOLL_FIBER_ASAN
-  __sanitizer_finish_switch_fiber(f->fake_stack, &thread_stack_lo, &thread_stack_size);
+  __sanitizer_finish_switch_fiber(f->fake_stack, &f->resumer_lo, &f->resumer_size);
 #endif
 }
 
@@ -163,11 +162,11 @@ static void fiber_main(void) {
   for (;;) {
     struct mcoll_fiber *f = current;
 #ifdef MCOLL_FIBER_ASAN
-    __sanitizer_finish_switch_fiber(NULL, &thread_stack_lo, &thread_stack_size);
+    __sanitizer_finish_switch_fiber(NULL, &f->resumer_lo, &f->resumer_size);
 #endif
     f->fn(f->arg);
     f->finished = 1;
-    switch_to_thread(f, 1);
+    switch_to_resumer(f, 1);
     /* Reset and resumed with new work: mcoll__fiber_reset rebuilt the frame, so
      * control never comes back here. */
   }
@@ -227,16 +226,28 @@ void mcoll__fiber_reset(struct mcoll_fiber *f, mcoll_fiber_fn fn, void *arg) {
 }
 
 int mcoll__fiber_resume(struct mcoll_fiber *f) {
-  if (current || f->finished) return f->finished; /* fibers do not nest */
+  if (f->finished || f == current || f->resumer) return f->finished; /* running already */
+  f->resumer = current;
   current = f;
   switch_to_fiber(f);
-  current = NULL;
+  current = f->resumer;
+  f->resumer = NULL;
   return f->finished;
 }
 
 void mcoll__fiber_yield(void) {
   struct mcoll_fiber *f = current;
-  if (f) switch_to_thread(f, 0);
+  if (f) switch_to_resumer(f, 0);
+}
+
+void mcoll__fiber_set_companion(struct mcoll_fiber *f) {
+  if (current) current->companion = f;
+  else thread_companion = f;
+}
+
+int mcoll__fiber_pump(void) {
+  struct mcoll_fiber *c = current ? current->companion : thread_companion;
+  return c && !mcoll__fiber_resume(c);
 }
 
 struct mcoll_fiber *mcoll__fiber_self(void) { return current; }

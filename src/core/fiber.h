@@ -21,13 +21,21 @@ typedef void (*mcoll_fiber_fn)(void *arg);
 struct mcoll_fiber *mcoll__fiber_new(mcoll_fiber_fn fn, void *arg);
 
 /* Runs f on this thread until it yields or fn returns; 1 when fn has returned (the
- * fiber may then be freed or given new work with mcoll__fiber_reset). Only from a
- * thread's own stack (from a fiber it returns 0 and runs nothing). */
+ * fiber may then be freed or given new work with mcoll__fiber_reset). From a thread's
+ * own stack or from another fiber (f's yields come back to its resumer); a fiber that
+ * is running already (f itself, or one of its resumers) is not resumed. */
 int mcoll__fiber_resume(struct mcoll_fiber *f);
 
 /* Inside a fiber: back to the resumer; returns when resumed again. */
 void mcoll__fiber_yield(void);
 
+/* A companion: a second fiber that the code running here (on the thread's own stack
+ * or on a fiber) drives while it waits: hier/hier.c runs a call's inter-node steps
+ * on one beside its intra-node steps. NULL: none. */
+void mcoll__fiber_set_companion(struct mcoll_fiber *f);
+/* From waits: resumes the companion of the code running here once; 1 while it has
+ * one that has not finished (then waits must not sleep: nothing would wake them). */
+int mcoll__fiber_pump(void);
 /* The fiber running on this thread, or NULL on the thread's own stack. */
 struct mcoll_fiber *mcoll__fiber_self(void);
 

@@ -5,7 +5,8 @@
  * among the nodes' leaders (host MPI point-to-point), and an intra-node step down.
  * Each collective plugs in its own steps (any may be NULL). Ranks other than the
  * leader go on with piece i+1 while their leader runs the inter-node step of
- * piece i, so the phases overlap. */
+ * piece i; with `overlap`, the leader too: its inter-node steps run on a companion
+ * fiber (core/fiber.h) that its intra-node steps' waits drive (hier.c). */
 #ifndef MCOLL_HIER_H
 #define MCOLL_HIER_H
 
@@ -31,6 +32,9 @@ struct mcoll_hier_call {
   size_t bytes;  /* size of the pipelined data */
   size_t piece;  /* bytes per piece; 0: a single piece */
   int leader;    /* node-local rank that runs the inter-node step */
+  /* The steps of piece i+1 touch none of piece i's memory: then every rank of the
+   * node runs up(i+1) before down(i), and the leader's inter(i) overlaps them. */
+  int overlap;
   void *args;    /* the collective's own arguments and state */
   /* An error a step found that must not stop the later steps (the node's ranks
    * disagreed on the call: the other nodes still wait for this one's messages);

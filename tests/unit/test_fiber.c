@@ -166,8 +166,69 @@ static void measure(void) {
   mcoll__fiber_free(f);
 }
 
+/* Nesting: a fiber resumes a child, whose yields come back to it (not to the
+ * thread); the child's companion pump from the parent's "waits". */
+struct nest {
+  struct step_log *log;
+  struct mcoll_fiber *child;
+};
+
+static void child_main(void *arg) {
+  struct step_log *log = arg;
+  for (int i = 0; i < 3; i++) {
+    log->entries[log->n++] = 200 + i;
+    CHECK(mcoll__fiber_self() != NULL, "child runs on its fiber");
+    mcoll__fiber_yield(); /* back to the parent fiber */
+  }
+}
+
+static void parent_main(void *arg) {
+  struct nest *n = arg;
+  struct mcoll_fiber *me = mcoll__fiber_self();
+  mcoll__fiber_set_companion(n->child);
+  /* The parent's "wait": pump the companion until it ends, yielding to the thread
+   * between pumps as a task's wait does. */
+  while (mcoll__fiber_pump()) {
+    CHECK(mcoll__fiber_self() == me, "back on the parent after the child yields");
+    n->log->entries[n->log->n++] = 100;
+    mcoll__fiber_yield();
+  }
+  CHECK(mcoll__fiber_resume(me) == 0, "a running fiber is not resumed");
+  mcoll__fiber_set_companion(NULL);
+  n->log->entries[n->log->n++] = 199;
+}
+
+static void test_nesting(void) {
+  struct step_log log = {.n = 0};
+  struct nest n = {&log, mcoll__fiber_new(child_main, &log)};
+  struct mcoll_fiber *parent = mcoll__fiber_new(parent_main, &n);
+  CHECK(parent && n.child, "fiber_new");
+  int resumes = 0;
+  while (!mcoll__fiber_resume(parent)) {
+    CHECK(mcoll__fiber_self() == NULL, "back on the thread");
+    resumes++;
+  }
+  /* child step, parent mark; three times; the child's end; the parent's end */
+  int expect[] = {200, 100, 201, 100, 202, 100, 199};
+  CHECK(log.n == 7 && resumes == 3, "nesting: %d entries, %d resumes", log.n, resumes);
+  for (int i = 0; i < 7 && i < log.n; i++)
+    CHECK(log.entries[i] == expect[i], "nesting: entry %d is %d, expected %d", i, log.entries[i],
+          expect[i]);
+  /* On the thread's own stack a companion is pumped the same way. */
+  struct step_log log2 = {.n = 0};
+  mcoll__fiber_reset(n.child, child_main, &log2);
+  mcoll__fiber_set_companion(n.child);
+  int pumps = 0;
+  while (mcoll__fiber_pump()) pumps++;
+  mcoll__fiber_set_companion(NULL);
+  CHECK(pumps == 3 && log2.n == 3, "thread companion: %d pumps, %d entries", pumps, log2.n);
+  mcoll__fiber_free(n.child);
+  mcoll__fiber_free(parent);
+}
+
 int main(void) {
   test_order();
+  test_nesting();
   test_deep();
   test_float();
   test_threads();

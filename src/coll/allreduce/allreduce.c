@@ -87,7 +87,7 @@ int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const
   }
   struct mcoll_hier_call hc = {.c = c, .steps = &allreduce_steps, .bytes = bytes,
                                .piece = c->topo.nnodes > 1 ? mcoll__red_piece(t) : 0,
-                               .leader = 0, .args = &a};
+                               .leader = 0, .args = &a, .overlap = 1};
   if (c->topo.nnodes > 1) {
     size_t piece_count = hc.piece / t->extent < count ? hc.piece / t->extent : count;
     a.group_alg = mcoll__group_choose(MCOLL_COLL_ALLREDUCE, c, t, piece_count, c->topo.nnodes, 1);

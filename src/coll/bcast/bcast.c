@@ -158,7 +158,7 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
       .intra = intra_steps[alg], .check_bytes = t->nnodes == 1, .error = MPI_SUCCESS};
   struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
-                               .leader = call.source, .args = &call};
+                               .leader = call.source, .args = &call, .overlap = 1};
   if (t->nnodes > 1) call.inter_alg = mcoll__bcast_inter_select(c, bytes < hc.piece ? bytes : hc.piece);
   int err = mcoll__hier_run(&hc);
   return err != MPI_SUCCESS ? err : call.error;
