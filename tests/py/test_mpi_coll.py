@@ -124,6 +124,23 @@ def test_coll_as_if_enough_cores(request, flavour, np, topo):
     check_passed(result)
 
 
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t) for f, n, t in
+                                              [("openmpi", 5, "nodes=3"), ("mpich", 3, "nodes=2")]])
+def test_coll_pieces_overlap(request, flavour, np, topo):
+    """Hierarchical bcast/allreduce/reduce/scan/exscan in many pieces
+    (MCOLL_INTER_PIECE=4 KiB): every rank of a node runs up(i+1) before down(i) and
+    the leader's inter-node steps run on a companion fiber beside them (hier.c); the
+    same with MCOLL_INTER_OVERLAP=0 (one step after the other)."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, np) + ["--colls", "bcast,allreduce,reduce,scan,exscan",
+                                     "--seed", seed_for(request)]
+    for overlap in ("1", "0"):
+        env = {**BASE_ENV, **topo_env(topo), "MCOLL_INTER_PIECE": "4096", "MCOLL_INTER_OVERLAP": overlap,
+               "MCOLL_FALLBACK": "error"}
+        result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+        check_passed(result)
+
+
 @functools.lru_cache(maxsize=None)
 def registered_algorithms(flavour):
     """(coll, alg, reason to skip or None) from mcoll-info's restrictions (the

@@ -131,3 +131,27 @@ def test_nbc_native(request, flavour, np):
     args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
     result = run_job(mpiexec_argv(flavour, np, program, args, mcoll=False), {}, JOB_TIMEOUT)
     check_summary(result, flavour)
+
+
+PIECES = [("openmpi", 5, "nodes=3", 1, None), ("mpich", 3, "nodes=2", 0, None),
+          ("openmpi", 3, "nodes=2", 0, "asan")]
+
+
+@pytest.mark.parametrize("flavour,np,topo,progress,build", [
+    flavour_param(f, n, t, p, b or "release", build=ASAN if b else BUILD) for f, n, t, p, b in PIECES])
+def test_nbc_pieces_overlap(request, flavour, np, topo, progress, build):
+    """Hierarchical calls in many pieces (MCOLL_INTER_PIECE=4 KiB): the node leader's
+    inter-node steps run on a companion fiber nested in the task's fiber (hier.c),
+    driven by the task's waits; bcast, allreduce, reduce, scan, exscan."""
+    tree = ASAN if build == "asan" else BUILD
+    program = tree.bin(flavour, PROGRAM)
+    args = ["--colls", "bcast,allreduce,reduce,scan,exscan", "--large", "30", "--iters", "2",
+            "--seed", seed_for(request)]
+    env = {**nbc_env(topo, progress), "MCOLL_INTER_PIECE": "4096", "MCOLL_FALLBACK": "error"}
+    if build == "asan":
+        env.update({"MCOLL_BUILD_DIR": str(ASAN.path),
+                    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
+                    "UBSAN_OPTIONS": "print_stacktrace=1"})
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)
+    assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()

@@ -26,15 +26,19 @@ struct reduce_call {
   struct mcoll_comm *c;
   const struct mcoll_red_type *t;
   const char *in;
-  char *out;     /* root: the result; other leaders: one piece of scratch */
+  char *out;     /* root: the result; other leaders: two pieces of scratch, in turn */
   int root, alg;
   int *leaders;  /* [nnodes] comm rank leading each node for this call */
   int group_alg; /* between nodes (MCOLL_GROUP_*) */
+  size_t piece;  /* bytes per piece when there are several (else 0) */
 };
 
-/* Where this rank's node result goes for the piece starting at byte lo. */
+/* Where this rank's node result goes for the piece starting at byte lo: the root's
+ * result, or a leader's scratch, two pieces in turn, so that the inter-node step of
+ * one piece overlaps the node's fold of the next (hier.h). */
 static char *piece_dst(const struct reduce_call *a, size_t lo) {
-  return a->c->rank == a->root ? a->out + lo : a->out;
+  if (a->c->rank == a->root) return a->out + lo;
+  return a->piece ? a->out + (lo / a->piece % 2) * a->piece : a->out;
 }
 
 static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
@@ -81,14 +85,14 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   struct reduce_call a = {c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
                                                                                         : sendbuf),
                           is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL,
-                          MCOLL_GROUP_SMALL};
+                          MCOLL_GROUP_SMALL, 0};
   if (count == 0) return MPI_SUCCESS;
   if (alg == MCOLL_RED_P2P || c->size == 1) return reduce_p2p(&a, count);
 
   int root_node = topo->node_of[root];
   int leader = root_node == topo->node ? mcoll__local_index(topo, root) : 0;
   struct mcoll_hier_call hc = {.c = c, .steps = &reduce_steps, .bytes = bytes, .piece = 0,
-                               .leader = leader, .args = &a};
+                               .leader = leader, .args = &a, .overlap = 1};
   if (topo->nnodes == 1) return mcoll__hier_run(&hc);
 
   hc.piece = mcoll__red_piece(t);
@@ -96,8 +100,9 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   a.group_alg = mcoll__group_choose(MCOLL_COLL_REDUCE, c, t, piece_count, topo->nnodes, 1);
   a.leaders = mcoll__xmalloc(sizeof(int) * (size_t)topo->nnodes);
   for (int k = 0; k < topo->nnodes; k++) a.leaders[k] = k == root_node ? root : topo->node_leader[k];
+  if (bytes > hc.piece) a.piece = hc.piece;
   if (!is_root && topo->local_rank == leader)
-    a.out = mcoll__red_alloc(t, (count < hc.piece / t->extent ? count : hc.piece / t->extent));
+    a.out = mcoll__red_alloc(t, (count < hc.piece / t->extent ? count : 2 * (hc.piece / t->extent)));
   int err = mcoll__hier_run(&hc);
   if (!is_root && a.out) mcoll__red_free(t, a.out);
   free(a.leaders);

@@ -29,8 +29,16 @@ struct scan_call {
   const char *in;
   char *out;
   int exclusive, alg;
-  char *total; /* across nodes, at the leader: one piece of the node's total */
+  char *total;  /* across nodes, at the leader: two pieces of the node's total, in turn */
+  size_t piece; /* bytes per piece (0: one piece) */
 };
+
+/* The leader's node total for the piece at byte lo (NULL elsewhere): two buffers in
+ * turn, so that the inter-node step of one piece overlaps the next's fold (hier.h). */
+static char *total_at(const struct scan_call *a, size_t lo) {
+  if (!a->total || !a->piece) return a->total;
+  return a->total + (lo / a->piece % 2) * a->piece;
+}
 
 static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct scan_call *a = hc->args;
@@ -39,7 +47,7 @@ static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_node_red r = {.c = a->c, .t = a->t, .in = a->in + lo,
                              .count = (hi - lo) / a->t->extent, .prefix = 1};
   r.out[0] = (struct mcoll_node_out){a->exclusive ? me : me + 1, a->out + lo, 0};
-  if (a->total) r.out[1] = (struct mcoll_node_out){topo->local_size, a->total, 0};
+  if (a->total) r.out[1] = (struct mcoll_node_out){topo->local_size, total_at(a, lo), 0};
   return mcoll__node_red_step(hc, &r, a->alg);
 }
 
@@ -47,7 +55,7 @@ static int inter(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct scan_call *a = hc->args;
   const struct mcoll_topo *topo = &a->c->topo;
   struct mcoll_red_group g = {a->c, topo->nnodes, topo->node, topo->node_leader, MCOLL_GROUP_SMALL};
-  return mcoll__group_exscan(&g, a->t, a->total, (hi - lo) / a->t->extent);
+  return mcoll__group_exscan(&g, a->t, total_at(a, lo), (hi - lo) / a->t->extent);
 }
 
 struct fold_into {
@@ -66,12 +74,13 @@ static int down(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   const struct mcoll_topo *topo = &a->c->topo;
   if (topo->nnodes == 1 || topo->node == 0) return MPI_SUCCESS;
   size_t n = (hi - lo) / a->t->extent;
-  if (a->total) { /* the leader is local rank 0: for exscan its prefix is empty */
-    if (a->exclusive) mcoll__red_copy(a->t, a->out + lo, a->total, n);
-    else mcoll__red_fold(a->t, a->total, a->out + lo, n);
+  char *total = total_at(a, lo);
+  if (total) { /* the leader is local rank 0: for exscan its prefix is empty */
+    if (a->exclusive) mcoll__red_copy(a->t, a->out + lo, total, n);
+    else mcoll__red_fold(a->t, total, a->out + lo, n);
   }
   struct fold_into f = {a->t, a->out + lo};
-  mcoll__node_share(a->c, a->t, hc->leader, a->total, n, take_fold, &f);
+  mcoll__node_share(a->c, a->t, hc->leader, total, n, take_fold, &f);
   return MPI_SUCCESS;
 }
 
@@ -102,17 +111,18 @@ int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void
   int alg = mcoll__red_choose(coll, c, bytes, 1, t->extent);
   mcoll__count_alg(coll, alg);
   struct scan_call a = {c, t, mcoll__red_input(t, sendbuf, recvbuf), mcoll__red_data(t, recvbuf),
-                        exclusive, alg, NULL};
+                        exclusive, alg, NULL, 0};
   if (count == 0) return MPI_SUCCESS;
   if (alg == MCOLL_RED_P2P || c->size == 1) return scan_p2p(&a, count);
   struct mcoll_hier_call hc = {.c = c, .steps = &scan_steps, .bytes = bytes, .piece = 0,
-                               .leader = 0, .args = &a};
+                               .leader = 0, .args = &a, .overlap = 1};
   if (c->topo.nnodes > 1) {
     struct mcoll_facts facts = mcoll__facts(c, bytes);
     mcoll__inter_select(coll, &facts, 0); /* one algorithm: counted as what ran */
     hc.piece = mcoll__red_piece(t);
     if (c->topo.local_rank == 0)
-      a.total = mcoll__red_alloc(t, count < hc.piece / t->extent ? count : hc.piece / t->extent);
+      a.total = mcoll__red_alloc(t, count < hc.piece / t->extent ? count : 2 * (hc.piece / t->extent));
+    if (bytes > hc.piece) a.piece = hc.piece;
   }
   int err = mcoll__hier_run(&hc);
   if (a.total) mcoll__red_free(t, a.total);
