@@ -32,6 +32,12 @@ MCOLL_EXPORT void mcoll_print_algorithms(FILE *out);
  * for an unknown collective or algorithm (nothing changes then). */
 MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg);
 
+/* Sets parameter MCOLL_<name> (a number, as in the environment) while running, for
+ * benchmarks and tuning; every rank must set the same before its next call. The
+ * segment's geometry (SHM_*) and DISABLE cannot change. Returns 0, or -1 (nothing
+ * changes then). */
+MCOLL_EXPORT int mcoll_set_param(const char *name, const char *value);
+
 /* Print the hierarchy mcoll uses for MPI_COMM_WORLD; collective over it. */
 MCOLL_EXPORT void mcoll_print_hierarchy(FILE *out);
 

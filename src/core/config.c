@@ -94,6 +94,21 @@ void mcoll__config_load(void) {
   pthread_once(&config_once, config_read);
 }
 
+MCOLL_EXPORT int mcoll_set_param(const char *name, const char *value) {
+  mcoll__config_load();
+  long number = value ? mcoll__parse_size(value) : -1;
+  if (number < 0 || !strncmp(name, "SHM_", 4) || !strcmp(name, "DISABLE")) return -1;
+#define MCOLL_SET_NUM(field) (mcoll__cfg.field = number, 0)
+#define MCOLL_SET_STR(field) -1
+#define MCOLL_SET(field, kind, def, help) \
+  if (!strcmp(name, #field)) return MCOLL_SET_##kind(field);
+  MCOLL_PARAMS(MCOLL_SET)
+#undef MCOLL_SET
+#undef MCOLL_SET_STR
+#undef MCOLL_SET_NUM
+  return -1;
+}
+
 MCOLL_EXPORT void mcoll_print_params(FILE *out) {
   mcoll__config_load();
   fprintf(out, "%-22s %-10s %-8s %s\n", "parameter", "value", "default", "meaning");

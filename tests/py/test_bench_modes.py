@@ -4,6 +4,7 @@ that bench/run.sh and tools/py/mcoll_report.py rely on, with positive times on b
 sides and the derived numbers (overlap, medians) consistent with the measured ones."""
 
 import json
+import re
 import math
 
 import pytest
@@ -133,3 +134,24 @@ def test_nbc_mode_without_persistent_block(flavour, tmp_path):
     for r in doc["results"]:
         assert "mcoll_start_wait_us" not in r and "native_start_wait_us" not in r
         assert positive(r["mcoll_post_wait_us"]) and positive(r["native_blocking_us"])
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_vary_parameter(flavour, tmp_path):
+    """-V NAME=a,b: both sides are mcoll, with MCOLL_NAME set to a and to b before each
+    block (mcoll_set_param): bcast's one-slot path off (BCAST_SLOT_MAX=0) against on
+    (512), so that the report counts both algorithms; a parameter that cannot change
+    while running (the segment's SHM_AREA) stops the bench."""
+    env = {"MCOLL_VERBOSE": "1", "MCOLL_CORES": "64"}  # slots are for a core per rank
+    doc, stdout = run_bench(flavour, tmp_path, ["-V", "BCAST_SLOT_MAX=0,512"], env)
+    assert doc["vary"] == {"param": "BCAST_SLOT_MAX", "values": ["0", "512"]}
+    assert "# mcoll-bench -V: native = mcoll with MCOLL_BCAST_SLOT_MAX=0, mcoll = with 512" in stdout
+    program = BUILD.bin(flavour, "mcoll-bench")
+    result = run_job(mpiexec_argv(flavour, 2, program, [*SWEEP, "-V", "BCAST_SLOT_MAX=0,512"]),
+                     {**BASE_ENV, **env}, JOB_TIMEOUT)
+    bcast = re.search(r"^mcoll: bcast calls=\d+ .*$", result.stderr, re.M)
+    assert bcast, result.describe()
+    counts = dict(re.findall(r"(\w+)=(\d+)", bcast.group(0)))
+    assert int(counts["shm_slot"]) > 0 and int(counts["shm_pipeline"]) > 0, bcast.group(0)
+    bad = run_job(mpiexec_argv(flavour, 2, program, [*SWEEP, "-V", "SHM_AREA=1M,2M"]), BASE_ENV, JOB_TIMEOUT)
+    assert bad.returncode != 0 and "-V: mcoll not loaded, or not a parameter" in bad.stdout + bad.stderr

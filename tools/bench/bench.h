@@ -198,6 +198,9 @@ struct options {
     const char *json_path;
     /* -A a,b: two mcoll algorithms of one collective in place of native and mcoll */
     const char *versus[2];
+    /* -V NAME=a,b: mcoll with parameter MCOLL_NAME at a (the native columns) and b */
+    const char *vary_param;
+    const char *vary[2];
     double idle_seconds; /* -I: idle mode's sleep with nothing pending */
     long compute_work;   /* -W: idle mode's compute loop, iterations */
     bool nbc_mean;       /* -a: nbc mode's blocks average their calls (else median) */

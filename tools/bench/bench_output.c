@@ -78,6 +78,9 @@ static void print_cold_header(const struct options *o)
 void bench_print_header(const struct run_info *ri, const struct options *o)
 {
     const char *v = ri->mpi_version;
+    if (o->vary_param)
+        printf("# mcoll-bench -V: native = mcoll with MCOLL_%s=%s, mcoll = with %s\n", o->vary_param,
+               o->vary[0], o->vary[1]);
     if (o->versus[0])
         printf("# mcoll-bench -A: native = mcoll's %s, mcoll = mcoll's %s\n", o->versus[0],
                o->versus[1]);
@@ -303,6 +306,15 @@ void bench_json_head(FILE *f, const struct run_info *ri, const struct options *o
         fputs(", ", f);
         bench_json_string(f, o->versus[1]);
         fputs("],\n", f);
+    }
+    if (o->vary_param) { /* -V: the two sides are mcoll with the parameter at vary[0], vary[1] */
+        fputs("  \"vary\": {\"param\": ", f);
+        bench_json_string(f, o->vary_param);
+        fputs(", \"values\": [", f);
+        bench_json_string(f, o->vary[0]);
+        fputs(", ", f);
+        bench_json_string(f, o->vary[1]);
+        fputs("]},\n", f);
     }
     fputs("  \"notes\": {\"iters\": \"0 (warmup -1): adapted per result\", "
           "\"bytes\": \"per-rank block for allgather(v), gather(v), scatter(v), alltoall(v), "

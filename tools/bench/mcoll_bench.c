@@ -81,6 +81,14 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
  * algorithm first (the same on every rank). */
 const struct mpi_api *bench_side_api(int side, const struct row *r, const struct options *o)
 {
+    if (o->vary_param) {
+        static int (*set_param)(const char *, const char *);
+        if (!set_param)
+            set_param = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_param");
+        if (!set_param || set_param(o->vary_param, o->vary[side]) != 0)
+            bench_die(r->comm, "-V: mcoll not loaded, or not a parameter it can change while running");
+        return &bench_mcoll_api;
+    }
     if (!o->versus[0])
         return side == 0 ? &bench_native_api : &bench_mcoll_api;
     static int (*set_algorithm)(const char *, const char *);
@@ -252,6 +260,7 @@ static void usage(void)
             "  -M       skip sizes whose largest buffer exceeds this (default 256M)\n"
             "  -A       mcoll's algorithm alg_a (the native columns) against alg_b (the\n"
             "           mcoll columns), for one collective (-C)\n"
+            "  -V       NAME=a,b: mcoll with MCOLL_NAME=a (the native columns) against b\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
             "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"
             "           its first barrier (set-up); latency: a barrier after every call,\n"
@@ -320,7 +329,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
     parse_colls("barrier,bcast", o->want);
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:m:K:I:W:aPh")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:aPh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -361,6 +370,17 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 *comma = '\0';
                 o->versus[0] = optarg;
                 o->versus[1] = comma + 1;
+            }
+            break;
+        }
+        case 'V': { /* NAME=a,b */
+            char *eq = strchr(optarg, '='), *comma = eq ? strchr(eq, ',') : NULL;
+            ok = eq && eq != optarg && comma && comma != eq + 1 && comma[1];
+            if (ok) {
+                *eq = *comma = '\0';
+                o->vary_param = optarg;
+                o->vary[0] = eq + 1;
+                o->vary[1] = comma + 1;
             }
             break;
         }
