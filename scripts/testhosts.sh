@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # testhosts.sh: several hosts on this one machine, for running MPI jobs across real
 # (if virtual) nodes. Each host is a network namespace with a veth pair on a bridge
-# (10.77.0.0/24; the bridge holds 10.77.0.254, where mpiexec runs), and each MPI
-# proxy (orted / hydra_pmi_proxy) started on a host gets, through the rsh agent below,
-# new mount, UTS and IPC namespaces: its own /dev/shm (a tmpfs), hostname and SysV
-# IPC, shared by the ranks it starts. The host MPIs therefore see separate nodes, talk
-# TCP between them and shared memory inside each.
+# (10.77.0.0/24; the bridge holds 10.77.0.254, where mpiexec runs) and its own mount,
+# UTS and IPC namespaces, kept by a holder process (sleep): its own /dev/shm (a tmpfs),
+# hostname and SysV IPC. The rsh agent below runs each MPI proxy (orted /
+# hydra_pmi_proxy) in the namespaces of the host it names, so the proxy and the ranks
+# it starts share them. The host MPIs therefore see separate nodes, talk TCP between
+# them and shared memory inside each.
 #
 #   testhosts.sh check            can this machine make them? (exit 77 and the reason if not)
 #   testhosts.sh up N             make hosts mch1..mchN (2-8); removes a stale set first
@@ -23,10 +24,12 @@
 # unshare, and tmpfs mounts; `check` names what is missing.
 set -euo pipefail
 
-PREFIX=mch                      # host names, netns names, veth names start so
+# A second set can exist beside the first with another prefix and subnet (the agent,
+# started by mpiexec, inherits them).
+PREFIX=${MCOLL_TESTHOSTS_PREFIX:-mch}        # host, netns and veth names start so
+SUBNET=${MCOLL_TESTHOSTS_SUBNET:-10.77.0}    # a /24: hosts .1-.8, the bridge .254
 BRIDGE=${PREFIX}br0
-SUBNET=10.77.0
-STATE=/run/mcoll-testhosts      # per-job records of what the hosts left in /dev/shm
+STATE=/run/mcoll-testhosts-$PREFIX           # the holders' pids
 here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 agent_exe=$here/scripts/testhosts-agent
 
@@ -89,6 +92,15 @@ up() {
     ip -n "$h" addr add "$SUBNET.$k/24" dev eth0
     ip -n "$h" link set eth0 up
     ip -n "$h" link set lo up
+    # The holder keeps the host's mount, UTS and IPC namespaces (and its /dev/shm)
+    # alive between jobs; it runs in the netns, so `down` ends it with the rest.
+    setsid ip netns exec "$h" unshare --mount --uts --ipc --propagation private \
+      sh -c 'mount -t tmpfs -o mode=1777,size=50% "shm-$1" /dev/shm && hostname "$1" &&
+             echo $$ > "$2" && exec sleep infinity' sh "$h" "$STATE/$h.pid" </dev/null >/dev/null 2>&1 &
+  done
+  for k in $(seq 1 "$n"); do
+    for _ in $(seq 1 50); do [[ -s $STATE/$PREFIX$k.pid ]] && break; sleep 0.1; done
+    holder_of "$PREFIX$k" >/dev/null
   done
   # Bridge ports forward at once (no STP, no forward delay); wait for that anyway.
   for k in $(seq 1 "$n"); do
@@ -101,23 +113,32 @@ up() {
 
 # The rsh agent: `agent [options] HOST command...`, as Open MPI's plm_rsh and hydra's
 # rsh launcher call it. The command is shell text (both launchers put environment
-# settings and `cd` in it). It runs in HOST's network namespace with a mount, UTS and
-# IPC namespace of its own; when it ends, the mcoll-* files left in that /dev/shm are
-# recorded for `run` to report.
+# settings and `cd` in it); it runs in all of HOST's namespaces.
 agent() {
   while [[ $# -gt 0 && $1 == -* ]]; do shift; done   # ssh-style options (-x) mean nothing here
   [[ $# -ge 2 ]] || die "agent: usage: agent HOST command"
   local host=$1; shift
-  local addr=$host
   # The launchers may name a host by its address.
   [[ $host == "$SUBNET".* ]] && host=$PREFIX${host##*.}
-  ip netns list | awk '{print $1}' | grep -qx "$host" || die "agent: no test host '$addr' (testhosts.sh up N)"
-  exec ip netns exec "$host" unshare --mount --uts --ipc --propagation private \
-    sh -c 'mount -t tmpfs -o mode=1777 "shm-$1" /dev/shm && hostname "$1" || exit 1
-           shift 2; sh -c "$*"; rc=$?
-           left=$(cd /dev/shm && ls -d mcoll-* 2>/dev/null || true)
-           [ -z "$left" ] || printf "%s\n" "$left" > "'"$STATE"'/left-$(hostname)-$$"
-           exit $rc' sh "$host" -- "$@"
+  exec nsenter -t "$(holder_of "$host")" --net --mount --uts --ipc sh -c "$*"
+}
+
+holder_of() {
+  local pid; pid=$(cat "$STATE/$1.pid" 2>/dev/null) || die "no test host '$1' (testhosts.sh up N)"
+  [[ -d /proc/$pid ]] || die "test host '$1' lost its namespace holder $pid (testhosts.sh up N)"
+  echo "$pid"
+}
+
+# Prints and removes the mcoll-* files in each host's /dev/shm; false if there were any.
+sweep_shm() {
+  local h left clean=0
+  for h in $(hosts_present); do
+    left=$(nsenter -t "$(holder_of "$h")" --mount sh -c 'cd /dev/shm && for f in mcoll-*; do [ -e "$f" ] && echo "$f" && rm -f "$f"; done; true')
+    [[ -z $left ]] && continue
+    echo "testhosts: left in /dev/shm of $h: $(tr '\n' ' ' <<<"$left")" >&2
+    clean=1
+  done
+  return $clean
 }
 
 # mpiexec options that put counts[k] ranks on host k+1, TCP between hosts.
@@ -168,8 +189,7 @@ run() {
     ip netns list | awk '{print $1}' | grep -qx "$PREFIX$k" || die "run: host $PREFIX$k missing (testhosts.sh up $nhosts)"
   done
   mapfile -t largs < <(launcher_args "$mpi" "$ranks")
-  mkdir -p "$STATE"
-  rm -f "$STATE"/left-*
+  sweep_shm 2>/dev/null || true   # what an earlier (killed) job left is not this job's
   local cmd
   if [[ $native -eq 1 ]]; then
     cmd=("mpiexec.$mpi")
@@ -182,15 +202,10 @@ run() {
   fi
   local rc=0
   "${cmd[@]}" "${largs[@]}" "$@" || rc=$?
-  local f left=0
-  for f in "$STATE"/left-*; do
-    [[ -e $f ]] || continue
-    left=1
-    echo "testhosts: left in /dev/shm of ${f#"$STATE"/left-}: $(tr '\n' ' ' <"$f")" >&2
-  done
-  rm -f "$STATE"/left-*
+  local clean=0
+  sweep_shm || clean=3
   [[ $rc -ne 0 ]] && return $rc
-  [[ $left -eq 0 ]] || return 3
+  return $clean
 }
 
 status() {
