@@ -29,7 +29,7 @@ from mpijob import ROOT, check_passed, run_job
 TESTHOSTS = ROOT / "scripts" / "testhosts.sh"
 BUILD = mpijob.find_build("build")
 BASE_ENV = {"MCOLL_FALLBACK": "error"}
-JOB_TIMEOUT = 180
+JOB_TIMEOUT = 90
 NHOSTS = 3
 LOCK = Path("/run/mcoll-testhosts.lock")
 
@@ -76,11 +76,36 @@ def flavour_param(flavour, ranks):
     return pytest.param(flavour, ranks, marks=marks, id=f"{flavour}-{ranks.replace(',', '+')}")
 
 
-def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeout=JOB_TIMEOUT):
+def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeout=JOB_TIMEOUT,
+                 finished=None):
+    """One job across the hosts. MPICH 4.0 over UCX 1.13's TCP often hangs in
+    MPI_Finalize (one rank in UCX's disconnect, the others in the PMI barrier), also
+    with MCOLL_DISABLE=1 and without mcoll (openucx/ucx#8738): on MPICH a job killed
+    at the timeout counts as finished when the program printed the line that says so
+    (regex `finished`; written before MPI_Finalize), and is marked finalize_hang."""
     argv = [str(TESTHOSTS), "run", "--mpi", flavour, "--ranks", ranks]
     if native:
         argv.append("--native")
-    return run_job([*argv, str(program), *map(str, args)], env or {}, timeout)
+    argv += [str(program), *map(str, args)]
+    if flavour != "mpich" or finished is None:
+        result = run_job(argv, env or {}, timeout)
+        result.finalize_hang = False
+        return result
+    result = run_job(argv, env or {}, timeout, expect_timeout=True)
+    result.finalize_hang = result.seconds >= timeout
+    if result.finalize_hang and not re.search(finished, result.stdout, re.M):
+        pytest.fail(f"job did not finish within {timeout} s (killed)\n{result.describe()}")
+    return result
+
+
+def check_summary(result, program):
+    """The program's own verdict (check_passed), where MPICH's finalize hang (see
+    run_on_hosts) leaves the exit code out of it."""
+    if not result.finalize_hang:
+        return check_passed(result, program)
+    summary = re.search(rf"^{program}: (\d+) checks, 0 errors$", result.stdout, re.M)
+    assert summary, result.describe()
+    return int(summary.group(1))
 
 
 def seed_for(request):
@@ -115,8 +140,8 @@ def test_hosts_are_nodes(hosts, tmp_path, flavour, ranks):
     nets = [next(iter(v))[1] for v in per_host.values()]
     assert len(set(shms)) == len(shms) and len(set(nets)) == len(nets), per_host
 
-    info = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-info"))
-    assert info.returncode == 0, info.describe()
+    info = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-info"), finished=r"^hierarchy: ")
+    assert info.finalize_hang or info.returncode == 0, info.describe()
     firsts = [sum(counts[:k]) for k in range(len(counts))]
     layout = ", ".join(f"{c} rank(s) from rank {f}" for c, f in zip(counts, firsts))
     assert f"hierarchy: {len(counts)} node(s) [{layout}]" in info.stdout, info.describe()
@@ -156,8 +181,9 @@ def nbc_args(flavour, ranks):
 def test_coll_multihost(hosts, request, flavour, ranks):
     program = BUILD.bin(flavour, "mcoll-test-coll")
     args = coll_args(flavour, ranks) + ["--seed", seed_for(request)]
-    result = run_on_hosts(flavour, ranks, program, args, {**BASE_ENV, "MCOLL_VERBOSE": "1"})
-    check_passed(result)
+    result = run_on_hosts(flavour, ranks, program, args, {**BASE_ENV, "MCOLL_VERBOSE": "1"},
+                          finished=r"^test_coll: \d+ checks, 0 errors$")
+    check_summary(result, "test_coll")
     report = mpijob.parse_verbose_report(result.stderr)
     assert report.get("allreduce", {}).get("calls", 0) > 0, f"mcoll did not run\n{result.describe()}"
 
@@ -166,8 +192,8 @@ def test_coll_multihost(hosts, request, flavour, ranks):
 def test_nbc_multihost(hosts, request, flavour, ranks):
     program = BUILD.bin(flavour, "mcoll-test-nbc")
     args = nbc_args(flavour, ranks) + ["--seed", seed_for(request)]
-    result = run_on_hosts(flavour, ranks, program, args, BASE_ENV)
-    check_passed(result, "test_nbc")
+    result = run_on_hosts(flavour, ranks, program, args, BASE_ENV, finished=r"^test_nbc: \d+ checks, 0 errors$")
+    check_summary(result, "test_nbc")
     forms = re.search(r"^test_nbc: forms:([a-z ]*),", result.stdout, re.M)
     assert forms and "nonblocking" in forms.group(1), result.describe()
     if flavour == "mpich":
