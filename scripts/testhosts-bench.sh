@@ -7,15 +7,15 @@
 #   <stamp>-hosts-<flavour>-<layout>.json   mcoll-bench -o
 #   <stamp>-hosts-<flavour>-<layout>.txt    the table it printed
 #
-# usage: scripts/testhosts-bench.sh [--flavours "openmpi mpich"] [--layouts "2,2 1,1,1,1"]
+# usage: scripts/testhosts-bench.sh [--flavours "openmpi mpich"] [--layouts "2,2 1,1,1"]
 #                                   [--colls LIST] [--results DIR] [-- mcoll-bench options]
 #   layout 2,2: 2 ranks on each of 2 hosts. Default mcoll-bench options:
-#   -b 8 -e 1M -f 8 -r 7 -c (sizes 8 B .. 256 KiB, 7 rounds, results checked).
+#   -b 8 -e 256K -f 8 -r 7 -c (sizes 8 B .. 256 KiB, 7 rounds, results checked).
 set -euo pipefail
 
 here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 flavours="openmpi mpich"
-layouts="2,2 1,1,1,1"
+layouts="2,2"
 colls=barrier,bcast,allreduce,allgather,alltoall
 results=$here/bench/results
 while [[ $# -gt 0 ]]; do
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 bench_opts=("$@")
-[[ ${#bench_opts[@]} -gt 0 ]] || bench_opts=(-b 8 -e 1M -f 8 -r 7 -c)
+[[ ${#bench_opts[@]} -gt 0 ]] || bench_opts=(-b 8 -e 256K -f 8 -r 7 -c)
 
 hosts=0
 for layout in $layouts; do
@@ -54,8 +54,12 @@ for flavour in $flavours; do
   for layout in $layouts; do
     out=$results/$stamp-hosts-$flavour-${layout//,/+}
     echo "== $flavour, ranks per host $layout" >&2
-    "$testhosts" run --mpi "$flavour" --ranks "$layout" "$here/build/$flavour/bin/mcoll-bench" \
-      -C "$colls" "${bench_opts[@]}" -o "$out.json" | tee "$out.txt"
-    echo "$flavour $layout: load after: $(uptime)" >>"$results/$stamp-hosts-command.txt"
+    # MPICH over UCX's TCP may hang in MPI_Finalize (see tests/py/test_multihost.py),
+    # after the JSON is written: a time limit, and the exit status recorded.
+    rc=0
+    timeout "${MCOLL_BENCH_TIMEOUT:-1200}" "$testhosts" run --mpi "$flavour" --ranks "$layout" \
+      "$here/build/$flavour/bin/mcoll-bench" -C "$colls" "${bench_opts[@]}" -o "$out.json" \
+      | tee "$out.txt" || rc=$?
+    echo "$flavour $layout: exit $rc, load after: $(uptime)" >>"$results/$stamp-hosts-command.txt"
   done
 done
