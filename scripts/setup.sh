@@ -7,7 +7,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 debs=(build-essential cmake pkg-config libhwloc-dev hwloc
-      libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran python3-pip procps)
+      libopenmpi-dev openmpi-bin libmpich-dev mpich gfortran python3-pip procps iproute2 util-linux)
 missing=()
 for p in "${debs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
