@@ -21,6 +21,7 @@
  *   fork      a child forked right after the call reads the buffer
  *   exit      MPI_Finalize right after the call, buffer never read
  *   noncontig a receive type that is not contiguous (never protected; same protocol)
+ *   colls     allgather and allreduce (SUM of doubles), each also in place
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -348,6 +349,40 @@ static void case_noncontig(void) {
   free(recv);
 }
 
+static void case_colls(void) {
+  size_t words = block / 4;
+  uint32_t *mine = malloc(block), *all = malloc(block * size);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    for (size_t i = 0; i < words; i++) mine[i] = value(rank, 0, i, 20 + inplace);
+    if (inplace) memcpy(all + rank * words, mine, block);
+    MPI_Allgather(inplace ? MPI_IN_PLACE : mine, (int)words, MPI_UINT32_T, all, (int)words,
+                  MPI_UINT32_T, MPI_COMM_WORLD);
+    memset(mine, 0, block);
+    for (int src = 0; src < size && !errors; src++)
+      for (size_t i = 0; i < words; i++)
+        if (all[src * words + i] != value(src, 0, i, 20 + inplace)) {
+          FAIL("allgather%s: block %d word %zu", inplace ? " in place" : "", src, i);
+          break;
+        }
+  }
+  size_t n = block / 8 * 3 + 5; /* doubles, a partial last page */
+  double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    for (size_t i = 0; i < n; i++) (inplace ? out : in)[i] = (double)(rank + 1) * (double)(i % 1000);
+    MPI_Allreduce(inplace ? MPI_IN_PLACE : in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double ranks = (double)size * (size + 1) / 2;
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != ranks * (double)(i % 1000)) {
+        FAIL("allreduce%s: element %zu is %g", inplace ? " in place" : "", i, out[i]);
+        break;
+      }
+  }
+  free(in);
+  free(out);
+  free(mine);
+  free(all);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -367,7 +402,7 @@ int main(int argc, char **argv) {
       {"realloc", case_realloc}, {"munmap", case_munmap}, {"next", case_next},
       {"read", case_read},     {"thread", case_thread},   {"stack", case_stack},
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
-      {"noncontig", case_noncontig},
+      {"noncontig", case_noncontig}, {"colls", case_colls},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
