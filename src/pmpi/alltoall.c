@@ -130,9 +130,14 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
   mcoll__tnbc_own(call, send);
-  struct alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
-                            MPI_BYTE, comm};
-  int task_err = mcoll__tnbc_post(call, comm, alltoall_task, &a, sizeof a);
+  int task_err;
+  if (mcoll__cfg.TNBC_BLOCKS) {
+    task_err = mcoll__tnbc_alltoall_post(call, comm, send, block);
+  } else {
+    struct alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
+                              MPI_BYTE, comm};
+    task_err = mcoll__tnbc_post(call, comm, alltoall_task, &a, sizeof a);
+  }
   if (*err == MPI_SUCCESS) *err = task_err;
   mcoll__bytes_release(&packed, recvbuf, recvcount * p, recvtype, 1);
   return 1;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "mcoll.h"
 #include "core/datatype.h"
 #include "core/fiber.h"
 #include "core/tls.h"
@@ -351,23 +352,34 @@ static void write_protected(uintptr_t dst, const char *src, size_t len) {
   }
 }
 
-/* The task has the bytes: into the user's pages, unprotected, then readers woken. */
-static void publish(struct mcoll_tnbc_call *call) {
-  for (int i = 0; i < call->nsubs; i++) {
+/* Bytes [off, off+len) of the receive buffer are final in the target: the
+ * sub-messages wholly inside go into the user's pages, which are unprotected where no
+ * sub-message still missing shares them, then their readers are woken. From the task
+ * (an engine's hook) or at its end. */
+void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len) {
+  if (call->plo >= call->phi) return;
+  uintptr_t lo = call->user + off, hi = lo + len;
+  for (int i = first_sub_after(call, lo); i < call->nsubs && call->subs[i].lo < hi; i++) {
     struct sub *s = &call->subs[i];
+    if (s->lo < lo || s->hi > hi || atomic_load_explicit(&s->done, memory_order_relaxed)) continue;
     write_protected(s->lo, call->target + (s->lo - call->user), s->hi - s->lo);
-  }
-  mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
-  for (int i = 0; i < call->nsubs; i++) {
-    atomic_store_explicit(&call->subs[i].done, 1, memory_order_release);
-    futex(&call->subs[i].done, FUTEX_WAKE_PRIVATE, INT_MAX);
+    /* its pages, less a first or last one shared with a sub-message not yet done */
+    uintptr_t ulo = page_down(s->lo), uhi = page_up(s->hi);
+    if (ulo < s->lo && i > 0 && !atomic_load_explicit(&call->subs[i - 1].done, memory_order_acquire))
+      ulo += page_size;
+    if (uhi > s->hi && i + 1 < call->nsubs &&
+        !atomic_load_explicit(&call->subs[i + 1].done, memory_order_acquire))
+      uhi -= page_size;
+    if (ulo < uhi) mprotect((void *)ulo, uhi - ulo, PROT_READ | PROT_WRITE);
+    atomic_store_explicit(&s->done, 1, memory_order_release);
+    futex(&s->done, FUTEX_WAKE_PRIVATE, INT_MAX);
   }
 }
 
 static int call_task(const void *args) {
   struct mcoll_tnbc_call *call = *(struct mcoll_tnbc_call *const *)args;
   int err = call->fn(call->args);
-  if (call->plo < call->phi) publish(call);
+  mcoll__tnbc_publish(call, 0, call->bytes); /* (what the engine did not publish itself) */
   return err;
 }
 
@@ -487,4 +499,13 @@ void mcoll__tnbc_report(FILE *out) {
   fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu\n",
           was_on, atomic_load(&n_calls), atomic_load(&n_protected),
           atomic_load(&n_faults), atomic_load(&n_waits));
+}
+
+/* For the overlap benchmark (tools/bench, found with dlsym): T-NBC on or off between
+ * calls of one job, once it could start; returns whether it is on now. */
+MCOLL_EXPORT int mcoll_tnbc_enable(int on) {
+  if (!was_on || mcoll__fiber_self()) return 0;
+  mcoll__tnbc_settle();
+  mcoll__tnbc_active = on != 0 && mem_fd >= 0;
+  return mcoll__tnbc_active;
 }

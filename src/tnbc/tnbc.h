@@ -36,6 +36,9 @@ void mcoll__tnbc_start(int rank);
 /* Before MPI_Finalize: settles and removes the handler. */
 void mcoll__tnbc_stop(void);
 
+/* Exported for tools/bench's tnbc mode: T-NBC on/off within one job (after start). */
+int mcoll_tnbc_enable(int on);
+
 /* Counts for the MCOLL_VERBOSE report (when MCOLL_TNBC is set). */
 void mcoll__tnbc_report(FILE *out);
 
@@ -80,6 +83,18 @@ void *mcoll__tnbc_recv_target(void *recvbuf, int count, MPI_Datatype type, size_
 char *mcoll__tnbc_send_copy(const void *buf, int count, MPI_Datatype type, size_t bytes);
 /* The init phase's edges into a receive buffer of bytes (before protection). */
 void mcoll__tnbc_put_edges(void *recvbuf, size_t bytes, const void *head, const void *tail);
+
+/* From the task: bytes [off, off+len) of the receive buffer are final in the target
+ * (a sub-message, e.g. one source's block); the call's task publishes the rest when
+ * fn returns. */
+void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len);
+
+/* Alltoall of `block` bytes per rank from send into the call's target, as a schedule
+ * of point-to-point messages on a private duplicate of comm, publishing each source's
+ * block as it arrives (receives posted in address order: programs read block 0
+ * first). Made at the same call on every rank (it may duplicate comm). */
+int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
+                              size_t block);
 
 /* Posts fn(args) as a task on comm; the task writes the bounce buffer into the user's
  * buffer when fn returns. Protects first (the task may finish at once). If the buffer
