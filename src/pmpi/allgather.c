@@ -132,7 +132,7 @@ static int allgather_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendt
     mcoll__tnbc_put_edges(recvbuf, bytes, edges_in, edges_in + (size_t)(p - 1) * 2 * E + E);
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
-  mcoll__tnbc_own(call, send);
+  mcoll__tnbc_own(call, send, block);
   struct allgather_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
                              MPI_BYTE, comm};
   int task_err = mcoll__tnbc_post(call, comm, allgather_task, &a, sizeof a);

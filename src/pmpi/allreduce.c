@@ -91,7 +91,7 @@ static int allreduce_tnbc(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     mcoll__tnbc_put_edges(recvbuf, bytes, edges + 2 * eb, edges + 4 * eb - E);
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, 256 * 1024, target);
-  mcoll__tnbc_own(call, send);
+  mcoll__tnbc_own(call, send, bytes);
   struct allreduce_args a = {send, mcoll__tnbc_target(call), count, type, op, comm};
   int task_err = mcoll__tnbc_post(call, comm, allreduce_task, &a, sizeof a);
   if (*err == MPI_SUCCESS) *err = task_err;

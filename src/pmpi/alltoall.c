@@ -129,7 +129,7 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
     mcoll__tnbc_put_edges(recvbuf, bytes, edges_in, edges_in + (size_t)(p - 1) * 2 * E + E);
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
-  mcoll__tnbc_own(call, send);
+  mcoll__tnbc_own(call, send, bytes);
   int task_err;
   if (mcoll__cfg.TNBC_BLOCKS) {
     task_err = mcoll__tnbc_alltoall_post(call, comm, send, block);

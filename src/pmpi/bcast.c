@@ -90,7 +90,7 @@ static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Com
     memcpy(edges + E, send + bytes - E, E);
     *err = bcast_run(edges, 2 * E, MPI_BYTE, root, comm);
     call = mcoll__tnbc_begin(NULL, 0, 0, send);
-    mcoll__tnbc_own(call, send);
+    mcoll__tnbc_own(call, send, bytes);
   } else {
     *err = bcast_run(edges, 2 * E, MPI_BYTE, root, comm);
     void *target = mcoll__tnbc_recv_target(buf, count, type, bytes, &packed);

@@ -97,5 +97,5 @@ int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const
   MPI_Comm pcomm = private_comm(comm);
   if (pcomm == MPI_COMM_NULL) return MPI_ERR_INTERN;
   struct a2a_args a = {call, send, mcoll__tnbc_target(call), block, pcomm};
-  return mcoll__tnbc_post(call, comm, a2a_task, &a, sizeof a);
+  return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
 }

@@ -47,6 +47,7 @@ struct mcoll_tnbc_call {
   char *target;           /* where the task receives */
   int own_target;         /* target is our bounce buffer */
   void *owned[2];
+  size_t owned_bytes[2];
   int nowned;
   MPI_Request req;
   mcoll_task_fn fn;
@@ -62,6 +63,7 @@ static atomic_ulong n_calls, n_protected, n_faults, n_waits;
 static int was_on;
 static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t page_size = 4096;
+static void bufs_free(void);
 static int mem_fd = -1; /* /proc/self/mem, for writing into protected pages */
 struct sigaction mcoll__tnbc_app_segv; /* the handler before ours (the application's) */
 int mcoll__tnbc_handler_installed;
@@ -195,6 +197,7 @@ void mcoll__tnbc_stop(void) {
   /* The application's handler again (it may have set one since: kept in app_segv). */
   mcoll__tnbc_handler_installed = 0;
   mcoll__tnbc_real_sigaction(SIGSEGV, &mcoll__tnbc_app_segv, NULL);
+  bufs_free();
   close(mem_fd);
   mem_fd = -1;
 }
@@ -280,6 +283,49 @@ int mcoll__tnbc_protectable(void *buf, size_t bytes) {
   return 1;
 }
 
+/* ---- buffers ------------------------------------------------------------------------- */
+/* Bounce buffers and send copies come back for the next call: a fresh one costs a
+ * page fault per page (and its munmap), about as much as the copy itself. */
+enum { SPARE_BUFS = 4 };
+static struct { void *mem; size_t bytes; } spare[SPARE_BUFS];
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *buf_get(size_t bytes) {
+  void *mem = NULL;
+  pthread_mutex_lock(&spare_lock);
+  for (int i = 0; i < SPARE_BUFS && !mem; i++)
+    if (spare[i].mem && spare[i].bytes >= bytes && spare[i].bytes / 2 <= bytes) {
+      mem = spare[i].mem;
+      spare[i].mem = NULL;
+    }
+  pthread_mutex_unlock(&spare_lock);
+  if (!mem) mem = malloc(bytes ? bytes : 1);
+  if (!mem) {
+    fprintf(stderr, "mcoll: T-NBC: out of memory for a %zu-byte buffer\n", bytes);
+    abort();
+  }
+  return mem;
+}
+
+static void buf_put(void *mem, size_t bytes) {
+  pthread_mutex_lock(&spare_lock);
+  for (int i = 0; i < SPARE_BUFS && mem; i++)
+    if (!spare[i].mem) {
+      spare[i].mem = mem;
+      spare[i].bytes = bytes;
+      mem = NULL;
+    }
+  pthread_mutex_unlock(&spare_lock);
+  free(mem);
+}
+
+static void bufs_free(void) {
+  for (int i = 0; i < SPARE_BUFS; i++) {
+    free(spare[i].mem);
+    spare[i].mem = NULL;
+  }
+}
+
 /* ---- calls --------------------------------------------------------------------------- */
 struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t sub, void *target) {
   mcoll__tnbc_settle_pending();
@@ -298,11 +344,7 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
   call->nowned = 0;
   call->req = MPI_REQUEST_NULL;
   call->own_target = target == NULL;
-  call->target = target ? target : malloc(bytes ? bytes : 1);
-  if (!call->target) {
-    fprintf(stderr, "mcoll: T-NBC: out of memory for a %zu-byte bounce buffer\n", bytes);
-    abort();
-  }
+  call->target = target ? target : buf_get(bytes);
   call->plo = call->phi = 0;
   call->nsubs = 0;
   if (call->own_target) {
@@ -329,8 +371,11 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
 
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call) { return call->target; }
 
-void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem) {
-  if (call->nowned < (int)(sizeof call->owned / sizeof call->owned[0])) call->owned[call->nowned++] = mem;
+void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem, size_t bytes) {
+  if (call->nowned < (int)(sizeof call->owned / sizeof call->owned[0])) {
+    call->owned[call->nowned] = mem;
+    call->owned_bytes[call->nowned++] = bytes;
+  }
 }
 
 /* Writes src into the user's (protected) memory at dst. */
@@ -402,8 +447,8 @@ static int settle_one(struct mcoll_tnbc_call *call) {
     }
   }
   if (call->own_target && call->user && call->plo >= call->phi) memcpy((void *)call->user, call->target, call->bytes);
-  if (call->own_target) free(call->target);
-  for (int i = 0; i < call->nowned; i++) free(call->owned[i]);
+  if (call->own_target) buf_put(call->target, call->bytes);
+  for (int i = 0; i < call->nowned; i++) buf_put(call->owned[i], call->owned_bytes[i]);
   call->nowned = 0;
   call->target = NULL;
   return err;
@@ -424,6 +469,11 @@ void mcoll__tnbc_settle(void) {
 
 int mcoll__tnbc_post(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn fn,
                      const void *args, size_t args_bytes) {
+  return mcoll__tnbc_post_how(call, comm, fn, args, args_bytes, 0);
+}
+
+int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn fn,
+                         const void *args, size_t args_bytes, int start_here) {
   call->fn = fn;
   memcpy(call->args, args, args_bytes);
   pthread_mutex_lock(&settle_lock);
@@ -435,14 +485,14 @@ int mcoll__tnbc_post(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn 
   int waits = call->user && call->plo >= call->phi;
   atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
   if (!waits && call->user) atomic_fetch_add_explicit(&n_protected, 1, memory_order_relaxed);
-  if (!waits) mcoll__task_defer_next();
+  if (!waits && !start_here) mcoll__task_defer_next();
   int err = mcoll__task_start(comm, call_task, &call, sizeof call, NULL, &call->req);
   if (err != MPI_SUCCESS) {
     /* Nothing started: the buffer as it was. */
     if (call->plo < call->phi) mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
     call->plo = call->phi = 0;
     call->nsubs = 0;
-    if (call->own_target) free(call->target);
+    if (call->own_target) buf_put(call->target, call->bytes);
     call->own_target = 0;
     waits = 0;
   }
@@ -480,11 +530,7 @@ char *mcoll__tnbc_send_copy(const void *buf, int count, MPI_Datatype type, size_
   struct mcoll_bytes b;
   mcoll__bytes_acquire(buf, count, type, 1, &b);
   if (b.packed) return b.packed;
-  char *copy = malloc(bytes ? bytes : 1);
-  if (!copy) {
-    fprintf(stderr, "mcoll: T-NBC: out of memory for a %zu-byte send copy\n", bytes);
-    abort();
-  }
+  char *copy = buf_get(bytes);
   memcpy(copy, buf, bytes);
   return copy;
 }

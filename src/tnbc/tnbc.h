@@ -69,8 +69,8 @@ int mcoll__tnbc_protectable(void *buf, size_t bytes);
 struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t sub, void *target);
 /* Where the task receives. */
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call);
-/* Memory freed when the call settles (the send copy). */
-void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem);
+/* Memory (malloc, or mcoll__tnbc_send_copy) of bytes released when the call settles. */
+void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem, size_t bytes);
 
 /* Where the task receives for recvbuf (count elements of type, bytes when packed):
  * NULL (a bounce buffer, recvbuf protected), recvbuf itself (not protectable: the
@@ -102,6 +102,11 @@ int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const
  * error of the post (or of the task when waited for). */
 int mcoll__tnbc_post(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn fn,
                      const void *args, size_t args_bytes);
+/* The same; start_here: the task runs on this thread up to its first wait before the
+ * call returns (a schedule that only posts its messages there), else the progress
+ * thread starts it (an engine that would run to its end here when peers are ready). */
+int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn fn,
+                         const void *args, size_t args_bytes, int start_here);
 
 /* Bytes of the receive buffer the init phase completes at each end: covers any partial
  * first or last page. */
