@@ -1,7 +1,9 @@
-/* T-NBC's alltoall schedule (tnbc.h): point-to-point messages on a private duplicate
- * of the communicator, each source's block published the moment it is in, so that a
- * program reading block 0 first waits for block 0 only (the seed's sub-messages; the
- * engines of src/coll/alltoall complete all blocks at once for T-NBC's purpose). */
+/* T-NBC's alltoall(v) schedule (tnbc.h): point-to-point messages on a private
+ * duplicate of the communicator, each source's block published the moment it is in,
+ * so that a program reading block 0 first waits for block 0 only (the seed's
+ * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
+ * T-NBC's purpose). */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,16 +40,22 @@ static MPI_Comm private_comm(MPI_Comm comm) {
   return *dup;
 }
 
+/* Byte counts and displacements of both sides (one allocation, freed by the task). */
+struct a2a_layout {
+  size_t *scount, *sdispl, *rcount, *rdispl;
+};
+
 struct a2a_args {
   struct mcoll_tnbc_call *call;
   const char *send;
   char *recv;
-  size_t block;
+  struct a2a_layout *lay;
   MPI_Comm pcomm;
 };
 
 static int a2a_task(const void *args) {
   const struct a2a_args *a = args;
+  const struct a2a_layout *l = a->lay;
   int p, me, err = MPI_SUCCESS;
   PMPI_Comm_size(a->pcomm, &p);
   PMPI_Comm_rank(a->pcomm, &me);
@@ -57,45 +65,75 @@ static int a2a_task(const void *args) {
    * array it would overflow) */
   MPI_Status *statuses = malloc(sizeof *statuses * (size_t)p);
   if (!reqs || !done || !statuses) {
-    free(reqs);
-    free(done);
-    free(statuses);
-    return MPI_ERR_NO_MEM;
+    err = MPI_ERR_NO_MEM;
+    goto out;
   }
   for (int i = 0; i < 2 * p; i++) reqs[i] = MPI_REQUEST_NULL;
+  /* receives in address order: the order programs read their blocks in */
   for (int src = 0; src < p && err == MPI_SUCCESS; src++)
-    if (src != me)
-      err = PMPI_Irecv(a->recv + (size_t)src * a->block, (int)a->block, MPI_BYTE, src,
-                       TAG_TNBC_A2A, a->pcomm, &reqs[src]);
+    if (src != me && l->rcount[src])
+      err = PMPI_Irecv(a->recv + l->rdispl[src], (int)l->rcount[src], MPI_BYTE, src, TAG_TNBC_A2A,
+                       a->pcomm, &reqs[src]);
   for (int k = 1; k < p && err == MPI_SUCCESS; k++) {
     int dst = (me + k) % p;
-    err = PMPI_Isend(a->send + (size_t)dst * a->block, (int)a->block, MPI_BYTE, dst, TAG_TNBC_A2A,
-                     a->pcomm, &reqs[p + dst]);
+    if (l->scount[dst])
+      err = PMPI_Isend(a->send + l->sdispl[dst], (int)l->scount[dst], MPI_BYTE, dst, TAG_TNBC_A2A,
+                       a->pcomm, &reqs[p + dst]);
   }
-  memcpy(a->recv + (size_t)me * a->block, a->send + (size_t)me * a->block, a->block);
-  mcoll__tnbc_publish(a->call, (size_t)me * a->block, a->block);
-  for (int left = p - 1; left > 0 && err == MPI_SUCCESS;) {
+  memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
+  mcoll__tnbc_publish(a->call, l->rdispl[me], l->rcount[me]);
+  for (;;) {
     int n = 0;
+    if (err != MPI_SUCCESS) break;
     err = PMPI_Testsome(p, reqs, &n, done, statuses);
     if (err != MPI_SUCCESS || n == MPI_UNDEFINED) break;
-    for (int i = 0; i < n; i++) mcoll__tnbc_publish(a->call, (size_t)done[i] * a->block, a->block);
-    left -= n;
+    for (int i = 0; i < n; i++) mcoll__tnbc_publish(a->call, l->rdispl[done[i]], l->rcount[done[i]]);
     if (!n) mcoll__fiber_yield();
   }
   for (int all = 0; !all && err == MPI_SUCCESS;) {
     err = PMPI_Testall(p, reqs + p, &all, statuses);
     if (!all) mcoll__fiber_yield();
   }
+out:
   free(reqs);
   free(done);
   free(statuses);
+  free(a->lay);
   return err;
+}
+
+int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
+                               int p, const size_t *scount, const size_t *sdispl,
+                               const size_t *rcount, const size_t *rdispl) {
+  MPI_Comm pcomm = private_comm(comm);
+  struct a2a_layout *lay = malloc(sizeof *lay + 4 * sizeof(size_t) * (size_t)p);
+  if (pcomm == MPI_COMM_NULL || !lay) {
+    free(lay);
+    return MPI_ERR_INTERN;
+  }
+  lay->scount = (size_t *)(lay + 1);
+  lay->sdispl = lay->scount + p;
+  lay->rcount = lay->sdispl + p;
+  lay->rdispl = lay->rcount + p;
+  memcpy(lay->scount, scount, sizeof(size_t) * (size_t)p);
+  memcpy(lay->sdispl, sdispl, sizeof(size_t) * (size_t)p);
+  memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
+  memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
+  struct a2a_args a = {call, send, mcoll__tnbc_target(call), lay, pcomm};
+  return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
 }
 
 int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
                               size_t block) {
-  MPI_Comm pcomm = private_comm(comm);
-  if (pcomm == MPI_COMM_NULL) return MPI_ERR_INTERN;
-  struct a2a_args a = {call, send, mcoll__tnbc_target(call), block, pcomm};
-  return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
+  int p = 0;
+  PMPI_Comm_size(comm, &p);
+  size_t *v = malloc(2 * sizeof *v * (size_t)p);
+  if (!v) return MPI_ERR_NO_MEM;
+  for (int i = 0; i < p; i++) {
+    v[i] = block;
+    v[p + i] = (size_t)i * block;
+  }
+  int err = mcoll__tnbc_alltoallv_post(call, comm, send, p, v, v + p, v, v + p);
+  free(v);
+  return err;
 }

@@ -49,6 +49,7 @@ struct mcoll_tnbc_call {
   void *owned[2];
   size_t owned_bytes[2];
   int nowned;
+  _Atomic size_t edge_left; /* bytes of partial first/last pages still to come */
   MPI_Request req;
   mcoll_task_fn fn;
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
@@ -327,7 +328,69 @@ static void bufs_free(void) {
 }
 
 /* ---- calls --------------------------------------------------------------------------- */
+static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *target);
+
 struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t sub, void *target) {
+  struct mcoll_tnbc_call *call = call_new(recvbuf, bytes, target);
+  if (call->own_target) {
+    if (sub < page_size) sub = page_size;
+    size_t n = (bytes + sub - 1) / sub;
+    if (n > MAX_SUBS) sub *= (n + MAX_SUBS - 1) / MAX_SUBS;
+    /* Sub-messages clipped to the protected pages, in address order. */
+    for (uintptr_t lo = call->user; lo < call->user + bytes; lo += sub) {
+      uintptr_t slo = lo < call->plo ? call->plo : lo;
+      uintptr_t shi = lo + sub > call->user + bytes ? call->user + bytes : lo + sub;
+      if (shi > call->phi) shi = call->phi;
+      if (slo >= shi) continue;
+      struct sub *s = &call->subs[call->nsubs++];
+      s->lo = slo;
+      s->hi = shi;
+      atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+    }
+  }
+  return call;
+}
+
+static size_t overlap(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d) {
+  uintptr_t lo = a > c ? a : c, hi = b < d ? b : d;
+  return lo < hi ? hi - lo : 0;
+}
+
+struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, int n,
+                                                 const size_t *off, const size_t *len,
+                                                 void *target) {
+  struct mcoll_tnbc_call *call = call_new(recvbuf, bytes, target);
+  if (!call->own_target) return call;
+  int *order = malloc(sizeof *order * (size_t)(n ? n : 1));
+  if (!order) abort();
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (len[i]) order[m++] = i;
+  for (int i = 1; i < m; i++) /* (insertion sort: n is the communicator's size) */
+    for (int j = i; j > 0 && off[order[j - 1]] > off[order[j]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  size_t edge = 0;
+  uintptr_t end = call->user + bytes;
+  for (int k = 0; k < m && call->nsubs < MAX_SUBS; k++) {
+    uintptr_t lo = call->user + off[order[k]], hi = lo + len[order[k]];
+    edge += overlap(lo, hi, call->user, call->plo) + overlap(lo, hi, call->phi, end);
+    uintptr_t slo = lo < call->plo ? call->plo : lo, shi = hi > call->phi ? call->phi : hi;
+    if (call->nsubs && slo < call->subs[call->nsubs - 1].hi) slo = call->subs[call->nsubs - 1].hi;
+    if (slo >= shi) continue;
+    struct sub *s = &call->subs[call->nsubs++];
+    s->lo = slo;
+    s->hi = shi;
+    atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+  }
+  free(order);
+  atomic_store(&call->edge_left, edge);
+  return call;
+}
+
+static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *target) {
   mcoll__tnbc_settle_pending();
   struct mcoll_tnbc_call *call = NULL;
   for (int i = 0; i < MAX_CALLS && !call; i++) {
@@ -347,23 +410,10 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
   call->target = target ? target : buf_get(bytes);
   call->plo = call->phi = 0;
   call->nsubs = 0;
+  atomic_store(&call->edge_left, 0);
   if (call->own_target) {
     call->plo = page_up(call->user);
     call->phi = page_down(call->user + bytes);
-    if (sub < page_size) sub = page_size;
-    size_t n = (bytes + sub - 1) / sub;
-    if (n > MAX_SUBS) sub *= (n + MAX_SUBS - 1) / MAX_SUBS;
-    /* Sub-messages clipped to the protected pages, in address order. */
-    for (uintptr_t lo = call->user; lo < call->user + bytes; lo += sub) {
-      uintptr_t slo = lo < call->plo ? call->plo : lo;
-      uintptr_t shi = lo + sub > call->user + bytes ? call->user + bytes : lo + sub;
-      if (shi > call->phi) shi = call->phi;
-      if (slo >= shi) continue;
-      struct sub *s = &call->subs[call->nsubs++];
-      s->lo = slo;
-      s->hi = shi;
-      atomic_store_explicit(&s->done, 0, memory_order_relaxed);
-    }
     ensure_altstack();
   }
   return call;
@@ -404,6 +454,17 @@ static void write_protected(uintptr_t dst, const char *src, size_t len) {
 void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len) {
   if (call->plo >= call->phi) return;
   uintptr_t lo = call->user + off, hi = lo + len;
+  if (atomic_load_explicit(&call->edge_left, memory_order_relaxed)) {
+    /* Bytes on the partial first and last pages: straight in (not protected; the
+     * caller waits for them before it returns). */
+    uintptr_t edges[2][2] = {{call->user, call->plo}, {call->phi, call->user + call->bytes}};
+    for (int e = 0; e < 2; e++) {
+      uintptr_t elo = lo > edges[e][0] ? lo : edges[e][0], ehi = hi < edges[e][1] ? hi : edges[e][1];
+      if (elo >= ehi) continue;
+      memcpy((void *)elo, call->target + (elo - call->user), ehi - elo);
+      atomic_fetch_sub_explicit(&call->edge_left, ehi - elo, memory_order_release);
+    }
+  }
   for (int i = first_sub_after(call, lo); i < call->nsubs && call->subs[i].lo < hi; i++) {
     struct sub *s = &call->subs[i];
     if (s->lo < lo || s->hi > hi || atomic_load_explicit(&s->done, memory_order_relaxed)) continue;
@@ -495,6 +556,11 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     if (call->own_target) buf_put(call->target, call->bytes);
     call->own_target = 0;
     waits = 0;
+  }
+  /* Partial first and last pages complete before the call returns. */
+  while (!waits && err == MPI_SUCCESS && atomic_load_explicit(&call->edge_left, memory_order_acquire)) {
+    mcoll__progress();
+    sched_yield();
   }
   if (waits || err != MPI_SUCCESS) {
     int task_err = settle_one(call);

@@ -67,6 +67,13 @@ int mcoll__tnbc_protectable(void *buf, size_t bytes);
  * receive (a bcast root), post does not wait. Aborts when out of memory
  * (every rank runs the protocol once it was chosen). */
 struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t sub, void *target);
+/* The same with one sub-message per range [off[i], off[i]+len[i]) of recvbuf (the
+ * blocks of an alltoallv, any order, gaps allowed); bytes of them on the partial
+ * first and last pages are written by mcoll__tnbc_publish and waited for before post
+ * returns (no init exchange needed). */
+struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, int n,
+                                                 const size_t *off, const size_t *len,
+                                                 void *target);
 /* Where the task receives. */
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call);
 /* Memory (malloc, or mcoll__tnbc_send_copy) of bytes released when the call settles. */
@@ -95,6 +102,12 @@ void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len);
  * first). Made at the same call on every rank (it may duplicate comm). */
 int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
                               size_t block);
+/* The same with byte counts and displacements per rank (p of each, copied). */
+int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
+                               int p, const size_t *scount, const size_t *sdispl,
+                               const size_t *rcount, const size_t *rdispl);
+/* At most this many ranks for alltoallv (one sub-message per source). */
+enum { MCOLL_TNBC_MAX_RANKS = 1024 };
 
 /* Posts fn(args) as a task on comm; the task writes the bounce buffer into the user's
  * buffer when fn returns. Protects first (the task may finish at once). If the buffer

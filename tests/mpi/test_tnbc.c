@@ -22,6 +22,8 @@
  *   exit      MPI_Finalize right after the call, buffer never read
  *   noncontig a receive type that is not contiguous (never protected; same protocol)
  *   colls     allgather and allreduce (SUM of doubles), each also in place
+ *   alltoallv blocks of different sizes placed in reverse rank order with gaps, read
+ *             in address order (gaps keep their bytes)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -383,6 +385,47 @@ static void case_colls(void) {
   free(all);
 }
 
+/* Words from src to dst in the alltoallv case: 0.5 to 1.5 blocks. */
+static size_t v_words(int src, int dst) { return block / 8 * (size_t)(1 + (src + 2 * dst) % 3); }
+
+static void case_alltoallv(void) {
+  int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size);
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  size_t at = 0;
+  for (int d = 0; d < size; d++) {
+    sc[d] = (int)v_words(rank, d);
+    sd[d] = (int)at;
+    at += (size_t)sc[d];
+  }
+  uint32_t *send = malloc(at * 4);
+  for (int d = 0; d < size; d++)
+    for (int i = 0; i < sc[d]; i++) send[sd[d] + i] = value(rank, d, (size_t)i, 30);
+  /* receive blocks from the last source first, 1000 words apart */
+  at = 1000;
+  for (int s = size - 1; s >= 0; s--) {
+    rc[s] = (int)v_words(s, rank);
+    rd[s] = (int)at;
+    at += (size_t)rc[s] + 1000;
+  }
+  uint32_t *recv = malloc(at * 4);
+  for (size_t i = 0; i < at; i++) recv[i] = 0xABCD1234u;
+  MPI_Alltoallv(send, sc, sd, MPI_UINT32_T, recv, rc, rd, MPI_UINT32_T, MPI_COMM_WORLD);
+  memset(send, 0, (size_t)(sd[size - 1] + sc[size - 1]) * 4);
+  for (size_t i = 0; i < at && !errors; i++) { /* address order, gaps kept */
+    int src = -1;
+    for (int s = 0; s < size; s++)
+      if (i >= (size_t)rd[s] && i < (size_t)(rd[s] + rc[s])) src = s;
+    uint32_t want = src < 0 ? 0xABCD1234u : value(src, rank, i - (size_t)rd[src], 30);
+    if (recv[i] != want) FAIL("alltoallv: word %zu (source %d) is %08x, expected %08x", i, src, recv[i], want);
+  }
+  free(send);
+  free(recv);
+  free(sc);
+  free(sd);
+  free(rc);
+  free(rd);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -403,6 +446,7 @@ int main(int argc, char **argv) {
       {"read", case_read},     {"thread", case_thread},   {"stack", case_stack},
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
+      {"alltoallv", case_alltoallv},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

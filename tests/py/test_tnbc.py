@@ -37,6 +37,7 @@ CASES = {
     "exit": (True, None),
     "noncontig": (False, None),
     "colls": (True, None),
+    "alltoallv": (True, None),
 }
 
 
