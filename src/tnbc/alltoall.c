@@ -80,6 +80,9 @@ static int a2a_task(const void *args) {
       err = PMPI_Isend(a->send + l->sdispl[dst], (int)l->scount[dst], MPI_BYTE, dst, TAG_TNBC_A2A,
                        a->pcomm, &reqs[p + dst]);
   }
+  /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
+   * on the progress thread: the call returns now. */
+  mcoll__fiber_yield();
   memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
   mcoll__tnbc_publish(a->call, l->rdispl[me], l->rcount[me]);
   for (;;) {
