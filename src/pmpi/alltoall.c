@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static int alltoall_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -111,15 +112,22 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
   if (block < (size_t)mcoll__cfg.TNBC_MIN || block < 2 * E || block > INT_MAX ||
       (size_t)recvcount * (size_t)p > INT_MAX || (size_t)sendcount * (size_t)p > INT_MAX)
     return 0;
-  char *send = mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
+  /* The schedule sends a contiguous send buffer in place (read-only meanwhile), the
+   * engine from a copy. */
+  int in_place = mcoll__cfg.TNBC_BLOCKS && mcoll__tnbc_contiguous(sendtype);
+  char *send = in_place ? NULL : mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
+  const char *from = in_place ? sendbuf : send;
   char *edges = malloc(4 * E * (size_t)p);
-  if (!edges) {
-    free(send);
-    return 0; /* (all ranks then disagree only if memory ran out: the job fails as it would) */
+  size_t *blocks = malloc(2 * sizeof *blocks * (size_t)p); /* offsets, lengths */
+  if (!edges || !blocks) {
+    fprintf(stderr, "mcoll: T-NBC alltoall: out of memory\n");
+    abort();
   }
   for (int r = 0; r < p; r++) {
-    memcpy(edges + (size_t)r * 2 * E, send + (size_t)r * block, E);
-    memcpy(edges + (size_t)r * 2 * E + E, send + (size_t)(r + 1) * block - E, E);
+    memcpy(edges + (size_t)r * 2 * E, from + (size_t)r * block, E);
+    memcpy(edges + (size_t)r * 2 * E + E, from + (size_t)(r + 1) * block - E, E);
+    blocks[r] = (size_t)r * block;
+    blocks[p + r] = block;
   }
   char *edges_in = edges + (size_t)p * 2 * E;
   *err = alltoall_run(edges, 2 * E, MPI_BYTE, edges_in, 2 * E, MPI_BYTE, comm);
@@ -127,13 +135,17 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
   void *target = mcoll__tnbc_recv_target(recvbuf, recvcount * p, recvtype, bytes, &packed);
   if (*err == MPI_SUCCESS && !target)
     mcoll__tnbc_put_edges(recvbuf, bytes, edges_in, edges_in + (size_t)(p - 1) * 2 * E + E);
-  free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
-  mcoll__tnbc_own(call, send, bytes);
+  if (in_place && !mcoll__tnbc_send_in_place(call, sendbuf, bytes, p, blocks, blocks + p))
+    from = send = mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
+  free(blocks);
+  if (send) mcoll__tnbc_own(call, send, bytes);
   int task_err;
   if (mcoll__cfg.TNBC_BLOCKS) {
-    task_err = mcoll__tnbc_alltoall_post(call, comm, send, block);
+    mcoll__tnbc_own(call, edges, 4 * E * (size_t)p); /* (the schedule writes edges_in over the blocks) */
+    task_err = mcoll__tnbc_alltoall_post(call, comm, from, block, edges_in);
   } else {
+    free(edges);
     struct alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
                               MPI_BYTE, comm};
     task_err = mcoll__tnbc_post(call, comm, alltoall_task, &a, sizeof a);

@@ -4,6 +4,7 @@
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,11 +48,24 @@ struct a2a_layout {
 
 struct a2a_args {
   struct mcoll_tnbc_call *call;
+  const char *edges; /* (mcoll__tnbc_alltoall_post) */
   const char *send;
   char *recv;
   struct a2a_layout *lay;
   MPI_Comm pcomm;
 };
+
+/* Block src is in: its edges from the init exchange, then published. */
+static void block_in(const struct a2a_args *a, int src) {
+  enum { E = MCOLL_TNBC_EDGE };
+  const struct a2a_layout *l = a->lay;
+  char *at = a->recv + l->rdispl[src];
+  if (a->edges) {
+    memcpy(at, a->edges + (size_t)src * 2 * E, E);
+    memcpy(at + l->rcount[src] - E, a->edges + (size_t)src * 2 * E + E, E);
+  }
+  mcoll__tnbc_publish(a->call, l->rdispl[src], l->rcount[src]);
+}
 
 static int a2a_task(const void *args) {
   const struct a2a_args *a = args;
@@ -84,19 +98,20 @@ static int a2a_task(const void *args) {
    * on the progress thread: the call returns now. */
   mcoll__fiber_yield();
   memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
-  mcoll__tnbc_publish(a->call, l->rdispl[me], l->rcount[me]);
+  block_in(a, me);
   for (;;) {
     int n = 0;
     if (err != MPI_SUCCESS) break;
     err = PMPI_Testsome(p, reqs, &n, done, statuses);
     if (err != MPI_SUCCESS || n == MPI_UNDEFINED) break;
-    for (int i = 0; i < n; i++) mcoll__tnbc_publish(a->call, l->rdispl[done[i]], l->rcount[done[i]]);
+    for (int i = 0; i < n; i++) block_in(a, done[i]);
     if (!n) mcoll__fiber_yield();
   }
   for (int all = 0; !all && err == MPI_SUCCESS;) {
     err = PMPI_Testall(p, reqs + p, &all, statuses);
     if (!all) mcoll__fiber_yield();
   }
+  if (err == MPI_SUCCESS) mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2);
 out:
   free(reqs);
   free(done);
@@ -105,9 +120,9 @@ out:
   return err;
 }
 
-int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
-                               int p, const size_t *scount, const size_t *sdispl,
-                               const size_t *rcount, const size_t *rdispl) {
+static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, int p,
+                const size_t *scount, const size_t *sdispl, const size_t *rcount,
+                const size_t *rdispl, const char *edges) {
   MPI_Comm pcomm = private_comm(comm);
   struct a2a_layout *lay = malloc(sizeof *lay + 4 * sizeof(size_t) * (size_t)p);
   if (pcomm == MPI_COMM_NULL || !lay) {
@@ -122,12 +137,18 @@ int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, cons
   memcpy(lay->sdispl, sdispl, sizeof(size_t) * (size_t)p);
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
-  struct a2a_args a = {call, send, mcoll__tnbc_target(call), lay, pcomm};
+  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pcomm};
   return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
 }
 
+int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
+                               int p, const size_t *scount, const size_t *sdispl,
+                               const size_t *rcount, const size_t *rdispl) {
+  return post(call, comm, send, p, scount, sdispl, rcount, rdispl, NULL);
+}
+
 int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
-                              size_t block) {
+                              size_t block, const char *edges) {
   int p = 0;
   PMPI_Comm_size(comm, &p);
   size_t *v = malloc(2 * sizeof *v * (size_t)p);
@@ -136,7 +157,7 @@ int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const
     v[i] = block;
     v[p + i] = (size_t)i * block;
   }
-  int err = mcoll__tnbc_alltoallv_post(call, comm, send, p, v, v + p, v, v + p);
+  int err = post(call, comm, send, p, v, v + p, v, v + p, edges);
   free(v);
   return err;
 }

@@ -55,6 +55,11 @@ struct mcoll_tnbc_call {
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   int nsubs;
   struct sub subs[MAX_SUBS];
+  /* The send buffer, read-only while its messages go out (instead of a copy): its
+   * whole pages [slo, shi) and one sub-message per destination block. */
+  uintptr_t slo, shi;
+  int nssubs;
+  struct sub ssubs[MAX_SUBS];
 };
 
 static struct mcoll_tnbc_call calls[MAX_CALLS];
@@ -77,15 +82,25 @@ static uintptr_t page_down(uintptr_t a) { return a & ~(page_size - 1); }
 static uintptr_t page_up(uintptr_t a) { return (a + page_size - 1) & ~(page_size - 1); }
 
 /* ---- waiting (handler, interposed calls) ----------------------------------------- */
-/* The first sub-message of call whose end is past a. */
-static int first_sub_after(const struct mcoll_tnbc_call *call, uintptr_t a) {
-  int lo = 0, hi = call->nsubs;
+/* The first of subs[0..n) (sorted) whose end is past a. */
+static int first_after(const struct sub *subs, int n, uintptr_t a) {
+  int lo = 0, hi = n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (call->subs[mid].hi <= a) lo = mid + 1;
+    if (subs[mid].hi <= a) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+static int first_sub_after(const struct mcoll_tnbc_call *call, uintptr_t a) {
+  return first_after(call->subs, call->nsubs, a);
+}
+
+static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
+  for (int i = first_after(subs, n, lo); i < n && subs[i].lo < hi; i++)
+    while (!atomic_load_explicit(&subs[i].done, memory_order_acquire))
+      futex(&subs[i].done, FUTEX_WAIT_PRIVATE, 0);
 }
 
 /* Waits for the sub-messages of posted calls over [lo, hi); 1 if any overlapped. */
@@ -94,11 +109,14 @@ static int wait_subs(uintptr_t lo, uintptr_t hi) {
   for (int c = 0; c < MAX_CALLS; c++) {
     struct mcoll_tnbc_call *call = &calls[c];
     if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
-    if (hi <= call->plo || lo >= call->phi) continue;
-    found = 1;
-    for (int i = first_sub_after(call, lo); i < call->nsubs && call->subs[i].lo < hi; i++)
-      while (!atomic_load_explicit(&call->subs[i].done, memory_order_acquire))
-        futex(&call->subs[i].done, FUTEX_WAIT_PRIVATE, 0);
+    if (hi > call->plo && lo < call->phi) {
+      found = 1;
+      wait_done(call->subs, call->nsubs, lo, hi);
+    }
+    if (hi > call->slo && lo < call->shi) {
+      found = 1;
+      wait_done(call->ssubs, call->nssubs, lo, hi);
+    }
   }
   return found;
 }
@@ -410,6 +428,8 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
   call->target = target ? target : buf_get(bytes);
   call->plo = call->phi = 0;
   call->nsubs = 0;
+  call->slo = call->shi = 0;
+  call->nssubs = 0;
   atomic_store(&call->edge_left, 0);
   if (call->own_target) {
     call->plo = page_up(call->user);
@@ -417,6 +437,64 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
     ensure_altstack();
   }
   return call;
+}
+
+const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *sendbuf,
+                                      size_t bytes, int n, const size_t *off, const size_t *len) {
+  uintptr_t lo = (uintptr_t)sendbuf, slo = page_up(lo), shi = page_down(lo + bytes);
+  /* Whole pages only (the partial ones hold other data, which the progress thread
+   * may write: the caller covers their bytes), apart from the receive buffer's pages
+   * (peers and the host read these), on no stack, in a private mapping. */
+  if (!bytes || n > MAX_SUBS || slo >= shi ||
+      (call->own_target && slo < page_up(call->user + call->bytes) && shi > page_down(call->user)) ||
+      !mcoll__tnbc_protectable((void *)sendbuf, bytes))
+    return NULL;
+  int *order = malloc(sizeof *order * (size_t)n);
+  if (!order) return NULL;
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (len[i]) order[m++] = i;
+  for (int i = 1; i < m; i++)
+    for (int j = i; j > 0 && off[order[j - 1]] > off[order[j]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  /* sub-messages over the whole pages, each block extended to its page boundaries
+   * and merged with a block it overlaps */
+  call->nssubs = 0;
+  for (int k = 0; k < m; k++) {
+    uintptr_t blo = page_down(lo + off[order[k]]), bhi = page_up(lo + off[order[k]] + len[order[k]]);
+    if (blo < slo) blo = slo;
+    if (bhi > shi) bhi = shi;
+    if (blo >= bhi) continue;
+    struct sub *last = call->nssubs ? &call->ssubs[call->nssubs - 1] : NULL;
+    if (last && blo < last->hi) {
+      if (bhi > last->hi) last->hi = bhi;
+      continue;
+    }
+    struct sub *sb = &call->ssubs[call->nssubs++];
+    sb->lo = blo;
+    sb->hi = bhi;
+    atomic_store_explicit(&sb->done, 0, memory_order_relaxed);
+  }
+  free(order);
+  call->slo = slo;
+  call->shi = shi;
+  return sendbuf;
+}
+
+/* The sends of [off, off+len) of the send buffer are complete: writable again. */
+void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len) {
+  if (call->slo >= call->shi) return;
+  uintptr_t lo = call->slo + off, hi = lo + len;
+  for (int i = first_after(call->ssubs, call->nssubs, lo); i < call->nssubs && call->ssubs[i].lo < hi; i++) {
+    struct sub *sb = &call->ssubs[i];
+    if (atomic_load_explicit(&sb->done, memory_order_relaxed)) continue;
+    mprotect((void *)sb->lo, sb->hi - sb->lo, PROT_READ | PROT_WRITE);
+    atomic_store_explicit(&sb->done, 1, memory_order_release);
+    futex(&sb->done, FUTEX_WAKE_PRIVATE, INT_MAX);
+  }
 }
 
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call) { return call->target; }
@@ -486,6 +564,7 @@ static int call_task(const void *args) {
   struct mcoll_tnbc_call *call = *(struct mcoll_tnbc_call *const *)args;
   int err = call->fn(call->args);
   mcoll__tnbc_publish(call, 0, call->bytes); /* (what the engine did not publish itself) */
+  mcoll__tnbc_sent(call, 0, call->shi - call->slo);
   return err;
 }
 
@@ -543,6 +622,8 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   if (call->plo < call->phi &&
       mprotect((void *)call->plo, call->phi - call->plo, PROT_NONE) != 0)
     call->plo = call->phi = 0; /* (then received into the bounce buffer and copied) */
+  if (call->slo < call->shi && mprotect((void *)call->slo, call->shi - call->slo, PROT_READ) != 0)
+    call->slo = call->shi = 0; /* (it stays writable: the caller copied nothing, so wait) */
   int waits = call->user && call->plo >= call->phi;
   atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
   if (!waits && call->user) atomic_fetch_add_explicit(&n_protected, 1, memory_order_relaxed);
@@ -551,7 +632,9 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   if (err != MPI_SUCCESS) {
     /* Nothing started: the buffer as it was. */
     if (call->plo < call->phi) mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
+    if (call->slo < call->shi) mprotect((void *)call->slo, call->shi - call->slo, PROT_READ | PROT_WRITE);
     call->plo = call->phi = 0;
+    call->slo = call->shi = 0;
     call->nsubs = 0;
     if (call->own_target) buf_put(call->target, call->bytes);
     call->own_target = 0;

@@ -74,6 +74,16 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
 struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, int n,
                                                  const size_t *off, const size_t *len,
                                                  void *target);
+/* Instead of copying the send buffer: sends straight from it, its whole pages
+ * read-only until the blocks on them are sent (a write waits in the handler). Returns
+ * sendbuf, or NULL when it cannot (then the caller copies): call before post. The
+ * bytes on its partial first and last pages are not protected: the caller must send
+ * those from elsewhere (alltoall: the receivers patch them from the init exchange). */
+const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *sendbuf,
+                                      size_t bytes, int n, const size_t *off, const size_t *len);
+/* From the task: the sends of [off, off+len) of the send buffer's protected pages
+ * are complete (the task's end does the rest). */
+void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len);
 /* Where the task receives. */
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call);
 /* Memory (malloc, or mcoll__tnbc_send_copy) of bytes released when the call settles. */
@@ -99,9 +109,12 @@ void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len);
 /* Alltoall of `block` bytes per rank from send into the call's target, as a schedule
  * of point-to-point messages on a private duplicate of comm, publishing each source's
  * block as it arrives (receives posted in address order: programs read block 0
- * first). Made at the same call on every rank (it may duplicate comm). */
+ * first). edges: the first and last MCOLL_TNBC_EDGE bytes of every received block as
+ * the init exchange brought them, written over each block before it is published
+ * (the senders' partial pages are not protected), or NULL. Made at the same call on
+ * every rank (it may duplicate comm). */
 int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
-                              size_t block);
+                              size_t block, const char *edges);
 /* The same with byte counts and displacements per rank (p of each, copied). */
 int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
                                int p, const size_t *scount, const size_t *sdispl,

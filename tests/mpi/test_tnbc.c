@@ -2,7 +2,10 @@
  * received data against the values every rank computes itself (the reference: the
  * same program with MCOLL_TNBC=0 or natively must pass too).
  *
- * usage: test_tnbc CASE [--block BYTES] [--iters N]
+ * Every alltoall here overwrites its send buffer right after the call (T-NBC sends
+ * from it in place, read-only: the write waits for the sends) and frees it.
+ *
+ * usage: test_tnbc CASE [--block BYTES]
  * cases:
  *   touch     alltoall, then the blocks read in order (and bcast, allgather, allreduce)
  *   late      alltoall, then the last block read first, after a short computation
