@@ -13,7 +13,8 @@
  *   realloc   realloc() to twice the size right after the call: the data moves along
  *   munmap    a buffer of its own mmap, munmap()ed right after the call
  *   next      the receive buffer as the next alltoall's send buffer, then in a
- *             point-to-point exchange with a neighbour (MPI_Sendrecv)
+ *             point-to-point exchange with a neighbour (MPI_Sendrecv), then as
+ *             the buffer of an MPI_Irecv
  *   read      read() from a file into the middle of the receive buffer, write() of
  *             another part to a file, fread() too: no EFAULT, bytes as expected
  *   thread    another thread memcpy()s the buffer while this one waits for it
@@ -181,6 +182,19 @@ static void case_next(void) {
     for (size_t i = 0; i < words; i++)
       if (b[src * words + i] != value(src, left, i, 4)) {
         FAIL("sendrecv: block %d word %zu", src, i);
+        break;
+      }
+  /* b protected, then received into by MPI_Irecv (the host may write it by single copy) */
+  alltoall_into(b, 5);
+  MPI_Request reqs[2];
+  MPI_Irecv(b, (int)(block * size / 4), MPI_UINT32_T, left, 6, MPI_COMM_WORLD, &reqs[0]);
+  MPI_Isend(a, (int)(block * size / 4), MPI_UINT32_T, right, 6, MPI_COMM_WORLD, &reqs[1]);
+  MPI_Status statuses[2];
+  MPI_Waitall(2, reqs, statuses);
+  for (int src = 0; src < size && !errors; src++)
+    for (size_t i = 0; i < words; i++)
+      if (b[src * words + i] != value(src, left, i, 4)) {
+        FAIL("irecv: block %d word %zu", src, i);
         break;
       }
   free(a);

@@ -97,3 +97,42 @@ def test_tnbc_needs_progress_thread(flavour):
     passed(result, "touch")
     assert "T-NBC is off: no progress thread" in result.stderr, result.describe()
     assert tnbc_counts(result.stderr)["calls"] == 0
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_bench_mode(flavour, tmp_path):
+    """mcoll-bench -m tnbc: every side and scenario of both collectives in the JSON,
+    with positive times, the overlap derived from them, and the model only on the
+    T-NBC side."""
+    import json
+    out = tmp_path / "tnbc.json"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    argv = mpiexec_argv(flavour, 2, program, ["-m", "tnbc", "-C", "alltoall,bcast", "-b", "128K",
+                                              "-e", "128K", "-r", "3", "-o", out])
+    result = run_job(argv, {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    doc = json.loads(out.read_text())
+    assert doc["mode"] == "tnbc" and doc["tnbc_available"] is True and doc["nprocs"] == 2
+    seen = {(r["coll"], r["scenario"], r["side"]) for r in doc["rows"]}
+    assert seen == {(c, s, side) for c in ("alltoall", "bcast")
+                    for s in ("call", "curc", "crc", "curc+crc")
+                    for side in ("host", "tnbc_off", "tnbc_on")}
+    for r in doc["rows"]:
+        assert r["total_s"] > 0 and len(r["samples_s"]) == 3, r
+        if r["scenario"] != "call":
+            assert r["overlap_s"] == pytest.approx(r["tcomm_s"] + r["work_s"] - r["total_s"], abs=1e-6)
+        assert (r["model_s"] != 0) == (r["side"] == "tnbc_on" and r["scenario"] != "call"), r
+
+
+@pytest.mark.parametrize("flavour,app,args", [
+    pytest.param(f, app, args, marks=flavour_marks(f), id=f"{f}-{app}")
+    for f in mpijob.FLAVOURS for app, args in (("ft-like", ["32", "2"]), ("is-like", ["16", "2"]))])
+def test_tnbc_miniapps(flavour, app, args):
+    """apps/ft_like.c and apps/is_like.c verify their own results, with T-NBC on
+    (where their alltoall(v) are protected) and natively."""
+    program = BUILD.bin(flavour, f"mcoll-app-{app}")
+    on = run_job(mpiexec_argv(flavour, 2, program, args), ON, JOB_TIMEOUT)
+    assert on.returncode == 0 and " verified" in on.stdout, on.describe()
+    assert tnbc_counts(on.stderr)["protected"] > 0, on.stderr[-2000:]
+    native = run_job(mpiexec_argv(flavour, 2, program, args, mcoll=False), {}, JOB_TIMEOUT)
+    assert native.returncode == 0 and " verified" in native.stdout, native.describe()
