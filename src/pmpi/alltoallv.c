@@ -2,6 +2,7 @@
 #include "pmpi/wrap.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int counts_valid(const int *counts, const int *displs, int n) {
@@ -158,12 +159,33 @@ static int alltoallv_tnbc(const void *sendbuf, const int sendcounts[], const int
     free(v);
     return 0;
   }
-  char *send = mcoll__tnbc_send_copy(sendbuf, (int)(sspan / (size_t)ssize), sendtype, sspan);
+  /* Init: the first and last 4 KiB of every block, by the host's alltoall (the lane is
+   * empty after the agreement, and mcoll's would take this path again for a
+   * MCOLL_TNBC_MIN below 8 KiB); they complete the partial pages on both sides. */
+  enum { E = MCOLL_TNBC_EDGE };
+  char *edges = malloc(4 * E * (size_t)p);
+  if (!edges) {
+    fprintf(stderr, "mcoll: T-NBC alltoallv: out of memory\n");
+    abort();
+  }
+  char *edges_in = edges + 2 * E * (size_t)p;
+  mcoll__tnbc_pack_edges(edges, sendbuf, p, v, v + p);
+  *err = PMPI_Alltoall(edges, 2 * E, MPI_BYTE, edges_in, 2 * E, MPI_BYTE, comm);
   void *target = rspan && mcoll__tnbc_protectable(recvbuf, rspan) ? NULL : recvbuf;
+  if (!target) mcoll__tnbc_put_block_edges(recvbuf, edges_in, p, v + 2 * p, v + 3 * p);
   struct mcoll_tnbc_call *call =
       mcoll__tnbc_begin_ranges(recvbuf, rspan, p, v + 3 * p, v + 2 * p, target);
-  mcoll__tnbc_own(call, send, sspan);
-  *err = mcoll__tnbc_alltoallv_post(call, comm, send, p, v, v + p, v + 2 * p, v + 3 * p);
+  mcoll__tnbc_edges_done(call);
+  const char *from = mcoll__tnbc_send_in_place(call, sendbuf, sspan, p, v + p, v);
+  if (!from) {
+    char *send = mcoll__tnbc_send_copy(sendbuf, (int)(sspan / (size_t)ssize), sendtype, sspan);
+    mcoll__tnbc_own(call, send, sspan);
+    from = send;
+  }
+  mcoll__tnbc_own(call, edges, 4 * E * (size_t)p);
+  int task_err = mcoll__tnbc_alltoallv_post(call, comm, from, p, v, v + p, v + 2 * p, v + 3 * p,
+                                            edges_in);
+  if (*err == MPI_SUCCESS) *err = task_err;
   free(v);
   return 1;
 }

@@ -60,9 +60,11 @@ static void block_in(const struct a2a_args *a, int src) {
   enum { E = MCOLL_TNBC_EDGE };
   const struct a2a_layout *l = a->lay;
   char *at = a->recv + l->rdispl[src];
-  if (a->edges) {
-    memcpy(at, a->edges + (size_t)src * 2 * E, E);
-    memcpy(at + l->rcount[src] - E, a->edges + (size_t)src * 2 * E + E, E);
+  size_t len = l->rcount[src], edge = len < E ? len : E;
+  if (a->edges && len) {
+    /* (the tail right-aligned in its half: mcoll__tnbc_pack_edges) */
+    memcpy(at, a->edges + (size_t)src * 2 * E, edge);
+    memcpy(at + len - edge, a->edges + (size_t)src * 2 * E + 2 * E - edge, edge);
   }
   mcoll__tnbc_publish(a->call, l->rdispl[src], l->rcount[src]);
 }
@@ -143,8 +145,28 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
 
 int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
                                int p, const size_t *scount, const size_t *sdispl,
-                               const size_t *rcount, const size_t *rdispl) {
-  return post(call, comm, send, p, scount, sdispl, rcount, rdispl, NULL);
+                               const size_t *rcount, const size_t *rdispl, const char *edges) {
+  return post(call, comm, send, p, scount, sdispl, rcount, rdispl, edges);
+}
+
+void mcoll__tnbc_pack_edges(char *edges, const char *buf, int p, const size_t *count,
+                            const size_t *displ) {
+  enum { E = MCOLL_TNBC_EDGE };
+  for (int r = 0; r < p; r++) {
+    size_t edge = count[r] < E ? count[r] : E;
+    memcpy(edges + (size_t)r * 2 * E, buf + displ[r], edge);
+    memcpy(edges + (size_t)r * 2 * E + 2 * E - edge, buf + displ[r] + count[r] - edge, edge);
+  }
+}
+
+void mcoll__tnbc_put_block_edges(char *buf, const char *edges, int p, const size_t *count,
+                                 const size_t *displ) {
+  enum { E = MCOLL_TNBC_EDGE };
+  for (int r = 0; r < p; r++) {
+    size_t edge = count[r] < E ? count[r] : E;
+    memcpy(buf + displ[r], edges + (size_t)r * 2 * E, edge);
+    memcpy(buf + displ[r] + count[r] - edge, edges + (size_t)r * 2 * E + 2 * E - edge, edge);
+  }
 }
 
 int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,

@@ -499,6 +499,8 @@ void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len) {
 
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call) { return call->target; }
 
+void mcoll__tnbc_edges_done(struct mcoll_tnbc_call *call) { atomic_store(&call->edge_left, 0); }
+
 void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem, size_t bytes) {
   if (call->nowned < (int)(sizeof call->owned / sizeof call->owned[0])) {
     call->owned[call->nowned] = mem;

@@ -118,7 +118,17 @@ int mcoll__tnbc_alltoall_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const
 /* The same with byte counts and displacements per rank (p of each, copied). */
 int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,
                                int p, const size_t *scount, const size_t *sdispl,
-                               const size_t *rcount, const size_t *rdispl);
+                               const size_t *rcount, const size_t *rdispl, const char *edges);
+/* The init exchange of alltoall(v): for each of p blocks (count, displ in bytes) its
+ * first and last min(count, MCOLL_TNBC_EDGE) bytes into 2*MCOLL_TNBC_EDGE bytes of
+ * edges (the last right-aligned); and back into a receive buffer. */
+void mcoll__tnbc_pack_edges(char *edges, const char *buf, int p, const size_t *count,
+                            const size_t *displ);
+void mcoll__tnbc_put_block_edges(char *buf, const char *edges, int p, const size_t *count,
+                                 const size_t *displ);
+/* The caller has completed the partial first and last pages itself (the init
+ * exchange): post does not wait for them. */
+void mcoll__tnbc_edges_done(struct mcoll_tnbc_call *call);
 /* At most this many ranks for alltoallv (one sub-message per source). */
 enum { MCOLL_TNBC_MAX_RANKS = 1024 };
 
