@@ -22,10 +22,18 @@
 #include "tnbc/tnbc.h"
 #include "tnbc/tnbc_internal.h"
 
+/* Sanitizer builds: their runtimes interpose these functions first, and call
+ * sigaction themselves before they are initialised (an instrumented override of it
+ * would crash at start-up); T-NBC stays off there (tnbc.c), so nothing is defined. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define MCOLL_TNBC_NO_INTERPOSE 1
+#endif
+
 extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
+#ifndef MCOLL_TNBC_NO_INTERPOSE
 static void (*next_free)(void *);
 static void *(*next_realloc)(void *, size_t);
 static ssize_t (*next_read)(int, void *, size_t);
@@ -172,11 +180,18 @@ MCOLL_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec *local, uns
   return syscall(SYS_process_vm_writev, pid, local, nlocal, remote, nremote, flags);
 }
 
+#endif
+
 /* ---- the application's SIGSEGV handler ---------------------------------------------- */
 int mcoll__tnbc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+#ifdef MCOLL_TNBC_NO_INTERPOSE
+  return sigaction(sig, act, old);
+#else
   return (next_sigaction ? next_sigaction : __sigaction)(sig, act, old);
+#endif
 }
 
+#ifndef MCOLL_TNBC_NO_INTERPOSE
 /* While mcoll's handler is installed, the application's SIGSEGV handler is kept
  * behind it (called for every fault that is not T-NBC's), and reported back as the
  * current one. */
@@ -201,3 +216,4 @@ MCOLL_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   sigaction(sig, &sa, &old);
   return old.sa_handler; /* (shares its storage with sa_sigaction) */
 }
+#endif

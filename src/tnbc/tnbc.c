@@ -181,11 +181,15 @@ void mcoll__tnbc_start(int rank) {
   mcoll__config_load();
   if (!mcoll__cfg.TNBC || mcoll__cfg.DISABLE) return;
   const char *why = NULL;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  why = "a sanitizer build (its runtime interposes free, read, ... before mcoll)";
+#else
   if (!mcoll__progress_thread_running())
     why = "no progress thread (set MCOLL_PROGRESS_THREAD=1; the host MPI must grant "
           "MPI_THREAD_MULTIPLE)";
   else if ((mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0)
     why = "/proc/self/mem cannot be opened for writing";
+#endif
   if (!why) {
     page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
     struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART};
