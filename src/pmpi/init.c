@@ -19,6 +19,7 @@ static void report(void) {
   mcoll__stats_report(stderr);
   mcoll__context_report(stderr);
   mcoll__task_report(stderr);
+  mcoll__tnbc_report(stderr);
   fflush(stderr);
 }
 
@@ -115,10 +116,14 @@ void mcoll__started(void) {
       fprintf(stderr, "mcoll: MCOLL_PROGRESS_THREAD=1 but the host MPI did not grant "
                       "MPI_THREAD_MULTIPLE: no progress thread\n");
   }
+  int world_rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  mcoll__tnbc_start(world_rank); /* (needs the progress thread) */
 }
 
 void mcoll__finishing(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&finished_once, 1)) return;
+  mcoll__tnbc_stop(); /* (a program may exit right after its last collective) */
   mcoll__progress_thread_stop();
   if (mcoll__cfg.VERBOSE) report();
   mcoll__comm_free_all();

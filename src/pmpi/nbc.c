@@ -83,6 +83,7 @@ static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 }
 
 MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Wait(req, status);
   unsigned polls = 0;
   while (mcoll__persistent_busy(*req)) idle(&polls);
@@ -94,6 +95,7 @@ MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 }
 
 MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Waitall(n, reqs, statuses);
   unsigned polls = 0;
   while (busy_in(n, reqs)) idle(&polls);
@@ -105,6 +107,7 @@ MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
 }
 
 MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Waitany(n, reqs, index, status);
   unsigned polls = 0;
   for (;;) {
@@ -116,6 +119,7 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
 
 MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   unsigned polls = 0;
   for (;;) {
@@ -126,6 +130,7 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
 }
 
 MCOLL_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   if (mcoll__persistent_busy(*req)) {
     *flag = 0;
@@ -135,6 +140,7 @@ MCOLL_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
 }
 
 MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   if (busy_in(n, reqs)) {
     *flag = 0;
@@ -144,23 +150,27 @@ MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status st
 }
 
 MCOLL_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   return testany(n, reqs, index, flag, status);
 }
 
 MCOLL_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   return testsome(n, reqs, outcount, indices, statuses);
 }
 
 MCOLL_EXPORT int MPI_Start(MPI_Request *req) {
+  mcoll__tnbc_settle_pending();
   int err;
   if (req && mcoll__persistent_start(req, &err)) return err;
   return PMPI_Start(req);
 }
 
 MCOLL_EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
+  mcoll__tnbc_settle_pending();
   for (int i = 0; i < n; i++) {
     int err = MPI_Start(&reqs[i]);
     if (err != MPI_SUCCESS) return err;
@@ -169,6 +179,7 @@ MCOLL_EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
 }
 
 MCOLL_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   if (mcoll__persistent_busy(req)) {
     *flag = 0;
@@ -178,11 +189,13 @@ MCOLL_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *
 }
 
 MCOLL_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   return PMPI_Iprobe(source, tag, comm, flag, status);
 }
 
 MCOLL_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Probe(source, tag, comm, status);
   unsigned polls = 0;
   for (;;) {
@@ -194,6 +207,7 @@ MCOLL_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *statu
 
 MCOLL_EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag,
                           MPI_Comm comm, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   MPI_Request req;
   int err = PMPI_Irecv(buf, count, type, source, tag, comm, &req);
@@ -202,6 +216,7 @@ MCOLL_EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, i
 
 MCOLL_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                           MPI_Comm comm) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Send(buf, count, type, dest, tag, comm);
   MPI_Request req;
   int err = PMPI_Isend(buf, count, type, dest, tag, comm, &req);
@@ -211,6 +226,7 @@ MCOLL_EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype type, int des
 MCOLL_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                               int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                               int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending())
     return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                          recvtype, source, recvtag, comm, status);
@@ -233,6 +249,7 @@ MCOLL_EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype s
 
 MCOLL_EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                            MPI_Comm comm) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Ssend(buf, count, type, dest, tag, comm);
   MPI_Request req;
   int err = PMPI_Issend(buf, count, type, dest, tag, comm, &req);
@@ -241,6 +258,7 @@ MCOLL_EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int de
 
 MCOLL_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message,
                             MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Mprobe(source, tag, comm, message, status);
   unsigned polls = 0;
   for (;;) {
@@ -252,12 +270,14 @@ MCOLL_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *mes
 
 MCOLL_EXPORT int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
                              MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   mcoll__progress();
   return PMPI_Improbe(source, tag, comm, flag, message, status);
 }
 
 MCOLL_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
                            MPI_Status *status) {
+  mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Mrecv(buf, count, type, message, status);
   MPI_Request req;
   int err = PMPI_Imrecv(buf, count, type, message, &req);
@@ -265,6 +285,7 @@ MCOLL_EXPORT int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message 
 }
 
 MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
+  mcoll__tnbc_settle_pending();
   /* Freeing an active non-blocking collective's request is erroneous (MPI-3.1 §5.12):
    * both host MPIs raise MPI_ERR_REQUEST on MPI_COMM_WORLD and keep the request; so
    * does mcoll. A persistent one is freed when its start in flight completes. */
@@ -277,6 +298,7 @@ MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
 }
 
 MCOLL_EXPORT int MPI_Cancel(MPI_Request *req) {
+  mcoll__tnbc_settle_pending();
   /* Collectives cannot be cancelled; the call completes normally (and
    * MPI_Test_cancelled says false). */
   if (req && mcoll__task_request_is_mine(req)) return MPI_SUCCESS;
@@ -284,6 +306,7 @@ MCOLL_EXPORT int MPI_Cancel(MPI_Request *req) {
 }
 
 MCOLL_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
+  mcoll__tnbc_settle_pending();
   /* Calls in flight on it complete first: its context goes with it. */
   if (comm && mcoll__tasks_pending()) mcoll__task_drain(*comm);
   if (comm) mcoll__context_forget(*comm);

@@ -11,6 +11,7 @@
 #include "comm/context.h"
 #include "core/datatype.h"
 #include "task/task.h"
+#include "tnbc/tnbc.h"
 
 #include "mcoll.h"
 
@@ -49,6 +50,7 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
   }
   if (mcoll__in_task()) return mcoll__enter_task(coll, comm);
   if (mcoll__tasks_pending()) {
+    mcoll__tnbc_settle_pending();
     mcoll__progress(); /* (others' calls in flight move at every blocking call) */
     mcoll__task_drain(comm);
   }
@@ -76,6 +78,7 @@ static inline int mcoll__nbc_on(void) {
  * copied arrays, or NULL. */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *args, size_t bytes,
                                struct mcoll_task_keep *keep, MPI_Request *req) {
+  mcoll__tnbc_settle_pending();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 

@@ -76,6 +76,9 @@ static atomic_int persistent_active;        /* starts in flight */
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
+static MCOLL_TLS int defer_next; /* mcoll__task_defer_next */
+
+void mcoll__task_defer_next(void) { defer_next = 1; }
 
 /* Per-thread state that belongs to the call, not the thread: the reduction guard
  * (shm/call.h) goes with the task across yields and threads. */
@@ -322,7 +325,9 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   if (l->tail) l->tail->next = t;
   else l->head = t;
   l->tail = t;
-  if (l->head != t || mcoll__fiber_self() || !resume(t)) return 0;
+  int defer = defer_next;
+  defer_next = 0;
+  if (l->head != t || mcoll__fiber_self() || defer || !resume(t)) return 0;
   *err = t->err;
   finish_head(l);
   if (!l->head) drop_empty_lanes();

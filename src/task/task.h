@@ -43,6 +43,10 @@ const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req);
 
+/* The next mcoll__task_start of this thread only queues its task for the progress
+ * thread (T-NBC: the blocking call returns before its communication runs). */
+void mcoll__task_defer_next(void);
+
 /* Advances every pending task once; cheap when none is pending. Not from a task. */
 void mcoll__progress(void);
 

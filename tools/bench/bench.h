@@ -172,6 +172,9 @@ void bench_nbc_row(const struct row *r, const struct options *o, struct result *
 /* -m idle: the whole job (no rows); writes the JSON itself. */
 struct run_info;
 void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm comm);
+/* -m tnbc (bench_tnbc.c): blocking alltoall/bcast of -e bytes followed by computation,
+ * host vs. mcoll with T-NBC off and on, alternating; its own table and JSON. */
+void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
 /* Seconds per call of one side's timed block (warmup untimed calls first). */
 typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row *r, int warmup,
@@ -184,7 +187,7 @@ void *bench_alloc_pages(size_t bytes);
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
-enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE };
+enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_TNBC };
 
 struct options {
     enum bench_mode mode;

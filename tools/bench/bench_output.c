@@ -18,6 +18,7 @@ const char *bench_mode_name(enum bench_mode mode)
     case MODE_LATENCY: return "latency";
     case MODE_NBC: return "nbc";
     case MODE_IDLE: return "idle";
+    case MODE_TNBC: return "tnbc";
     default: return "back2back";
     }
 }

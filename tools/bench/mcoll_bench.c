@@ -245,7 +245,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency|nbc|idle] [-K calls] [-I s] [-W n] [-a] [-P]\n"
+            "                   [-m back2back|cold|latency|nbc|idle|tnbc] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -268,7 +268,9 @@ static void usage(void)
             "           nbc: per side the blocking call, I<coll> + wait, a busy loop as\n"
             "           long alone and between I<coll> and wait (overlap %%, OSU's way),\n"
             "           persistent start + wait (MPI 4); idle: -I s asleep with nothing\n"
-            "           pending (process CPU time), then -r rounds of a busy loop\n"
+            "           pending (process CPU time), then -r rounds of a busy loop;\n"
+            "           tnbc: blocking alltoall/bcast of -e bytes, then unrelated (CURC)\n"
+            "           and/or consuming (CRC) computation; host, T-NBC off and on\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
             "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
@@ -360,6 +362,8 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_NBC;
             else if (strcmp(optarg, "idle") == 0)
                 o->mode = MODE_IDLE;
+            else if (strcmp(optarg, "tnbc") == 0)
+                o->mode = MODE_TNBC;
             else
                 ok = false;
             break;
@@ -461,6 +465,11 @@ int main(int argc, char **argv)
         bench_print_header(&ri, &o);
     if (o.mode == MODE_IDLE) {
         bench_idle(&ri, &o, comm);
+        MPI_Finalize();
+        return 0;
+    }
+    if (o.mode == MODE_TNBC) {
+        bench_tnbc(&ri, &o, comm);
         MPI_Finalize();
         return 0;
     }

@@ -1,0 +1,138 @@
+"""T-NBC (src/tnbc, issue 10): blocking alltoall/bcast/allgather/allreduce return
+early with their receive buffers protected. tests/mpi/test_tnbc.c runs one hazard per
+job and checks every received word against values each rank computes; here each case
+runs on both MPIs with T-NBC on (and the report must show that buffers were really
+protected, or really not, and that the interposed calls really waited), and as a
+reference with T-NBC off and natively.
+
+Only the release build: the sanitizer runtimes interpose free/realloc/read/... first,
+so T-NBC's own interposition of them (the free and read hazards) is not reached."""
+
+import re
+
+import pytest
+
+import mpijob
+from mpijob import mpiexec_argv, run_job
+
+BUILD = mpijob.find_build("build")
+JOB_TIMEOUT = 120
+ON = {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1", "MCOLL_VERBOSE": "1",
+      "MCOLL_FALLBACK": "error"}
+
+# case: (buffers protected on rank 0, interposed calls waited on rank 0)
+CASES = {
+    "touch": (True, None),
+    "late": (True, None),
+    "free": (True, True),
+    "realloc": (True, True),
+    "munmap": (True, True),
+    "next": (True, None),
+    "read": (True, True),
+    "thread": (True, None),
+    "stack": (False, None),
+    "shared": (False, None),
+    "handler": (True, None),
+    "fork": (True, True),
+    "exit": (True, None),
+    "noncontig": (False, None),
+    "colls": (True, None),
+    "alltoallv": (True, None),
+}
+
+
+def flavour_marks(flavour):
+    if flavour in BUILD.flavours:
+        return []
+    return [pytest.mark.skip(reason=f"build/{flavour}/lib/libmcoll.so not built")]
+
+
+def params(nps=(2, 3)):
+    return [pytest.param(f, np, case, marks=flavour_marks(f), id=f"{f}-{np}-{case}")
+            for f in mpijob.FLAVOURS for np in nps for case in CASES]
+
+
+def passed(result, case):
+    if result.returncode != 0 or f"test_tnbc: passed ({case})" not in result.stdout:
+        pytest.fail(f"test_tnbc {case} failed\n{result.describe()}")
+
+
+def tnbc_counts(stderr):
+    m = re.search(r"^mcoll: tnbc active=(\d) calls=(\d+) protected=(\d+) faults=(\d+) waits=(\d+)$",
+                  stderr, re.M)
+    assert m, f"no T-NBC line in the report:\n{stderr[-3000:]}"
+    return dict(zip(("active", "calls", "protected", "faults", "waits"), map(int, m.groups())))
+
+
+@pytest.mark.parametrize("flavour,np,case", params())
+def test_tnbc_hazard(flavour, np, case):
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    result = run_job(mpiexec_argv(flavour, np, program, [case]), ON, JOB_TIMEOUT)
+    passed(result, case)
+    counts = tnbc_counts(result.stderr)
+    protected, waited = CASES[case]
+    assert counts["active"] == 1 and counts["calls"] > 0, counts
+    if protected:
+        assert counts["protected"] > 0, counts
+    else:
+        assert counts["protected"] == 0, counts
+    if waited:
+        assert counts["waits"] > 0, counts
+
+
+@pytest.mark.parametrize("flavour,np,case", params(nps=(2,)))
+def test_tnbc_reference(flavour, np, case):
+    """The same checks with T-NBC off and natively (the program is the reference)."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    passed(run_job(mpiexec_argv(flavour, np, program, [case]), {"MCOLL_TNBC": "0"}, JOB_TIMEOUT), case)
+    passed(run_job(mpiexec_argv(flavour, np, program, [case], mcoll=False), {}, JOB_TIMEOUT), case)
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_needs_progress_thread(flavour):
+    """Without a progress thread T-NBC stays off and MCOLL_VERBOSE says why."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    env = dict(ON, MCOLL_PROGRESS_THREAD="0")
+    result = run_job(mpiexec_argv(flavour, 2, program, ["touch"]), env, JOB_TIMEOUT)
+    passed(result, "touch")
+    assert "T-NBC is off: no progress thread" in result.stderr, result.describe()
+    assert tnbc_counts(result.stderr)["calls"] == 0
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_bench_mode(flavour, tmp_path):
+    """mcoll-bench -m tnbc: every side and scenario of both collectives in the JSON,
+    with positive times, the overlap derived from them, and the model only on the
+    T-NBC side."""
+    import json
+    out = tmp_path / "tnbc.json"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    argv = mpiexec_argv(flavour, 2, program, ["-m", "tnbc", "-C", "alltoall,bcast", "-b", "128K",
+                                              "-e", "128K", "-r", "3", "-o", out])
+    result = run_job(argv, {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    doc = json.loads(out.read_text())
+    assert doc["mode"] == "tnbc" and doc["tnbc_available"] is True and doc["nprocs"] == 2
+    seen = {(r["coll"], r["scenario"], r["side"]) for r in doc["rows"]}
+    assert seen == {(c, s, side) for c in ("alltoall", "bcast")
+                    for s in ("call", "curc", "crc", "curc+crc")
+                    for side in ("host", "tnbc_off", "tnbc_on")}
+    for r in doc["rows"]:
+        assert r["total_s"] > 0 and len(r["samples_s"]) == 3, r
+        if r["scenario"] != "call":
+            assert r["overlap_s"] == pytest.approx(r["tcomm_s"] + r["work_s"] - r["total_s"], abs=1e-6)
+        assert (r["model_s"] != 0) == (r["side"] == "tnbc_on" and r["scenario"] != "call"), r
+
+
+@pytest.mark.parametrize("flavour,app,args", [
+    pytest.param(f, app, args, marks=flavour_marks(f), id=f"{f}-{app}")
+    for f in mpijob.FLAVOURS for app, args in (("ft-like", ["32", "2"]), ("is-like", ["16", "2"]))])
+def test_tnbc_miniapps(flavour, app, args):
+    """apps/ft_like.c and apps/is_like.c verify their own results, with T-NBC on
+    (where their alltoall(v) are protected) and natively."""
+    program = BUILD.bin(flavour, f"mcoll-app-{app}")
+    on = run_job(mpiexec_argv(flavour, 2, program, args), ON, JOB_TIMEOUT)
+    assert on.returncode == 0 and " verified" in on.stdout, on.describe()
+    assert tnbc_counts(on.stderr)["protected"] > 0, on.stderr[-2000:]
+    native = run_job(mpiexec_argv(flavour, 2, program, args, mcoll=False), {}, JOB_TIMEOUT)
+    assert native.returncode == 0 and " verified" in native.stdout, native.describe()
