@@ -1,0 +1,183 @@
+"""Machine files: the parameters the cost functions read, as JSON.
+
+Schema (every key optional unless marked; times in µs, bandwidths in GB/s = 1e9 B/s
+unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
+
+    {
+      "name": "text", "source": "where the numbers come from",
+      "topology": {
+        "nodes": N,                 # nodes in the job
+        "ranks_per_node": r,        # MPI ranks on each node
+        "cores_per_node": C,        # r > C: oversubscribed, a synchronisation costs a scheduler turn
+        "sockets_per_node": S,
+        "llc_bytes": B              # last-level cache shared by the ranks of a socket
+      },
+      "levels": {                   # ping-pong alpha/beta per level of the hierarchy (calibrated)
+        "core":   {"alpha_us": a, "GBps": b},   # two ranks on one core
+        "cache":  {...},                        # two cores sharing the last-level cache
+        "socket": {...},                        # across sockets of a node
+        "node":   {...}                         # host MPI point-to-point inside the node
+      },
+      "node": {
+        "sync_us": t,               # one flag hand-off between two cores (a cache line moving)
+        "sched_turn_us": t,         # a hand-off when ranks share a core (a scheduler turn)
+        "memcpy_GBps": b,           # one copier, buffers beyond the cache
+        "cache_copy_GBps": b,       # one copier, working set inside the last-level cache
+        "mem_GBps": [[c, B], ...],  # aggregate copy bandwidth with c concurrent copiers
+                                    # (seed 000 §3.2: copiers share the memory controllers);
+                                    # between points linear, beyond the last flat
+        "cma_call_us": t,           # process_vm_readv/writev fixed cost per call
+        "cma_GBps": b,              # single-copy bandwidth, one reader
+        "fold_GBps": b,             # reduction (sum of doubles) reading two inputs, one core
+        "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0
+      },
+      "net": {                      # between nodes (host MPI point-to-point)
+        "alpha_us": a, "nic_MBps": b,      # latency, one-way bandwidth of a node's NIC
+        "switch_radix": 16, "hops": 3, "packet_bits": 256, "cycle_ns": 3.2,
+        "rho": 0.6 | {"law": "power", "x0": x, "p0": p, "gamma": g}
+                                    # injection probability per cycle at a switch input
+                                    # (seed 002 eq. 3); the law: rho/(1-rho) = x0 (P/p0)^gamma
+                                    # for P ranks in the job; absent: nic/link bandwidth
+      }
+    }
+"""
+
+import copy
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MACHINES = HERE / "machines"
+
+# Uncalibrated defaults: numbers of the order of this project's 2-core test machine
+# (README: single copy ~10 GB/s, a flag hand-off ~0.1 µs, a scheduler turn ~5 µs).
+DEFAULTS = {
+    "name": "defaults",
+    "topology": {"nodes": 1, "ranks_per_node": 2, "cores_per_node": 2,
+                 "sockets_per_node": 1, "llc_bytes": 32 << 20},
+    "levels": {},
+    "node": {"sync_us": 0.1, "sched_turn_us": 5.0, "memcpy_GBps": 10.0,
+             "cache_copy_GBps": 25.0, "mem_GBps": [[1, 10.0], [2, 16.0], [4, 20.0]],
+             "cma_call_us": 0.5, "cma_GBps": 10.0, "fold_GBps": 8.0,
+             "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0},
+    "net": {"alpha_us": 2.0, "nic_MBps": 10000, "switch_radix": 16, "hops": 3,
+            "packet_bits": 256, "cycle_ns": 3.2},
+}
+
+
+def _merge(base, over):
+    out = copy.deepcopy(base)
+    for key, val in over.items():
+        if isinstance(val, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], val)
+        else:
+            out[key] = val
+    return out
+
+
+def resolve(path):
+    """A machine file by path, or by name in the package's machines/ folder."""
+    p = Path(path)
+    if p.exists():
+        return p
+    named = MACHINES / (str(path) + ".json")
+    if named.exists():
+        return named
+    raise FileNotFoundError(f"no machine file {path} (nor {named})")
+
+
+def load(path=None, **topology):
+    """The machine of a file (None: the defaults), with topology keys overridden."""
+    data = json.loads(resolve(path).read_text()) if path else {}
+    m = Machine(_merge(DEFAULTS, data))
+    for key, val in topology.items():
+        if val is not None:
+            m.data["topology"][key] = val
+    return m
+
+
+class Machine:
+    def __init__(self, data):
+        self.data = data
+        self.topo = data["topology"]
+        self.node = data["node"]
+        self.net = data["net"]
+
+    @property
+    def name(self):
+        return self.data.get("name", "?")
+
+    @property
+    def oversubscribed(self):
+        return self.topo["ranks_per_node"] > self.topo["cores_per_node"]
+
+    # -- node level ---------------------------------------------------------------
+    def sync_us(self):
+        """One flag hand-off; ranks that share a core wait for a scheduler turn."""
+        return self.node["sched_turn_us"] if self.oversubscribed else self.node["sync_us"]
+
+    def mem_GBps(self, copiers):
+        """Aggregate copy bandwidth with `copiers` ranks copying at once (the curve)."""
+        pts = sorted(self.node["mem_GBps"])
+        c = max(1.0, float(copiers))
+        if c <= pts[0][0]:
+            return pts[0][1] * c / pts[0][0]
+        for (c0, b0), (c1, b1) in zip(pts, pts[1:]):
+            if c <= c1:
+                return b0 + (b1 - b0) * (c - c0) / (c1 - c0)
+        return pts[-1][1]
+
+    def per_copier_GBps(self, copiers, single_GBps):
+        """What one of `copiers` concurrent copiers gets: its own speed, or its share of the
+        memory bandwidth, whichever is less; ranks sharing cores share them too."""
+        c = max(1.0, float(copiers))
+        share = self.mem_GBps(c) / c
+        cores = self.topo["cores_per_node"]
+        core_share = min(1.0, cores / c) * single_GBps
+        return min(single_GBps, share, core_share)
+
+    def copy_us(self, nbytes, copiers, cached=False):
+        if nbytes <= 0:
+            return 0.0
+        ws = nbytes * max(1.0, float(copiers))
+        if cached or ws <= self.topo["llc_bytes"] / 2:
+            bw = self.node["cache_copy_GBps"]
+            cores = self.topo["cores_per_node"]
+            bw *= min(1.0, cores / max(1.0, float(copiers)))
+        else:
+            bw = self.per_copier_GBps(copiers, self.node["memcpy_GBps"])
+        return nbytes / (bw * 1e3)
+
+    def cma_us(self, calls, nbytes, readers):
+        if nbytes <= 0 and calls <= 0:
+            return 0.0
+        bw = self.per_copier_GBps(readers, self.node["cma_GBps"])
+        return calls * self.node["cma_call_us"] + nbytes / (bw * 1e3)
+
+    def fold_us(self, nbytes):
+        return nbytes / (self.node["fold_GBps"] * 1e3)
+
+    def level_msg_us(self, level, count, nbytes):
+        """count host point-to-point messages of nbytes inside the node."""
+        lv = self.data.get("levels", {}).get(level) or self.data.get("levels", {}).get("node")
+        if lv is None:
+            lv = {"alpha_us": 0.5, "GBps": self.node["memcpy_GBps"]}
+        return count * lv["alpha_us"] + nbytes / (lv["GBps"] * 1e3)
+
+    # -- network ------------------------------------------------------------------
+    def net_beta_us(self):
+        return 1.0 / self.net["nic_MBps"]           # µs per byte
+
+    def link_MBps(self):
+        return self.net["packet_bits"] / 8 / (self.net["cycle_ns"] * 1e-3)
+
+    def rho(self, ranks):
+        r = self.net.get("rho")
+        if r is None:
+            return min(0.95, self.net["nic_MBps"] / self.link_MBps())
+        if isinstance(r, (int, float)):
+            return float(r)
+        if r.get("law") == "power":
+            x = r["x0"] * (ranks / r["p0"]) ** r["gamma"]
+            return x / (1 + x)
+        raise ValueError(f"unknown rho law {r}")
