@@ -33,6 +33,8 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
       },
       "net": {                      # between nodes (host MPI point-to-point)
         "alpha_us": a, "nic_MBps": b,      # latency, one-way bandwidth of a node's NIC
+        "gap_us": g,                       # NIC time per message when many are queued
+                                           # (LogGP's g; absent: alpha, as seed 002 counts)
         "switch_radix": 16, "hops": 3, "packet_bits": 256, "cycle_ns": 3.2,
         "rho": 0.6 | {"law": "power", "x0": x, "p0": p, "gamma": g}
                                     # injection probability per cycle at a switch input

@@ -1,0 +1,190 @@
+"""Tests of the performance model (tools/py/mcoll_model): pure Python, no MPI."""
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "py"))
+from mcoll_model import cost, formulas as F, machine as M, predict as P, seed002  # noqa: E402
+
+
+def test_bruck_and_long_message_by_hand():
+    # 8 ranks, 1 KiB blocks, alpha 2 µs, beta 1 ns/B: 3 rounds of alpha, 3*7/2 blocks moved.
+    assert F.bruck(8, 1024, 2.0, 0.001) == pytest.approx(3 * 2 + 0.5 * 3 * 7 * 1.024)
+    assert F.long_message(8, 1024, 2.0, 0.001) == pytest.approx(7 * (2 + 1.024))
+    assert F.lg(1) == 0 and F.lg(2) == 1 and F.lg(5) == 3 and F.lg(1024) == 10
+
+
+def test_mg1_wait_and_inverse():
+    assert F.mg1_wait(0.5, 16) == pytest.approx(15 / 16 * 0.5 / 1.0)
+    assert F.mg1_wait(0.0, 16) == 0.0
+    assert F.mg1_wait(0.9, 2) == pytest.approx(0.5 * 0.9 / 0.2)
+    for rho in (0.1, 0.7, 0.95):
+        assert F.rho_from_wait(F.mg1_wait(rho, 16), 16) == pytest.approx(rho)
+    with pytest.raises(ValueError):
+        F.mg1_wait(1.0, 16)
+
+
+def test_contention_step_by_hand():
+    # 4 KiB = 128 packets of 256 bit, 3 hops, rho 0.7, 16x16: w = 15/16*0.7/0.6 = 1.09375
+    # cycles; 128*3*1.09375*3.2 ns = 1.344 µs.
+    assert F.contention_step(4096, 3, 0.7, 16, 256, 0.0032) == pytest.approx(1.344)
+    t = F.contention(512, 4096, 2.37, 1 / 6343, 3, 0.7, 16, 256, 0.0032)
+    assert t == pytest.approx(511 * (2.37 + 4096 / 6343 + 1.344))
+
+
+def test_paper_new_model_structure():
+    # The paper's new-model cells come out of (p-1) r (X(k) + contention) with its old
+    # model's per-message X (old / ((p-1) r)) and round loads: 4 KB, 8 per node, 512
+    # ranks, rho 0.7; 16 KB, 12 per node, 512 ranks, rho 0.8.
+    rows = {(r["block_bytes"], r["ranks_per_node"], r["ranks"]): r for r in seed002.read_tables()}
+    for (k, r, p), rho in (((4096, 8, 512), 0.70), ((16384, 12, 512), 0.80),
+                           ((4096, 8, 8192), 0.95), ((16384, 8, 2048), 0.90)):
+        row = rows[(k, r, p)]
+        x = row["old_model_us"] / ((p - 1) * r)
+        new = (p - 1) * r * (x + F.contention_step(k, 3, rho, 16, 256, 0.0032))
+        assert new == pytest.approx(row["new_model_us"], rel=0.002)
+
+
+def test_tables_transcribed_whole():
+    rows = seed002.read_tables()
+    assert len(rows) == 20
+    assert {r["ranks"] for r in rows} == {512, 1024, 2048, 4096, 8192}
+    assert {(r["block_bytes"], r["ranks_per_node"]) for r in rows} == {
+        (4096, 8), (4096, 12), (16384, 8), (16384, 12)}
+    # Spot checks against the seed text.
+    by = {(r["block_bytes"], r["ranks_per_node"], r["ranks"]): r for r in rows}
+    assert by[(4096, 8, 2048)]["measured_us"] == 3230697
+    assert by[(16384, 12, 8192)]["new_model_us"] == 7801452
+
+
+def test_reproduction_within_target():
+    out, fits = seed002.reproduce()
+    assert len(out) == 20
+    med = seed002.median_abs(o["err_new"] for o in out)
+    assert med <= 0.10
+    # Our old model differs from the paper's only by alpha + k beta (table 1 vs. theirs).
+    assert seed002.median_abs(o["err_old"] for o in out) < 0.04
+    # The burst (4 KB, 8 per node, 2048 ranks: 3.2 s) is left out of that series' fit.
+    assert fits[(4096, 8)][2] == [2048]
+    for o in out:
+        assert 0 < o["rho"] < 1
+
+
+def test_reproduce_cli_last_line():
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "reproduce-002"],
+                         capture_output=True, text=True, check=True)
+    last = res.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"median \|error\| vs\. the paper's new model: (\d+(\.\d+)?)%", last)
+    assert m and float(m.group(1)) <= 10.0
+    assert res.stdout.count("\n 4 KB") + res.stdout.count("\n16 KB") == 20
+
+
+def test_expressions_are_data_only():
+    env = {"n": 4096.0, "r": 4}
+    assert cost.evaluate("lg(r)*n*r/2", env) == 2 * 4096 * 4 / 2
+    assert cost.evaluate("r == 2 and n <= 56", env) is False
+    assert cost.evaluate("ceil(n/1000)", env) == 5
+    for bad in ("__import__('os')", "n.__class__", "open('x')", "[1][0]"):
+        with pytest.raises((ValueError, NameError)):
+            cost.evaluate(bad, env)
+
+
+def test_table_matches_the_c_algorithms():
+    table = cost.load_table()
+    c_names = set()
+    for f in (ROOT / "src" / "coll").rglob("*.[ch]"):
+        c_names |= set(re.findall(r'\{"([a-z_0-9]+)", *"', f.read_text()))
+    table_names = {alg for algs in table["node"].values() for alg in algs}
+    assert table_names == c_names
+    for coll, algs in table["node"].items():
+        env = cost.environment(M.load(None), coll, 1024)
+        for alg, entry in algs.items():
+            for term in entry["terms"]:
+                for expr in term[1:]:
+                    cost.evaluate(expr, env)
+
+
+def test_memory_contention_slows_each_copier():
+    m = M.load(None, cores_per_node=8, ranks_per_node=8)
+    m.topo["llc_bytes"] = 1 << 20
+    one = m.copy_us(8 << 20, 1)
+    four = m.copy_us(8 << 20, 4)
+    # defaults: 10 GB/s alone; 20 GB/s shared by 4 -> 5 GB/s each.
+    assert one == pytest.approx((8 << 20) / 10e3)
+    assert four == pytest.approx((8 << 20) / 5e3)
+    # In cache, no memory contention.
+    assert m.copy_us(1 << 10, 4) == pytest.approx(1024 / 25e3)
+
+
+def test_oversubscription_costs_scheduler_turns():
+    fit = M.load(None, ranks_per_node=2, cores_per_node=2)
+    over = M.load(None, ranks_per_node=8, cores_per_node=2)
+    assert fit.sync_us() == 0.1 and over.sync_us() == 5.0
+
+
+def test_restrictions_hold():
+    m = M.load(None, ranks_per_node=2)
+    assert cost.node_cost("alltoall", "pair_inline", m, 56) is not None
+    assert cost.node_cost("alltoall", "pair_inline", m, 64) is None
+    m4 = M.load(None, ranks_per_node=4, cores_per_node=4)
+    assert cost.node_cost("alltoall", "pair_inline", m4, 8) is None
+    m.node["cma"] = False
+    algs = {a for _, a, _ in cost.costs("bcast", m, 1 << 20)}
+    assert "cma" not in algs and "shm_pipeline" in algs
+    assert cost.node_cost("bcast", "shm_slot", m, 4096) is None
+
+
+def test_choice_changes_with_size():
+    m = M.load(None)
+    assert cost.choose("bcast", m, 8)[1] == "shm_slot"
+    assert cost.choose("alltoall", m, 8)[1] == "pair_inline"
+    big = {a for _, a, _ in cost.costs("allreduce", m, 1 << 20)[:1]}
+    small = {a for _, a, _ in cost.costs("allreduce", m, 8)[:1]}
+    assert big != small
+
+
+def test_inter_node_alltoall_carries_seed002_contention():
+    m = M.load("bxj", nodes=64, ranks_per_node=8)
+    t, node_alg, inter = cost.choose("alltoall", m, 4096)
+    assert inter == "direct"
+    # the inter phase dominates: r*(P-r) messages through the NIC, each with its wait
+    rho = m.rho(512)
+    per = 2.37 + 4096 / 6343 + F.contention_step(4096, 3, rho, 16, 256, 0.0032)
+    assert t == pytest.approx(8 * (512 - 8) * per, rel=0.01)
+
+
+def test_predict_shape_and_cli():
+    m = M.load("fat_tree_256x32")
+    rows = P.predict(m, ["bcast", "alltoall"], [8, 1 << 20])
+    assert [(r["coll"], r["bytes"]) for r in rows] == [
+        ("bcast", 8), ("bcast", 1 << 20), ("alltoall", 8), ("alltoall", 1 << 20)]
+    for r in rows:
+        assert r["us"] > 0 and r["node_alg"] and r["inter_alg"]
+    assert rows[1]["us"] > rows[0]["us"]
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "predict", "-m", "fat_tree_256x32",
+                          "-c", "allreduce", "-s", "8,64K", "--json"],
+                         capture_output=True, text=True, check=True)
+    rows = json.loads(res.stdout)
+    assert len(rows) == 2 and all(r["coll"] == "allreduce" for r in rows)
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "predict", "-m", "fat_tree_256x32",
+                          "--nodes", "16"], capture_output=True, text=True, check=True)
+    assert "16 nodes x 32 ranks" in res.stdout
+    assert len([ln for ln in res.stdout.splitlines() if re.match(r"\w+ +\d", ln)]) == 37
+
+
+def test_machine_files_load():
+    for f in (ROOT / "tools" / "py" / "mcoll_model" / "machines").glob("*.json"):
+        m = M.load(str(f))
+        assert m.topo["nodes"] >= 1 and 0 <= m.rho(m.topo["nodes"] * m.topo["ranks_per_node"]) < 1
+
+
+def test_parse_size():
+    assert P.parse_size("8") == 8 and P.parse_size("4K") == 4096 and P.parse_size("1M") == 1 << 20
+    assert math.isclose(P.parse_size("1.5K"), 1536)

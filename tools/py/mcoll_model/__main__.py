@@ -1,0 +1,55 @@
+"""Command line: python3 -m mcoll_model (or bin/mcoll model) reproduce-002 | predict | algorithms."""
+
+import argparse
+import json
+import sys
+
+from . import cost, machine as M, predict as P, seed002
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="mcoll model", description=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("reproduce-002", help="seed 002's tables 5 and 6 against our evaluation")
+    pr = sub.add_parser("predict", help="predicted times at a scale and topology from a machine file")
+    pr.add_argument("--machine", "-m", help="machine JSON file or name in mcoll_model/machines "
+                    "(e.g. fat_tree_256x32, here, bxj); default: built-in defaults")
+    pr.add_argument("--coll", "-c", action="append", help="collective (repeatable; default: all)")
+    pr.add_argument("--sizes", "-s", default=None, help="comma-separated bytes, e.g. 8,4K,1M")
+    pr.add_argument("--nodes", type=int, help="override the file's topology.nodes")
+    pr.add_argument("--ppn", type=int, help="override topology.ranks_per_node")
+    pr.add_argument("--cores", type=int, help="override topology.cores_per_node")
+    pr.add_argument("--json", action="store_true", help="print JSON rows")
+    al = sub.add_parser("algorithms", help="list the cost table's algorithms")
+    al.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+
+    if a.cmd == "reproduce-002":
+        out, fits = seed002.reproduce()
+        print(seed002.report(out, fits))
+        return 0
+    if a.cmd == "predict":
+        m = M.load(a.machine, nodes=a.nodes, ranks_per_node=a.ppn, cores_per_node=a.cores)
+        sizes = [P.parse_size(s) for s in a.sizes.split(",")] if a.sizes else None
+        table = cost.load_table()
+        for c in a.coll or []:
+            if cost.canonical(c, table) not in table["node"]:
+                ap.error(f"unknown collective {c}")
+        rows = P.predict(m, a.coll, sizes, table)
+        print(json.dumps(rows, indent=1) if a.json else P.report(m, rows))
+        return 0
+    if a.cmd == "algorithms":
+        t = cost.load_table()
+        if a.json:
+            print(json.dumps({"node": {c: list(v) for c, v in t["node"].items()},
+                              "inter": {c: list(v) for c, v in t["inter"].items()}}, indent=1))
+        else:
+            for c in t["node"]:
+                print(f"{c:<15} node: {', '.join(t['node'][c])}; between nodes: "
+                      f"{', '.join(t['inter'].get(c, {}))}")
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
