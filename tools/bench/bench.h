@@ -4,6 +4,7 @@
  *   bench_modes.c   the cold and latency modes (-m cold, -m latency)
  *   bench_nbc.c     non-blocking, persistent and overlap (-m nbc); the idle progress
  *                   thread and a compute loop (-m idle)
+ *   bench_calibrate.c  the performance model's machine file (--calibrate)
  *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
 #ifndef MCOLL_BENCH_H
 #define MCOLL_BENCH_H
@@ -172,6 +173,8 @@ void bench_nbc_row(const struct row *r, const struct options *o, struct result *
 /* -m idle: the whole job (no rows); writes the JSON itself. */
 struct run_info;
 void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm comm);
+/* --calibrate (-m calibrate): the whole job; writes the model's machine JSON (-o). */
+void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
 /* Seconds per call of one side's timed block (warmup untimed calls first). */
 typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row *r, int warmup,
@@ -184,7 +187,7 @@ void *bench_alloc_pages(size_t bytes);
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
-enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE };
+enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_CALIBRATE };
 
 struct options {
     enum bench_mode mode;

@@ -70,6 +70,8 @@ DEFAULTS = {
 def _merge(base, over):
     out = copy.deepcopy(base)
     for key, val in over.items():
+        if val is None:         # a calibration that could not measure it: keep the default
+            continue
         if isinstance(val, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], val)
         else:
@@ -162,9 +164,9 @@ class Machine:
     def level_msg_us(self, level, count, nbytes):
         """count host point-to-point messages of nbytes inside the node."""
         lv = self.data.get("levels", {}).get(level) or self.data.get("levels", {}).get("node")
-        if lv is None:
-            lv = {"alpha_us": 0.5, "GBps": self.node["memcpy_GBps"]}
-        return count * lv["alpha_us"] + nbytes / (lv["GBps"] * 1e3)
+        alpha = (lv or {}).get("alpha_us") or 0.5
+        gbps = (lv or {}).get("GBps") or self.node["memcpy_GBps"]
+        return count * alpha + nbytes / (gbps * 1e3)
 
     # -- network ------------------------------------------------------------------
     def net_beta_us(self):
