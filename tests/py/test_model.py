@@ -106,9 +106,7 @@ def test_table_matches_the_c_algorithms():
     for coll, algs in table["node"].items():
         env = cost.environment(M.load(None), coll, 1024)
         for alg, entry in algs.items():
-            for term in entry["terms"]:
-                for expr in term[1:]:
-                    cost.evaluate(expr, env)
+            assert cost.terms_us(entry["terms"], M.load(None), env) >= 0
 
 
 def test_memory_contention_slows_each_copier():

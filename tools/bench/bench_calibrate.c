@@ -12,8 +12,12 @@
  *                               point-to-point
  *   node.sync_us                a flag hand-off through a shared cache line, two cores
  *   node.sched_turn_us          the same on one core, yielding while waiting
+ *   node.xfer_curve             by size: write a buffer, hand it over, the other core
+ *                               copies it out (lines crossing modified, as out of an area)
  *   node.memcpy_GBps etc.       memcpy by size (in cache, beyond), process_vm_readv by
  *                               size (call cost, bandwidth), a reduction's fold
+ *   node.cma_pair_slowdown      a 1 MiB read with both ranks reading each other at once,
+ *                               against one reading alone
  *   node.mem_GBps               aggregate copy bandwidth with 1..n ranks copying at once
  *
  * Noise: each quantity is -r rounds (at least 7 wanted); inside a round the sizes run
@@ -171,6 +175,9 @@ static void measure_pingpong(MPI_Comm pair, int rank, const struct options *o, i
     free(buf);
 }
 
+/* Through a volatile pointer, so that the compiler keeps copies nobody reads. */
+static void *(*volatile copy_bytes)(void *, const void *, size_t) = memcpy;
+
 /* --- a flag hand-off through shared memory --------------------------------------- */
 
 /* Seconds one way of `reps` round trips on two cache lines (ping, pong) of a window
@@ -199,13 +206,50 @@ static double handoff_once(MPI_Comm pair, int rank, volatile uint64_t *ping,
     return t;
 }
 
-/* out[0]: two cores, spinning; out[1]: one core, yielding (a scheduler turn). */
+enum { NXFER_SIZES = 9 };
+static const size_t xfer_sizes[NXFER_SIZES] = {0, 64, 512, 2048, 8192, 32768, 131072, 524288,
+                                               2097152};
+
+/* Seconds one way of `reps` round trips in which each side writes `bytes` into a shared
+ * buffer, hands it over with the flag, and the other copies them out: the lines cross
+ * the cores modified, as they do when a peer copies out of a rank's area. */
+static double xfer_once(MPI_Comm pair, int rank, volatile uint64_t *ping,
+                        volatile uint64_t *pong, char *shared, char *mine, size_t bytes,
+                        int reps, uint64_t *seq)
+{
+    PMPI_Barrier(pair);
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        uint64_t want = ++*seq;
+        if (rank == 0) {
+            memset(shared, (int)want, bytes);
+            __atomic_store_n(ping, want, __ATOMIC_RELEASE);
+            while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != want)
+                ;
+            copy_bytes(mine, shared, bytes);
+        } else {
+            while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != want)
+                ;
+            copy_bytes(mine, shared, bytes);
+            memset(shared, (int)want + 1, bytes);
+            __atomic_store_n(pong, want, __ATOMIC_RELEASE);
+        }
+    }
+    double t = (bench_now() - start) / reps / 2;
+    PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, pair);
+    return t;
+}
+
+/* out[0]: two cores, spinning; out[1]: one core, yielding (a scheduler turn); xfer[]:
+ * xfer_once by size on two cores. */
 static void measure_handoff(MPI_Comm pair, int rank, const struct options *o, int cpus,
-                            double out[2], int *rejected)
+                            double out[2], double xfer[NXFER_SIZES], int *rejected)
 {
     MPI_Win win;
     uint64_t *base;
-    PMPI_Win_allocate_shared(rank == 0 ? 256 : 0, 1, MPI_INFO_NULL, pair, &base, &win);
+    size_t max = xfer_sizes[NXFER_SIZES - 1];
+    PMPI_Win_allocate_shared(rank == 0 ? 256 + (MPI_Aint)max : 0, 1, MPI_INFO_NULL, pair, &base,
+                             &win);
     MPI_Aint size;
     int disp;
     PMPI_Win_shared_query(win, 0, &size, &disp, &base);
@@ -229,19 +273,41 @@ static void measure_handoff(MPI_Comm pair, int rank, const struct options *o, in
             pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &saved);
             s[m * o->rounds + k] = handoff_once(pair, rank, ping, pong, reps[m], m == 1, &seq);
         }
-    pin(-1, &saved);
     for (int m = 0; m < 2; m++) {
         struct robust r = robust_median(s + m * o->rounds, o->rounds);
         out[m] = r.median;
         *rejected += r.rejected;
     }
     free(s);
+
+    char *shared = (char *)base + 256, *mine = bench_alloc_pages(max);
+    memset(mine, 0, max);
+    pin(cpus < 2 ? -1 : rank, &saved);
+    int xreps[NXFER_SIZES];
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 2, &seq);
+        xreps[i] = reps_for(xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 4,
+                                      &seq), o);
+    }
+    s = bench_alloc_doubles(NXFER_SIZES * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int jj = 0; jj < NXFER_SIZES; jj++) {
+            int i = k % 2 ? NXFER_SIZES - 1 - jj : jj;
+            s[i * o->rounds + k] =
+                xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], xreps[i], &seq);
+        }
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        struct robust r = robust_median(s + i * o->rounds, o->rounds);
+        xfer[i] = r.median;
+        *rejected += r.rejected;
+    }
+    pin(-1, &saved);
+    free(s);
+    free(mine);
     PMPI_Win_free(&win);
 }
 
 /* --- copies on one rank ------------------------------------------------------------ */
-
-static void *(*volatile copy_bytes)(void *, const void *, size_t) = memcpy;
 
 static double copy_once(char *dst, const char *src, size_t bytes, int reps)
 {
@@ -354,6 +420,50 @@ static void measure_cma(MPI_Comm pair, int rank, const struct options *o, double
     free(buf);
 }
 
+/* How much longer a 1 MiB single-copy read takes when both ranks read each other's
+ * buffer at once than when rank 0 reads alone (the two alternate inside each round);
+ * NAN where single copy fails. The collectives whose every rank reads (allgather,
+ * alltoall, allreduce) pay it. */
+static double measure_cma_pair(MPI_Comm pair, int rank, const struct options *o, int *rejected)
+{
+    enum { BYTES = 1 << 20 };
+    char *buf = bench_alloc_pages(BYTES), *dst = bench_alloc_pages(BYTES);
+    memset(buf, rank + 1, BYTES);
+    memset(dst, 0, BYTES);
+    long mine[2] = {(long)getpid(), (long)(uintptr_t)buf}, peer[2];
+    PMPI_Sendrecv(mine, 2, MPI_LONG, 1 - rank, 9, peer, 2, MPI_LONG, 1 - rank, 9, pair,
+                  MPI_STATUS_IGNORE);
+    pid_t pid = (pid_t)peer[0];
+    void *remote = (void *)(uintptr_t)peer[1];
+    double once = cma_once(pid, dst, remote, BYTES, 1);
+    int ok = !isnan(once);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, pair);
+    double ratio = NAN;
+    if (ok) {
+        int reps = reps_for(once / 2, o);
+        PMPI_Bcast(&reps, 1, MPI_INT, 0, pair);
+        double *s = bench_alloc_doubles(o->rounds);
+        for (int k = 0; k < o->rounds; k++) {
+            double t[2];
+            for (int j = 0; j < 2; j++) {
+                int both = k % 2 ? 1 - j : j;
+                PMPI_Barrier(pair);
+                double x = rank == 0 || both ? cma_once(pid, dst, remote, BYTES, reps) : 0;
+                PMPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_MAX, pair);
+                t[both] = x;
+            }
+            s[k] = t[1] / t[0];
+        }
+        struct robust r = robust_median(s, o->rounds);
+        ratio = r.median;
+        *rejected += rank == 0 ? r.rejected : 0;
+        free(s);
+    }
+    free(buf);
+    free(dst);
+    return ratio;
+}
+
 /* --- 1..n ranks copying at once ------------------------------------------------------ */
 
 /* agg[c-1]: aggregate GB/s with ranks 0..c-1 copying COPIERS_BYTES each at once (the
@@ -433,7 +543,8 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
 struct calibration {
     int nprocs, cpus, rejected, rounds;
     long llc;
-    double pp[3][NPP_SIZES], handoff[2], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
+    double cma_pair;
+    double pp[3][NPP_SIZES], handoff[2], xfer[NXFER_SIZES], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
     double *copiers;
 };
 
@@ -460,6 +571,15 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     json_num(f, c->handoff[0] * 1e6);
     fputs(",\n    \"sched_turn_us\": ", f);
     json_num(f, c->handoff[1] * 1e6);
+    fputs(",\n    \"xfer_curve\": {\"sizes\": [", f);
+    for (int i = 0; i < NXFER_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", xfer_sizes[i]);
+    fputs("], \"us\": [", f);
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, c->xfer[i] * 1e6);
+    }
+    fputs("]}", f);
     /* in cache: the median of the sizes up to 1 MiB; beyond: the largest size */
     double in_cache[4] = {c->memcpy_gbs[0], c->memcpy_gbs[1], c->memcpy_gbs[2], c->memcpy_gbs[3]};
     fputs(",\n    \"cache_copy_GBps\": ", f);
@@ -487,6 +607,8 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
         json_num(f, c->cma[0] * 1e6);
         fputs(",\n    \"cma_GBps\": ", f);
         json_num(f, cma_gbs);
+        fputs(",\n    \"cma_pair_slowdown\": ", f);
+        json_num(f, c->cma_pair);
         fputs(",\n    \"cma_curve\": {\"sizes\": [", f);
         for (int i = 0; i < NCMA_SIZES; i++)
             fprintf(f, "%s%zu", i ? ", " : "", cma_sizes[i]);
@@ -523,12 +645,16 @@ static void print_summary(const struct calibration *c)
     }
     printf("# flag hand-off: two cores %.3f µs, one core (yielding) %.3f µs\n",
            c->handoff[0] * 1e6, c->handoff[1] * 1e6);
-    printf("# memcpy GB/s:");
+    printf("# write, hand over, copy out (two cores), one way µs:");
+    for (int i = 0; i < NXFER_SIZES; i++)
+        printf(" %zu %.3f", xfer_sizes[i], c->xfer[i] * 1e6);
+    printf("\n# memcpy GB/s:");
     for (int i = 0; i < NCOPY_SIZES; i++)
         printf(" %zuK %.2f", copy_sizes[i] >> 10, c->memcpy_gbs[i]);
     printf("\n# process_vm_readv µs:");
     for (int i = 0; i < NCMA_SIZES; i++)
         printf(" %zu %.3f", cma_sizes[i], c->cma[i] * 1e6);
+    printf("\n# 1 MiB read by both ranks at once / by one: %.2f", c->cma_pair);
     printf("\n# fold GB/s %.2f\n# copiers at once, aggregate GB/s:", c->fold_gbs);
     for (int i = 0; i < c->nprocs; i++)
         printf(" %d: %.2f", i + 1, c->copiers[i]);
@@ -543,7 +669,8 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     PMPI_Comm_size(comm, &nprocs);
     if (nprocs < 2)
         bench_die(comm, "--calibrate needs at least 2 ranks (ranks 0 and 1 on one node)");
-    struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds};
+    struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds,
+                            .cma_pair = NAN};
     for (int i = 0; i < NCMA_SIZES; i++)
         c.cma[i] = NAN;
     c.llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -554,8 +681,9 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     int rej = 0;
     if (pair != MPI_COMM_NULL) {
         measure_pingpong(pair, rank, o, c.cpus, c.pp, &rej);
-        measure_handoff(pair, rank, o, c.cpus, c.handoff, &rej);
+        measure_handoff(pair, rank, o, c.cpus, c.handoff, c.xfer, &rej);
         measure_cma(pair, rank, o, c.cma, &rej);
+        c.cma_pair = measure_cma_pair(pair, rank, o, &rej);
     }
     sleepy_barrier(comm);
     if (rank == 0) {

@@ -3,8 +3,9 @@
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from . import cost, machine as M, predict as P, seed002
+from . import compare as C, cost, machine as M, predict as P, seed002
 
 
 def main(argv=None):
@@ -20,6 +21,11 @@ def main(argv=None):
     pr.add_argument("--ppn", type=int, help="override topology.ranks_per_node")
     pr.add_argument("--cores", type=int, help="override topology.cores_per_node")
     pr.add_argument("--json", action="store_true", help="print JSON rows")
+    co = sub.add_parser("compare", help="prediction vs. a mcoll-bench results JSON")
+    co.add_argument("--machine", "-m", required=True, help="machine JSON file or name")
+    co.add_argument("--results", "-r", required=True, nargs="+", help="mcoll-bench JSON file(s)")
+    co.add_argument("--md", help="write the markdown table here (several results: appended)")
+    co.add_argument("--png", help="write the plot here (first results file)")
     al = sub.add_parser("algorithms", help="list the cost table's algorithms")
     al.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -37,6 +43,19 @@ def main(argv=None):
                 ap.error(f"unknown collective {c}")
         rows = P.predict(m, a.coll, sizes, table)
         print(json.dumps(rows, indent=1) if a.json else P.report(m, rows))
+        return 0
+    if a.cmd == "compare":
+        texts = []
+        for i, path in enumerate(a.results):
+            doc, m, rows = C.compare(a.machine, path)
+            texts.append(C.markdown(doc, m, rows))
+            if a.png and i == 0:
+                C.plot(rows, a.png, f"model vs. measured, {doc.get('flavour')} "
+                       f"{doc['nprocs']} ranks {doc.get('mode')}")
+            _, overall = C.summary(rows)
+            print(f"{path}: {len(rows)} rows, median |error| {100 * overall:.1f}%")
+        if a.md:
+            Path(a.md).write_text("\n".join(texts))
         return 0
     if a.cmd == "algorithms":
         t = cost.load_table()

@@ -78,11 +78,15 @@ def environment(machine, coll, nbytes):
 
 
 def term_us(term, machine, env):
+    if term[0] == "overlap":
+        return max(terms_us(term[1], machine, env), terms_us(term[2], machine, env))
     kind, args = term[0], [evaluate(a, env) for a in term[1:]]
     if kind == "sync":
         return args[0] * machine.sync_us()
     if kind == "copy":
         return machine.copy_us(args[0], args[1])
+    if kind == "xcopy":
+        return machine.xcopy_us(args[0], args[1])
     if kind == "copy_cached":
         return machine.copy_us(args[0], args[1], cached=True)
     if kind == "cma":
@@ -112,6 +116,10 @@ def terms_us(terms, machine, env):
     return sum(term_us(t, machine, env) for t in terms)
 
 
+def node_terms_us(terms, machine, env):
+    return machine.call_us() + terms_us(terms, machine, env)
+
+
 def algorithms(coll, table=None):
     table = table or load_table()
     c = canonical(coll, table)
@@ -128,7 +136,7 @@ def node_cost(coll, alg, machine, nbytes, table=None):
         return 0.0
     if "needs" in entry and not evaluate(entry["needs"], env):
         return None
-    return terms_us(entry["terms"], machine, env)
+    return node_terms_us(entry["terms"], machine, env)
 
 
 def costs(coll, machine, nbytes, table=None):

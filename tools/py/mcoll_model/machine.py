@@ -22,12 +22,21 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
         "sync_us": t,               # one flag hand-off between two cores (a cache line moving)
         "sched_turn_us": t,         # a hand-off when ranks share a core (a scheduler turn)
         "memcpy_GBps": b,           # one copier, buffers beyond the cache
+        "memcpy_curve": {"sizes": [...], "GBps": [...]},
+                                    # one copier by size (calibrated); when present it
+                                    # sets a copy's speed, memory contention applying where
+                                    # it is down to memcpy_GBps
         "cache_copy_GBps": b,       # one copier, working set inside the last-level cache
         "mem_GBps": [[c, B], ...],  # aggregate copy bandwidth with c concurrent copiers
                                     # (seed 000 §3.2: copiers share the memory controllers);
                                     # between points linear, beyond the last flat
         "cma_call_us": t,           # process_vm_readv/writev fixed cost per call
         "cma_GBps": b,              # single-copy bandwidth, one reader
+        "cma_curve": {"sizes": [...], "us": [...]},
+                                    # one process_vm_readv by size (calibrated); when
+                                    # present it sets single copies and copies out of a
+                                    # peer's area (xcopy: the same cache lines crossing)
+        "call_us": t,               # fixed cost of entering a collective
         "fold_GBps": b,             # reduction (sum of doubles) reading two inputs, one core
         "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0
       },
@@ -46,6 +55,7 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
 
 import copy
 import json
+import math
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -140,9 +150,31 @@ class Machine:
         core_share = min(1.0, cores / c) * single_GBps
         return min(single_GBps, share, core_share)
 
+    def curve_GBps(self, nbytes):
+        """One copier's memcpy speed at this size from the calibrated curve (linear in
+        log2 size between points, flat beyond the ends); None without a curve."""
+        cv = self.node.get("memcpy_curve")
+        if not cv:
+            return None
+        pts = sorted(zip(cv["sizes"], cv["GBps"]))
+        if nbytes <= pts[0][0]:
+            return pts[0][1]
+        for (s0, b0), (s1, b1) in zip(pts, pts[1:]):
+            if nbytes <= s1:
+                f = (math.log2(nbytes) - math.log2(s0)) / (math.log2(s1) - math.log2(s0))
+                return b0 + (b1 - b0) * f
+        return pts[-1][1]
+
     def copy_us(self, nbytes, copiers, cached=False):
         if nbytes <= 0:
             return 0.0
+        curve = self.curve_GBps(nbytes)
+        if curve is not None and not cached:
+            # In a cache (faster than memory) copiers do not share the memory bandwidth;
+            # beyond, each gets its share of the aggregate (seed 000 §3.2).
+            bw = curve if curve > self.node["memcpy_GBps"] else min(
+                curve, self.per_copier_GBps(copiers, curve))
+            return nbytes / (bw * 1e3)
         ws = nbytes * max(1.0, float(copiers))
         if cached or ws <= self.topo["llc_bytes"] / 2:
             bw = self.node["cache_copy_GBps"]
@@ -152,11 +184,58 @@ class Machine:
             bw = self.per_copier_GBps(copiers, self.node["memcpy_GBps"])
         return nbytes / (bw * 1e3)
 
+    def _cma_curve_us(self, nbytes):
+        """One process_vm_readv of nbytes from the calibrated curve (log-log between
+        points, the last point's bandwidth beyond); None without a curve."""
+        cv = self.node.get("cma_curve")
+        if not cv:
+            return None
+        pts = sorted(zip(cv["sizes"], cv["us"]))
+        if nbytes <= pts[0][0]:
+            return pts[0][1]
+        for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+            if nbytes <= s1:
+                f = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
+                return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+        s_last, t_last = pts[-1]
+        return t_last * nbytes / s_last
+
+    def _contention(self, nbytes, readers, single_GBps):
+        """How much longer a memory-bound transfer takes when `readers` run at once."""
+        if readers <= 1 or single_GBps > 1.5 * self.node["memcpy_GBps"]:
+            return 1.0                   # in cache: no shared memory bandwidth
+        return single_GBps / self.per_copier_GBps(readers, single_GBps)
+
     def cma_us(self, calls, nbytes, readers):
         if nbytes <= 0 and calls <= 0:
             return 0.0
+        calls = max(1.0, float(calls))
+        per = nbytes / calls
+        t = self._cma_curve_us(per)
+        if t is not None:
+            move = max(0.0, t - self.node["cma_call_us"])
+            bw = per / (move * 1e3) if move > 0 else self.node["cma_GBps"]
+            return calls * (self.node["cma_call_us"] + move * self._contention(per, readers, bw))
         bw = self.per_copier_GBps(readers, self.node["cma_GBps"])
         return calls * self.node["cma_call_us"] + nbytes / (bw * 1e3)
+
+    def xcopy_us(self, nbytes, copiers):
+        """A copy of data another core wrote (out of a peer's area): its lines cross the
+        cores, as a single-copy read does without the system call; without a CMA curve,
+        an ordinary copy."""
+        if nbytes <= 0:
+            return 0.0
+        t = self._cma_curve_us(nbytes)
+        if t is None:
+            return self.copy_us(nbytes, copiers)
+        move = max(t - self.node["cma_call_us"], nbytes / (self.node["cache_copy_GBps"] * 1e3))
+        local = self.copy_us(nbytes, copiers)
+        bw = nbytes / (move * 1e3)
+        return max(local, move * self._contention(nbytes, copiers, bw))
+
+    def call_us(self):
+        """Fixed cost of entering an mcoll collective (wrapper, context, sequence)."""
+        return self.node.get("call_us", 0.0)
 
     def fold_us(self, nbytes):
         return nbytes / (self.node["fold_GBps"] * 1e3)
