@@ -174,7 +174,8 @@ def test_predict_shape_and_cli():
     res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "predict", "-m", "fat_tree_256x32",
                           "--nodes", "16"], capture_output=True, text=True, check=True)
     assert "16 nodes x 32 ranks" in res.stdout
-    assert len([ln for ln in res.stdout.splitlines() if re.match(r"\w+ +\d", ln)]) == 37
+    # barrier once, the other 10 collectives at the 4 default sizes
+    assert len([ln for ln in res.stdout.splitlines() if re.match(r"\w+ +\d", ln)]) == 41
 
 
 def test_machine_files_load():

@@ -37,7 +37,13 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
                                     # present it sets single copies and copies out of a
                                     # peer's area (xcopy: the same cache lines crossing)
         "call_us": t,               # fixed cost of entering a collective
+        "xfer_curve": {"sizes": [...], "us": [...]},
+                                    # write n bytes, hand them over with a flag, the other
+                                    # core copies them out: one way, by size (calibrated)
+        "cma_pair_slowdown": f,     # a read with both ranks reading each other at once,
+                                    # against one alone (or "cross_slowdown": [[c, f], ...])
         "fold_GBps": b,             # reduction (sum of doubles) reading two inputs, one core
+        "fold_curve": {"sizes": [...], "GBps": [...]},   # the same by size (calibrated)
         "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0
       },
       "net": {                      # between nodes (host MPI point-to-point)
@@ -210,21 +216,60 @@ class Machine:
         if nbytes <= 0 and calls <= 0:
             return 0.0
         calls = max(1.0, float(calls))
-        per = nbytes / calls
-        t = self._cma_curve_us(per)
+        t = self._cma_curve_us(nbytes)
         if t is not None:
+            # the bytes move at the speed of their whole size (in cache or not), each
+            # call pays the system call, and readers at once slow each other
             move = max(0.0, t - self.node["cma_call_us"])
-            bw = per / (move * 1e3) if move > 0 else self.node["cma_GBps"]
-            return calls * (self.node["cma_call_us"] + move * self._contention(per, readers, bw))
+            bw = nbytes / (move * 1e3) if move > 0 else self.node["cma_GBps"]
+            slow = max(self._contention(nbytes, readers, bw), self.cross_slowdown(readers))
+            return calls * self.node["cma_call_us"] + move * slow
         bw = self.per_copier_GBps(readers, self.node["cma_GBps"])
         return calls * self.node["cma_call_us"] + nbytes / (bw * 1e3)
 
+    def cross_slowdown(self, readers):
+        """How much longer a cross-core transfer takes with `readers` ranks reading each
+        other at once (calibrated: cma_pair_slowdown for two; cross_slowdown [[c, f]])."""
+        if readers <= 1:
+            return 1.0
+        pts = self.node.get("cross_slowdown")
+        if pts:
+            pts = sorted(pts)
+            for (c0, f0), (c1, f1) in zip(pts, pts[1:]):
+                if readers <= c1:
+                    return f0 + (f1 - f0) * (readers - c0) / (c1 - c0)
+            return pts[-1][1]
+        return self.node.get("cma_pair_slowdown") or 1.0
+
+    def _xfer_extra_us(self, nbytes):
+        """From the calibrated hand-off curve (write, hand over, copy out): what nbytes add
+        to an empty hand-off; beyond its last size, at the single-copy curve's speed."""
+        cv = self.node.get("xfer_curve")
+        if not cv:
+            return None
+        pts = sorted(zip(cv["sizes"], cv["us"]))
+        t0 = pts[0][1]
+        if nbytes <= pts[0][0]:
+            return 0.0
+        for (s0, u0), (s1, u1) in zip(pts, pts[1:]):
+            if nbytes <= s1:
+                return max(0.0, u0 + (u1 - u0) * (nbytes - s0) / (s1 - s0) - t0)
+        s_last, u_last = pts[-1]
+        extra = max(0.0, u_last - t0)
+        a, b = self._cma_curve_us(s_last), self._cma_curve_us(nbytes)
+        if a is not None and b is not None and b > a:
+            return extra + (b - a)
+        return extra + (nbytes - s_last) / (self.node["memcpy_GBps"] * 1e3)
+
     def xcopy_us(self, nbytes, copiers):
         """A copy of data another core wrote (out of a peer's area): its lines cross the
-        cores, as a single-copy read does without the system call; without a CMA curve,
-        an ordinary copy."""
+        cores modified (the hand-off curve), or as a single-copy read does without the
+        system call; without either curve, an ordinary copy."""
         if nbytes <= 0:
             return 0.0
+        x = self._xfer_extra_us(nbytes)
+        if x is not None:
+            return x * self.cross_slowdown(copiers)
         t = self._cma_curve_us(nbytes)
         if t is None:
             return self.copy_us(nbytes, copiers)
@@ -238,7 +283,17 @@ class Machine:
         return self.node.get("call_us", 0.0)
 
     def fold_us(self, nbytes):
-        return nbytes / (self.node["fold_GBps"] * 1e3)
+        """Folding nbytes of input; at the speed of its size when calibrated by size."""
+        cv = self.node.get("fold_curve")
+        bw = self.node["fold_GBps"]
+        if cv and nbytes > 0:
+            pts = sorted(zip(cv["sizes"], cv["GBps"]))
+            bw = pts[-1][1]
+            for s_, b_ in pts:
+                if nbytes <= s_:
+                    bw = b_
+                    break
+        return nbytes / (bw * 1e3)
 
     def level_msg_us(self, level, count, nbytes):
         """count host point-to-point messages of nbytes inside the node."""

@@ -3,7 +3,7 @@ scale, with the algorithms the cheapest cost function picks there."""
 
 from . import cost
 
-COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan",
+COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan", "exscan",
          "allgather", "gather", "scatter", "alltoall"]
 DEFAULT_SIZES = [8, 1024, 65536, 1 << 20]
 
