@@ -124,7 +124,11 @@ def test_memory_contention_slows_each_copier():
 def test_oversubscription_costs_scheduler_turns():
     fit = M.load(None, ranks_per_node=2, cores_per_node=2)
     over = M.load(None, ranks_per_node=8, cores_per_node=2)
-    assert fit.sync_us() == 0.1 and over.sync_us() == 5.0
+    assert fit.allsync_us() == 0.1 and over.allsync_us() == (8 / 2 - 1) * 5.0
+    assert over.sync_us() == 0.1
+    t_fit = cost.choose("allreduce", fit, 8)[0]
+    t_over = cost.choose("allreduce", over, 8)[0]
+    assert t_over - t_fit == pytest.approx(3 * 5.0 - 0.1, rel=0.05)
 
 
 def test_restrictions_hold():

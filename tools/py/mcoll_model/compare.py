@@ -48,7 +48,7 @@ def summary(rows):
 def markdown(doc, m, rows):
     per, overall = summary(rows)
     out = [f"# Model vs. measured: {doc.get('flavour')} {doc['nprocs']} ranks, mode "
-           f"{doc.get('mode')}, {doc.get('date')}", "",
+           f"{doc.get('mode', 'back2back')}, {doc.get('date')}", "",
            f"machine file: {m.name}", "",
            "| collective | median \\|error\\| | rows |", "|---|---|---|"]
     for c, e in per.items():

@@ -83,6 +83,8 @@ def term_us(term, machine, env):
     kind, args = term[0], [evaluate(a, env) for a in term[1:]]
     if kind == "sync":
         return args[0] * machine.sync_us()
+    if kind == "allsync":
+        return args[0] * machine.allsync_us()
     if kind == "copy":
         return machine.copy_us(args[0], args[1])
     if kind == "xcopy":
@@ -92,7 +94,7 @@ def term_us(term, machine, env):
     if kind == "cma":
         return machine.cma_us(*args)
     if kind == "fold":
-        return machine.fold_us(args[0])
+        return machine.fold_us(*args)
     if kind == "p2p":
         return machine.level_msg_us("node", *args)
     if kind == "net":

@@ -20,7 +20,9 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
       },
       "node": {
         "sync_us": t,               # one flag hand-off between two cores (a cache line moving)
-        "sched_turn_us": t,         # a hand-off when ranks share a core (a scheduler turn)
+        "sched_turn_us": t,         # a hand-off when ranks share a core (a scheduler turn);
+                                    # with r ranks on c cores a synchronisation of all costs
+                                    # (r/c - 1) of them
         "memcpy_GBps": b,           # one copier, buffers beyond the cache
         "memcpy_curve": {"sizes": [...], "GBps": [...]},
                                     # one copier by size (calibrated); when present it
@@ -133,8 +135,16 @@ class Machine:
 
     # -- node level ---------------------------------------------------------------
     def sync_us(self):
-        """One flag hand-off; ranks that share a core wait for a scheduler turn."""
-        return self.node["sched_turn_us"] if self.oversubscribed else self.node["sync_us"]
+        """One flag hand-off between two cores."""
+        return self.node["sync_us"]
+
+    def allsync_us(self):
+        """Every rank waiting for every other: a hand-off; with more ranks than cores all r
+        ranks must run in turn, (r/cores - 1) scheduler turns."""
+        r, c = self.topo["ranks_per_node"], self.topo["cores_per_node"]
+        if r <= c:
+            return self.node["sync_us"]
+        return max(self.node["sync_us"], (r / c - 1) * self.node["sched_turn_us"])
 
     def mem_GBps(self, copiers):
         """Aggregate copy bandwidth with `copiers` ranks copying at once (the curve)."""
@@ -150,11 +160,8 @@ class Machine:
     def per_copier_GBps(self, copiers, single_GBps):
         """What one of `copiers` concurrent copiers gets: its own speed, or its share of the
         memory bandwidth, whichever is less; ranks sharing cores share them too."""
-        c = max(1.0, float(copiers))
-        share = self.mem_GBps(c) / c
-        cores = self.topo["cores_per_node"]
-        core_share = min(1.0, cores / c) * single_GBps
-        return min(single_GBps, share, core_share)
+        c = min(max(1.0, float(copiers)), self.topo["cores_per_node"])  # at once: one per core
+        return min(single_GBps, self.mem_GBps(c) / c)
 
     def curve_GBps(self, nbytes):
         """One copier's memcpy speed at this size from the calibrated curve (linear in
@@ -171,9 +178,17 @@ class Machine:
                 return b0 + (b1 - b0) * f
         return pts[-1][1]
 
+    def core_share(self, workers):
+        """The share of a core each of `workers` ranks working at once gets (ranks beyond
+        the cores take turns)."""
+        return min(1.0, self.topo["cores_per_node"] / max(1.0, float(workers)))
+
     def copy_us(self, nbytes, copiers, cached=False):
         if nbytes <= 0:
             return 0.0
+        return self._copy_us(nbytes, copiers, cached) / self.core_share(copiers)
+
+    def _copy_us(self, nbytes, copiers, cached=False):
         curve = self.curve_GBps(nbytes)
         if curve is not None and not cached:
             # In a cache (faster than memory) copiers do not share the memory bandwidth;
@@ -184,8 +199,6 @@ class Machine:
         ws = nbytes * max(1.0, float(copiers))
         if cached or ws <= self.topo["llc_bytes"] / 2:
             bw = self.node["cache_copy_GBps"]
-            cores = self.topo["cores_per_node"]
-            bw *= min(1.0, cores / max(1.0, float(copiers)))
         else:
             bw = self.per_copier_GBps(copiers, self.node["memcpy_GBps"])
         return nbytes / (bw * 1e3)
@@ -215,6 +228,9 @@ class Machine:
     def cma_us(self, calls, nbytes, readers):
         if nbytes <= 0 and calls <= 0:
             return 0.0
+        return self._cma_us(calls, nbytes, readers) / self.core_share(readers)
+
+    def _cma_us(self, calls, nbytes, readers):
         calls = max(1.0, float(calls))
         t = self._cma_curve_us(nbytes)
         if t is not None:
@@ -269,7 +285,8 @@ class Machine:
             return 0.0
         x = self._xfer_extra_us(nbytes)
         if x is not None:
-            return x * self.cross_slowdown(copiers)
+            return x * self.cross_slowdown(min(copiers, self.topo["cores_per_node"])) \
+                / self.core_share(copiers)
         t = self._cma_curve_us(nbytes)
         if t is None:
             return self.copy_us(nbytes, copiers)
@@ -282,8 +299,9 @@ class Machine:
         """Fixed cost of entering an mcoll collective (wrapper, context, sequence)."""
         return self.node.get("call_us", 0.0)
 
-    def fold_us(self, nbytes):
-        """Folding nbytes of input; at the speed of its size when calibrated by size."""
+    def fold_us(self, nbytes, folders=1):
+        """Folding nbytes of input while `folders` ranks fold at once; at the speed of its
+        size when calibrated by size."""
         cv = self.node.get("fold_curve")
         bw = self.node["fold_GBps"]
         if cv and nbytes > 0:
@@ -293,12 +311,14 @@ class Machine:
                 if nbytes <= s_:
                     bw = b_
                     break
-        return nbytes / (bw * 1e3)
+        return nbytes / (bw * 1e3) / self.core_share(folders)
 
     def level_msg_us(self, level, count, nbytes):
         """count host point-to-point messages of nbytes inside the node."""
         lv = self.data.get("levels", {}).get(level) or self.data.get("levels", {}).get("node")
         alpha = (lv or {}).get("alpha_us") or 0.5
+        if self.oversubscribed:      # each round needs its partners scheduled
+            alpha = max(alpha, self.allsync_us())
         gbps = (lv or {}).get("GBps") or self.node["memcpy_GBps"]
         return count * alpha + nbytes / (gbps * 1e3)
 
