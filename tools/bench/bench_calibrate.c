@@ -343,28 +343,39 @@ static void measure_memcpy(const struct options *o, double gbs[NCOPY_SIZES], int
     free(dst);
 }
 
-/* A reduction's fold (sum of doubles, 8 MiB of input), GB/s of input folded. */
-static double measure_fold(const struct options *o, int *rejected)
+enum { NFOLD_SIZES = 4 };
+static const size_t fold_sizes[NFOLD_SIZES] = {32768, 262144, 1 << 20, 8 << 20};
+
+/* A reduction's fold (sum of doubles) by size of input, GB/s of input folded: in the
+ * collectives the inputs are mostly in cache, so the speed depends on the size. */
+static void measure_fold(const struct options *o, double gbs[NFOLD_SIZES], int *rejected)
 {
-    enum { N = (8 << 20) / sizeof(double) };
-    double *a = bench_alloc_pages(N * sizeof(double)), *b = bench_alloc_pages(N * sizeof(double));
-    for (int i = 0; i < N; i++)
+    size_t max = fold_sizes[NFOLD_SIZES - 1] / sizeof(double);
+    double *a = bench_alloc_pages(max * sizeof(double)), *b = bench_alloc_pages(max * sizeof(double));
+    for (size_t i = 0; i < max; i++)
         a[i] = b[i] = 1.0;
-    double *s = bench_alloc_doubles(o->rounds);
-    for (int k = 0; k < o->rounds; k++) {
-        double start = bench_now();
-        for (int i = 0; i < N; i++)
-            a[i] += b[i];
-        s[k] = N * sizeof(double) / (bench_now() - start) / 1e9;
+    double *s = bench_alloc_doubles(NFOLD_SIZES * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int jj = 0; jj < NFOLD_SIZES; jj++) {
+            int f = k % 2 ? NFOLD_SIZES - 1 - jj : jj;
+            size_t n = fold_sizes[f] / sizeof(double);
+            int reps = (int)fmax(1, (double)(64 << 20) / (double)fold_sizes[f]);
+            double start = bench_now();
+            for (int r = 0; r < reps; r++) {
+                for (size_t i = 0; i < n; i++)
+                    a[i] += b[i];
+                __asm__ volatile("" : : "r"(a) : "memory"); /* keep every pass */
+            }
+            s[f * o->rounds + k] = (double)fold_sizes[f] * reps / (bench_now() - start) / 1e9;
+        }
+    for (int f = 0; f < NFOLD_SIZES; f++) {
+        struct robust r = robust_median(s + f * o->rounds, o->rounds);
+        gbs[f] = r.median;
+        *rejected += r.rejected;
     }
-    volatile double keep = a[N / 2];
-    (void)keep;
-    struct robust r = robust_median(s, o->rounds);
-    *rejected += r.rejected;
     free(s);
     free(a);
     free(b);
-    return r.median;
 }
 
 /* --- single copy (process_vm_readv) of rank 1's buffer by rank 0 ------------------- */
@@ -543,7 +554,7 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
 struct calibration {
     int nprocs, cpus, rejected, rounds;
     long llc;
-    double cma_pair;
+    double cma_pair, fold[NFOLD_SIZES];
     double pp[3][NPP_SIZES], handoff[2], xfer[NXFER_SIZES], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
     double *copiers;
 };
@@ -621,6 +632,15 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     }
     fputs(",\n    \"fold_GBps\": ", f);
     json_num(f, c->fold_gbs);
+    fputs(",\n    \"fold_curve\": {\"sizes\": [", f);
+    for (int i = 0; i < NFOLD_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", fold_sizes[i]);
+    fputs("], \"GBps\": [", f);
+    for (int i = 0; i < NFOLD_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, c->fold[i]);
+    }
+    fputs("]}", f);
     fputs("\n  },\n  \"net\": {\"alpha_us\": ", f);
     json_num(f, net_alpha);
     fputs(", \"nic_MBps\": ", f);
@@ -655,7 +675,10 @@ static void print_summary(const struct calibration *c)
     for (int i = 0; i < NCMA_SIZES; i++)
         printf(" %zu %.3f", cma_sizes[i], c->cma[i] * 1e6);
     printf("\n# 1 MiB read by both ranks at once / by one: %.2f", c->cma_pair);
-    printf("\n# fold GB/s %.2f\n# copiers at once, aggregate GB/s:", c->fold_gbs);
+    printf("\n# fold GB/s:");
+    for (int i = 0; i < NFOLD_SIZES; i++)
+        printf(" %zuK %.2f", fold_sizes[i] >> 10, c->fold[i]);
+    printf("\n# copiers at once, aggregate GB/s:");
     for (int i = 0; i < c->nprocs; i++)
         printf(" %d: %.2f", i + 1, c->copiers[i]);
     printf("\n# %d samples rejected as outliers\n", c->rejected);
@@ -688,7 +711,8 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     sleepy_barrier(comm);
     if (rank == 0) {
         measure_memcpy(o, c.memcpy_gbs, &rej);
-        c.fold_gbs = measure_fold(o, &rej);
+        measure_fold(o, c.fold, &rej);
+        c.fold_gbs = c.fold[NFOLD_SIZES - 1];
     }
     sleepy_barrier(comm);
     c.copiers = bench_alloc_doubles(nprocs);
