@@ -191,3 +191,37 @@ def test_machine_files_load():
 def test_parse_size():
     assert P.parse_size("8") == 8 and P.parse_size("4K") == 4096 and P.parse_size("1M") == 1 << 20
     assert math.isclose(P.parse_size("1.5K"), 1536)
+
+
+def test_compare_on_synthetic_results(tmp_path):
+    from mcoll_model import compare as C
+    m = M.load("here", ranks_per_node=2, nodes=1)
+    results = []
+    for coll, n in (("bcast", 8), ("bcast", 65536), ("reduce_scatter", 1024), ("barrier", 0)):
+        t = cost.choose(coll, m, C.model_bytes(coll, n, 2))[0]
+        results.append({"coll": coll, "bytes": n, "mcoll_us": 1.25 * t, "native_us": t})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"nprocs": 2, "flavour": "x", "mode": "latency", "results": results}))
+    doc, _, rows = C.compare("here", path)
+    assert len(rows) == 4
+    for r in rows:
+        assert r["error"] == pytest.approx(1 / 1.25 - 1)
+    per, overall = C.summary(rows)
+    assert overall == pytest.approx(0.2) and set(per) == {"bcast", "reduce_scatter", "barrier"}
+    md = C.markdown(doc, M.load("here"), rows)
+    assert "median |error| over all rows: 20.0%" in md
+    # reduce_scatter's bench size is the per-rank block; the model's the whole vector
+    assert C.model_bytes("reduce_scatter", 1024, 2) == 2048 and C.model_bytes("bcast", 8, 2) == 8
+
+
+def test_compare_here_at_two_ranks_within_target():
+    # The committed 2-rank latency-mode run (bench/results/20261123-1604) against the
+    # committed machine file: the target is a median error <= 20%.
+    from mcoll_model import compare as C
+    for flavour in ("openmpi", "mpich"):
+        path = ROOT / "bench" / "results" / f"20261123-1604-{flavour}-np2-latency.json"
+        if not path.exists():
+            pytest.skip("bench results not in this tree")
+        _, _, rows = C.compare("here", path)
+        assert len(rows) == 136
+        assert C.summary(rows)[1] <= 0.20
