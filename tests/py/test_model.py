@@ -225,3 +225,11 @@ def test_compare_here_at_two_ranks_within_target():
         _, _, rows = C.compare("here", path)
         assert len(rows) == 136
         assert C.summary(rows)[1] <= 0.20
+
+
+def test_paper_rho_is_round_and_formula_matches():
+    out, _ = seed002.reproduce(rho_source="paper")
+    first = [round(o["rho_paper"], 3) for o in out[:5]]     # 4 KB, 8 per node
+    assert first == [0.7, 0.805, 0.88, 0.93, 0.95]
+    # with the paper's loads only alpha + k beta differ (table 1's against the paper's)
+    assert seed002.median_abs(o["err_new"] for o in out) < 0.03
