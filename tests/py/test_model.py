@@ -233,3 +233,12 @@ def test_paper_rho_is_round_and_formula_matches():
     assert first == [0.7, 0.805, 0.88, 0.93, 0.95]
     # with the paper's loads only alpha + k beta differ (table 1's against the paper's)
     assert seed002.median_abs(o["err_new"] for o in out) < 0.03
+
+
+def test_fat_tree_hops():
+    # 40-port switches: 20 nodes under a leaf (1 hop), the others across the spine (3).
+    m = M.load("fat_tree_256x32", nodes=20)
+    assert m.hops() == 1.0
+    m = M.load("fat_tree_256x32", nodes=256)
+    assert m.hops() == pytest.approx((19 * 1 + 236 * 3) / 255)
+    assert M.load("bxj").hops() == 3

@@ -105,7 +105,7 @@ def term_us(term, machine, env):
         if messages <= 0:
             return 0.0
         net = machine.net
-        wait = F.contention_step(k, net["hops"], machine.rho(env["P"]), net["switch_radix"],
+        wait = F.contention_step(k, machine.hops(), machine.rho(env["P"]), net["switch_radix"],
                                  net["packet_bits"], net["cycle_ns"] * 1e-3)
         # The NIC serialises the node's messages: each occupies it for its gap (seed 002
         # takes the whole latency, gap_us absent) plus its bytes plus its queueing wait.

@@ -53,6 +53,10 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
         "gap_us": g,                       # NIC time per message when many are queued
                                            # (LogGP's g; absent: alpha, as seed 002 counts)
         "switch_radix": 16, "hops": 3, "packet_bits": 256, "cycle_ns": 3.2,
+        "fat_tree_levels": L,              # instead of hops: a fat tree of L levels of
+                                           # radix-port switches, radix/2 nodes per leaf;
+                                           # hops = the mean over a node's peers (1 under
+                                           # its leaf, 3 across a 2-level tree, ...)
         "rho": 0.6 | {"law": "power", "x0": x, "p0": p, "gamma": g}
                                     # injection probability per cycle at a switch input
                                     # (seed 002 eq. 3); the law: rho/(1-rho) = x0 (P/p0)^gamma
@@ -325,6 +329,24 @@ class Machine:
     # -- network ------------------------------------------------------------------
     def net_beta_us(self):
         return 1.0 / self.net["nic_MBps"]           # µs per byte
+
+    def hops(self):
+        """Switches a packet crosses: the file's hops, or the mean over a node's peers in
+        a fat tree (a peer under the same leaf: 1; else 2l-1 for the lowest level l
+        whose subtree holds both)."""
+        levels = self.net.get("fat_tree_levels")
+        if not levels:
+            return self.net["hops"]
+        n = self.topo["nodes"]
+        if n <= 1:
+            return 1.0
+        half = self.net["switch_radix"] // 2
+        total, reached = 0.0, 1
+        for lv in range(1, levels + 1):
+            span = min(n, half ** lv) if lv < levels else n
+            total += (span - reached) * (2 * lv - 1)
+            reached = span
+        return total / (n - 1)
 
     def link_MBps(self):
         return self.net["packet_bits"] / 8 / (self.net["cycle_ns"] * 1e-3)
