@@ -242,3 +242,104 @@ def test_fat_tree_hops():
     m = M.load("fat_tree_256x32", nodes=256)
     assert m.hops() == pytest.approx((19 * 1 + 236 * 3) / 255)
     assert M.load("bxj").hops() == 3
+
+
+class _StubMachine:
+    """Simple, distinct prices per term kind, the same as the C pricer below."""
+    net = {"alpha_us": 2.0, "hops": 3, "switch_radix": 16, "packet_bits": 256, "cycle_ns": 3.2}
+
+    def sync_us(self):
+        return 0.1
+
+    def allsync_us(self):
+        return 0.5
+
+    def copy_us(self, b, c, cached=False):
+        if b <= 0:
+            return 0.0
+        return b * 3e-4 + c * 0.03 if cached else b * 1e-4 * c + 0.01
+
+    def xcopy_us(self, b, c):
+        return b * 2e-4 + c * 0.02 if b > 0 else 0.0
+
+    def cma_us(self, calls, b, r):
+        return calls * 0.4 + b * 1e-4 + r * 0.05 if b > 0 or calls > 0 else 0.0
+
+    def fold_us(self, b, f=1):
+        return b * 2e-4 + f * 0.07
+
+    def level_msg_us(self, level, count, b):
+        return count * 0.3 + b * 1e-3
+
+    def net_beta_us(self):
+        return 1e-3
+
+    def hops(self):
+        return 3
+
+    def rho(self, ranks):
+        return 0.5
+
+
+C_PRICER = r'''
+#include <stdio.h>
+static double sync_(void *c, double a) { (void)c; return 0.1 * a; }
+static double allsync_(void *c, double a) { (void)c; return 0.5 * a; }
+static double copy_(void *c, double b, double k) { (void)c; return b > 0 ? b * 1e-4 * k + 0.01 : 0; }
+static double copy_cached_(void *c, double b, double k) { (void)c; return b > 0 ? b * 3e-4 + k * 0.03 : 0; }
+static double xcopy_(void *c, double b, double k) { (void)c; return b > 0 ? b * 2e-4 + k * 0.02 : 0; }
+static double cma_(void *c, double n, double b, double r) { (void)c; return (b > 0 || n > 0) ? n * 0.4 + b * 1e-4 + r * 0.05 : 0; }
+static double fold_(void *c, double b, double f) { (void)c; return b * 2e-4 + f * 0.07; }
+static double p2p_(void *c, double n, double b) { (void)c; return n * 0.3 + b * 1e-3; }
+static double net_(void *c, double n, double b) { (void)c; return n * 2.0 + b * 1e-3; }
+static double net_a2a_(void *c, double m, double k) {
+    (void)c;
+    if (m <= 0) return 0;
+    double w = (1 - 1.0 / 16) * 0.5 / (2 * (1 - 0.5));
+    return m * (2.0 + k * 1e-3 + k * 8 / 256 * 3 * w * 0.0032);
+}
+int main(void)
+{
+    struct mcoll_cost_pricer p = {0, allsync_, cma_, copy_, copy_cached_, fold_, net_, net_a2a_,
+                                  p2p_, sync_, xcopy_};
+    ENVS
+    for (unsigned i = 0; i < sizeof envs / sizeof envs[0]; i++)
+        for (int j = 0; j < mcoll_cost_table_len; j++) {
+            const struct mcoll_cost_entry *t = &mcoll_cost_table[j];
+            printf("%s %s %s %u %d %.12g\n", t->section, t->coll, t->alg, i, t->ok(&envs[i]),
+                   t->cost(&envs[i], &p));
+        }
+    return 0;
+}
+'''
+
+
+def test_generated_c_matches_the_python_costs(tmp_path):
+    import shutil
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    from mcoll_model import gen_c
+    envs = [dict(n=n, r=r, N=N, P=r * N, S=S, chunk=65536, cma_chunk=262144, k=2, tile=4096,
+                 slot_max=512, area=4 << 20, cma=1)
+            for n, r, N, S in ((8, 2, 1, 1), (4096, 4, 16, 2), (1 << 20, 8, 256, 2), (40, 2, 3, 1))]
+    init = ", ".join("{" + ", ".join(str(float(e[v])) for v in gen_c.VARS) + "}" for e in envs)
+    src = tmp_path / "t.c"
+    src.write_text(gen_c.generate() + C_PRICER.replace(
+        "ENVS", f"const struct mcoll_cost_env envs[] = {{{init}}};"))
+    exe = tmp_path / "t"
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(src),
+                    "-lm"], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    table = cost.load_table()
+    stub = _StubMachine()
+    lines = out.split("\n")[:-1]
+    assert len(lines) == len(envs) * sum(len(a) for s in ("node", "inter")
+                                         for a in table[s].values())
+    for line in lines:
+        section, coll, alg, i, ok, c_cost = line.split()
+        entry = table[section][coll][alg]
+        env = dict(envs[int(i)], cma=True)
+        py_ok = cost.evaluate(entry["needs"], env) if "needs" in entry else True
+        assert bool(int(ok)) == bool(py_ok), line
+        assert float(c_cost) == pytest.approx(cost.terms_us(entry["terms"], stub, env),
+                                              rel=1e-9, abs=1e-12), line

@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import compare as C, cost, machine as M, predict as P, seed002
+from . import compare as C, cost, gen_c, machine as M, predict as P, seed002
 
 
 def main(argv=None):
@@ -29,6 +29,8 @@ def main(argv=None):
     co.add_argument("--results", "-r", required=True, nargs="+", help="mcoll-bench JSON file(s)")
     co.add_argument("--md", help="write the markdown table here (several results: appended)")
     co.add_argument("--png", help="write the plot here (first results file)")
+    gc = sub.add_parser("gen-c", help="C cost functions generated from cost_table.json")
+    gc.add_argument("-o", "--output", help="write here (default: stdout)")
     al = sub.add_parser("algorithms", help="list the cost table's algorithms")
     al.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -59,6 +61,13 @@ def main(argv=None):
             print(f"{path}: {len(rows)} rows, median |error| {100 * overall:.1f}%")
         if a.md:
             Path(a.md).write_text("\n".join(texts))
+        return 0
+    if a.cmd == "gen-c":
+        text = gen_c.generate()
+        if a.output:
+            Path(a.output).write_text(text)
+        else:
+            print(text, end="")
         return 0
     if a.cmd == "algorithms":
         t = cost.load_table()
