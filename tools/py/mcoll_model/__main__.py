@@ -1,4 +1,5 @@
-"""Command line: python3 -m mcoll_model (or bin/mcoll model) reproduce-002 | predict | algorithms."""
+"""Command line: python3 -m mcoll_model (or bin/mcoll model) reproduce-002 | predict |
+compare | gen-c | algorithms."""
 
 import argparse
 import json
