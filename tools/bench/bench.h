@@ -4,6 +4,7 @@
  *   bench_modes.c   the cold and latency modes (-m cold, -m latency)
  *   bench_nbc.c     non-blocking, persistent and overlap (-m nbc); the idle progress
  *                   thread and a compute loop (-m idle)
+ *   bench_calibrate.c  the performance model's machine file (--calibrate)
  *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
 #ifndef MCOLL_BENCH_H
 #define MCOLL_BENCH_H
@@ -175,6 +176,8 @@ void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm com
 /* -m tnbc (bench_tnbc.c): blocking alltoall/bcast of -e bytes followed by computation,
  * host vs. mcoll with T-NBC off and on, alternating; its own table and JSON. */
 void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm comm);
+/* --calibrate (-m calibrate): the whole job; writes the model's machine JSON (-o). */
+void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
 /* Seconds per call of one side's timed block (warmup untimed calls first). */
 typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row *r, int warmup,
@@ -187,7 +190,8 @@ void *bench_alloc_pages(size_t bytes);
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
-enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_TNBC };
+enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_TNBC,
+                  MODE_CALIBRATE };
 
 struct options {
     enum bench_mode mode;

@@ -19,6 +19,7 @@ const char *bench_mode_name(enum bench_mode mode)
     case MODE_NBC: return "nbc";
     case MODE_IDLE: return "idle";
     case MODE_TNBC: return "tnbc";
+    case MODE_CALIBRATE: return "calibrate";
     default: return "back2back";
     }
 }
@@ -106,7 +107,7 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
     if (ri->progress_thread)
         printf(", MCOLL_PROGRESS_THREAD=%s", ri->progress_thread);
     printf("\n");
-    if (o->mode == MODE_IDLE)
+    if (o->mode == MODE_IDLE || o->mode == MODE_CALIBRATE)
         return;
     if (o->mode == MODE_LATENCY)
         printf("# latency: a barrier of the same side after every call, the calls alone "

@@ -245,7 +245,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency|nbc|idle|tnbc] [-K calls] [-I s] [-W n] [-a] [-P]\n"
+            "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -271,6 +271,9 @@ static void usage(void)
             "           pending (process CPU time), then -r rounds of a busy loop;\n"
             "           tnbc: blocking alltoall/bcast of -e bytes, then unrelated (CURC)\n"
             "           and/or consuming (CRC) computation; host, T-NBC off and on\n"
+            "           calibrate (also --calibrate): the performance model's machine\n"
+            "           file (-o): ping-pong per level, flag hand-offs, memcpy, CMA,\n"
+            "           1..n concurrent copiers (tools/bench/bench_calibrate.c)\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
             "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
@@ -329,6 +332,10 @@ static bool parse_options(int argc, char **argv, struct options *o)
                           .round_seconds = 2e-3, .cold_calls = 100, .idle_seconds = 10,
                           .compute_work = 1L << 25};
     parse_colls("barrier,bcast", o->want);
+    static char calibrate[] = "-mcalibrate"; /* --calibrate, the long name of -m calibrate */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--calibrate") == 0)
+            argv[i] = calibrate;
     int opt;
     bool ok = true;
     while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:aPh")) != -1) {
@@ -364,6 +371,8 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_IDLE;
             else if (strcmp(optarg, "tnbc") == 0)
                 o->mode = MODE_TNBC;
+            else if (strcmp(optarg, "calibrate") == 0)
+                o->mode = MODE_CALIBRATE;
             else
                 ok = false;
             break;
@@ -463,8 +472,8 @@ int main(int argc, char **argv)
     run_info_init(&ri, argc, argv, mpi_version, nprocs);
     if (rank == 0)
         bench_print_header(&ri, &o);
-    if (o.mode == MODE_IDLE) {
-        bench_idle(&ri, &o, comm);
+    if (o.mode == MODE_IDLE || o.mode == MODE_CALIBRATE) {
+        (o.mode == MODE_IDLE ? bench_idle : bench_calibrate)(&ri, &o, comm);
         MPI_Finalize();
         return 0;
     }

@@ -1,0 +1,345 @@
+"""Tests of the performance model (tools/py/mcoll_model): pure Python, no MPI."""
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "py"))
+from mcoll_model import cost, formulas as F, machine as M, predict as P, seed002  # noqa: E402
+
+
+def test_bruck_and_long_message_by_hand():
+    # 8 ranks, 1 KiB blocks, alpha 2 µs, beta 1 ns/B: 3 rounds of alpha, 3*7/2 blocks moved.
+    assert F.bruck(8, 1024, 2.0, 0.001) == pytest.approx(3 * 2 + 0.5 * 3 * 7 * 1.024)
+    assert F.long_message(8, 1024, 2.0, 0.001) == pytest.approx(7 * (2 + 1.024))
+    assert F.lg(1) == 0 and F.lg(2) == 1 and F.lg(5) == 3 and F.lg(1024) == 10
+
+
+def test_mg1_wait_and_inverse():
+    assert F.mg1_wait(0.5, 16) == pytest.approx(15 / 16 * 0.5 / 1.0)
+    assert F.mg1_wait(0.0, 16) == 0.0
+    assert F.mg1_wait(0.9, 2) == pytest.approx(0.5 * 0.9 / 0.2)
+    for rho in (0.1, 0.7, 0.95):
+        assert F.rho_from_wait(F.mg1_wait(rho, 16), 16) == pytest.approx(rho)
+    with pytest.raises(ValueError):
+        F.mg1_wait(1.0, 16)
+
+
+def test_contention_step_by_hand():
+    # 4 KiB = 128 packets of 256 bit, 3 hops, rho 0.7, 16x16: w = 15/16*0.7/0.6 = 1.09375
+    # cycles; 128*3*1.09375*3.2 ns = 1.344 µs.
+    assert F.contention_step(4096, 3, 0.7, 16, 256, 0.0032) == pytest.approx(1.344)
+    t = F.contention(512, 4096, 2.37, 1 / 6343, 3, 0.7, 16, 256, 0.0032)
+    assert t == pytest.approx(511 * (2.37 + 4096 / 6343 + 1.344))
+
+
+def test_paper_new_model_structure():
+    # The paper's new-model cells come out of (p-1) r (X(k) + contention) with its old
+    # model's per-message X (old / ((p-1) r)) and round loads: 4 KB, 8 per node, 512
+    # ranks, rho 0.7; 16 KB, 12 per node, 512 ranks, rho 0.8.
+    rows = {(r["block_bytes"], r["ranks_per_node"], r["ranks"]): r for r in seed002.read_tables()}
+    for (k, r, p), rho in (((4096, 8, 512), 0.70), ((16384, 12, 512), 0.80),
+                           ((4096, 8, 8192), 0.95), ((16384, 8, 2048), 0.90)):
+        row = rows[(k, r, p)]
+        x = row["old_model_us"] / ((p - 1) * r)
+        new = (p - 1) * r * (x + F.contention_step(k, 3, rho, 16, 256, 0.0032))
+        assert new == pytest.approx(row["new_model_us"], rel=0.002)
+
+
+def test_tables_transcribed_whole():
+    rows = seed002.read_tables()
+    assert len(rows) == 20
+    assert {r["ranks"] for r in rows} == {512, 1024, 2048, 4096, 8192}
+    assert {(r["block_bytes"], r["ranks_per_node"]) for r in rows} == {
+        (4096, 8), (4096, 12), (16384, 8), (16384, 12)}
+    # Spot checks against the seed text.
+    by = {(r["block_bytes"], r["ranks_per_node"], r["ranks"]): r for r in rows}
+    assert by[(4096, 8, 2048)]["measured_us"] == 3230697
+    assert by[(16384, 12, 8192)]["new_model_us"] == 7801452
+
+
+def test_reproduction_within_target():
+    out, fits = seed002.reproduce()
+    assert len(out) == 20
+    med = seed002.median_abs(o["err_new"] for o in out)
+    assert med <= 0.10
+    # Our old model differs from the paper's only by alpha + k beta (table 1 vs. theirs).
+    assert seed002.median_abs(o["err_old"] for o in out) < 0.04
+    # The burst (4 KB, 8 per node, 2048 ranks: 3.2 s) is left out of that series' fit.
+    assert fits[(4096, 8)][2] == [2048]
+    for o in out:
+        assert 0 < o["rho"] < 1
+
+
+def test_reproduce_cli_last_line():
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "reproduce-002"],
+                         capture_output=True, text=True, check=True)
+    last = res.stdout.strip().splitlines()[-1]
+    m = re.fullmatch(r"median \|error\| vs\. the paper's new model: (\d+(\.\d+)?)%", last)
+    assert m and float(m.group(1)) <= 10.0
+    assert res.stdout.count("\n 4 KB") + res.stdout.count("\n16 KB") == 20
+
+
+def test_expressions_are_data_only():
+    env = {"n": 4096.0, "r": 4}
+    assert cost.evaluate("lg(r)*n*r/2", env) == 2 * 4096 * 4 / 2
+    assert cost.evaluate("r == 2 and n <= 56", env) is False
+    assert cost.evaluate("ceil(n/1000)", env) == 5
+    for bad in ("__import__('os')", "n.__class__", "open('x')", "[1][0]"):
+        with pytest.raises((ValueError, NameError)):
+            cost.evaluate(bad, env)
+
+
+def test_table_matches_the_c_algorithms():
+    table = cost.load_table()
+    c_names = set()
+    for f in (ROOT / "src" / "coll").rglob("*.[ch]"):
+        c_names |= set(re.findall(r'\{"([a-z_0-9]+)", *"', f.read_text()))
+    table_names = {alg for algs in table["node"].values() for alg in algs}
+    assert table_names == c_names
+    for coll, algs in table["node"].items():
+        env = cost.environment(M.load(None), coll, 1024)
+        for alg, entry in algs.items():
+            assert cost.terms_us(entry["terms"], M.load(None), env) >= 0
+
+
+def test_memory_contention_slows_each_copier():
+    m = M.load(None, cores_per_node=8, ranks_per_node=8)
+    m.topo["llc_bytes"] = 1 << 20
+    one = m.copy_us(8 << 20, 1)
+    four = m.copy_us(8 << 20, 4)
+    # defaults: 10 GB/s alone; 20 GB/s shared by 4 -> 5 GB/s each.
+    assert one == pytest.approx((8 << 20) / 10e3)
+    assert four == pytest.approx((8 << 20) / 5e3)
+    # In cache, no memory contention.
+    assert m.copy_us(1 << 10, 4) == pytest.approx(1024 / 25e3)
+
+
+def test_oversubscription_costs_scheduler_turns():
+    fit = M.load(None, ranks_per_node=2, cores_per_node=2)
+    over = M.load(None, ranks_per_node=8, cores_per_node=2)
+    assert fit.allsync_us() == 0.1 and over.allsync_us() == (8 / 2 - 1) * 5.0
+    assert over.sync_us() == 0.1
+    t_fit = cost.choose("allreduce", fit, 8)[0]
+    t_over = cost.choose("allreduce", over, 8)[0]
+    assert t_over - t_fit == pytest.approx(3 * 5.0 - 0.1, rel=0.05)
+
+
+def test_restrictions_hold():
+    m = M.load(None, ranks_per_node=2)
+    assert cost.node_cost("alltoall", "pair_inline", m, 56) is not None
+    assert cost.node_cost("alltoall", "pair_inline", m, 64) is None
+    m4 = M.load(None, ranks_per_node=4, cores_per_node=4)
+    assert cost.node_cost("alltoall", "pair_inline", m4, 8) is None
+    m.node["cma"] = False
+    algs = {a for _, a, _ in cost.costs("bcast", m, 1 << 20)}
+    assert "cma" not in algs and "shm_pipeline" in algs
+    assert cost.node_cost("bcast", "shm_slot", m, 4096) is None
+
+
+def test_choice_changes_with_size():
+    m = M.load(None)
+    assert cost.choose("bcast", m, 8)[1] == "shm_slot"
+    assert cost.choose("alltoall", m, 8)[1] == "pair_inline"
+    big = {a for _, a, _ in cost.costs("allreduce", m, 1 << 20)[:1]}
+    small = {a for _, a, _ in cost.costs("allreduce", m, 8)[:1]}
+    assert big != small
+
+
+def test_inter_node_alltoall_carries_seed002_contention():
+    m = M.load("bxj", nodes=64, ranks_per_node=8)
+    t, node_alg, inter = cost.choose("alltoall", m, 4096)
+    assert inter == "direct"
+    # the inter phase dominates: r*(P-r) messages through the NIC, each with its wait
+    rho = m.rho(512)
+    per = 2.37 + 4096 / 6343 + F.contention_step(4096, 3, rho, 16, 256, 0.0032)
+    assert t == pytest.approx(8 * (512 - 8) * per, rel=0.01)
+
+
+def test_predict_shape_and_cli():
+    m = M.load("fat_tree_256x32")
+    rows = P.predict(m, ["bcast", "alltoall"], [8, 1 << 20])
+    assert [(r["coll"], r["bytes"]) for r in rows] == [
+        ("bcast", 8), ("bcast", 1 << 20), ("alltoall", 8), ("alltoall", 1 << 20)]
+    for r in rows:
+        assert r["us"] > 0 and r["node_alg"] and r["inter_alg"]
+    assert rows[1]["us"] > rows[0]["us"]
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "predict", "-m", "fat_tree_256x32",
+                          "-c", "allreduce", "-s", "8,64K", "--json"],
+                         capture_output=True, text=True, check=True)
+    rows = json.loads(res.stdout)
+    assert len(rows) == 2 and all(r["coll"] == "allreduce" for r in rows)
+    res = subprocess.run([str(ROOT / "bin" / "mcoll"), "model", "predict", "-m", "fat_tree_256x32",
+                          "--nodes", "16"], capture_output=True, text=True, check=True)
+    assert "16 nodes x 32 ranks" in res.stdout
+    # barrier once, the other 10 collectives at the 4 default sizes
+    assert len([ln for ln in res.stdout.splitlines() if re.match(r"\w+ +\d", ln)]) == 41
+
+
+def test_machine_files_load():
+    for f in (ROOT / "tools" / "py" / "mcoll_model" / "machines").glob("*.json"):
+        m = M.load(str(f))
+        assert m.topo["nodes"] >= 1 and 0 <= m.rho(m.topo["nodes"] * m.topo["ranks_per_node"]) < 1
+
+
+def test_parse_size():
+    assert P.parse_size("8") == 8 and P.parse_size("4K") == 4096 and P.parse_size("1M") == 1 << 20
+    assert math.isclose(P.parse_size("1.5K"), 1536)
+
+
+def test_compare_on_synthetic_results(tmp_path):
+    from mcoll_model import compare as C
+    m = M.load("here", ranks_per_node=2, nodes=1)
+    results = []
+    for coll, n in (("bcast", 8), ("bcast", 65536), ("reduce_scatter", 1024), ("barrier", 0)):
+        t = cost.choose(coll, m, C.model_bytes(coll, n, 2))[0]
+        results.append({"coll": coll, "bytes": n, "mcoll_us": 1.25 * t, "native_us": t})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"nprocs": 2, "flavour": "x", "mode": "latency", "results": results}))
+    doc, _, rows = C.compare("here", path)
+    assert len(rows) == 4
+    for r in rows:
+        assert r["error"] == pytest.approx(1 / 1.25 - 1)
+    per, overall = C.summary(rows)
+    assert overall == pytest.approx(0.2) and set(per) == {"bcast", "reduce_scatter", "barrier"}
+    md = C.markdown(doc, M.load("here"), rows)
+    assert "median |error| over all rows: 20.0%" in md
+    # reduce_scatter's bench size is the per-rank block; the model's the whole vector
+    assert C.model_bytes("reduce_scatter", 1024, 2) == 2048 and C.model_bytes("bcast", 8, 2) == 8
+
+
+def test_compare_here_at_two_ranks_within_target():
+    # The committed 2-rank latency-mode run (bench/results/20261123-1604) against the
+    # committed machine file: the issue's target is a median error <= 20%.
+    from mcoll_model import compare as C
+    for flavour in ("openmpi", "mpich"):
+        path = ROOT / "bench" / "results" / f"20261123-1604-{flavour}-np2-latency.json"
+        if not path.exists():
+            pytest.skip("bench results not in this tree")
+        _, _, rows = C.compare("here", path)
+        assert len(rows) == 136
+        assert C.summary(rows)[1] <= 0.20
+
+
+def test_paper_rho_is_round_and_formula_matches():
+    out, _ = seed002.reproduce(rho_source="paper")
+    first = [round(o["rho_paper"], 3) for o in out[:5]]     # 4 KB, 8 per node
+    assert first == [0.7, 0.805, 0.88, 0.93, 0.95]
+    # with the paper's loads only alpha + k beta differ (table 1's against the paper's)
+    assert seed002.median_abs(o["err_new"] for o in out) < 0.03
+
+
+def test_fat_tree_hops():
+    # 40-port switches: 20 nodes under a leaf (1 hop), the others across the spine (3).
+    m = M.load("fat_tree_256x32", nodes=20)
+    assert m.hops() == 1.0
+    m = M.load("fat_tree_256x32", nodes=256)
+    assert m.hops() == pytest.approx((19 * 1 + 236 * 3) / 255)
+    assert M.load("bxj").hops() == 3
+
+
+class _StubMachine:
+    """Simple, distinct prices per term kind, the same as the C pricer below."""
+    net = {"alpha_us": 2.0, "hops": 3, "switch_radix": 16, "packet_bits": 256, "cycle_ns": 3.2}
+
+    def sync_us(self):
+        return 0.1
+
+    def allsync_us(self):
+        return 0.5
+
+    def copy_us(self, b, c, cached=False):
+        if b <= 0:
+            return 0.0
+        return b * 3e-4 + c * 0.03 if cached else b * 1e-4 * c + 0.01
+
+    def xcopy_us(self, b, c):
+        return b * 2e-4 + c * 0.02 if b > 0 else 0.0
+
+    def cma_us(self, calls, b, r):
+        return calls * 0.4 + b * 1e-4 + r * 0.05 if b > 0 or calls > 0 else 0.0
+
+    def fold_us(self, b, f=1):
+        return b * 2e-4 + f * 0.07
+
+    def level_msg_us(self, level, count, b):
+        return count * 0.3 + b * 1e-3
+
+    def net_beta_us(self):
+        return 1e-3
+
+    def hops(self):
+        return 3
+
+    def rho(self, ranks):
+        return 0.5
+
+
+C_PRICER = r'''
+#include <stdio.h>
+static double sync_(void *c, double a) { (void)c; return 0.1 * a; }
+static double allsync_(void *c, double a) { (void)c; return 0.5 * a; }
+static double copy_(void *c, double b, double k) { (void)c; return b > 0 ? b * 1e-4 * k + 0.01 : 0; }
+static double copy_cached_(void *c, double b, double k) { (void)c; return b > 0 ? b * 3e-4 + k * 0.03 : 0; }
+static double xcopy_(void *c, double b, double k) { (void)c; return b > 0 ? b * 2e-4 + k * 0.02 : 0; }
+static double cma_(void *c, double n, double b, double r) { (void)c; return (b > 0 || n > 0) ? n * 0.4 + b * 1e-4 + r * 0.05 : 0; }
+static double fold_(void *c, double b, double f) { (void)c; return b * 2e-4 + f * 0.07; }
+static double p2p_(void *c, double n, double b) { (void)c; return n * 0.3 + b * 1e-3; }
+static double net_(void *c, double n, double b) { (void)c; return n * 2.0 + b * 1e-3; }
+static double net_a2a_(void *c, double m, double k) {
+    (void)c;
+    if (m <= 0) return 0;
+    double w = (1 - 1.0 / 16) * 0.5 / (2 * (1 - 0.5));
+    return m * (2.0 + k * 1e-3 + k * 8 / 256 * 3 * w * 0.0032);
+}
+int main(void)
+{
+    struct mcoll_cost_pricer p = {0, allsync_, cma_, copy_, copy_cached_, fold_, net_, net_a2a_,
+                                  p2p_, sync_, xcopy_};
+    ENVS
+    for (unsigned i = 0; i < sizeof envs / sizeof envs[0]; i++)
+        for (int j = 0; j < mcoll_cost_table_len; j++) {
+            const struct mcoll_cost_entry *t = &mcoll_cost_table[j];
+            printf("%s %s %s %u %d %.12g\n", t->section, t->coll, t->alg, i, t->ok(&envs[i]),
+                   t->cost(&envs[i], &p));
+        }
+    return 0;
+}
+'''
+
+
+def test_generated_c_matches_the_python_costs(tmp_path):
+    import shutil
+    if not shutil.which("cc"):
+        pytest.skip("no C compiler")
+    from mcoll_model import gen_c
+    envs = [dict(n=n, r=r, N=N, P=r * N, S=S, chunk=65536, cma_chunk=262144, k=2, tile=4096,
+                 slot_max=512, area=4 << 20, cma=1)
+            for n, r, N, S in ((8, 2, 1, 1), (4096, 4, 16, 2), (1 << 20, 8, 256, 2), (40, 2, 3, 1))]
+    init = ", ".join("{" + ", ".join(str(float(e[v])) for v in gen_c.VARS) + "}" for e in envs)
+    src = tmp_path / "t.c"
+    src.write_text(gen_c.generate() + C_PRICER.replace(
+        "ENVS", f"const struct mcoll_cost_env envs[] = {{{init}}};"))
+    exe = tmp_path / "t"
+    subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(src),
+                    "-lm"], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    table = cost.load_table()
+    stub = _StubMachine()
+    lines = out.split("\n")[:-1]
+    assert len(lines) == len(envs) * sum(len(a) for s in ("node", "inter")
+                                         for a in table[s].values())
+    for line in lines:
+        section, coll, alg, i, ok, c_cost = line.split()
+        entry = table[section][coll][alg]
+        env = dict(envs[int(i)], cma=True)
+        py_ok = cost.evaluate(entry["needs"], env) if "needs" in entry else True
+        assert bool(int(ok)) == bool(py_ok), line
+        assert float(c_cost) == pytest.approx(cost.terms_us(entry["terms"], stub, env),
+                                              rel=1e-9, abs=1e-12), line

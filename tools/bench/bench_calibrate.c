@@ -1,0 +1,751 @@
+/* mcoll-bench --calibrate (-m calibrate): the machine parameters of the performance
+ * model (tools/py/mcoll_model/machine.py documents the JSON), measured here and written
+ * as a machine file with -o. Needs no mcoll (run it natively); ranks 0 and 1 do the
+ * pair measurements, the others sleep (never spin) until the concurrent-copy curve,
+ * where 1..n ranks copy at once.
+ *
+ *   levels.core / levels.cache  host MPI ping-pong, both ranks pinned to one core / to
+ *                               two cores (sched_setaffinity): alpha = half the round
+ *                               trip of 8 B, bandwidth from the slope 256 KiB .. 4 MiB
+ *   net                         the same ping-pong unpinned: between fake nodes
+ *                               (MCOLL_TOPO) mcoll's inter-node phases use this host
+ *                               point-to-point
+ *   node.sync_us                a flag hand-off through a shared cache line, two cores
+ *   node.sched_turn_us          the same on one core, yielding while waiting
+ *   node.xfer_curve             by size: write a buffer, hand it over, the other core
+ *                               copies it out (lines crossing modified, as out of an area)
+ *   node.memcpy_GBps etc.       memcpy by size (in cache, beyond), process_vm_readv by
+ *                               size (call cost, bandwidth), a reduction's fold
+ *   node.cma_pair_slowdown      a 1 MiB read with both ranks reading each other at once,
+ *                               against one reading alone
+ *   node.mem_GBps               aggregate copy bandwidth with 1..n ranks copying at once
+ *
+ * Noise: each quantity is -r rounds (at least 7 wanted); inside a round the sizes run
+ * forward in even rounds and backward in odd ones, and the pinned levels alternate
+ * which goes first, so that a slow phase of the host does not land on one size or one
+ * level; a sample more than 3 scaled MADs from the median is rejected and the median
+ * of the rest reported (the rejections are counted in the JSON). */
+#include "bench.h"
+
+#include <math.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { NPP_SIZES = 9, NCOPY_SIZES = 8, NCMA_SIZES = 7 };
+static const size_t pp_sizes[NPP_SIZES] = {8, 64, 512, 4096, 32768, 262144, 1 << 20,
+                                           2 << 20, 4 << 20};
+static const size_t copy_sizes[NCOPY_SIZES] = {4096, 32768, 262144, 1 << 20, 4 << 20,
+                                               16 << 20, 64 << 20, 128 << 20};
+static const size_t cma_sizes[NCMA_SIZES] = {8, 4096, 65536, 262144, 1 << 20, 4 << 20,
+                                             16 << 20};
+enum { COPIERS_BYTES = 64 << 20 };
+
+struct robust {
+    double median;
+    int rejected;
+};
+
+/* Median of the samples within 3 scaled MADs of their median. */
+static struct robust robust_median(const double *v, int n)
+{
+    double med = bench_median(v, n);
+    double *dev = bench_alloc_doubles(n), *kept = bench_alloc_doubles(n);
+    for (int i = 0; i < n; i++)
+        dev[i] = fabs(v[i] - med);
+    double mad = 1.4826 * bench_median(dev, n);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (mad == 0 || dev[i] <= 3 * mad)
+            kept[m++] = v[i];
+    struct robust r = {bench_median(kept, m), n - m};
+    free(dev);
+    free(kept);
+    return r;
+}
+
+/* A barrier the waiting ranks sleep in, so that they leave the cores to the ranks
+ * measuring. */
+static void sleepy_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    PMPI_Ibarrier(comm, &req);
+    for (int done = 0; !done;) {
+        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+}
+
+/* The machine's online cpus: mpiexec may have bound each rank to one of them. */
+static int ncpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < CPU_SETSIZE ? (int)n : 1;
+}
+
+/* Pins this process to online cpu `which` (-1: back to `saved`, mpiexec's binding). */
+static void pin(int which, const cpu_set_t *saved)
+{
+    if (which < 0) {
+        sched_setaffinity(0, sizeof *saved, saved);
+        return;
+    }
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(which % ncpus(), &one);
+    sched_setaffinity(0, sizeof one, &one);
+}
+
+/* --- ping-pong over the host MPI between ranks 0 and 1 -------------------------- */
+
+static double pingpong_once(MPI_Comm comm, int rank, char *buf, size_t bytes, int reps)
+{
+    PMPI_Barrier(comm);
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        if (rank == 0) {
+            PMPI_Send(buf, (int)bytes, MPI_BYTE, 1, 7, comm);
+            PMPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 7, comm, MPI_STATUS_IGNORE);
+        } else {
+            PMPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 7, comm, MPI_STATUS_IGNORE);
+            PMPI_Send(buf, (int)bytes, MPI_BYTE, 0, 7, comm);
+        }
+    }
+    double t = (bench_now() - start) / reps / 2;
+    PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
+    return t;
+}
+
+/* Repetitions that fill about one block (-T), the same on both ranks. */
+static int reps_for(double once, const struct options *o)
+{
+    double n = ceil(o->round_seconds / fmax(2 * once, 1e-9));
+    return (int)fmin(fmax(n, 1), o->max_iters);
+}
+
+/* pp[level][size] robust medians, seconds one way. Levels: 0 one core, 1 two cores,
+ * 2 unpinned. */
+static void measure_pingpong(MPI_Comm pair, int rank, const struct options *o, int cpus,
+                             double pp[3][NPP_SIZES], int *rejected)
+{
+    cpu_set_t saved;
+    sched_getaffinity(0, sizeof saved, &saved);
+    char *buf = bench_alloc_pages(pp_sizes[NPP_SIZES - 1]);
+    memset(buf, 1, pp_sizes[NPP_SIZES - 1]);
+    int reps[3][NPP_SIZES];
+    double *s = bench_alloc_doubles(3 * NPP_SIZES * o->rounds);
+    for (int lv = 0; lv < 3; lv++) {
+        if (lv == 1 && cpus < 2)
+            continue;
+        pin(lv == 0 ? 0 : lv == 1 ? rank : -1, &saved);
+        for (int i = 0; i < NPP_SIZES; i++) {
+            pingpong_once(pair, rank, buf, pp_sizes[i], 1); /* warm */
+            reps[lv][i] = reps_for(pingpong_once(pair, rank, buf, pp_sizes[i], 1), o);
+        }
+    }
+    for (int k = 0; k < o->rounds; k++)
+        for (int j = 0; j < 3; j++) {
+            int lv = k % 2 ? 2 - j : j;
+            if (lv == 1 && cpus < 2)
+                continue;
+            pin(lv == 0 ? 0 : lv == 1 ? rank : -1, &saved);
+            for (int jj = 0; jj < NPP_SIZES; jj++) {
+                int i = k % 2 ? NPP_SIZES - 1 - jj : jj;
+                s[(lv * NPP_SIZES + i) * o->rounds + k] =
+                    pingpong_once(pair, rank, buf, pp_sizes[i], reps[lv][i]);
+            }
+        }
+    pin(-1, &saved);
+    for (int lv = 0; lv < 3; lv++)
+        for (int i = 0; i < NPP_SIZES; i++) {
+            if (lv == 1 && cpus < 2) {
+                pp[lv][i] = NAN;
+                continue;
+            }
+            struct robust r = robust_median(s + (lv * NPP_SIZES + i) * o->rounds, o->rounds);
+            pp[lv][i] = r.median;
+            *rejected += r.rejected;
+        }
+    free(s);
+    free(buf);
+}
+
+/* Through a volatile pointer, so that the compiler keeps copies nobody reads. */
+static void *(*volatile copy_bytes)(void *, const void *, size_t) = memcpy;
+
+/* --- a flag hand-off through shared memory --------------------------------------- */
+
+/* Seconds one way of `reps` round trips on two cache lines (ping, pong) of a window
+ * shared by ranks 0 and 1; with yield, a waiting rank gives up its core every poll. */
+static double handoff_once(MPI_Comm pair, int rank, volatile uint64_t *ping,
+                           volatile uint64_t *pong, int reps, bool yield, uint64_t *seq)
+{
+    PMPI_Barrier(pair);
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        uint64_t want = ++*seq;
+        if (rank == 0) {
+            __atomic_store_n(ping, want, __ATOMIC_RELEASE);
+            while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != want)
+                if (yield)
+                    sched_yield();
+        } else {
+            while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != want)
+                if (yield)
+                    sched_yield();
+            __atomic_store_n(pong, want, __ATOMIC_RELEASE);
+        }
+    }
+    double t = (bench_now() - start) / reps / 2;
+    PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, pair);
+    return t;
+}
+
+enum { NXFER_SIZES = 9 };
+static const size_t xfer_sizes[NXFER_SIZES] = {0, 64, 512, 2048, 8192, 32768, 131072, 524288,
+                                               2097152};
+
+/* Seconds one way of `reps` round trips in which each side writes `bytes` into a shared
+ * buffer, hands it over with the flag, and the other copies them out: the lines cross
+ * the cores modified, as they do when a peer copies out of a rank's area. */
+static double xfer_once(MPI_Comm pair, int rank, volatile uint64_t *ping,
+                        volatile uint64_t *pong, char *shared, char *mine, size_t bytes,
+                        int reps, uint64_t *seq)
+{
+    PMPI_Barrier(pair);
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        uint64_t want = ++*seq;
+        if (rank == 0) {
+            memset(shared, (int)want, bytes);
+            __atomic_store_n(ping, want, __ATOMIC_RELEASE);
+            while (__atomic_load_n(pong, __ATOMIC_ACQUIRE) != want)
+                ;
+            copy_bytes(mine, shared, bytes);
+        } else {
+            while (__atomic_load_n(ping, __ATOMIC_ACQUIRE) != want)
+                ;
+            copy_bytes(mine, shared, bytes);
+            memset(shared, (int)want + 1, bytes);
+            __atomic_store_n(pong, want, __ATOMIC_RELEASE);
+        }
+    }
+    double t = (bench_now() - start) / reps / 2;
+    PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, pair);
+    return t;
+}
+
+/* out[0]: two cores, spinning; out[1]: one core, yielding (a scheduler turn); xfer[]:
+ * xfer_once by size on two cores. */
+static void measure_handoff(MPI_Comm pair, int rank, const struct options *o, int cpus,
+                            double out[2], double xfer[NXFER_SIZES], int *rejected)
+{
+    MPI_Win win;
+    uint64_t *base;
+    size_t max = xfer_sizes[NXFER_SIZES - 1];
+    PMPI_Win_allocate_shared(rank == 0 ? 256 + (MPI_Aint)max : 0, 1, MPI_INFO_NULL, pair, &base,
+                             &win);
+    MPI_Aint size;
+    int disp;
+    PMPI_Win_shared_query(win, 0, &size, &disp, &base);
+    volatile uint64_t *ping = base, *pong = base + 16; /* 128 B apart */
+    if (rank == 0)
+        *ping = *pong = 0;
+    PMPI_Barrier(pair);
+    uint64_t seq = 0;
+    cpu_set_t saved;
+    sched_getaffinity(0, sizeof saved, &saved);
+    double *s = bench_alloc_doubles(2 * o->rounds);
+    int reps[2];
+    for (int m = 0; m < 2; m++) {
+        pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &saved);
+        handoff_once(pair, rank, ping, pong, 8, m == 1, &seq);
+        reps[m] = reps_for(handoff_once(pair, rank, ping, pong, 64, m == 1, &seq), o);
+    }
+    for (int k = 0; k < o->rounds; k++)
+        for (int j = 0; j < 2; j++) {
+            int m = k % 2 ? 1 - j : j;
+            pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &saved);
+            s[m * o->rounds + k] = handoff_once(pair, rank, ping, pong, reps[m], m == 1, &seq);
+        }
+    for (int m = 0; m < 2; m++) {
+        struct robust r = robust_median(s + m * o->rounds, o->rounds);
+        out[m] = r.median;
+        *rejected += r.rejected;
+    }
+    free(s);
+
+    char *shared = (char *)base + 256, *mine = bench_alloc_pages(max);
+    memset(mine, 0, max);
+    pin(cpus < 2 ? -1 : rank, &saved);
+    int xreps[NXFER_SIZES];
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 2, &seq);
+        xreps[i] = reps_for(xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 4,
+                                      &seq), o);
+    }
+    s = bench_alloc_doubles(NXFER_SIZES * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int jj = 0; jj < NXFER_SIZES; jj++) {
+            int i = k % 2 ? NXFER_SIZES - 1 - jj : jj;
+            s[i * o->rounds + k] =
+                xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], xreps[i], &seq);
+        }
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        struct robust r = robust_median(s + i * o->rounds, o->rounds);
+        xfer[i] = r.median;
+        *rejected += r.rejected;
+    }
+    pin(-1, &saved);
+    free(s);
+    free(mine);
+    PMPI_Win_free(&win);
+}
+
+/* --- copies on one rank ------------------------------------------------------------ */
+
+static double copy_once(char *dst, const char *src, size_t bytes, int reps)
+{
+    double start = bench_now();
+    for (int i = 0; i < reps; i++)
+        copy_bytes(dst, src, bytes);
+    return (bench_now() - start) / reps;
+}
+
+/* memcpy GB/s by size (rank 0 alone). */
+static void measure_memcpy(const struct options *o, double gbs[NCOPY_SIZES], int *rejected)
+{
+    size_t max = copy_sizes[NCOPY_SIZES - 1];
+    char *src = bench_alloc_pages(max), *dst = bench_alloc_pages(max);
+    memset(src, 1, max);
+    memset(dst, 0, max);
+    int reps[NCOPY_SIZES];
+    for (int i = 0; i < NCOPY_SIZES; i++)
+        reps[i] = reps_for(copy_once(dst, src, copy_sizes[i], 1) / 2, o);
+    double *s = bench_alloc_doubles(NCOPY_SIZES * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int jj = 0; jj < NCOPY_SIZES; jj++) {
+            int i = k % 2 ? NCOPY_SIZES - 1 - jj : jj;
+            s[i * o->rounds + k] = copy_sizes[i] / copy_once(dst, src, copy_sizes[i], reps[i]) / 1e9;
+        }
+    for (int i = 0; i < NCOPY_SIZES; i++) {
+        struct robust r = robust_median(s + i * o->rounds, o->rounds);
+        gbs[i] = r.median;
+        *rejected += r.rejected;
+    }
+    free(s);
+    free(src);
+    free(dst);
+}
+
+enum { NFOLD_SIZES = 4, FOLD_BLOCK = 16 };
+static const size_t fold_sizes[NFOLD_SIZES] = {32768, 262144, 1 << 20, 8 << 20};
+
+/* The shape of mcoll's folds (src/coll/reduce/red_ops.c): blocks of 16 with restrict
+ * parameters, which GCC vectorises at -O2; float sums, as mcoll-bench's reductions. */
+static inline void fold_block(const float *restrict in, float *restrict io)
+{
+    for (int k = 0; k < FOLD_BLOCK; k++)
+        io[k] += in[k];
+}
+
+static void fold(const float *in, float *io, size_t n)
+{
+    size_t i = 0;
+    for (; i + FOLD_BLOCK <= n; i += FOLD_BLOCK)
+        fold_block(in + i, io + i);
+    for (; i < n; i++)
+        io[i] += in[i];
+}
+
+/* A reduction's fold by size of input, GB/s of input folded: in the collectives the
+ * inputs are mostly in cache, so the speed depends on the size. */
+static void measure_fold(const struct options *o, double gbs[NFOLD_SIZES], int *rejected)
+{
+    size_t max = fold_sizes[NFOLD_SIZES - 1] / sizeof(float);
+    float *a = bench_alloc_pages(max * sizeof(float)), *b = bench_alloc_pages(max * sizeof(float));
+    for (size_t i = 0; i < max; i++)
+        a[i] = b[i] = 1.0f;
+    double *s = bench_alloc_doubles(NFOLD_SIZES * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int jj = 0; jj < NFOLD_SIZES; jj++) {
+            int f = k % 2 ? NFOLD_SIZES - 1 - jj : jj;
+            size_t n = fold_sizes[f] / sizeof(float);
+            int reps = (int)fmax(1, (double)(64 << 20) / (double)fold_sizes[f]);
+            double start = bench_now();
+            for (int r = 0; r < reps; r++) {
+                fold(b, a, n);
+                __asm__ volatile("" : : "r"(a) : "memory"); /* keep every pass */
+            }
+            s[f * o->rounds + k] = (double)fold_sizes[f] * reps / (bench_now() - start) / 1e9;
+        }
+    for (int f = 0; f < NFOLD_SIZES; f++) {
+        struct robust r = robust_median(s + f * o->rounds, o->rounds);
+        gbs[f] = r.median;
+        *rejected += r.rejected;
+    }
+    free(s);
+    free(a);
+    free(b);
+}
+
+/* --- single copy (process_vm_readv) of rank 1's buffer by rank 0 ------------------- */
+
+static double cma_once(pid_t pid, void *local, void *remote, size_t bytes, int reps)
+{
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        struct iovec l = {local, bytes}, r = {remote, bytes};
+        if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)bytes)
+            return NAN;
+    }
+    return (bench_now() - start) / reps;
+}
+
+/* Seconds per read by size on rank 0 (NAN everywhere if single copy fails here). */
+static void measure_cma(MPI_Comm pair, int rank, const struct options *o, double t[NCMA_SIZES],
+                        int *rejected)
+{
+    size_t max = cma_sizes[NCMA_SIZES - 1];
+    char *buf = bench_alloc_pages(max);
+    memset(buf, rank + 1, max);
+    long peer[2] = {(long)getpid(), (long)(uintptr_t)buf};
+    PMPI_Bcast(peer, 2, MPI_LONG, 1, pair);
+    if (rank == 0) {
+        pid_t pid = (pid_t)peer[0];
+        void *remote = (void *)(uintptr_t)peer[1];
+        int reps[NCMA_SIZES];
+        bool ok = true;
+        for (int i = 0; i < NCMA_SIZES && ok; i++) {
+            double once = cma_once(pid, buf, remote, cma_sizes[i], 1);
+            ok = !isnan(once);
+            reps[i] = ok ? reps_for(once / 2, o) : 0;
+        }
+        double *s = bench_alloc_doubles(NCMA_SIZES * o->rounds);
+        for (int k = 0; k < o->rounds && ok; k++)
+            for (int jj = 0; jj < NCMA_SIZES; jj++) {
+                int i = k % 2 ? NCMA_SIZES - 1 - jj : jj;
+                s[i * o->rounds + k] = cma_once(pid, buf, remote, cma_sizes[i], reps[i]);
+            }
+        for (int i = 0; i < NCMA_SIZES; i++) {
+            if (!ok) {
+                t[i] = NAN;
+                continue;
+            }
+            struct robust r = robust_median(s + i * o->rounds, o->rounds);
+            t[i] = r.median;
+            *rejected += r.rejected;
+        }
+        free(s);
+    }
+    sleepy_barrier(pair); /* rank 1's buffer stays until rank 0 is done */
+    free(buf);
+}
+
+/* How much longer a 1 MiB single-copy read takes when both ranks read each other's
+ * buffer at once than when rank 0 reads alone (the two alternate inside each round);
+ * NAN where single copy fails. The collectives whose every rank reads (allgather,
+ * alltoall, allreduce) pay it. */
+static double measure_cma_pair(MPI_Comm pair, int rank, const struct options *o, int *rejected)
+{
+    enum { BYTES = 1 << 20 };
+    char *buf = bench_alloc_pages(BYTES), *dst = bench_alloc_pages(BYTES);
+    memset(buf, rank + 1, BYTES);
+    memset(dst, 0, BYTES);
+    long mine[2] = {(long)getpid(), (long)(uintptr_t)buf}, peer[2];
+    PMPI_Sendrecv(mine, 2, MPI_LONG, 1 - rank, 9, peer, 2, MPI_LONG, 1 - rank, 9, pair,
+                  MPI_STATUS_IGNORE);
+    pid_t pid = (pid_t)peer[0];
+    void *remote = (void *)(uintptr_t)peer[1];
+    double once = cma_once(pid, dst, remote, BYTES, 1);
+    int ok = !isnan(once);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, pair);
+    double ratio = NAN;
+    if (ok) {
+        int reps = reps_for(once / 2, o);
+        PMPI_Bcast(&reps, 1, MPI_INT, 0, pair);
+        double *s = bench_alloc_doubles(o->rounds);
+        for (int k = 0; k < o->rounds; k++) {
+            double t[2];
+            for (int j = 0; j < 2; j++) {
+                int both = k % 2 ? 1 - j : j;
+                PMPI_Barrier(pair);
+                double x = rank == 0 || both ? cma_once(pid, dst, remote, BYTES, reps) : 0;
+                PMPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_MAX, pair);
+                t[both] = x;
+            }
+            s[k] = t[1] / t[0];
+        }
+        struct robust r = robust_median(s, o->rounds);
+        ratio = r.median;
+        *rejected += rank == 0 ? r.rejected : 0;
+        free(s);
+    }
+    free(buf);
+    free(dst);
+    return ratio;
+}
+
+/* --- 1..n ranks copying at once ------------------------------------------------------ */
+
+/* agg[c-1]: aggregate GB/s with ranks 0..c-1 copying COPIERS_BYTES each at once (the
+ * slowest copier's time); the others sleep. */
+static void measure_copiers(MPI_Comm comm, int rank, int nprocs, const struct options *o,
+                            double *agg, int *rejected)
+{
+    char *src = bench_alloc_pages(COPIERS_BYTES), *dst = bench_alloc_pages(COPIERS_BYTES);
+    memset(src, 1, COPIERS_BYTES);
+    memset(dst, 0, COPIERS_BYTES);
+    double *s = bench_alloc_doubles(nprocs * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int j = 0; j < nprocs; j++) {
+            int c = k % 2 ? nprocs - j : j + 1;
+            sleepy_barrier(comm);
+            double t = rank < c ? copy_once(dst, src, COPIERS_BYTES, 2) : 0;
+            PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+            s[(c - 1) * o->rounds + k] = c * (double)COPIERS_BYTES / t / 1e9;
+        }
+    for (int c = 0; c < nprocs; c++) {
+        struct robust r = robust_median(s + c * o->rounds, o->rounds);
+        agg[c] = r.median;
+        *rejected += r.rejected;
+    }
+    free(s);
+    free(src);
+    free(dst);
+}
+
+/* --- output ---------------------------------------------------------------------------- */
+
+/* GB/s as the median of the slopes between every two of the sizes from `first` on
+ * (Theil-Sen: one disturbed size moves it little). */
+static double robust_gbs(const size_t *sizes, const double *t, int first, int n)
+{
+    double slopes[64];
+    int m = 0;
+    for (int i = first; i < n; i++)
+        for (int j = i + 1; j < n && m < 64; j++)
+            if (t[j] > t[i])
+                slopes[m++] = (double)(sizes[j] - sizes[i]) / (t[j] - t[i]) / 1e9;
+    return m ? bench_median(slopes, m) : NAN;
+}
+
+/* alpha (µs): the median of the three smallest sizes; GB/s from 32 KiB on. */
+static void fit_level(const double *t, double *alpha_us, double *gbs)
+{
+    double small[3] = {t[0], t[1], t[2]};
+    *alpha_us = bench_median(small, 3) * 1e6;
+    *gbs = robust_gbs(pp_sizes, t, 4, NPP_SIZES);
+}
+
+static void json_num(FILE *f, double v)
+{
+    bench_json_number(f, v);
+}
+
+static void write_level(FILE *f, const char *name, const double *t, bool last)
+{
+    double a, b;
+    fit_level(t, &a, &b);
+    fprintf(f, "    \"%s\": {\"alpha_us\": ", name);
+    json_num(f, a);
+    fputs(", \"GBps\": ", f);
+    json_num(f, b);
+    fputs(", \"sizes\": [", f);
+    for (int i = 0; i < NPP_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", pp_sizes[i]);
+    fputs("], \"us\": [", f);
+    for (int i = 0; i < NPP_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, t[i] * 1e6);
+    }
+    fprintf(f, "]}%s\n", last ? "" : ",");
+}
+
+struct calibration {
+    int nprocs, cpus, rejected, rounds;
+    long llc;
+    double cma_pair, fold[NFOLD_SIZES];
+    double pp[3][NPP_SIZES], handoff[2], xfer[NXFER_SIZES], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
+    double *copiers;
+};
+
+static void write_machine(FILE *f, const struct run_info *ri, const struct calibration *c)
+{
+    double cma_gbs = isnan(c->cma[0]) ? NAN : robust_gbs(cma_sizes, c->cma, 2, NCMA_SIZES);
+    double net_alpha, net_gbs;
+    fit_level(c->pp[2], &net_alpha, &net_gbs);
+    fprintf(f, "{\n  \"name\": \"calibrated on %s\",\n", ri->hostname);
+    fprintf(f, "  \"source\": \"mcoll-bench --calibrate, %s, %d ranks, %d rounds, medians after "
+               "3-MAD outlier rejection (%d samples rejected)\",\n",
+            ri->date, c->nprocs, c->rounds, c->rejected);
+    fputs("  \"mpi\": ", f);
+    bench_json_string(f, ri->mpi_version);
+    fprintf(f, ",\n  \"topology\": {\"nodes\": 1, \"ranks_per_node\": %d, \"cores_per_node\": %d, "
+               "\"sockets_per_node\": 1, \"llc_bytes\": %ld},\n",
+            c->nprocs, c->cpus, c->llc);
+    fputs("  \"levels\": {\n", f);
+    write_level(f, "core", c->pp[0], false);
+    if (!isnan(c->pp[1][0]))
+        write_level(f, "cache", c->pp[1], false);
+    write_level(f, "node", c->pp[2], true);
+    fputs("  },\n  \"node\": {\n    \"sync_us\": ", f);
+    json_num(f, c->handoff[0] * 1e6);
+    fputs(",\n    \"sched_turn_us\": ", f);
+    json_num(f, c->handoff[1] * 1e6);
+    fputs(",\n    \"xfer_curve\": {\"sizes\": [", f);
+    for (int i = 0; i < NXFER_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", xfer_sizes[i]);
+    fputs("], \"us\": [", f);
+    for (int i = 0; i < NXFER_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, c->xfer[i] * 1e6);
+    }
+    fputs("]}", f);
+    /* in cache: the median of the sizes up to 1 MiB; beyond: the largest size */
+    double in_cache[4] = {c->memcpy_gbs[0], c->memcpy_gbs[1], c->memcpy_gbs[2], c->memcpy_gbs[3]};
+    fputs(",\n    \"cache_copy_GBps\": ", f);
+    json_num(f, bench_median(in_cache, 4));
+    fputs(",\n    \"memcpy_GBps\": ", f);
+    json_num(f, c->memcpy_gbs[NCOPY_SIZES - 1]);
+    fputs(",\n    \"memcpy_curve\": {\"sizes\": [", f);
+    for (int i = 0; i < NCOPY_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", copy_sizes[i]);
+    fputs("], \"GBps\": [", f);
+    for (int i = 0; i < NCOPY_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, c->memcpy_gbs[i]);
+    }
+    fputs("]},\n    \"mem_GBps\": [", f);
+    for (int i = 0; i < c->nprocs; i++) {
+        fprintf(f, "%s[%d, ", i ? ", " : "", i + 1);
+        json_num(f, c->copiers[i]);
+        fputc(']', f);
+    }
+    fputs("],\n    \"cma\": ", f);
+    fputs(isnan(c->cma[0]) ? "false" : "true", f);
+    if (!isnan(c->cma[0])) {
+        fputs(",\n    \"cma_call_us\": ", f);
+        json_num(f, c->cma[0] * 1e6);
+        fputs(",\n    \"cma_GBps\": ", f);
+        json_num(f, cma_gbs);
+        fputs(",\n    \"cma_pair_slowdown\": ", f);
+        json_num(f, c->cma_pair);
+        fputs(",\n    \"cma_curve\": {\"sizes\": [", f);
+        for (int i = 0; i < NCMA_SIZES; i++)
+            fprintf(f, "%s%zu", i ? ", " : "", cma_sizes[i]);
+        fputs("], \"us\": [", f);
+        for (int i = 0; i < NCMA_SIZES; i++) {
+            fputs(i ? ", " : "", f);
+            json_num(f, c->cma[i] * 1e6);
+        }
+        fputs("]}", f);
+    }
+    fputs(",\n    \"fold_GBps\": ", f);
+    json_num(f, c->fold_gbs);
+    fputs(",\n    \"fold_curve\": {\"sizes\": [", f);
+    for (int i = 0; i < NFOLD_SIZES; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", fold_sizes[i]);
+    fputs("], \"GBps\": [", f);
+    for (int i = 0; i < NFOLD_SIZES; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, c->fold[i]);
+    }
+    fputs("]}", f);
+    fputs("\n  },\n  \"net\": {\"alpha_us\": ", f);
+    json_num(f, net_alpha);
+    fputs(", \"nic_MBps\": ", f);
+    json_num(f, net_gbs * 1e3);
+    fputs(", \"_note\": \"fake nodes (MCOLL_TOPO): the host MPI's point-to-point inside this "
+          "node\"}\n}\n", f);
+}
+
+static void print_summary(const struct calibration *c)
+{
+    static const char *names[3] = {"one core", "two cores", "unpinned"};
+    printf("# calibrate: host MPI ping-pong, one way, µs (medians of %d rounds)\n", c->rounds);
+    printf("# %-10s", "bytes");
+    for (int i = 0; i < NPP_SIZES; i++)
+        printf(" %9zu", pp_sizes[i]);
+    printf("\n");
+    for (int lv = 0; lv < 3; lv++) {
+        printf("  %-10s", names[lv]);
+        for (int i = 0; i < NPP_SIZES; i++)
+            printf(" %9.3f", c->pp[lv][i] * 1e6);
+        printf("\n");
+    }
+    printf("# flag hand-off: two cores %.3f µs, one core (yielding) %.3f µs\n",
+           c->handoff[0] * 1e6, c->handoff[1] * 1e6);
+    printf("# write, hand over, copy out (two cores), one way µs:");
+    for (int i = 0; i < NXFER_SIZES; i++)
+        printf(" %zu %.3f", xfer_sizes[i], c->xfer[i] * 1e6);
+    printf("\n# memcpy GB/s:");
+    for (int i = 0; i < NCOPY_SIZES; i++)
+        printf(" %zuK %.2f", copy_sizes[i] >> 10, c->memcpy_gbs[i]);
+    printf("\n# process_vm_readv µs:");
+    for (int i = 0; i < NCMA_SIZES; i++)
+        printf(" %zu %.3f", cma_sizes[i], c->cma[i] * 1e6);
+    printf("\n# 1 MiB read by both ranks at once / by one: %.2f", c->cma_pair);
+    printf("\n# fold GB/s:");
+    for (int i = 0; i < NFOLD_SIZES; i++)
+        printf(" %zuK %.2f", fold_sizes[i] >> 10, c->fold[i]);
+    printf("\n# copiers at once, aggregate GB/s:");
+    for (int i = 0; i < c->nprocs; i++)
+        printf(" %d: %.2f", i + 1, c->copiers[i]);
+    printf("\n# %d samples rejected as outliers\n", c->rejected);
+    fflush(stdout);
+}
+
+void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm)
+{
+    int rank, nprocs;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nprocs);
+    if (nprocs < 2)
+        bench_die(comm, "--calibrate needs at least 2 ranks (ranks 0 and 1 on one node)");
+    struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds,
+                            .cma_pair = NAN};
+    for (int i = 0; i < NCMA_SIZES; i++)
+        c.cma[i] = NAN;
+    c.llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (c.llc <= 0)
+        c.llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    MPI_Comm pair;
+    PMPI_Comm_split(comm, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    int rej = 0;
+    if (pair != MPI_COMM_NULL) {
+        measure_pingpong(pair, rank, o, c.cpus, c.pp, &rej);
+        measure_handoff(pair, rank, o, c.cpus, c.handoff, c.xfer, &rej);
+        measure_cma(pair, rank, o, c.cma, &rej);
+        c.cma_pair = measure_cma_pair(pair, rank, o, &rej);
+    }
+    sleepy_barrier(comm);
+    if (rank == 0) {
+        measure_memcpy(o, c.memcpy_gbs, &rej);
+        measure_fold(o, c.fold, &rej);
+        c.fold_gbs = c.fold[NFOLD_SIZES - 1];
+    }
+    sleepy_barrier(comm);
+    c.copiers = bench_alloc_doubles(nprocs);
+    measure_copiers(comm, rank, nprocs, o, c.copiers, &rej);
+    PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : &rej, &rej, 1, MPI_INT, MPI_SUM, 0, comm);
+    c.rejected = rej;
+    if (rank == 0) {
+        print_summary(&c);
+        if (o->json_path) {
+            FILE *f = fopen(o->json_path, "w");
+            if (!f)
+                bench_die(comm, "--calibrate: cannot write the -o file");
+            write_machine(f, ri, &c);
+            fclose(f);
+        }
+    }
+    free(c.copiers);
+    if (pair != MPI_COMM_NULL)
+        PMPI_Comm_free(&pair);
+}
