@@ -1,4 +1,4 @@
-/* Intra-node allgather through the per-rank areas (shm/area.h) or by single copy.
+/* Intra-node allgather through the per-rank areas (node/area.h) or by single copy.
  *
  * Every length is known everywhere, so each rank computes the call's T area
  * generations alone (the most chunks any area-moved block needs, at least 1). In
@@ -11,7 +11,7 @@
 
 #include "coll/allgather/allgather.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_allgather_node *g,
                                size_t len) {
@@ -37,12 +37,12 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       rounds = mcoll__area_chunks(len, area);
   }
   enum mcoll_move my_move = move_of(c, g, g->my_len);
-  uint32_t lag = small ? mcoll__slot_begin(c, base + 1) : 0;
+  uint32_t lag = small ? mcoll__slot_begin(&c->chan->area_slots, base + 1) : 0;
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * area;
     char *my_area = small ? mcoll__slot_area(shm, me, base + r) : mcoll__rank_area(shm, me);
-    if (small) mcoll__slot_wait_free(c, base + r, lag);
+    if (small) mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, base + r, lag);
     else mcoll__area_wait_free(c->chan, base + r);
     if (my_move == MCOLL_MOVE_CMA && r == 1)
       atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);

@@ -1,4 +1,4 @@
-/* The node's exchange through the per-rank areas (protocol of shm/area.h), in
+/* The node's exchange through the per-rank areas (protocol of node/area.h), in
  * rounds: in round r every rank writes fragment r of each of its blocks for node
  * peers into its slots, posts, then copies fragment r of its own blocks out of the
  * peers' slots, visiting them pairwise (step s: peer me-s) so that no area is read
@@ -24,7 +24,7 @@
 #include "coll/alltoall/alltoall.h"
 #include "coll/move.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 static int by_cma(const struct mcoll_a2a_engine *e, size_t bytes) { return bytes >= e->cma_min; }
 
@@ -125,8 +125,8 @@ static void slot_exchange(struct mcoll_a2a *a) {
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
@@ -161,8 +161,8 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
   copy_own(a);
@@ -214,8 +214,8 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   const struct mcoll_shm *shm = &c->chan->shm;
   int m = t->local_size, me = t->local_rank, cma_sends = 0;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(shm, me, gen);
   struct v_entry *table = (struct v_entry *)mine;
   size_t pos = v_table_bytes(m), room = mcoll__slot_bytes(shm);

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 /* Leader of r's group at level l for this call: the source leads its own groups. */
 static int group_leader(const struct mcoll_topo *t, int l, int r, int source) {

@@ -1,4 +1,4 @@
-/* Intra-node gather through the per-rank areas (shm/area.h) or by single copy.
+/* Intra-node gather through the per-rank areas (node/area.h) or by single copy.
  *
  * The call takes T area generations, T = the most chunks any area-moved block needs
  * (at least 1). In generation base+t every rank with a chunk t writes it into its
@@ -12,7 +12,7 @@
 
 #include "coll/gather/gather.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                             const struct mcoll_blocks *lens) {
@@ -54,7 +54,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
   uint32_t gen = c->chan->area_gen + 1;
-  mcoll__slot_begin(c, gen);
+  mcoll__slot_begin(&c->chan->area_slots, gen);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
   for (int s = 1; s < n; s++) {
@@ -82,11 +82,11 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
   int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
             MCOLL_MOVE_CMA;
   mcoll__area_done(c->chan, gen); /* I read nothing */
-  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,

@@ -21,7 +21,7 @@
 #include "coll/reduce/red.h"
 #include "core/tls.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
 #include "shm/call.h"
 
 static MCOLL_TLS char *scratch;

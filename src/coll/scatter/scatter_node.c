@@ -1,4 +1,4 @@
-/* Intra-node scatter through the source's area (shm/area.h) or by single copy.
+/* Intra-node scatter through the source's area (node/area.h) or by single copy.
  *
  * Only the source knows every length, so each generation's area starts with a
  * table: the call's round count, and per node rank where its part lies (an offset
@@ -12,7 +12,7 @@
 
 #include "coll/scatter/scatter.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 struct entry {
   uint64_t off, len; /* off: in the area; for a single-copy reader, the block's address */
@@ -58,12 +58,12 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size, readers = 0;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
   char *slot = mcoll__slot_area(shm, me, gen);
   struct head *head = (struct head *)slot;
   size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
   mcoll__area_done(c->chan, gen); /* the source reads no one's area */
-  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   head->rounds = 1;
   for (int step = 1; step < n; step++) {
     int j = (me + step) % n;
@@ -170,7 +170,7 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
 static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
-  if (one_gen) mcoll__slot_begin(c, c->chan->area_gen + 1);
+  if (one_gen) mcoll__slot_begin(&c->chan->area_slots, c->chan->area_gen + 1);
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     uint32_t gen = c->chan->area_gen + 1;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);

@@ -5,8 +5,8 @@
  * generation g into its own area only when every peer has finished reading
  * generation g-1 (done >= g-1); it then posts g. A rank that has read all it needs
  * of generation g marks done = g, even if it read nothing. */
-#ifndef MCOLL_AREA_H
-#define MCOLL_AREA_H
+#ifndef MCOLL_NODE_AREA_H
+#define MCOLL_NODE_AREA_H
 
 #include "shm/channel.h"
 
@@ -25,5 +25,10 @@ static inline int mcoll__area_posted(const struct mcoll_channel *ch, int r, uint
 }
 /* I have read all I need of generation gen. */
 void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen);
+
+/* Chunks of at most `area` bytes that a block of len bytes needs. */
+static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
+  return (uint32_t)((len + area - 1) / area);
+}
 
 #endif

@@ -1,4 +1,4 @@
-#include "shm/area.h"
+#include "node/area.h"
 
 void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen) {
   const struct mcoll_shm *shm = &ch->shm;
