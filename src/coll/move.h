@@ -13,6 +13,7 @@
 #include "comm/context.h"
 #include "node/area.h"
 #include "node/copy.h"
+#include "node/peer.h"
 #include "node/slot.h"
 
 /* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
@@ -51,18 +52,6 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
   if (mcoll__alg_forced(coll) < 0) return -1;
   struct mcoll_facts facts = mcoll__facts(c, 0);
   return mcoll__alg_forced_for(coll, &facts);
-}
-
-/* Single copy of len bytes at `addr` in node-local rank r's memory; aborts on failure
- * (the probe at set-up said CMA works, so a failure is a broken peer). */
-static inline void mcoll__cma_get(const struct mcoll_comm *c, int r, void *dst, uint64_t addr,
-                                  size_t len) {
-  int err = mcoll__cma_read(c->chan->shm.data[r].pid, dst, addr, len);
-  if (err) {
-    fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
-            (int)c->chan->shm.data[r].pid, err);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
 }
 
 #endif

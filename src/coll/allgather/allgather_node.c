@@ -57,7 +57,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       if (move_of(c, g, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
-        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+        mcoll__peer_read(c->chan, j, to, atomic_load(&shm->data[j].cma_addr), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
         const char *from = small ? mcoll__slot_area(shm, j, base + r) : mcoll__rank_area(shm, j);

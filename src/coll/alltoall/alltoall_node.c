@@ -71,12 +71,7 @@ static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uin
     return;
   }
   const uint64_t *addr = (const uint64_t *)(mcoll__rank_area(shm, j) + MCOLL_A2A_ADDR_OFFSET);
-  int err = mcoll__cma_read(shm->data[j].pid, rv->ptr + off, addr[me] + off, len);
-  if (err) {
-    fprintf(stderr, "mcoll: alltoall: process_vm_readv from pid %d failed (errno %d); aborting\n",
-            (int)shm->data[j].pid, err);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  mcoll__peer_read(c->chan, j, rv->ptr + off, addr[me] + off, len);
 }
 
 static int reads_in_round(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
@@ -204,7 +199,7 @@ static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
   /* Matching signatures make the lengths equal; a mismatch must not read past. */
   size_t len = en->len < rv->bytes ? en->len : rv->bytes;
   if (!len) return;
-  if (en->by_cma) mcoll__cma_get(c, j, rv->ptr, en->where, len);
+  if (en->by_cma) mcoll__peer_read(c->chan, j, rv->ptr, en->where, len);
   else memcpy(rv->ptr, slot + en->where, len);
 }
 

@@ -1,5 +1,5 @@
 /* Intra-node single-copy bcast: readers read the source's buffer directly with
- * process_vm_readv, chunk by chunk as the source makes chunks valid (pipelined
+ * single copy (node/peer.h), chunk by chunk as the source makes chunks valid (pipelined
  * with the inter-node phase). Reader group j starts at chunk j·N/groups, so about
  * k readers hit one part of the buffer at a time. The source returns only when
  * every reader is done with its buffer. */
@@ -8,6 +8,7 @@
 
 #include "coll/bcast/bcast.h"
 #include "core/config.h"
+#include "node/peer.h"
 
 static size_t cma_chunk(void) { return (size_t)mcoll__cfg.CMA_CHUNK; }
 
@@ -48,12 +49,8 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
     mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + (uint32_t)idx + 1);
-    int err = mcoll__cma_read(src->pid, call->buf + off, atomic_load(&src->cma_addr) + off, len);
-    if (err) {
-      fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
-              (int)src->pid, err);
-      PMPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    mcoll__peer_read(c->chan, call->source, call->buf + off, atomic_load(&src->cma_addr) + off,
+                     len);
   }
   if (first + nchunks == chunk_count(call->bytes))
     mcoll__flag_set(shm, &shm->data[me].cma_done, c->chan->bcast_seq);

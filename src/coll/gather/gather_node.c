@@ -71,7 +71,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     }
     mcoll__area_wait_posted(c->chan, j, gen);
     if (cma)
-      mcoll__cma_get(c, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
+      mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
     else
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
@@ -125,7 +125,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
-        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+        mcoll__peer_read(c->chan, j, to, atomic_load(&shm->data[j].cma_addr), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);

@@ -22,6 +22,7 @@
 #include "core/tls.h"
 #include "core/config.h"
 #include "node/area.h"
+#include "node/peer.h"
 #include "shm/call.h"
 
 static MCOLL_TLS char *scratch;
@@ -52,12 +53,7 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
   const struct mcoll_red_type *t = k->r->t;
   const struct mcoll_shm *shm = &k->r->c->chan->shm;
   uint64_t addr = *(const uint64_t *)mcoll__rank_area(shm, x) + v * t->extent;
-  int err = mcoll__cma_read(shm->data[x].pid, dst, addr, mcoll__red_span(t, m));
-  if (err) {
-    fprintf(stderr, "mcoll: reduction: process_vm_readv from world rank %d failed (errno %d)\n",
-            shm->data[x].world_rank, err);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  mcoll__peer_read(k->r->c->chan, x, dst, addr, mcoll__red_span(t, m));
 }
 
 /* Ranks that disagree on the count (an erroneous program) would read or write past
@@ -128,13 +124,7 @@ static void fold_segment_for_taker(const struct cma_call *k, char *out_tmp) {
       continue;
     }
     fold_chunk(k, n, out_tmp, v, m);
-    int err = mcoll__cma_write(shm->data[taker].pid, out_addr + v * t->extent, out_tmp,
-                               mcoll__red_span(t, m));
-    if (err) {
-      fprintf(stderr, "mcoll: reduction: process_vm_writev to world rank %d failed (errno %d)\n",
-              shm->data[taker].world_rank, err);
-      PMPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    mcoll__peer_write(r->c->chan, taker, out_addr + v * t->extent, out_tmp, mcoll__red_span(t, m));
   }
 }
 

@@ -202,7 +202,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
-    mcoll__cma_get(c, source, s->mine, e.off, s->my_len);
+    mcoll__peer_read(c->chan, source, s->mine, e.off, s->my_len);
   } else {
     size_t got = 0;
     for (uint32_t r = 1;; r++) {
