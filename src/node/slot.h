@@ -25,6 +25,23 @@ static inline uint32_t mcoll__slot_begin_n(struct mcoll_slot_run *run, uint32_t 
   return behind < nslots - 1 ? behind : nslots - 1;
 }
 
+/* Before the first generation of a fresh segment, where every slot is as it was
+ * made (zero stamps are older than any generation): a run as if every slot had been
+ * used, so that mcoll__slot_run_full holds at once. (After the generations wrap,
+ * run->seen holds a generation before 0, never 0, so this happens once.) */
+static inline void mcoll__slot_run_fresh(struct mcoll_slot_run *run, uint32_t gen,
+                                         uint32_t nslots) {
+  if (gen == 1 && run->last == 0 && run->from == 0 && run->seen == 0) {
+    run->from = gen - nslots;
+    run->seen = gen - 2;
+  }
+}
+
+/* Generation gen was not one of the run's: the next slot generation starts a new run. */
+static inline void mcoll__slot_run_end(struct mcoll_slot_run *run, uint32_t gen) {
+  run->last = gen - 1;
+}
+
 static inline uint32_t mcoll__slot_begin(struct mcoll_slot_run *run, uint32_t gen) {
   return mcoll__slot_begin_n(run, gen, MCOLL_AREA_SLOTS);
 }

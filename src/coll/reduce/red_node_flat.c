@@ -107,14 +107,9 @@ static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
   const struct mcoll_shm *shm = &c->chan->shm;
   struct mcoll_slot_run *run = &c->chan->red_slots;
   size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
-  if (gen == 1 && run->last == 0 && run->from == 0 && run->seen == 0) {
-    /* The context's first area generation: the areas are as the segment was made,
-     * zero, so every stamp is valid (older than any generation) -- as if a run of
-     * slot calls had filled them all, and the first calls may wait on stamps. (After
-     * the generations wrap, run->seen holds a generation before 0, never 0.) */
-    run->from = gen - RED_SLOTS;
-    run->seen = gen - 2;
-  }
+  /* The context's first area generation: every stamp is valid, as if a run of slot
+   * calls had filled them all, and the first calls may wait on stamps. */
+  mcoll__slot_run_fresh(run, gen, RED_SLOTS);
   uint32_t lag = mcoll__slot_begin_n(run, gen, RED_SLOTS);
   mcoll__slot_wait_free(shm, run, gen, lag);
   struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
