@@ -148,6 +148,13 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
 /* The same until *flag is exactly target (a stamp that other data may have
  * overwritten: any other value, even a larger one, means not yet). */
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+/* The test twins of the two waits above: whether the flag holds now. */
+static inline int mcoll__flag_test(const mcoll_flag *flag, uint32_t target) {
+  return mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target);
+}
+static inline int mcoll__flag_test_exact(const mcoll_flag *flag, uint32_t target) {
+  return atomic_load_explicit(flag, memory_order_acquire) == target;
+}
 /* Waits until ready(arg), polling as the flag waits do (never sleeps on a futex:
  * wakes every millisecond once past the yield phase). */
 void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg);

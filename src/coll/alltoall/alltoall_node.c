@@ -88,7 +88,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   uint64_t served = 0; /* bit s: step s done in the first pass (m <= 64) */
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (reads_in_round(a, e, r, j) && mcoll__area_posted(c->chan, j, gen)) {
+    if (reads_in_round(a, e, r, j) && mcoll__area_test_posted(c->chan, j, gen)) {
       read_pair(a, e, r, j);
       served |= 1ull << s;
     }
@@ -232,7 +232,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   uint64_t served = 0;
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_posted(c->chan, j, gen)) {
+    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_test_posted(c->chan, j, gen)) {
       read_v(a, j, gen);
       served |= 1ull << s;
     }
