@@ -25,6 +25,7 @@
 #include "coll/move.h"
 #include "core/config.h"
 #include "node/area.h"
+#include "node/publish.h"
 
 static int by_cma(const struct mcoll_a2a_engine *e, size_t bytes) { return bytes >= e->cma_min; }
 
@@ -247,7 +248,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   /* Single-copy readers read my buffers: they stay mine until those are done. */
   for (int k = 0; k < m && cma_sends; k++)
     if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
-      mcoll__flag_wait(shm, &shm->data[k].done, gen);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, k, gen);
   c->chan->area_gen = gen;
 }
 
@@ -299,5 +300,5 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     mcoll__area_done(c->chan, gen);
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
-  if (cma_sends) mcoll__area_wait_free(c->chan, c->chan->area_gen + 1);
+  if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, c->chan->area_gen);
 }

@@ -13,6 +13,7 @@
 #include "coll/gather/gather.h"
 #include "core/config.h"
 #include "node/area.h"
+#include "node/publish.h"
 
 static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                             const struct mcoll_blocks *lens) {
@@ -71,7 +72,8 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     }
     mcoll__area_wait_posted(c->chan, j, gen);
     if (cma)
-      mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
+      mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r),
+                       mcoll__published_addr((const struct mcoll_peer_buf *)slot), len);
     else
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
@@ -94,11 +96,11 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
     c->chan->area_gen = gen;
     return;
   }
-  if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
+  if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
   mcoll__area_post(c->chan, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
-  if (cma) mcoll__flag_wait(shm, &shm->data[g->sink].done, gen);
+  if (cma) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, gen);
   c->chan->area_gen = gen;
 }
 
@@ -125,7 +127,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
-        mcoll__peer_read(c->chan, j, to, atomic_load(&shm->data[j].cma_addr), len);
+        mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
@@ -148,7 +150,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
 
   mcoll__area_wait_free(c->chan, base + 1);
   if (move == MCOLL_MOVE_CMA)
-    atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
+    mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
   else if (g->my_len)
     mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
   mcoll__area_post(c->chan, base + 1);
@@ -167,7 +169,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     mcoll__area_post(c->chan, base + r);
   }
   /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
-  if (move == MCOLL_MOVE_CMA) mcoll__flag_wait(shm, &shm->data[g->sink].done, base + 1);
+  if (move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, base + 1);
   c->chan->area_gen = base + rounds;
 }
 

@@ -23,6 +23,7 @@
 #include "core/config.h"
 #include "node/area.h"
 #include "node/peer.h"
+#include "node/publish.h"
 #include "shm/call.h"
 
 static MCOLL_TLS char *scratch;
@@ -184,6 +185,5 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
     }
   }
   mcoll__area_done(c->chan, k.gen);
-  for (int x = 0; x < shm->local_size; x++)
-    if (x != me) mcoll__flag_wait(shm, &shm->data[x].done, k.gen);
+  mcoll__hold_wait(shm, MCOLL_MARK_AREA, -1, k.gen);
 }

@@ -13,6 +13,7 @@
 #include "coll/scatter/scatter.h"
 #include "core/config.h"
 #include "node/area.h"
+#include "node/publish.h"
 
 struct entry {
   uint64_t off, len; /* off: in the area; for a single-copy reader, the block's address */
@@ -92,7 +93,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
     if (j != me && head->entry[j].reader >= 0)
-      mcoll__flag_wait(shm, &shm->data[j].done, gen);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, gen);
   c->chan->area_gen = gen;
 }
 
@@ -145,7 +146,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
     if (j != me && move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_CMA)
-      mcoll__flag_wait(shm, &shm->data[j].done, base + rounds);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, base + rounds);
   c->chan->area_gen = base + rounds;
 }
 
@@ -162,7 +163,7 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
   for (int j = 0; j < shm->local_size; j++) {
     int other = head->entry[j].reader;
     if (j != shm->local_rank && other >= (group - 1) * k && other < group * k)
-      mcoll__flag_wait(shm, &shm->data[j].done, last);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, last);
   }
 }
 
