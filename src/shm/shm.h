@@ -88,7 +88,7 @@ struct mcoll_shm_header {
  * a line's stamp only ever grows. */
 #define MCOLL_INLINE_MAX 56
 #define MCOLL_INLINE_SLOTS 128
-/* Slots per rank's area for small calls that run ahead (coll/move.h). */
+/* Slots per rank's area for small calls that run ahead (node/slot.h). */
 #define MCOLL_AREA_SLOTS 128
 struct mcoll_inline_line {
   mcoll_flag stamp; /* the generation whose data the line holds */

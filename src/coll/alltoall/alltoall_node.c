@@ -108,7 +108,7 @@ static void copy_own(struct mcoll_a2a *a) {
 }
 
 /* Small alltoall: all my blocks for node peers fit in one slot of my area
- * (coll/move.h), block k at k·block. One generation per call, and a rank may run
+ * (node/slot.h), block k at k·block. One generation per call, and a rank may run
  * up to the slots' depth ahead of peers that are not running (oversubscribed). */
 static int fits_slot(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   const struct mcoll_comm *c = a->c;

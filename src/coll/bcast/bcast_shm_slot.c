@@ -1,5 +1,5 @@
 /* Intra-node bcast of small messages through one slot of the source's area
- * (coll/move.h), one area generation per call.
+ * (node/slot.h), one area generation per call.
  *
  * The source writes the data into its inline line for the generation (up to
  * MCOLL_INLINE_MAX bytes: the line that says "ready" brings the data with it) or

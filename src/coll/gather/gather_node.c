@@ -30,7 +30,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
 }
 
 /* One generation per call: every block either fits in one slot of its owner's area
- * (coll/move.h) or goes by single copy, its address in that slot. All ranks must
+ * (node/slot.h) or goes by single copy, its address in that slot. All ranks must
  * decide alike: with single copy on, every block qualifies once blocks of a slot's
  * size go by single copy (a rule everyone can check); otherwise only calls whose
  * lengths everyone knows, all of them fitting a slot. Back-to-back calls overlap:

@@ -38,7 +38,7 @@ static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_sc
   return mcoll__move_of(c, len, s->forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN);
 }
 
-/* One generation with the table and every part in one slot of the areas (coll/move.h),
+/* One generation with the table and every part in one slot of the areas (node/slot.h),
  * only when every block has the same length, which all ranks know. */
 static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
   size_t parts = s->my_len * (size_t)(c->chan->shm.local_size - 1);
@@ -46,7 +46,7 @@ static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_nod
          head_bytes(c->chan->shm.local_size) + parts <= mcoll__slot_bytes(&c->chan->shm);
 }
 
-/* One generation per call, its table in one slot of the source's area (coll/move.h):
+/* One generation per call, its table in one slot of the source's area (node/slot.h):
  * parts that fit go in the slot, the others by single copy. With single copy on,
  * every call (all ranks can tell); without, calls of equal blocks that all fit.
  * Back-to-back calls overlap: the source moves on once its parts are in the slot. */
