@@ -23,9 +23,13 @@
 
 #include "shm/shm.h"
 
+/* A buffer's address as peers read it (node/peer.h): the record's addr, and the
+ * address words of the named variants. */
+static inline uint64_t mcoll__peer_addr(const void *buf) { return (uint64_t)(uintptr_t)buf; }
+
 static inline void mcoll__publish(struct mcoll_peer_buf *at, const void *buf, size_t len,
                                   uint32_t gen) {
-  atomic_store_explicit(&at->addr, (uint64_t)(uintptr_t)buf, memory_order_relaxed);
+  atomic_store_explicit(&at->addr, mcoll__peer_addr(buf), memory_order_relaxed);
   atomic_store_explicit(&at->len, (uint64_t)len, memory_order_relaxed);
   atomic_store_explicit(&at->gen, gen, memory_order_release);
 }

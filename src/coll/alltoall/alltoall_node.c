@@ -223,7 +223,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       table[k] = (struct v_entry){pos, s->bytes, 0};
       pos += s->bytes;
     } else {
-      table[k] = (struct v_entry){(uint64_t)(uintptr_t)s->ptr, s->bytes, 1};
+      table[k] = (struct v_entry){mcoll__peer_addr(s->ptr), s->bytes, 1};
       cma_sends = 1;
     }
   }
@@ -285,7 +285,7 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     if (r == 0) {
       *(volatile uint32_t *)mine = rounds;
       for (int k = 0; k < m && cma_sends; k++)
-        my_addr[k] = (uint64_t)(uintptr_t)a->send[t->local_ranks[k]].ptr;
+        my_addr[k] = mcoll__peer_addr(a->send[t->local_ranks[k]].ptr);
     }
     write_round(a, e, r);
     mcoll__area_post(c->chan, gen);

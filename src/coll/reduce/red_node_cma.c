@@ -158,8 +158,8 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   k.gen = mcoll__area_next(c->chan);
   mcoll__area_wait_free(c->chan, k.gen);
   uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
-  published[0] = (uint64_t)(uintptr_t)k.own;
-  if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
+  published[0] = mcoll__peer_addr(k.own);
+  if (split && me == r->dest - 1) published[1] = mcoll__peer_addr(r->out[0].dst);
   published[2] = r->count;
   mcoll__area_post(c->chan, k.gen);
   int need = split ? shm->local_size

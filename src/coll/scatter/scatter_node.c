@@ -78,7 +78,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
       continue;
     }
     if (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room) {
-      *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
+      *e = (struct entry){.off = mcoll__peer_addr(block), .len = len, .reader = readers++};
     } else {
       *e = (struct entry){.off = pos, .len = len, .reader = -1};
       if (len) mcoll__area_write(slot + pos, block, len);
@@ -131,7 +131,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       struct entry *e = &head->entry[j];
       if (move_of(c, s, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
-        *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
+        *e = (struct entry){.off = mcoll__peer_addr(block), .len = len, .reader = readers++};
         continue;
       }
       *e = (struct entry){.off = pos, .len = at < len ? len - at : 0, .reader = -1};
