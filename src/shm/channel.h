@@ -12,17 +12,31 @@
 
 #include "shm/shm.h"
 
+/* A run of slot generations on the per-rank areas (node/slot.h): the first
+ * generation of the run, the last one begun, and the least `done` seen at the
+ * peers last time they were looked at. */
+struct mcoll_slot_run {
+  uint32_t from, last, seen;
+};
+
+/* How a rank reads and writes a node peer's memory (node/peer.h). */
+enum mcoll_peer_mem {
+  MCOLL_PEER_CMA,    /* processes: process_vm_readv/writev */
+  MCOLL_PEER_SHARED, /* ranks in one address space (threads): memcpy */
+};
+
 struct mcoll_channel {
   struct mcoll_shm shm; /* mapped when the node has more than one rank */
-  int cma_ok;           /* every rank of the node can read its peers with CMA */
+  int cma_ok;           /* every rank of the node can read its peers (node/peer.h) */
+  enum mcoll_peer_mem peer_mem; /* how (CMA unless the ranks share one address space) */
   /* Counters that advance identically on every rank of the node. */
   uint32_t barrier_seq;         /* hier barriers */
   uint32_t barrier_counter_seq; /* counter barriers (the count in the segment) */
   uint32_t ring_gen;            /* generations published through the ring */
   uint32_t bcast_seq;
-  uint32_t area_gen;            /* generations of the per-rank areas (shm/area.h) */
-  uint32_t area_slot_from, area_slot_last, area_slot_seen; /* runs of small area generations (coll/move.h) */
-  uint32_t red_slot_from, red_slot_last, red_slot_seen;    /* small reductions' area slots */
+  uint32_t area_gen;            /* generations of the per-rank areas (node/area.h) */
+  struct mcoll_slot_run area_slots; /* runs of small area generations (node/slot.h) */
+  struct mcoll_slot_run red_slots;  /* the same for the flat reduction's slots */
   uint32_t *cma_ready;          /* [local_size] each rank's cma_ready counter */
   /* Identity and ownership (channel.c). */
   unsigned id;       /* agreed by the members when it was made: equal ids name one channel */

@@ -47,13 +47,13 @@ int mcoll__cma_probe(MPI_Comm node_comm, const struct mcoll_shm *shm) {
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   static uint64_t probe_word = 0x6d636f6c6c636d61ull;
   int n = shm->local_size, me = shm->local_rank;
-  atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)&probe_word);
+  atomic_store(&shm->data[me].buf.addr, (uint64_t)(uintptr_t)&probe_word);
   PMPI_Barrier(node_comm);
   int ok = 1, all_ok = 0;
   if (n > 1) {
     int peer = (me + 1) % n;
     uint64_t got = 0;
-    ok = mcoll__cma_read(shm->data[peer].pid, &got, atomic_load(&shm->data[peer].cma_addr),
+    ok = mcoll__cma_read(shm->data[peer].pid, &got, atomic_load(&shm->data[peer].buf.addr),
                          sizeof got) == 0 &&
          got == probe_word;
   }

@@ -23,16 +23,24 @@ struct mcoll_sync_line {
   char pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
 };
 
+/* A buffer published to node peers, the one format (node/publish.h): its address in
+ * its owner's memory, its length, and the generation they belong to. */
+struct mcoll_peer_buf {
+  _Atomic uint64_t addr;
+  _Atomic uint64_t len;
+  mcoll_flag gen;
+};
+
 /* Data-movement progress of one rank, written by that rank. */
 struct mcoll_data_line {
   mcoll_flag consumed;        /* ring: last generation this rank is done with */
   mcoll_flag cma_ready;       /* single copy: chunks of its buffer made readable so far */
   mcoll_flag cma_done;        /* single copy: last bcast sequence it finished reading */
   int32_t pid;
-  _Atomic uint64_t cma_addr;  /* single copy: address of its source buffer */
-  /* bcast source: bytes of the call it publishes (shm tree, single copy), written
-   * before the flag that readers wait on in this line, so they compare it for free */
-  uint64_t source_bytes;
+  /* The buffer it publishes for single-copy readers (node/publish.h); a bcast
+   * source's len is the bytes of the call (shm tree too), written before the flag
+   * that readers wait on in this line, so they compare it for free. */
+  struct mcoll_peer_buf buf;
   int32_t world_rank;
   /* For collectives built on the per-rank areas: generation of the data in this
    * rank's area, and the last generation this rank finished reading elsewhere. */
@@ -44,10 +52,11 @@ struct mcoll_data_line {
    * that the ranks disagree. */
   mcoll_flag call_mismatch;
   _Atomic uint64_t call;
-  char pad[8];
   /* Its last MCOLL_CALL_LOG descriptors, by call: for readers of a rank gone on. */
   _Atomic uint64_t call_log[8];
 };
+
+_Static_assert(sizeof(struct mcoll_data_line) == 2 * 64, "a data line is two cache lines");
 
 struct mcoll_slot_ctl {
   mcoll_flag gen; /* generation of the data in the slot */
@@ -79,7 +88,7 @@ struct mcoll_shm_header {
  * a line's stamp only ever grows. */
 #define MCOLL_INLINE_MAX 56
 #define MCOLL_INLINE_SLOTS 128
-/* Slots per rank's area for small calls that run ahead (coll/move.h). */
+/* Slots per rank's area for small calls that run ahead (node/slot.h). */
 #define MCOLL_AREA_SLOTS 128
 struct mcoll_inline_line {
   mcoll_flag stamp; /* the generation whose data the line holds */
@@ -148,6 +157,13 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
 /* The same until *flag is exactly target (a stamp that other data may have
  * overwritten: any other value, even a larger one, means not yet). */
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+/* The test twins of the two waits above: whether the flag holds now. */
+static inline int mcoll__flag_test(const mcoll_flag *flag, uint32_t target) {
+  return mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target);
+}
+static inline int mcoll__flag_test_exact(const mcoll_flag *flag, uint32_t target) {
+  return atomic_load_explicit(flag, memory_order_acquire) == target;
+}
 /* Waits until ready(arg), polling as the flag waits do (never sleeps on a futex:
  * wakes every millisecond once past the yield phase). */
 void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg);

@@ -1,4 +1,4 @@
-/* Intra-node allgather through the per-rank areas (shm/area.h) or by single copy.
+/* Intra-node allgather through the per-rank areas (node/area.h) or by single copy.
  *
  * Every length is known everywhere, so each rank computes the call's T area
  * generations alone (the most chunks any area-moved block needs, at least 1). In
@@ -6,12 +6,13 @@
  * rank publishes its buffer in the first), posts, then copies the others' chunks
  * out in the order me+1, me+2, ...: at each step every source has one reader
  * (seed 000 §4.2, bounded concurrency), and marks the generation done. Small calls
- * use slots of the areas so that back-to-back calls overlap (coll/move.h). */
+ * use slots of the areas so that back-to-back calls overlap (node/slot.h). */
 #include <string.h>
 
 #include "coll/allgather/allgather.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/publish.h"
 
 static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_allgather_node *g,
                                size_t len) {
@@ -37,15 +38,15 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       rounds = mcoll__area_chunks(len, area);
   }
   enum mcoll_move my_move = move_of(c, g, g->my_len);
-  uint32_t lag = small ? mcoll__slot_begin(c, base + 1) : 0;
+  uint32_t lag = small ? mcoll__slot_begin(&c->chan->area_slots, base + 1) : 0;
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * area;
     char *my_area = small ? mcoll__slot_area(shm, me, base + r) : mcoll__rank_area(shm, me);
-    if (small) mcoll__slot_wait_free(c, base + r, lag);
+    if (small) mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, base + r, lag);
     else mcoll__area_wait_free(c->chan, base + r);
     if (my_move == MCOLL_MOVE_CMA && r == 1)
-      atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
+      mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
     else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
       mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
     mcoll__area_post(c->chan, base + r);
@@ -57,7 +58,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       if (move_of(c, g, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
-        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+        mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
         const char *from = small ? mcoll__slot_area(shm, j, base + r) : mcoll__rank_area(shm, j);
@@ -67,8 +68,6 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
     mcoll__area_done(c->chan, base + r);
   }
   /* The others read my buffer itself: keep it until they are past generation 1. */
-  if (my_move == MCOLL_MOVE_CMA)
-    for (int j = 0; j < n; j++)
-      if (j != me) mcoll__flag_wait(shm, &shm->data[j].done, base + 1);
+  if (my_move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, -1, base + 1);
   c->chan->area_gen = base + rounds;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
-#include "shm/area.h"
+#include "node/area.h"
 
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;

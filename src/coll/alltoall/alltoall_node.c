@@ -1,4 +1,4 @@
-/* The node's exchange through the per-rank areas (protocol of shm/area.h), in
+/* The node's exchange through the per-rank areas (protocol of node/area.h), in
  * rounds: in round r every rank writes fragment r of each of its blocks for node
  * peers into its slots, posts, then copies fragment r of its own blocks out of the
  * peers' slots, visiting them pairwise (step s: peer me-s) so that no area is read
@@ -24,7 +24,8 @@
 #include "coll/alltoall/alltoall.h"
 #include "coll/move.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/publish.h"
 
 static int by_cma(const struct mcoll_a2a_engine *e, size_t bytes) { return bytes >= e->cma_min; }
 
@@ -71,12 +72,7 @@ static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uin
     return;
   }
   const uint64_t *addr = (const uint64_t *)(mcoll__rank_area(shm, j) + MCOLL_A2A_ADDR_OFFSET);
-  int err = mcoll__cma_read(shm->data[j].pid, rv->ptr + off, addr[me] + off, len);
-  if (err) {
-    fprintf(stderr, "mcoll: alltoall: process_vm_readv from pid %d failed (errno %d); aborting\n",
-            (int)shm->data[j].pid, err);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  mcoll__peer_read(c->chan, j, rv->ptr + off, addr[me] + off, len);
 }
 
 static int reads_in_round(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
@@ -93,7 +89,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   uint64_t served = 0; /* bit s: step s done in the first pass (m <= 64) */
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (reads_in_round(a, e, r, j) && mcoll__area_posted(c->chan, j, gen)) {
+    if (reads_in_round(a, e, r, j) && mcoll__area_test_posted(c->chan, j, gen)) {
       read_pair(a, e, r, j);
       served |= 1ull << s;
     }
@@ -112,7 +108,7 @@ static void copy_own(struct mcoll_a2a *a) {
 }
 
 /* Small alltoall: all my blocks for node peers fit in one slot of my area
- * (coll/move.h), block k at k·block. One generation per call, and a rank may run
+ * (node/slot.h), block k at k·block. One generation per call, and a rank may run
  * up to the slots' depth ahead of peers that are not running (oversubscribed). */
 static int fits_slot(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   const struct mcoll_comm *c = a->c;
@@ -125,8 +121,8 @@ static void slot_exchange(struct mcoll_a2a *a) {
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
@@ -161,8 +157,8 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
   copy_own(a);
@@ -204,7 +200,7 @@ static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
   /* Matching signatures make the lengths equal; a mismatch must not read past. */
   size_t len = en->len < rv->bytes ? en->len : rv->bytes;
   if (!len) return;
-  if (en->by_cma) mcoll__cma_get(c, j, rv->ptr, en->where, len);
+  if (en->by_cma) mcoll__peer_read(c->chan, j, rv->ptr, en->where, len);
   else memcpy(rv->ptr, slot + en->where, len);
 }
 
@@ -214,8 +210,8 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   const struct mcoll_shm *shm = &c->chan->shm;
   int m = t->local_size, me = t->local_rank, cma_sends = 0;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
-  mcoll__slot_wait_free(c, gen, lag);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(shm, me, gen);
   struct v_entry *table = (struct v_entry *)mine;
   size_t pos = v_table_bytes(m), room = mcoll__slot_bytes(shm);
@@ -227,7 +223,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       table[k] = (struct v_entry){pos, s->bytes, 0};
       pos += s->bytes;
     } else {
-      table[k] = (struct v_entry){(uint64_t)(uintptr_t)s->ptr, s->bytes, 1};
+      table[k] = (struct v_entry){mcoll__peer_addr(s->ptr), s->bytes, 1};
       cma_sends = 1;
     }
   }
@@ -237,7 +233,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   uint64_t served = 0;
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
-    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_posted(c->chan, j, gen)) {
+    if (a->recv[t->local_ranks[j]].bytes && mcoll__area_test_posted(c->chan, j, gen)) {
       read_v(a, j, gen);
       served |= 1ull << s;
     }
@@ -252,7 +248,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   /* Single-copy readers read my buffers: they stay mine until those are done. */
   for (int k = 0; k < m && cma_sends; k++)
     if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
-      mcoll__flag_wait(shm, &shm->data[k].done, gen);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, k, gen);
   c->chan->area_gen = gen;
 }
 
@@ -289,7 +285,7 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     if (r == 0) {
       *(volatile uint32_t *)mine = rounds;
       for (int k = 0; k < m && cma_sends; k++)
-        my_addr[k] = (uint64_t)(uintptr_t)a->send[t->local_ranks[k]].ptr;
+        my_addr[k] = mcoll__peer_addr(a->send[t->local_ranks[k]].ptr);
     }
     write_round(a, e, r);
     mcoll__area_post(c->chan, gen);
@@ -304,5 +300,5 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     mcoll__area_done(c->chan, gen);
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
-  if (cma_sends) mcoll__area_wait_free(c->chan, c->chan->area_gen + 1);
+  if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, c->chan->area_gen);
 }

@@ -1,5 +1,5 @@
 /* Intra-node single-copy bcast: readers read the source's buffer directly with
- * process_vm_readv, chunk by chunk as the source makes chunks valid (pipelined
+ * single copy (node/peer.h), chunk by chunk as the source makes chunks valid (pipelined
  * with the inter-node phase). Reader group j starts at chunk j·N/groups, so about
  * k readers hit one part of the buffer at a time. The source returns only when
  * every reader is done with its buffer. */
@@ -8,6 +8,8 @@
 
 #include "coll/bcast/bcast.h"
 #include "core/config.h"
+#include "node/peer.h"
+#include "node/publish.h"
 
 static size_t cma_chunk(void) { return (size_t)mcoll__cfg.CMA_CHUNK; }
 
@@ -22,8 +24,7 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo;
   struct mcoll_comm *c = call->c;
   struct mcoll_data_line *line = &c->chan->shm.data[call->source];
-  atomic_store(&line->cma_addr, (uint64_t)(uintptr_t)call->buf);
-  line->source_bytes = call->bytes;
+  mcoll__publish(&line->buf, call->buf, call->bytes, c->chan->bcast_seq);
   mcoll__flag_set(&c->chan->shm, &line->cma_ready,
                   c->chan->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
 }
@@ -34,7 +35,8 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   struct mcoll_data_line *src = &shm->data[call->source];
   if (call->check_bytes && lo == 0) {
     mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + 1);
-    if (src->source_bytes != call->bytes) return src->source_bytes;
+    size_t theirs = mcoll__published_len(&src->buf);
+    if (theirs != call->bytes) return theirs;
   }
   size_t first = chunks_ready(call, lo), nchunks = chunks_ready(call, hi) - first;
   if (nchunks == 0) return call->bytes;
@@ -48,24 +50,18 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
     mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + (uint32_t)idx + 1);
-    int err = mcoll__cma_read(src->pid, call->buf + off, atomic_load(&src->cma_addr) + off, len);
-    if (err) {
-      fprintf(stderr, "mcoll: process_vm_readv from pid %d failed (errno %d); aborting\n",
-              (int)src->pid, err);
-      PMPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    mcoll__peer_read(c->chan, call->source, call->buf + off, mcoll__published_addr(&src->buf) + off,
+                     len);
   }
   if (first + nchunks == chunk_count(call->bytes))
-    mcoll__flag_set(shm, &shm->data[me].cma_done, c->chan->bcast_seq);
+    mcoll__read_done(shm, MCOLL_MARK_BCAST, c->chan->bcast_seq);
   return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
-  if (shm->local_rank == call->source)
-    for (int r = 0; r < shm->local_size; r++)
-      if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].cma_done, c->chan->bcast_seq);
+  if (shm->local_rank == call->source) mcoll__hold_wait(shm, MCOLL_MARK_BCAST, -1, c->chan->bcast_seq);
   c->chan->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
 }
 

@@ -1,5 +1,5 @@
 /* Intra-node bcast of small messages through one slot of the source's area
- * (coll/move.h), one area generation per call.
+ * (node/slot.h), one area generation per call.
  *
  * The source writes the data into its inline line for the generation (up to
  * MCOLL_INLINE_MAX bytes: the line that says "ready" brings the data with it) or
@@ -36,9 +36,9 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
   mcoll__area_done(c->chan, gen); /* the source reads no one's area */
-  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   struct mcoll_inline_line *line = mcoll__inline_line(shm, me, gen);
   line->len = (uint32_t)call->bytes;
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(line->data, call->buf, call->bytes);
@@ -57,7 +57,7 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   /* The source's byte count is in the line: on a mismatch, leave before taking the
    * generation (bcast.c reads it again with the source's count). */
   if (call->check_bytes && line->len != call->bytes) return line->len;
-  mcoll__slot_begin(c, gen);
+  mcoll__slot_begin(&c->chan->area_slots, gen);
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(call->buf, line->data, call->bytes);
   else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
   mcoll__area_done(c->chan, gen);

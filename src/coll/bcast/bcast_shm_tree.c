@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "coll/bcast/bcast.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/publish.h"
 
 /* Leader of r's group at level l for this call: the source leads its own groups. */
 static int group_leader(const struct mcoll_topo *t, int l, int r, int source) {
@@ -39,7 +40,7 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
     uint32_t gen = mcoll__area_next(c->chan);
     mcoll__area_wait_free(c->chan, gen);
     memcpy(mcoll__rank_area(&c->chan->shm, c->chan->shm.local_rank), call->buf + off, len);
-    c->chan->shm.data[c->chan->shm.local_rank].source_bytes = call->bytes;
+    mcoll__publish_len(mcoll__publish_line(&c->chan->shm, c->chan->shm.local_rank), call->bytes);
     mcoll__area_post(c->chan, gen);
     mcoll__area_done(c->chan, gen);
   }
@@ -57,14 +58,16 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     mcoll__area_wait_posted(c->chan, parent, c->chan->area_gen + 1);
     /* The parent stamps the call's size in the line of the flag we waited for;
      * on a mismatch, leave before taking the generation. */
-    if (call->check_bytes && off == 0 && c->chan->shm.data[parent].source_bytes != call->bytes)
-      return c->chan->shm.data[parent].source_bytes;
+    if (call->check_bytes && off == 0) {
+      size_t theirs = mcoll__published_len(mcoll__publish_line(&c->chan->shm, parent));
+      if (theirs != call->bytes) return theirs;
+    }
     uint32_t gen = mcoll__area_next(c->chan);
     memcpy(call->buf + off, mcoll__rank_area(&c->chan->shm, parent), len);
     if (forward) {
       mcoll__area_wait_free(c->chan, gen);
       memcpy(mcoll__rank_area(&c->chan->shm, me), call->buf + off, len);
-      c->chan->shm.data[me].source_bytes = call->bytes;
+      mcoll__publish_len(mcoll__publish_line(&c->chan->shm, me), call->bytes);
       mcoll__area_post(c->chan, gen);
     }
     mcoll__area_done(c->chan, gen);

@@ -1,4 +1,4 @@
-/* Intra-node gather through the per-rank areas (shm/area.h) or by single copy.
+/* Intra-node gather through the per-rank areas (node/area.h) or by single copy.
  *
  * The call takes T area generations, T = the most chunks any area-moved block needs
  * (at least 1). In generation base+t every rank with a chunk t writes it into its
@@ -12,7 +12,8 @@
 
 #include "coll/gather/gather.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/publish.h"
 
 static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                             const struct mcoll_blocks *lens) {
@@ -29,7 +30,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
 }
 
 /* One generation per call: every block either fits in one slot of its owner's area
- * (coll/move.h) or goes by single copy, its address in that slot. All ranks must
+ * (node/slot.h) or goes by single copy, its address in that slot. All ranks must
  * decide alike: with single copy on, every block qualifies once blocks of a slot's
  * size go by single copy (a rule everyone can check); otherwise only calls whose
  * lengths everyone knows, all of them fitting a slot. Back-to-back calls overlap:
@@ -54,7 +55,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
   uint32_t gen = c->chan->area_gen + 1;
-  mcoll__slot_begin(c, gen);
+  mcoll__slot_begin(&c->chan->area_slots, gen);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
   for (int s = 1; s < n; s++) {
@@ -71,7 +72,8 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     }
     mcoll__area_wait_posted(c->chan, j, gen);
     if (cma)
-      mcoll__cma_get(c, j, mcoll__block_ptr(g->dst, r), *(const uint64_t *)slot, len);
+      mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r),
+                       mcoll__published_addr((const struct mcoll_peer_buf *)slot), len);
     else
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
@@ -82,11 +84,11 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
   int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
             MCOLL_MOVE_CMA;
   mcoll__area_done(c->chan, gen); /* I read nothing */
-  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
@@ -94,11 +96,11 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
     c->chan->area_gen = gen;
     return;
   }
-  if (cma) *(uint64_t *)slot = (uint64_t)(uintptr_t)g->mine;
+  if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
   mcoll__area_post(c->chan, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
-  if (cma) mcoll__flag_wait(shm, &shm->data[g->sink].done, gen);
+  if (cma) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, gen);
   c->chan->area_gen = gen;
 }
 
@@ -125,7 +127,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
-        mcoll__cma_get(c, j, to, atomic_load(&shm->data[j].cma_addr), len);
+        mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
@@ -148,7 +150,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
 
   mcoll__area_wait_free(c->chan, base + 1);
   if (move == MCOLL_MOVE_CMA)
-    atomic_store(&shm->data[me].cma_addr, (uint64_t)(uintptr_t)g->mine);
+    mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
   else if (g->my_len)
     mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
   mcoll__area_post(c->chan, base + 1);
@@ -167,7 +169,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     mcoll__area_post(c->chan, base + r);
   }
   /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
-  if (move == MCOLL_MOVE_CMA) mcoll__flag_wait(shm, &shm->data[g->sink].done, base + 1);
+  if (move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, base + 1);
   c->chan->area_gen = base + rounds;
 }
 

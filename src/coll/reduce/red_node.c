@@ -6,7 +6,8 @@
  * and a reduce_scatter keeps all ranks busy in every chunk. */
 #include "coll/move.h"
 #include "coll/reduce/red.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/slot.h"
 #include "shm/call.h"
 
 void mcoll__node_layout(struct mcoll_node_layout *l, const struct mcoll_node_red *r,
@@ -123,7 +124,7 @@ static void resync(struct mcoll_comm *c, uint32_t start_gen) {
   struct mcoll_data_line *me = &shm->data[shm->local_rank];
   uint32_t gen = start_gen + 1;
   c->chan->area_gen = gen;
-  c->chan->red_slot_last = gen - 1;
+  mcoll__slot_run_end(&c->chan->red_slots, gen);
   if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
   if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__flag_set(shm, &me->done, gen);
 }

@@ -21,7 +21,9 @@
 #include "coll/reduce/red.h"
 #include "core/tls.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/peer.h"
+#include "node/publish.h"
 #include "shm/call.h"
 
 static MCOLL_TLS char *scratch;
@@ -52,12 +54,7 @@ static void read_peer(const struct cma_call *k, int x, char *dst, size_t v, size
   const struct mcoll_red_type *t = k->r->t;
   const struct mcoll_shm *shm = &k->r->c->chan->shm;
   uint64_t addr = *(const uint64_t *)mcoll__rank_area(shm, x) + v * t->extent;
-  int err = mcoll__cma_read(shm->data[x].pid, dst, addr, mcoll__red_span(t, m));
-  if (err) {
-    fprintf(stderr, "mcoll: reduction: process_vm_readv from world rank %d failed (errno %d)\n",
-            shm->data[x].world_rank, err);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
+  mcoll__peer_read(k->r->c->chan, x, dst, addr, mcoll__red_span(t, m));
 }
 
 /* Ranks that disagree on the count (an erroneous program) would read or write past
@@ -128,13 +125,7 @@ static void fold_segment_for_taker(const struct cma_call *k, char *out_tmp) {
       continue;
     }
     fold_chunk(k, n, out_tmp, v, m);
-    int err = mcoll__cma_write(shm->data[taker].pid, out_addr + v * t->extent, out_tmp,
-                               mcoll__red_span(t, m));
-    if (err) {
-      fprintf(stderr, "mcoll: reduction: process_vm_writev to world rank %d failed (errno %d)\n",
-              shm->data[taker].world_rank, err);
-      PMPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    mcoll__peer_write(r->c->chan, taker, out_addr + v * t->extent, out_tmp, mcoll__red_span(t, m));
   }
 }
 
@@ -167,8 +158,8 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   k.gen = mcoll__area_next(c->chan);
   mcoll__area_wait_free(c->chan, k.gen);
   uint64_t *published = (uint64_t *)mcoll__rank_area(shm, me);
-  published[0] = (uint64_t)(uintptr_t)k.own;
-  if (split && me == r->dest - 1) published[1] = (uint64_t)(uintptr_t)r->out[0].dst;
+  published[0] = mcoll__peer_addr(k.own);
+  if (split && me == r->dest - 1) published[1] = mcoll__peer_addr(r->out[0].dst);
   published[2] = r->count;
   mcoll__area_post(c->chan, k.gen);
   int need = split ? shm->local_size
@@ -194,6 +185,5 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
     }
   }
   mcoll__area_done(c->chan, k.gen);
-  for (int x = 0; x < shm->local_size; x++)
-    if (x != me) mcoll__flag_wait(shm, &shm->data[x].done, k.gen);
+  mcoll__hold_wait(shm, MCOLL_MARK_AREA, -1, k.gen);
 }

@@ -19,7 +19,8 @@
  * waited for exactly: a larger value is data that another engine wrote there. */
 #include "coll/move.h"
 #include "coll/reduce/red.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/slot.h"
 #include "shm/call.h"
 
 #define RED_SLOTS MCOLL_AREA_SLOTS
@@ -100,38 +101,19 @@ static void check_peer(const struct mcoll_shm *shm, int src, const struct slot *
 }
 
 /* Takes slot gen % RED_SLOTS once the readers of the slot's previous generation are
- * done (every rank stamps its slot, even one that writes no data). red_slot_seen
- * remembers the least `done` seen last time, so most calls need not look at the
- * peers' lines. */
+ * done (every rank stamps its slot, even one that writes no data): the slot protocol
+ * of node/slot.h on the channel's red_slots run. */
 static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
   const struct mcoll_shm *shm = &c->chan->shm;
+  struct mcoll_slot_run *run = &c->chan->red_slots;
   size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
-  if (gen == 1 && c->chan->red_slot_last == 0 && c->chan->red_slot_from == 0 && c->chan->red_slot_seen == 0) {
-    /* The context's first area generation: the areas are as the segment was made,
-     * zero, so every stamp is valid (older than any generation) -- as if a run of
-     * slot calls had filled them all, and the first calls may wait on stamps. (After
-     * the generations wrap, red_slot_seen holds a generation before 0, never 0.) */
-    c->chan->red_slot_from = gen - RED_SLOTS;
-    c->chan->red_slot_seen = gen - 2;
-  } else if (c->chan->red_slot_last != gen - 1) { /* a new run: look at the peers first */
-    c->chan->red_slot_from = gen;
-    c->chan->red_slot_seen = gen - 2;
-  }
-  c->chan->red_slot_last = gen;
-  uint32_t need = gen - RED_SLOTS, whole = c->chan->red_slot_from - 1;
-  if (!mcoll__reached(need, whole)) need = whole;
-  if (!mcoll__reached(c->chan->red_slot_seen, need)) {
-    uint32_t least = gen;
-    for (int x = 0; x < shm->local_size; x++) {
-      if (x == shm->local_rank) continue;
-      mcoll__flag_wait(shm, &shm->data[x].done, need);
-      uint32_t done = atomic_load_explicit(&shm->data[x].done, memory_order_acquire);
-      if (!mcoll__reached(done, least)) least = done;
-    }
-    c->chan->red_slot_seen = least;
-  }
+  /* The context's first area generation: every stamp is valid, as if a run of slot
+   * calls had filled them all, and the first calls may wait on stamps. */
+  mcoll__slot_run_fresh(run, gen, RED_SLOTS);
+  uint32_t lag = mcoll__slot_begin_n(run, gen, RED_SLOTS);
+  mcoll__slot_wait_free(shm, run, gen, lag);
   struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
-                   mcoll__reached(gen - RED_SLOTS, c->chan->red_slot_from)};
+                   mcoll__slot_run_full(run, gen, RED_SLOTS)};
   if (span <= STAMP_LINE - 2 * sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
   return s;
 }

@@ -25,7 +25,7 @@
 
 #include "coll/reduce/red.h"
 #include "core/tls.h"
-#include "shm/area.h"
+#include "node/area.h"
 #include "shm/call.h"
 
 struct plan {

@@ -6,7 +6,7 @@
  * On this kind of machine a store to a line another core has just read costs far
  * more than the fold itself, so the fewer stores into the areas the better. */
 #include "coll/reduce/red.h"
-#include "shm/area.h"
+#include "node/area.h"
 #include "shm/call.h"
 
 void mcoll__node_red_hsra_all(const struct mcoll_node_red *r) {

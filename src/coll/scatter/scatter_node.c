@@ -1,4 +1,4 @@
-/* Intra-node scatter through the source's area (shm/area.h) or by single copy.
+/* Intra-node scatter through the source's area (node/area.h) or by single copy.
  *
  * Only the source knows every length, so each generation's area starts with a
  * table: the call's round count, and per node rank where its part lies (an offset
@@ -12,7 +12,8 @@
 
 #include "coll/scatter/scatter.h"
 #include "core/config.h"
-#include "shm/area.h"
+#include "node/area.h"
+#include "node/publish.h"
 
 struct entry {
   uint64_t off, len; /* off: in the area; for a single-copy reader, the block's address */
@@ -37,7 +38,7 @@ static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_sc
   return mcoll__move_of(c, len, s->forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN);
 }
 
-/* One generation with the table and every part in one slot of the areas (coll/move.h),
+/* One generation with the table and every part in one slot of the areas (node/slot.h),
  * only when every block has the same length, which all ranks know. */
 static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
   size_t parts = s->my_len * (size_t)(c->chan->shm.local_size - 1);
@@ -45,7 +46,7 @@ static int small_call(const struct mcoll_comm *c, const struct mcoll_scatter_nod
          head_bytes(c->chan->shm.local_size) + parts <= mcoll__slot_bytes(&c->chan->shm);
 }
 
-/* One generation per call, its table in one slot of the source's area (coll/move.h):
+/* One generation per call, its table in one slot of the source's area (node/slot.h):
  * parts that fit go in the slot, the others by single copy. With single copy on,
  * every call (all ranks can tell); without, calls of equal blocks that all fit.
  * Back-to-back calls overlap: the source moves on once its parts are in the slot. */
@@ -58,12 +59,12 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size, readers = 0;
   uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(c, gen);
+  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
   char *slot = mcoll__slot_area(shm, me, gen);
   struct head *head = (struct head *)slot;
   size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
   mcoll__area_done(c->chan, gen); /* the source reads no one's area */
-  mcoll__slot_wait_free(c, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   head->rounds = 1;
   for (int step = 1; step < n; step++) {
     int j = (me + step) % n;
@@ -77,7 +78,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
       continue;
     }
     if (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room) {
-      *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
+      *e = (struct entry){.off = mcoll__peer_addr(block), .len = len, .reader = readers++};
     } else {
       *e = (struct entry){.off = pos, .len = len, .reader = -1};
       if (len) mcoll__area_write(slot + pos, block, len);
@@ -92,7 +93,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
     if (j != me && head->entry[j].reader >= 0)
-      mcoll__flag_wait(shm, &shm->data[j].done, gen);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, gen);
   c->chan->area_gen = gen;
 }
 
@@ -130,7 +131,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
       struct entry *e = &head->entry[j];
       if (move_of(c, s, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
-        *e = (struct entry){.off = (uint64_t)(uintptr_t)block, .len = len, .reader = readers++};
+        *e = (struct entry){.off = mcoll__peer_addr(block), .len = len, .reader = readers++};
         continue;
       }
       *e = (struct entry){.off = pos, .len = at < len ? len - at : 0, .reader = -1};
@@ -145,7 +146,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
     if (j != me && move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_CMA)
-      mcoll__flag_wait(shm, &shm->data[j].done, base + rounds);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, base + rounds);
   c->chan->area_gen = base + rounds;
 }
 
@@ -162,7 +163,7 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
   for (int j = 0; j < shm->local_size; j++) {
     int other = head->entry[j].reader;
     if (j != shm->local_rank && other >= (group - 1) * k && other < group * k)
-      mcoll__flag_wait(shm, &shm->data[j].done, last);
+      mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, last);
   }
 }
 
@@ -170,7 +171,7 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
 static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
-  if (one_gen) mcoll__slot_begin(c, c->chan->area_gen + 1);
+  if (one_gen) mcoll__slot_begin(&c->chan->area_slots, c->chan->area_gen + 1);
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     uint32_t gen = c->chan->area_gen + 1;
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);
@@ -202,7 +203,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
-    mcoll__cma_get(c, source, s->mine, e.off, s->my_len);
+    mcoll__peer_read(c->chan, source, s->mine, e.off, s->my_len);
   } else {
     size_t got = 0;
     for (uint32_t r = 1;; r++) {

@@ -5,8 +5,8 @@
  * generation g into its own area only when every peer has finished reading
  * generation g-1 (done >= g-1); it then posts g. A rank that has read all it needs
  * of generation g marks done = g, even if it read nothing. */
-#ifndef MCOLL_AREA_H
-#define MCOLL_AREA_H
+#ifndef MCOLL_NODE_AREA_H
+#define MCOLL_NODE_AREA_H
 
 #include "shm/channel.h"
 
@@ -17,13 +17,20 @@ static inline uint32_t mcoll__area_next(struct mcoll_channel *ch) { return ++ch-
 void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen);
 /* My area now holds generation gen. */
 void mcoll__area_post(struct mcoll_channel *ch, uint32_t gen);
+/* Whether every node peer is done with generation gen-1 now (does not wait). */
+int mcoll__area_test_free(const struct mcoll_channel *ch, uint32_t gen);
 /* Waits until node-local rank r has posted generation gen. */
 void mcoll__area_wait_posted(struct mcoll_channel *ch, int r, uint32_t gen);
 /* Whether node-local rank r has posted generation gen (does not wait). */
-static inline int mcoll__area_posted(const struct mcoll_channel *ch, int r, uint32_t gen) {
-  return mcoll__reached(atomic_load_explicit(&ch->shm.data[r].posted, memory_order_acquire), gen);
+static inline int mcoll__area_test_posted(const struct mcoll_channel *ch, int r, uint32_t gen) {
+  return mcoll__flag_test(&ch->shm.data[r].posted, gen);
 }
 /* I have read all I need of generation gen. */
 void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen);
+
+/* Chunks of at most `area` bytes that a block of len bytes needs. */
+static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
+  return (uint32_t)((len + area - 1) / area);
+}
 
 #endif

@@ -1,4 +1,4 @@
-#include "coll/move.h"
+#include "node/copy.h"
 
 #include <stdint.h>
 #include <string.h>
