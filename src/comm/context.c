@@ -215,7 +215,13 @@ static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm 
   struct agreement agreed;
   if (mcoll__topo_build(c->comm, &c->topo, &communicated) != MCOLL_OK) ok = 0;
   int needs_channel = ok && mcoll__node_has_peers(c);
-  if (needs_channel && (members = node_members(c->group, &c->topo)))
+  /* Threads that build contexts at the same time (MPI_THREAD_MULTIPLE) may agree on
+   * one id for two channels of a process (each agreement takes the largest id its
+   * ranks have seen, plus one): a channel's id then no longer names one channel on
+   * every rank, and a pooled channel claimed by id could be another rank's other
+   * channel (test_threads hung 1 run in 7-15 so). Such programs take new channels. */
+  int may_claim = mcoll__thread_level() < MPI_THREAD_MULTIPLE;
+  if (needs_channel && (members = node_members(c->group, &c->topo)) && may_claim)
     channel = mcoll__channel_claim(members, c->topo.local_size, !alone && sharing_allowed());
   agree(c, ok, found, channel, needs_channel, &agreed);
   c->id = agreed.id;

@@ -38,6 +38,19 @@ def test_threads_collectives(flavour, np, progress_thread):
     assert "non-blocking calls=" in result.stderr, result.describe()
 
 
+@pytest.mark.parametrize("flavour", flavours())
+def test_threads_fresh_world_after_threads(flavour):
+    """Threads build their communicators' contexts at the same time; then the main
+    thread's first collective on MPI_COMM_WORLD builds its context. Before, it could
+    claim a pooled channel by an id that two agreements had given to two channels of
+    a process, a different channel on each rank: the allreduce hung (1 run in 7-15).
+    Now programs under MPI_THREAD_MULTIPLE take new channels; ten runs in a row."""
+    argv = mpiexec_argv(flavour, 3, BUILD.bin(flavour, PROGRAM), [3, 10])
+    for _ in range(10):
+        result = run_job(argv, {"MCOLL_FALLBACK": "error", "MCOLL_PROGRESS_THREAD": "1"}, 60)
+        check_done(result)
+
+
 @pytest.mark.parametrize("flavour", [
     pytest.param(f, marks=[pytest.mark.skip(reason="MPICH 4.0 (ch4:ucx) crashes under TSan")] if f == "mpich"
                  else [] if f in TSAN.flavours else
