@@ -80,6 +80,12 @@ def test_channels_pooled_across_splits(flavour, np, topo, threads):
         check_passed(result, "test_share")
         built, shared, made[cycles], reused = report(result.stderr)
         assert (built, shared) == expected_contexts(np, threads, cycles), result.describe()
-        if built > 3 + 1:
+        if threads == "multiple":
+            # Under MPI_THREAD_MULTIPLE no pooled channel is claimed (threads building
+            # contexts at once may give two channels one id: context.c), so every
+            # context over new processes' order makes one
+            assert reused == 0, result.describe()
+        elif built > 3 + 1:
             assert reused >= cycles - 1, result.describe()
-    assert made[2] == made[12], f"channels made with 2 and 12 cycles: {made}"
+    if threads != "multiple":
+        assert made[2] == made[12], f"channels made with 2 and 12 cycles: {made}"
