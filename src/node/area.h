@@ -10,8 +10,19 @@
 
 #include "shm/channel.h"
 
-/* Starts generation ++area_gen and returns it. */
+/* Generations are taken from the channel when they are known: a call whose count
+ * every rank knows at its start takes them all then (mcoll__area_take: base+1 ..
+ * base+n are its own); one whose count unfolds as it goes takes each as it starts
+ * it (mcoll__area_next). Either way the call keeps them, and nothing is written back
+ * to the channel when it ends. */
 static inline uint32_t mcoll__area_next(struct mcoll_channel *ch) { return ++ch->area_gen; }
+/* The last generation taken: a call's first is after it. */
+static inline uint32_t mcoll__area_last(const struct mcoll_channel *ch) { return ch->area_gen; }
+static inline uint32_t mcoll__area_take(struct mcoll_channel *ch, uint32_t n) {
+  uint32_t base = ch->area_gen;
+  ch->area_gen = base + n;
+  return base;
+}
 
 /* Waits until every node peer is done with generation gen-1 (my area is free). */
 void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen);

@@ -46,6 +46,17 @@ static inline uint32_t mcoll__slot_begin(struct mcoll_slot_run *run, uint32_t ge
   return mcoll__slot_begin_n(run, gen, MCOLL_AREA_SLOTS);
 }
 
+/* A call that uses one slot generation takes it from the channel when it starts and
+ * keeps it (the channel's counter moves now; nothing is written back when the call
+ * ends), and begins it in the area slots' run. Returns the generation; *lag (if not
+ * NULL): how far ahead of its readers this rank may write it. */
+static inline uint32_t mcoll__slot_take(struct mcoll_channel *ch, uint32_t *lag) {
+  uint32_t gen = ++ch->area_gen;
+  uint32_t ahead = mcoll__slot_begin(&ch->area_slots, gen);
+  if (lag) *lag = ahead;
+  return gen;
+}
+
 /* Whether the run has used every one of nslots slots before gen (so every slot's
  * previous content is of this run). */
 static inline int mcoll__slot_run_full(const struct mcoll_slot_run *run, uint32_t gen,

@@ -94,10 +94,10 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
     const struct mcoll_bcast_intra *down =
         forced == MCOLL_MOVE_AREA ? &mcoll__bcast_shm_pipeline
                                   : mcoll__bcast_down_engine(c, total, forced == MCOLL_MOVE_CMA);
-    if (mcoll__node_has_peers(c)) c->chan->bcast_seq++;
     a.bcast = (struct mcoll_bcast_call){
         .c = c, .buf = mcoll__block_ptr(dst, 0), .bytes = total, .root = t->local_ranks[0],
         .source = 0, .intra = down};
+    mcoll__bcast_call_begin(&a.bcast);
   }
   int err = mcoll__hier_run(&hc);
   mcoll__blocks_release(dst, err == MPI_SUCCESS, in_place ? c->rank : -2);

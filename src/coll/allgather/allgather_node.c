@@ -29,7 +29,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
   }
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t base = c->chan->area_gen, rounds = 1;
+  uint32_t rounds = 1;
   int small = 1; /* one generation, every block in one slot of the areas */
   for (int j = 0; j < n; j++) {
     size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
@@ -38,7 +38,8 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       rounds = mcoll__area_chunks(len, area);
   }
   enum mcoll_move my_move = move_of(c, g, g->my_len);
-  uint32_t lag = small ? mcoll__slot_begin(&c->chan->area_slots, base + 1) : 0;
+  uint32_t lag = 0, base = small ? mcoll__slot_take(c->chan, &lag) - 1
+                                 : mcoll__area_take(c->chan, rounds);
 
   for (uint32_t r = 1; r <= rounds; r++) {
     size_t at = (size_t)(r - 1) * area;
@@ -69,5 +70,4 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
   }
   /* The others read my buffer itself: keep it until they are past generation 1. */
   if (my_move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, -1, base + 1);
-  c->chan->area_gen = base + rounds;
 }

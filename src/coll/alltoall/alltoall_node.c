@@ -120,8 +120,7 @@ static void slot_exchange(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
@@ -135,7 +134,6 @@ static void slot_exchange(struct mcoll_a2a *a) {
            mcoll__slot_area(&c->chan->shm, j, gen) + (size_t)me * a->block, a->block);
   }
   mcoll__area_done(c->chan, gen);
-  c->chan->area_gen = gen;
 }
 
 /* A node of two ranks where both blocks between them are at most MCOLL_INLINE_MAX
@@ -156,8 +154,7 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
@@ -165,7 +162,6 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, a->recv[peer].ptr,
                     a->recv[peer].bytes);
   mcoll__area_done(c->chan, gen);
-  c->chan->area_gen = gen;
 }
 
 /* Alltoallv/w with single copy on: one generation per call, in one slot of each
@@ -209,8 +205,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   const struct mcoll_topo *t = &c->topo;
   const struct mcoll_shm *shm = &c->chan->shm;
   int m = t->local_size, me = t->local_rank, cma_sends = 0;
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *mine = mcoll__slot_area(shm, me, gen);
   struct v_entry *table = (struct v_entry *)mine;
@@ -249,7 +244,6 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   for (int k = 0; k < m && cma_sends; k++)
     if (k != me && a->send[t->local_ranks[k]].bytes && table[k].by_cma)
       mcoll__hold_wait(shm, MCOLL_MARK_AREA, k, gen);
-  c->chan->area_gen = gen;
 }
 
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
@@ -300,5 +294,5 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     mcoll__area_done(c->chan, gen);
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
-  if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, c->chan->area_gen);
+  if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, mcoll__area_last(c->chan));
 }

@@ -34,17 +34,21 @@ const struct mcoll_coll_algs mcoll__barrier_inter_algs = {
 
 /* Children arrive (finest level first), then this rank arrives at its parent and
  * waits to be released. */
+/* A barrier's sequence number, taken when it begins (the call's own from then on). */
+static uint32_t seq_of(const struct mcoll_hier_call *call) { return *(const uint32_t *)call->args; }
+
 static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
+  uint32_t seq = seq_of(call);
   const struct mcoll_topo *t = &c->topo;
   const struct mcoll_shm *shm = &c->chan->shm;
   if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
   for (int i = 0; i < t->nchildren; i++)
-    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, c->chan->barrier_seq);
+    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, seq);
   if (t->barrier_parent >= 0) {
-    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, c->chan->barrier_seq);
-    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, c->chan->barrier_seq);
+    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, seq);
+    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, seq);
   }
   return MPI_SUCCESS;
 }
@@ -69,7 +73,7 @@ static int release_down(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_topo *t = &c->topo;
   for (int i = t->nchildren - 1; i >= 0; i--)
-    mcoll__flag_set(&c->chan->shm, &c->chan->shm.sync[t->children[i]].release, c->chan->barrier_seq);
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.sync[t->children[i]].release, seq_of(call));
   return MPI_SUCCESS;
 }
 
@@ -84,7 +88,7 @@ static int counter_arrive(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
-  uint32_t seq = c->chan->barrier_counter_seq, all = seq * (uint32_t)shm->local_size;
+  uint32_t seq = seq_of(call), all = seq * (uint32_t)shm->local_size;
   uint32_t arrived = mcoll__flag_add(shm, &shm->hdr->barrier_arrived, 1);
   if (c->topo.nnodes > 1 && shm->local_rank == call->leader)
     mcoll__flag_wait(shm, &shm->hdr->barrier_arrived, all);
@@ -99,7 +103,7 @@ static int counter_release(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
   if (c->topo.nnodes > 1 && c->chan->shm.local_rank == call->leader && mcoll__node_has_peers(c))
-    mcoll__flag_set(&c->chan->shm, &c->chan->shm.hdr->barrier_released, c->chan->barrier_counter_seq);
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.hdr->barrier_released, seq_of(call));
   return MPI_SUCCESS;
 }
 
@@ -117,9 +121,10 @@ int mcoll__barrier(struct mcoll_comm *c) {
   if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
   mcoll__inter_single(c, MCOLL_COLL_BARRIER, 0);
-  if (alg == MCOLL_BARRIER_COUNTER) c->chan->barrier_counter_seq++;
-  else c->chan->barrier_seq++;
+  uint32_t seq = alg == MCOLL_BARRIER_COUNTER ? ++c->chan->barrier_counter_seq
+                                              : ++c->chan->barrier_seq;
   struct mcoll_hier_call call = {
-      .c = c, .steps = alg == MCOLL_BARRIER_COUNTER ? &counter_steps : &barrier_steps, .leader = 0};
+      .c = c, .steps = alg == MCOLL_BARRIER_COUNTER ? &counter_steps : &barrier_steps, .leader = 0,
+      .args = &seq};
   return mcoll__hier_run(&call);
 }

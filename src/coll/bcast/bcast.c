@@ -126,6 +126,12 @@ static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) 
   call->bytes = source_bytes; /* finish() accounts for the chunks the source sent */
 }
 
+void mcoll__bcast_call_begin(struct mcoll_bcast_call *call) {
+  if (!mcoll__node_has_peers(call->c)) return;
+  call->seq = ++call->c->chan->bcast_seq;
+  if (call->intra->begin) call->intra->begin(call);
+}
+
 static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
   if (!mcoll__node_has_peers(call->c)) return MPI_SUCCESS;
@@ -150,7 +156,6 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   const struct mcoll_topo *t = &c->topo;
   int alg = mcoll__bcast_select(c, bytes);
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
-  c->chan->bcast_seq++;
 
   struct mcoll_bcast_call call = {
       .c = c, .buf = buf, .bytes = bytes, .root = root,
@@ -160,6 +165,7 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call, .overlap = 1};
   if (t->nnodes > 1) call.inter_alg = mcoll__bcast_inter_select(c, bytes < hc.piece ? bytes : hc.piece);
+  mcoll__bcast_call_begin(&call);
   int err = mcoll__hier_run(&hc);
   return err != MPI_SUCCESS ? err : call.error;
 }

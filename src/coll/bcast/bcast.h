@@ -34,17 +34,27 @@ struct mcoll_bcast_call {
    * an erroneous program they differ, and then error is what the host MPI reports. */
   int check_bytes;
   int error;
+  /* What the call took from the node's counters when it began (its own from then
+   * on): its bcast sequence number, and the first generation and count of its
+   * engine's own counter (the ring's chunks, the source's single-copy chunks). */
+  uint32_t seq, base, gens;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in
  * its buffer; the readers copy the same ranges out. Every rank calls finish. */
 struct mcoll_bcast_intra {
+  /* Takes the engine's generations for the call (NULL: it takes them as it goes). */
+  void (*begin)(struct mcoll_bcast_call *call);
   void (*publish)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
   /* Returns call->bytes; or, when call->check_bytes and the source broadcasts
    * another count, that count, having read and consumed nothing (lo is then 0). */
   size_t (*read)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
   void (*finish)(const struct mcoll_bcast_call *call);
 };
+
+/* The call begins on its node: takes its sequence number and its engine's
+ * generations, on every rank of the node in the same order. */
+void mcoll__bcast_call_begin(struct mcoll_bcast_call *call);
 
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_tree;
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;

@@ -24,9 +24,9 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo;
   struct mcoll_comm *c = call->c;
   struct mcoll_data_line *line = &c->chan->shm.data[call->source];
-  mcoll__publish(&line->buf, call->buf, call->bytes, c->chan->bcast_seq);
+  mcoll__publish(&line->buf, call->buf, call->bytes, call->seq);
   mcoll__flag_set(&c->chan->shm, &line->cma_ready,
-                  c->chan->cma_ready[call->source] + (uint32_t)chunks_ready(call, hi));
+                  call->base + (uint32_t)chunks_ready(call, hi));
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
@@ -34,7 +34,7 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   const struct mcoll_shm *shm = &c->chan->shm;
   struct mcoll_data_line *src = &shm->data[call->source];
   if (call->check_bytes && lo == 0) {
-    mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + 1);
+    mcoll__flag_wait(shm, &src->cma_ready, call->base + 1);
     size_t theirs = mcoll__published_len(&src->buf);
     if (theirs != call->bytes) return theirs;
   }
@@ -49,20 +49,29 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     size_t idx = first + (start + step) % nchunks;
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
-    mcoll__flag_wait(shm, &src->cma_ready, c->chan->cma_ready[call->source] + (uint32_t)idx + 1);
+    mcoll__flag_wait(shm, &src->cma_ready, call->base + (uint32_t)idx + 1);
     mcoll__peer_read(c->chan, call->source, call->buf + off, mcoll__published_addr(&src->buf) + off,
                      len);
   }
   if (first + nchunks == chunk_count(call->bytes))
-    mcoll__read_done(shm, MCOLL_MARK_BCAST, c->chan->bcast_seq);
+    mcoll__read_done(shm, MCOLL_MARK_BCAST, call->seq);
   return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
-  if (shm->local_rank == call->source) mcoll__hold_wait(shm, MCOLL_MARK_BCAST, -1, c->chan->bcast_seq);
-  c->chan->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes);
+  if (shm->local_rank == call->source) mcoll__hold_wait(shm, MCOLL_MARK_BCAST, -1, call->seq);
+  /* A reader that met another count (bcast.c:read_mismatched) took its own; the
+   * node goes on with the source's. */
+  c->chan->cma_ready[call->source] += (uint32_t)chunk_count(call->bytes) - call->gens;
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_cma = {publish, read_range, finish};
+static void begin(struct mcoll_bcast_call *call) {
+  uint32_t *ready = &call->c->chan->cma_ready[call->source];
+  call->gens = (uint32_t)chunk_count(call->bytes);
+  call->base = *ready;
+  *ready += call->gens;
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_cma = {begin, publish, read_range, finish};

@@ -41,7 +41,7 @@ static size_t run_ahead(const struct mcoll_shm *shm) {
 
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->chan->shm;
-  uint32_t base = call->c->chan->ring_gen;
+  uint32_t base = call->base;
   size_t ahead = run_ahead(shm);
   int cached = ahead < (size_t)shm->nslots && call->bytes > shm->chunk;
   for (size_t idx = lo / shm->chunk; idx < chunk_count(shm, hi); idx++) {
@@ -60,7 +60,7 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   const struct mcoll_shm *shm = &call->c->chan->shm;
-  uint32_t base = call->c->chan->ring_gen;
+  uint32_t base = call->base;
   size_t end = chunk_count(shm, hi);
   int me = shm->local_rank, n = shm->local_size;
   int reader = (me - call->source + n) % n - 1;
@@ -95,13 +95,22 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   return call->bytes;
 }
 
-static void finish(const struct mcoll_bcast_call *call) {
-  struct mcoll_comm *c = call->c;
-  uint32_t nchunks = (uint32_t)chunk_count(&c->chan->shm, call->bytes);
-  /* The source never reads its own chunks: mark them done for the next writer. */
-  if (c->chan->shm.local_rank == call->source)
-    mcoll__flag_set(&c->chan->shm, &c->chan->shm.data[call->source].consumed, c->chan->ring_gen + nchunks);
-  c->chan->ring_gen += nchunks;
+static void begin(struct mcoll_bcast_call *call) {
+  struct mcoll_channel *ch = call->c->chan;
+  call->gens = (uint32_t)chunk_count(&ch->shm, call->bytes);
+  call->base = ch->ring_gen;
+  ch->ring_gen += call->gens;
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {publish, read_range, finish};
+static void finish(const struct mcoll_bcast_call *call) {
+  struct mcoll_channel *ch = call->c->chan;
+  uint32_t nchunks = (uint32_t)chunk_count(&ch->shm, call->bytes);
+  /* The source never reads its own chunks: mark them done for the next writer. */
+  if (ch->shm.local_rank == call->source)
+    mcoll__flag_set(&ch->shm, &ch->shm.data[call->source].consumed, call->base + nchunks);
+  /* A reader that met another count (bcast.c:read_mismatched) took its own; the
+   * node goes on with the source's. */
+  ch->ring_gen += nchunks - call->gens;
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {begin, publish, read_range, finish};

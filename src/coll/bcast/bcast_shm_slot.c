@@ -35,8 +35,7 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__area_done(c->chan, gen); /* the source reads no one's area */
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   struct mcoll_inline_line *line = mcoll__inline_line(shm, me, gen);
@@ -44,27 +43,25 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(line->data, call->buf, call->bytes);
   else memcpy(mcoll__slot_area(shm, me, gen), call->buf, call->bytes);
   mcoll__flag_set(shm, &line->stamp, gen);
-  c->chan->area_gen = gen;
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
-  uint32_t gen = c->chan->area_gen + 1;
+  uint32_t gen = mcoll__area_last(c->chan) + 1;
   struct mcoll_inline_line *line = mcoll__inline_line(shm, call->source, gen);
   mcoll__flag_wait(shm, &line->stamp, gen);
   /* The source's byte count is in the line: on a mismatch, leave before taking the
    * generation (bcast.c reads it again with the source's count). */
   if (call->check_bytes && line->len != call->bytes) return line->len;
-  mcoll__slot_begin(&c->chan->area_slots, gen);
+  mcoll__slot_take(c->chan, NULL); /* gen: now the call's own */
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(call->buf, line->data, call->bytes);
   else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
   mcoll__area_done(c->chan, gen);
-  c->chan->area_gen = gen;
   return call->bytes;
 }
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {publish, read_range, finish};
+const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {NULL, publish, read_range, finish};

@@ -55,7 +55,7 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   size_t step = c->chan->shm.area_bytes;
   for (size_t off = lo; off < hi; off += step) {
     size_t len = hi - off < step ? hi - off : step;
-    mcoll__area_wait_posted(c->chan, parent, c->chan->area_gen + 1);
+    mcoll__area_wait_posted(c->chan, parent, mcoll__area_last(c->chan) + 1);
     /* The parent stamps the call's size in the line of the flag we waited for;
      * on a mismatch, leave before taking the generation. */
     if (call->check_bytes && off == 0) {
@@ -77,4 +77,4 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {publish, read_range, finish};
+const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {NULL, publish, read_range, finish};

@@ -54,8 +54,7 @@ static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_
 static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t gen = c->chan->area_gen + 1;
-  mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t gen = mcoll__slot_take(c->chan, NULL);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
   for (int s = 1; s < n; s++) {
@@ -78,13 +77,11 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
       memcpy(mcoll__block_ptr(g->dst, r), slot, len);
   }
   mcoll__area_done(c->chan, gen);
-  c->chan->area_gen = gen;
 }
 
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
             MCOLL_MOVE_CMA;
   mcoll__area_done(c->chan, gen); /* I read nothing */
@@ -93,7 +90,6 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
-    c->chan->area_gen = gen;
     return;
   }
   if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
@@ -101,7 +97,6 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   mcoll__area_post(c->chan, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
   if (cma) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, gen);
-  c->chan->area_gen = gen;
 }
 
 static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
@@ -109,7 +104,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_topo *t = &c->topo;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
-  uint32_t base = c->chan->area_gen, rounds = call_rounds(c, g, g->dst);
+  uint32_t rounds = call_rounds(c, g, g->dst), base = mcoll__area_take(c->chan, rounds);
 
   mcoll__area_wait_free(c->chan, base + 1);
   memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
@@ -135,14 +130,13 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
     }
     mcoll__area_done(c->chan, base + r);
   }
-  c->chan->area_gen = base + rounds;
 }
 
 static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
   const size_t area = shm->area_bytes;
   int me = shm->local_rank;
-  uint32_t base = c->chan->area_gen, rounds;
+  uint32_t base = mcoll__area_last(c->chan), rounds;
   char *my_area = mcoll__rank_area(shm, me);
   enum mcoll_move move =
       mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN);
@@ -160,6 +154,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     mcoll__area_wait_posted(c->chan, g->sink, base + 1);
     memcpy(&rounds, mcoll__rank_area(shm, g->sink), sizeof rounds);
   }
+  mcoll__area_take(c->chan, rounds); /* known now: mine from the lengths, else the sink's */
   mcoll__area_done(c->chan, base + rounds);
 
   for (uint32_t r = 2; r <= chunks; r++) {
@@ -170,7 +165,6 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
   }
   /* The sink reads my buffer itself: keep it until the sink is past generation 1. */
   if (move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, base + 1);
-  c->chan->area_gen = base + rounds;
 }
 
 void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {

@@ -136,7 +136,7 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
     return MPI_SUCCESS;
   }
   struct mcoll_call call;
-  const uint32_t start_gen = c->chan->area_gen;
+  const uint32_t start_gen = mcoll__area_last(c->chan);
   mcoll__call_enter(&call, &c->chan->shm, start_gen + 1, digest_of(r, alg));
   if (setjmp(call.escape) == 0) {
     if (alg == MCOLL_RED_FLAT) {

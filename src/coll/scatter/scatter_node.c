@@ -58,8 +58,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   int me = shm->local_rank, n = shm->local_size, readers = 0;
-  uint32_t gen = c->chan->area_gen + 1;
-  uint32_t lag = mcoll__slot_begin(&c->chan->area_slots, gen);
+  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   char *slot = mcoll__slot_area(shm, me, gen);
   struct head *head = (struct head *)slot;
   size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
@@ -94,7 +93,6 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
   for (int j = 0; j < n && readers; j++)
     if (j != me && head->entry[j].reader >= 0)
       mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, gen);
-  c->chan->area_gen = gen;
 }
 
 static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
@@ -104,7 +102,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   char *area = mcoll__rank_area(shm, me);
   struct head *head = (struct head *)area;
   size_t hbytes = head_bytes(n);
-  uint32_t base = c->chan->area_gen, rounds = 1;
+  uint32_t rounds = 1;
   int sharers = 0, readers = 0;
 
   for (int j = 0; j < n; j++)
@@ -118,6 +116,7 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
     if (j != me && move_of(c, s, len) == MCOLL_MOVE_AREA && mcoll__area_chunks(len, share) > rounds)
       rounds = mcoll__area_chunks(len, share);
   }
+  uint32_t base = mcoll__area_take(c->chan, rounds);
   mcoll__area_done(c->chan, base + rounds); /* the source reads no one's area */
 
   for (uint32_t r = 1; r <= rounds; r++) {
@@ -147,7 +146,6 @@ static void source_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   for (int j = 0; j < n && readers; j++)
     if (j != me && move_of(c, s, mcoll__block_len(s->src, t->local_ranks[j])) == MCOLL_MOVE_CMA)
       mcoll__hold_wait(shm, MCOLL_MARK_AREA, j, base + rounds);
-  c->chan->area_gen = base + rounds;
 }
 
 /* Waits until the single-copy readers of the group before mine are done. With
@@ -167,39 +165,37 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
   }
 }
 
-/* Either kind of call: the table says where my part is. */
+/* Either kind of call: the table says where my part is. A one-generation call takes
+ * its generation at once; a whole-area one learns its count from the source's table
+ * and takes them then. */
 static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
-  if (one_gen) mcoll__slot_begin(&c->chan->area_slots, c->chan->area_gen + 1);
+  uint32_t base = one_gen ? mcoll__slot_take(c->chan, NULL) - 1 : mcoll__area_last(c->chan);
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    uint32_t gen = c->chan->area_gen + 1;
-    mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, s->mine, s->my_len);
-    mcoll__area_done(c->chan, gen);
-    c->chan->area_gen = gen;
+    mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, s->mine, s->my_len);
+    mcoll__area_done(c->chan, base + 1);
     return;
   }
   /* My entry is in my inline line: a part in the slot needs nothing else. A part that
    * goes by single copy by its length needs the table (wait_turn) and skips the line. */
   if (one_gen && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    uint32_t gen = c->chan->area_gen + 1;
     struct entry e;
-    mcoll__inline_get(shm, mcoll__inline_line(shm, me, gen), gen, &e, sizeof e);
+    mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, &e, sizeof e);
     if (e.reader < 0) {
       size_t len = e.len < s->my_len ? (size_t)e.len : s->my_len;
-      if (len) memcpy(s->mine, mcoll__slot_area(shm, source, gen) + e.off, len);
-      mcoll__area_done(c->chan, gen);
-      c->chan->area_gen = gen;
+      if (len) memcpy(s->mine, mcoll__slot_area(shm, source, base + 1) + e.off, len);
+      mcoll__area_done(c->chan, base + 1);
       return;
     }
   }
   const char *area =
-      one_gen ? mcoll__slot_area(shm, source, c->chan->area_gen + 1) : mcoll__rank_area(shm, source);
+      one_gen ? mcoll__slot_area(shm, source, base + 1) : mcoll__rank_area(shm, source);
   const struct head *head = (const struct head *)area;
-  uint32_t base = c->chan->area_gen;
 
   mcoll__area_wait_posted(c->chan, source, base + 1);
   uint32_t rounds = head->rounds;
+  if (!one_gen) mcoll__area_take(c->chan, rounds);
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
@@ -216,7 +212,6 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
     }
   }
   mcoll__area_done(c->chan, base + rounds);
-  c->chan->area_gen = base + rounds;
 }
 
 void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
