@@ -14,24 +14,16 @@ static void keep_first(int *err, int step_err) {
   if (*err == MPI_SUCCESS) *err = step_err;
 }
 
-static size_t piece_end(const struct mcoll_hier_call *call, size_t lo) {
-  size_t piece = call->piece ? call->piece : call->bytes;
-  return call->bytes - lo > piece ? lo + piece : call->bytes;
+/* Piece i is bytes [i*piece, (i+1)*piece) of the call (one piece when unpieced). */
+static size_t piece_size(const struct mcoll_hier_call *call) {
+  return call->piece ? call->piece : call->bytes;
 }
-
-/* One piece after the other: up, inter, down. */
-static int run_in_sequence(struct mcoll_hier_call *call, int inter) {
-  const struct mcoll_hier_steps *steps = call->steps;
-  int err = MPI_SUCCESS;
-  size_t lo = 0;
-  do {
-    size_t hi = piece_end(call, lo);
-    if (steps->intra_up) keep_first(&err, steps->intra_up(call, lo, hi));
-    if (inter) keep_first(&err, steps->inter(call, lo, hi));
-    if (steps->intra_down) keep_first(&err, steps->intra_down(call, lo, hi));
-    lo = hi;
-  } while (lo < call->bytes);
-  return err;
+static size_t piece_lo(const struct mcoll_hier_call *call, size_t i) {
+  size_t lo = i * piece_size(call);
+  return lo < call->bytes ? lo : call->bytes;
+}
+static size_t piece_hi(const struct mcoll_hier_call *call, size_t i) {
+  return piece_lo(call, i + 1);
 }
 
 /* The leader's inter-node steps on a companion fiber: piece i once the intra-node
@@ -47,13 +39,10 @@ struct inter_side {
 static void inter_main(void *arg) {
   struct inter_side *side = arg;
   struct mcoll_hier_call *call = side->call;
-  size_t lo = 0;
   for (size_t i = 0; i < side->npieces; i++) {
     while (side->ups_done <= i) mcoll__fiber_yield();
-    size_t hi = piece_end(call, lo);
-    keep_first(&side->err, call->steps->inter(call, lo, hi));
+    keep_first(&side->err, call->steps->inter(call, piece_lo(call, i), piece_hi(call, i)));
     side->inters_done = i + 1;
-    lo = hi;
   }
 }
 
@@ -67,38 +56,37 @@ static void await_inter(struct inter_side *side, size_t pieces) {
   }
 }
 
-/* Every rank of the node: up(i+1) before down(i), so that the leader's inter-node
- * step of piece i runs while the node folds or fills piece i+1 (the intra-node
- * protocol sees the same order of steps on every rank of the node). */
-static int run_overlapped(struct mcoll_hier_call *call, int inter, struct mcoll_fiber *companion) {
+/* The pieces, `ahead` of them up before the first down. ahead 0: up(i), inter(i),
+ * down(i), piece after piece. ahead 1 (the overlapped order): every rank of the node
+ * runs up(i+1) before down(i), so that the leader's inter-node step of piece i, on
+ * the companion fiber, runs while the node folds or fills piece i+1 (the intra-node
+ * protocol sees the same order of steps on every rank of the node). A leader with no
+ * companion runs its inter-node steps inline, just before each down. */
+static int run_pieces(struct mcoll_hier_call *call, int inter, size_t ahead,
+                      struct mcoll_fiber *companion) {
   const struct mcoll_hier_steps *steps = call->steps;
-  int inter_inline = inter && !companion; /* no fiber to spare: in order, before down */
-  if (inter_inline) inter = 0;
-  size_t npieces = (call->bytes + call->piece - 1) / call->piece;
+  int inter_inline = inter && !companion;
+  size_t npieces = call->bytes ? (call->bytes + piece_size(call) - 1) / piece_size(call) : 1;
   struct inter_side side = {call, npieces, steps->intra_up ? 0 : npieces, 0, MPI_SUCCESS};
-  if (inter) {
+  if (companion) {
     mcoll__fiber_reset(companion, inter_main, &side);
     mcoll__fiber_set_companion(companion);
     mcoll__fiber_pump(); /* starts piece 0 (bcast: every piece) at once */
   }
   int err = MPI_SUCCESS;
-  size_t up_lo = 0, down_lo = 0;
-  for (size_t i = 0; i <= npieces; i++) {
+  for (size_t i = 0; i < npieces + ahead; i++) {
     if (i < npieces && steps->intra_up) {
-      size_t hi = piece_end(call, up_lo);
-      keep_first(&err, steps->intra_up(call, up_lo, hi));
-      up_lo = hi;
+      keep_first(&err, steps->intra_up(call, piece_lo(call, i), piece_hi(call, i)));
       side.ups_done = i + 1;
-      if (inter) mcoll__fiber_pump();
+      if (companion) mcoll__fiber_pump();
     }
-    if (i == 0) continue;
-    if (inter) await_inter(&side, i);
-    size_t hi = piece_end(call, down_lo);
-    if (inter_inline) keep_first(&err, steps->inter(call, down_lo, hi));
-    if (steps->intra_down) keep_first(&err, steps->intra_down(call, down_lo, hi));
-    down_lo = hi;
+    if (i < ahead) continue;
+    size_t d = i - ahead, lo = piece_lo(call, d), hi = piece_hi(call, d);
+    if (companion) await_inter(&side, d + 1);
+    if (inter_inline) keep_first(&err, steps->inter(call, lo, hi));
+    if (steps->intra_down) keep_first(&err, steps->intra_down(call, lo, hi));
   }
-  if (inter) {
+  if (companion) {
     mcoll__fiber_set_companion(NULL);
     keep_first(&err, side.err);
   }
@@ -112,20 +100,17 @@ int mcoll__hier_run(struct mcoll_hier_call *call) {
   const struct mcoll_hier_steps *steps = call->steps;
   const struct mcoll_topo *t = &call->c->topo;
   int inter = t->nnodes > 1 && t->local_rank == call->leader && steps->inter;
-  int err;
   int pieced = call->overlap && mcoll__cfg.INTER_OVERLAP && t->nnodes > 1 && call->piece &&
                call->bytes > call->piece;
   struct mcoll_fiber *companion = NULL;
   if (pieced && inter) {
     companion = spare_companion ? spare_companion : mcoll__fiber_new(inter_main, NULL);
     spare_companion = NULL;
-    if (!companion) pieced = 0; /* out of memory: the steps in sequence */
   }
   /* Every rank of a node takes the same branch: it depends on the call's size and
    * the communicator's shape only (a leader without a companion still runs the
    * overlapped order, its inter-node steps then inline). */
-  if (pieced) err = run_overlapped(call, inter, companion);
-  else err = run_in_sequence(call, inter);
+  int err = run_pieces(call, inter, pieced ? 1 : 0, companion);
   if (companion) {
     if (spare_companion) mcoll__fiber_free(companion);
     else spare_companion = companion;
