@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/blocks.h"
 #include "coll/facts.h"
 #include "core/config.h"
 #include "comm/context.h"
@@ -44,6 +45,25 @@ static inline enum mcoll_move mcoll__move_of(const struct mcoll_comm *c, size_t 
   if (!c->chan->cma_ok || len == 0) return MCOLL_MOVE_AREA;
   if (forced >= 0) return (enum mcoll_move)forced;
   return len >= mcoll__move_cma_min(c, cma_min) ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
+}
+
+/* Records how a call of the gather family moved its blocks inside the node: by the
+ * one path they all took, or as mixed with each block under its own. b: every
+ * block (NULL: this rank knows only its own, my_len). */
+static inline void mcoll__count_moves(const struct mcoll_comm *c, enum mcoll_coll coll,
+                                      const struct mcoll_blocks *b, size_t my_len, int forced,
+                                      size_t cma_min) {
+  unsigned long blocks[MCOLL_MAX_ALGS] = {0};
+  if (b) {
+    for (int j = 0; j < c->topo.local_size; j++) {
+      size_t len = mcoll__block_len(b, c->topo.local_ranks[j]);
+      if (len) blocks[mcoll__move_of(c, len, forced, cma_min)]++;
+    }
+  }
+  if (blocks[MCOLL_MOVE_AREA] && blocks[MCOLL_MOVE_CMA]) mcoll__count_mixed(coll, blocks);
+  else if (blocks[MCOLL_MOVE_CMA]) mcoll__count_alg(coll, MCOLL_MOVE_CMA);
+  else if (b) mcoll__count_alg(coll, MCOLL_MOVE_AREA);
+  else mcoll__count_alg(coll, mcoll__move_of(c, my_len, forced, cma_min));
 }
 
 /* MCOLL_ALG_<COLL> for a move collective, if its restrictions hold here, else -1

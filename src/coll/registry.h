@@ -128,6 +128,10 @@ const char *mcoll__need_name(int b);
 const char *mcoll__need_text(int b);
 
 void mcoll__count_alg(enum mcoll_coll coll, int alg);
+/* A call whose blocks took different algorithms (the gather family: some through the
+ * areas, some by single copy): counted as mixed, and each block under the algorithm
+ * that moved it (blocks[alg], MCOLL_MAX_ALGS entries). */
+void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks);
 void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg);
 /* No mcoll algorithm yet for this collective: straight to PMPI (not a fallback). */
 void mcoll__count_passthrough(enum mcoll_coll coll);

@@ -9,6 +9,8 @@
 struct coll_counters {
   atomic_ulong alg[MCOLL_MAX_ALGS];
   atomic_ulong inter[MCOLL_MAX_ALGS]; /* what the inter-node phase ran (several nodes) */
+  atomic_ulong mixed;                 /* calls whose blocks took different algorithms */
+  atomic_ulong blocks[MCOLL_MAX_ALGS]; /* their blocks, by algorithm */
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
@@ -34,6 +36,11 @@ static unsigned long get(atomic_ulong *counter) {
 void mcoll__count_alg(enum mcoll_coll coll, int alg) { bump(&counters[coll].alg[alg]); }
 void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg) {
   bump(level == MCOLL_LEVEL_INTER ? &counters[coll].inter[alg] : &counters[coll].alg[alg]);
+}
+void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks) {
+  bump(&counters[coll].mixed);
+  for (int a = 0; a < MCOLL_MAX_ALGS; a++)
+    if (blocks[a]) atomic_fetch_add_explicit(&counters[coll].blocks[a], blocks[a], memory_order_relaxed);
 }
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
@@ -76,6 +83,7 @@ void mcoll__stats_report(FILE *out) {
     const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
     unsigned long by_alg = 0, fallbacks = 0;
     for (int a = 0; a < table->nalgs; a++) by_alg += get(&k->alg[a]);
+    by_alg += get(&k->mixed);
     for (int r = 0; r < MCOLL_NREASONS; r++) fallbacks += get(&k->fallback[r]);
     /* A forced algorithm that could not run is a fallback to the normal choice,
      * which counts the call under the algorithm that ran. */
@@ -85,9 +93,16 @@ void mcoll__stats_report(FILE *out) {
     fprintf(out, "mcoll: %s calls=%lu", mcoll__coll_name(c), calls);
     for (int a = 0; a < table->nalgs; a++)
       fprintf(out, " %s=%lu", table->algs[a].name, get(&k->alg[a]));
+    if (get(&k->mixed)) fprintf(out, " mixed=%lu", get(&k->mixed));
     if (get(&k->passthrough)) fprintf(out, " passthrough=%lu", get(&k->passthrough));
     if (get(&k->invalid)) fprintf(out, " invalid_args=%lu", get(&k->invalid));
     fprintf(out, " fallback=%lu\n", fallbacks);
+    if (get(&k->mixed)) {
+      fprintf(out, "mcoll: %s mixed blocks:", mcoll__coll_name(c));
+      for (int a = 0; a < table->nalgs; a++)
+        fprintf(out, " %s=%lu", table->algs[a].name, get(&k->blocks[a]));
+      fprintf(out, "\n");
+    }
     for (int r = 0; r < MCOLL_NREASONS; r++)
       if (get(&k->fallback[r]))
         fprintf(out, "mcoll: %s fallback \"%s\"=%lu\n", mcoll__coll_name(c), reason_text[r],

@@ -326,3 +326,29 @@ def test_killed_rank(flavour, topo, kill_after, extra):
     assert result.seconds < 30, f"the job did not end within 30 s after the kill\n{result.describe()}"
     assert result.returncode != 0, result.describe()
     assert re.search(r"kills itself after iteration", result.stderr), result.describe()
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_mixed_blocks_recorded(request, flavour):
+    """A v-collective whose blocks take different paths in the node (some through the
+    areas, some by single copy, with the thresholds lowered so that random counts
+    straddle them) is recorded as mixed, its blocks per path, and every call once."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    colls = ("allgatherv", "gatherv", "scatterv")
+    args = ["--colls", ",".join(colls), "--iters", "30", "--comms", "world",
+            "--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALLGATHER_CMA_MIN": "256",
+           "MCOLL_GATHER_CMA_MIN": "256", "MCOLL_SCATTER_CMA_MIN": "256",
+           "MCOLL_PAIR_CMA_MIN": "256"}
+    result = run_job(mpiexec_argv(flavour, 3, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    report = parse_verbose_report(result.stderr)
+    for coll in colls:
+        counts = report.get(coll, {})
+        assert counts.get("calls"), f"no report for {coll}\n{result.describe()}"
+        assert counts["calls"] == counts.get("area", 0) + counts.get("cma", 0) + counts.get("mixed", 0), counts
+        if counts.get("mixed"):
+            blocks = re.search(rf"^mcoll: {coll} mixed blocks: area=(\d+) cma=(\d+)$", result.stderr, re.M)
+            assert blocks and int(blocks.group(1)) > 0 and int(blocks.group(2)) > 0, result.describe()
+    assert any(report[c].get("mixed") for c in colls), (
+        f"no call mixed paths: {report}\n{result.describe()}")

@@ -77,8 +77,7 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
                      size_t my_len, struct mcoll_blocks *dst) {
   const struct mcoll_topo *t = &c->topo;
   int forced = mcoll__move_forced(c, coll);
-  mcoll__count_alg(coll, mcoll__move_of(c, largest_block(dst), forced,
-                                        (size_t)mcoll__cfg.ALLGATHER_CMA_MIN));
+  mcoll__count_moves(c, coll, dst, 0, forced, (size_t)mcoll__cfg.ALLGATHER_CMA_MIN);
   mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);
   if (total == 0) return MPI_SUCCESS;

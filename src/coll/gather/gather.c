@@ -118,7 +118,8 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
-  mcoll__count_alg(coll, mcoll__move_of(c, counted, g.forced, (size_t)mcoll__cfg.GATHER_CMA_MIN));
+  mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced,
+                     (size_t)mcoll__cfg.GATHER_CMA_MIN);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 

@@ -113,7 +113,8 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll)};
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
-  mcoll__count_alg(coll, mcoll__move_of(c, counted, s.forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN));
+  mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced,
+                     (size_t)mcoll__cfg.SCATTER_CMA_MIN);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 
