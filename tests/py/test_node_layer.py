@@ -56,3 +56,18 @@ def test_one_slot_protocol_and_one_address_format():
                  if not rel(p).startswith("node/") and run_fields.search(code_of(p))]
     assert offenders == []
     assert all("cma_addr" not in code_of(p) for p in c_files())
+
+
+def test_node_counters_and_ring_only_through_the_layer():
+    """Engines take area generations through node/ (slot_take, area_take, area_next)
+    and never write the channel's counter back, and the ring's slots and consumed
+    flags are touched in node/ring.h alone."""
+    writes_area_gen = re.compile(r"->area_gen\s*(=[^=]|\+=|\+\+|--)|\+\+\s*\w+(->\w+)*->area_gen")
+    ring = re.compile(r"(->|\.)slot\[|(->|\.)consumed\b")
+    # comm and shm set the counters up; coll/reduce/red_node.c puts a node back in
+    # step after a mismatched call (resync)
+    allowed = {"shm/channel.c", "comm/context.c", "coll/reduce/red_node.c"}
+    offenders = [rel(p) for p in c_files()
+                 if not rel(p).startswith(("node/", "shm/")) and rel(p) not in allowed
+                 and (writes_area_gen.search(code_of(p)) or ring.search(code_of(p)))]
+    assert offenders == []

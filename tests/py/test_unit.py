@@ -34,12 +34,13 @@ def test_transport(build, ranks):
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"ok: 0 failures ({ranks} ranks)" in result.stdout
     assert "publish/hold (memcpy)" in result.stdout
+    assert "ring: " in result.stdout
     assert "WARNING: ThreadSanitizer" not in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("fault", ["--break-slots", "--break-hold"])
+@pytest.mark.parametrize("fault", ["--break-slots", "--break-hold", "--break-ring"])
 def test_transport_detects_broken_protocol(fault):
-    """Leaving out the slot wait or the hold must make the unit test fail: it sees
+    """Leaving out the slot wait, the ring's wait or the hold must make the unit test fail: it sees
     data overwritten under its readers."""
     program = mpijob.ROOT / "build" / "unit" / "mcoll-test-transport"
     if not program.exists():

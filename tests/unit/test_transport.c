@@ -8,9 +8,12 @@
  *     its buffer until every reader is done -- through CMA (private buffers) and
  *     through the memcpy backend (buffers in the shared mapping, at the same address
  *     in every process);
+ *   - the ring: one writer streams chunks through the ring's slots, running up to
+ *     the ring's length ahead (or half of it), to readers that take it a window at a
+ *     time and stall now and then;
  *   - failure reporting of the peer-memory interface;
  * checking the data, the lags, and that every wait's test twin agrees with it.
- * Usage: mcoll-test-transport [ranks] [--break-slots | --break-hold]: the break
+ * Usage: mcoll-test-transport [ranks] [--break-slots | --break-hold | --break-ring]: the break
  * options leave out a wait, and the run must then fail (the test can fail).
  * Exit status 0 when every check passed. */
 #include <errno.h>
@@ -27,6 +30,7 @@
 #include "node/area.h"
 #include "node/peer.h"
 #include "node/publish.h"
+#include "node/ring.h"
 #include "node/slot.h"
 
 /* The host-MPI hooks of the waits (core/host_progress.c): nothing to progress here. */
@@ -47,8 +51,9 @@ static int failures;
 
 enum { MAX_RANKS = 4, AREA_BYTES = MCOLL_AREA_SLOTS * 4096, HEAP_BYTES = 64 * 1024 };
 enum { SLOT_GENS = 3000, WHOLE_EVERY = 500, HOLD_ROUNDS = 300 };
+enum { RING_SLOTS = 8, RING_WINDOW = 2, RING_CHUNK = 4096, RING_GENS = 2000 };
 
-static int me, nranks, break_slots, break_hold;
+static int me, nranks, break_slots, break_hold, break_ring;
 static struct mcoll_channel ch;
 static char *heap;  /* [MAX_RANKS][HEAP_BYTES] in the shared mapping */
 static _Atomic int *cma_works; /* in the shared mapping: rank 0's probe */
@@ -61,8 +66,10 @@ static void map_node(int n) {
   size_t sync = line_round(sizeof(struct mcoll_sync_line) * MAX_RANKS);
   size_t data = line_round(sizeof(struct mcoll_data_line) * MAX_RANKS);
   size_t lines = line_round(sizeof(struct mcoll_inline_line) * MAX_RANKS * MCOLL_INLINE_SLOTS);
-  size_t head = (hdr + sync + data + lines + MCOLL_LINE + 4095) / 4096 * 4096;
-  size_t bytes = head + (size_t)MAX_RANKS * AREA_BYTES + (size_t)MAX_RANKS * HEAP_BYTES;
+  size_t ring = line_round(sizeof(struct mcoll_slot_ctl) * RING_SLOTS);
+  size_t head = (hdr + sync + data + lines + ring + MCOLL_LINE + 4095) / 4096 * 4096;
+  size_t bytes = head + (size_t)MAX_RANKS * AREA_BYTES + (size_t)MAX_RANKS * HEAP_BYTES +
+                 (size_t)RING_SLOTS * RING_CHUNK;
   char *base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     perror("mmap");
@@ -76,10 +83,15 @@ static void map_node(int n) {
   shm->sync = (struct mcoll_sync_line *)(base + hdr);
   shm->data = (struct mcoll_data_line *)(base + hdr + sync);
   shm->inline_line = (struct mcoll_inline_line *)(base + hdr + sync + data);
-  cma_works = (_Atomic int *)(base + hdr + sync + data + lines);
+  shm->slot = (struct mcoll_slot_ctl *)(base + hdr + sync + data + lines);
+  cma_works = (_Atomic int *)(base + hdr + sync + data + lines + ring);
   shm->area = base + head;
   shm->area_bytes = AREA_BYTES;
   heap = shm->area + (size_t)MAX_RANKS * AREA_BYTES;
+  shm->slot_data = heap + (size_t)MAX_RANKS * HEAP_BYTES;
+  shm->nslots = RING_SLOTS;
+  shm->window = RING_WINDOW;
+  shm->chunk = RING_CHUNK;
   shm->local_size = n;
   /* Few polls before yielding: the waits' yield and futex phases run too. */
   shm->spin = 8;
@@ -189,6 +201,42 @@ static void test_slots(void) {
                            stalls_seen);
 }
 
+/* Rank 0 streams RING_GENS chunks through the ring, as far ahead as the whole ring
+ * (or, every other stretch, half of it); the others read them a window at a time,
+ * report each window consumed, and check every chunk and what the test twins say. */
+static void test_ring(void) {
+  const struct mcoll_shm *shm = &ch.shm;
+  uint32_t writer_waits = 0;
+  for (uint32_t first = 1; first <= RING_GENS; first += RING_WINDOW) {
+    for (uint32_t g = first; g < first + RING_WINDOW; g++) {
+      uint32_t behind = (g / 200) % 2 ? RING_SLOTS / 2 : RING_SLOTS;
+      size_t len = RING_CHUNK - (g % 7) * 8;
+      if (me == 0) {
+        int free_now = mcoll__ring_test_free(shm, 0, g, behind);
+        if (!free_now) writer_waits++;
+        if (!break_ring) mcoll__ring_wait_free(shm, 0, g, behind);
+        CHECK(break_ring || mcoll__ring_test_free(shm, 0, g, behind),
+              "ring test_free after its wait at %u", g);
+        fill(mcoll__ring_data(shm, g), len, 0, g);
+        mcoll__ring_put(shm, g, len, RING_GENS);
+      } else {
+        maybe_stall(g, 83);
+        /* I have not reported g consumed: the writer cannot have put g + ring length. */
+        CHECK(!mcoll__ring_test(shm, g + RING_SLOTS), "ring ran past my window at %u", g);
+        const struct mcoll_slot_ctl *ctl = mcoll__ring_wait(shm, g);
+        CHECK(mcoll__ring_test(shm, g), "ring test after its wait at %u", g);
+        CHECK(ctl->bytes == len && ctl->call_bytes == RING_GENS, "ring chunk %u: %u bytes", g,
+              ctl->bytes);
+        CHECK(wrong_words(mcoll__ring_data(shm, g), len, 0, g) == 0,
+              "ring chunk of generation %u overwritten", g);
+      }
+    }
+    if (me != 0) mcoll__ring_consumed(shm, me, first + RING_WINDOW - 1);
+  }
+  if (me == 0) printf("ring: %d chunks, the writer found its slot busy %u times\n", RING_GENS,
+                      writer_waits);
+}
+
 /* Every rank publishes a buffer per round: its first half for readers, its second
  * for their signatures (one line per rank, written through the interface). */
 static void test_publish_hold(enum mcoll_peer_mem mem, uint32_t first_gen) {
@@ -269,6 +317,8 @@ static int run_rank(void) {
   meet();
   test_slots();
   meet();
+  test_ring();
+  meet();
   uint32_t gen = SLOT_GENS + 1;
   if (atomic_load(cma_works) > 0) {
     test_publish_hold(MCOLL_PEER_CMA, gen);
@@ -287,10 +337,12 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--break-slots")) break_slots = 1;
     else if (!strcmp(argv[i], "--break-hold")) break_hold = 1;
+    else if (!strcmp(argv[i], "--break-ring")) break_ring = 1;
     else nranks = atoi(argv[i]);
   }
   if (nranks < 2 || nranks > MAX_RANKS) {
-    fprintf(stderr, "usage: %s [2-%d] [--break-slots | --break-hold]\n", argv[0], MAX_RANKS);
+    fprintf(stderr, "usage: %s [2-%d] [--break-slots | --break-hold | --break-ring]\n", argv[0],
+            MAX_RANKS);
     return 2;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);

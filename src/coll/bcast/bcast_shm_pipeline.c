@@ -1,8 +1,8 @@
 /* Intra-node bcast through the segment's ring of slots (seed 000 §4.2).
  *
- * The source copies chunk after chunk into the ring; chunk i of the call has
- * generation base+i+1 and goes to slot gen % nslots once every reader is done
- * with the slot's previous generation. Readers take the ring a window of S slots
+ * The source copies chunk after chunk into the node's ring (node/ring.h); chunk i
+ * of the call has generation base+i+1 and goes in once every reader is done with
+ * its slot's previous generation. Readers take the ring a window of S slots
  * at a time; reader group j (k readers) starts the window at slot j and rotates,
  * so at most k ranks copy from one slot (one NUMA domain) at a time.
  *
@@ -17,17 +17,10 @@
 #include "coll/bcast/bcast.h"
 #include "coll/move.h"
 #include "core/config.h"
+#include "node/ring.h"
 
 static size_t chunk_count(const struct mcoll_shm *shm, size_t bytes) {
   return (bytes + shm->chunk - 1) / shm->chunk;
-}
-
-/* Waits until every reader is done with generation gen - behind. */
-static void wait_consumed(const struct mcoll_bcast_call *call, uint32_t gen, size_t behind) {
-  const struct mcoll_shm *shm = &call->c->chan->shm;
-  uint32_t previous = gen - (uint32_t)behind;
-  for (int r = 0; r < shm->local_size; r++)
-    if (r != call->source) mcoll__flag_wait(shm, &shm->data[r].consumed, previous);
 }
 
 /* Chunks the source may be ahead of the readers within a call. Readers report
@@ -46,15 +39,12 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   int cached = ahead < (size_t)shm->nslots && call->bytes > shm->chunk;
   for (size_t idx = lo / shm->chunk; idx < chunk_count(shm, hi); idx++) {
     uint32_t gen = base + (uint32_t)idx + 1;
-    int slot = (int)(gen % (uint32_t)shm->nslots);
     size_t off = idx * shm->chunk;
     size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
-    wait_consumed(call, gen, idx >= ahead ? ahead : (size_t)shm->nslots);
-    if (cached) memcpy(mcoll__slot_data(shm, slot), call->buf + off, len);
-    else mcoll__area_write(mcoll__slot_data(shm, slot), call->buf + off, len);
-    shm->slot[slot].bytes = (uint32_t)len;
-    shm->slot[slot].call_bytes = call->bytes;
-    mcoll__flag_set(shm, &shm->slot[slot].gen, gen);
+    mcoll__ring_wait_free(shm, call->source, gen, (uint32_t)(idx >= ahead ? ahead : (size_t)shm->nslots));
+    if (cached) memcpy(mcoll__ring_data(shm, gen), call->buf + off, len);
+    else mcoll__area_write(mcoll__ring_data(shm, gen), call->buf + off, len);
+    mcoll__ring_put(shm, gen, len, call->bytes);
   }
 }
 
@@ -70,9 +60,8 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
   int unchecked = call->check_bytes && lo == 0;
   size_t first_window = end < (size_t)shm->window ? end : (size_t)shm->window;
   if (unchecked && (size_t)group % first_window != 0) {
-    int slot = (int)((base + 1) % (uint32_t)shm->nslots);
-    mcoll__flag_wait(shm, &shm->slot[slot].gen, base + 1);
-    if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
+    const struct mcoll_slot_ctl *ctl = mcoll__ring_wait(shm, base + 1);
+    if (ctl->call_bytes != call->bytes) return ctl->call_bytes;
     unchecked = 0;
   }
   for (size_t first = lo / shm->chunk; first < end; first += (size_t)shm->window) {
@@ -80,17 +69,16 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     for (size_t step = 0; step < m; step++) {
       size_t idx = first + ((size_t)group + step) % m;
       uint32_t gen = base + (uint32_t)idx + 1;
-      int slot = (int)(gen % (uint32_t)shm->nslots);
       size_t off = idx * shm->chunk;
       size_t len = call->bytes - off < shm->chunk ? call->bytes - off : shm->chunk;
-      mcoll__flag_wait(shm, &shm->slot[slot].gen, gen);
+      const struct mcoll_slot_ctl *ctl = mcoll__ring_wait(shm, gen);
       if (unchecked) { /* chunk 0 */
-        if (shm->slot[slot].call_bytes != call->bytes) return shm->slot[slot].call_bytes;
+        if (ctl->call_bytes != call->bytes) return ctl->call_bytes;
         unchecked = 0;
       }
-      memcpy(call->buf + off, mcoll__slot_data(shm, slot), len);
+      memcpy(call->buf + off, mcoll__ring_data(shm, gen), len);
     }
-    mcoll__flag_set(shm, &shm->data[me].consumed, base + (uint32_t)(first + m));
+    mcoll__ring_consumed(shm, me, base + (uint32_t)(first + m));
   }
   return call->bytes;
 }
@@ -107,7 +95,7 @@ static void finish(const struct mcoll_bcast_call *call) {
   uint32_t nchunks = (uint32_t)chunk_count(&ch->shm, call->bytes);
   /* The source never reads its own chunks: mark them done for the next writer. */
   if (ch->shm.local_rank == call->source)
-    mcoll__flag_set(&ch->shm, &ch->shm.data[call->source].consumed, call->base + nchunks);
+    mcoll__ring_consumed(&ch->shm, call->source, call->base + nchunks);
   /* A reader that met another count (bcast.c:read_mismatched) took its own; the
    * node goes on with the source's. */
   ch->ring_gen += nchunks - call->gens;
