@@ -56,6 +56,23 @@ static inline int mcoll__published_is(const struct mcoll_peer_buf *at, uint32_t 
   return atomic_load_explicit(&at->gen, memory_order_acquire) == gen;
 }
 
+/* A buffer that becomes readable piece by piece (bcast's single copy, whose source
+ * receives its buffer from other nodes while its node reads it): after publishing
+ * it, the owner counts the chunks made readable so far on its data line's
+ * `cma_ready`, and readers wait for the count before reading a chunk. The count runs
+ * on across calls: a call's chunks are base+1 .. base+n, base taken when it began. */
+static inline void mcoll__publish_ready(const struct mcoll_shm *shm, uint32_t upto) {
+  mcoll__flag_set(shm, &shm->data[shm->local_rank].cma_ready, upto);
+}
+static inline void mcoll__published_wait_ready(const struct mcoll_shm *shm, int owner,
+                                               uint32_t chunk) {
+  mcoll__flag_wait(shm, &shm->data[owner].cma_ready, chunk);
+}
+static inline int mcoll__published_test_ready(const struct mcoll_shm *shm, int owner,
+                                              uint32_t chunk) {
+  return mcoll__flag_test(&shm->data[owner].cma_ready, chunk);
+}
+
 /* Which counter of its data line a reader marks when done with a generation. */
 enum mcoll_read_mark { MCOLL_MARK_AREA, MCOLL_MARK_BCAST };
 

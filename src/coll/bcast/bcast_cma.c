@@ -22,20 +22,18 @@ static size_t chunks_ready(const struct mcoll_bcast_call *call, size_t valid) {
 
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo;
-  struct mcoll_comm *c = call->c;
-  struct mcoll_data_line *line = &c->chan->shm.data[call->source];
-  mcoll__publish(&line->buf, call->buf, call->bytes, call->seq);
-  mcoll__flag_set(&c->chan->shm, &line->cma_ready,
-                  call->base + (uint32_t)chunks_ready(call, hi));
+  const struct mcoll_shm *shm = &call->c->chan->shm;
+  mcoll__publish(mcoll__publish_line(shm, call->source), call->buf, call->bytes, call->seq);
+  mcoll__publish_ready(shm, call->base + (uint32_t)chunks_ready(call, hi));
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
-  struct mcoll_data_line *src = &shm->data[call->source];
+  const struct mcoll_peer_buf *src = mcoll__publish_line(shm, call->source);
   if (call->check_bytes && lo == 0) {
-    mcoll__flag_wait(shm, &src->cma_ready, call->base + 1);
-    size_t theirs = mcoll__published_len(&src->buf);
+    mcoll__published_wait_ready(shm, call->source, call->base + 1);
+    size_t theirs = mcoll__published_len(src);
     if (theirs != call->bytes) return theirs;
   }
   size_t first = chunks_ready(call, lo), nchunks = chunks_ready(call, hi) - first;
@@ -49,8 +47,8 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
     size_t idx = first + (start + step) % nchunks;
     size_t off = idx * cma_chunk();
     size_t len = call->bytes - off < cma_chunk() ? call->bytes - off : cma_chunk();
-    mcoll__flag_wait(shm, &src->cma_ready, call->base + (uint32_t)idx + 1);
-    mcoll__peer_read(c->chan, call->source, call->buf + off, mcoll__published_addr(&src->buf) + off,
+    mcoll__published_wait_ready(shm, call->source, call->base + (uint32_t)idx + 1);
+    mcoll__peer_read(c->chan, call->source, call->buf + off, mcoll__published_addr(src) + off,
                      len);
   }
   if (first + nchunks == chunk_count(call->bytes))
