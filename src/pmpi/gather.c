@@ -32,50 +32,6 @@ static int gather_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   return err;
 }
 
-MCOLL_EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                            MPI_Comm comm) {
-  return gather_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-/* MPI_Igather: the same body as a task (task/task.h). */
-struct gather_args {
-  const void *sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  int recvcount;
-  MPI_Datatype recvtype;
-  int root;
-  MPI_Comm comm;
-};
-
-static int gather_task(const void *args) {
-  const struct gather_args *a = args;
-  return gather_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
-                    a->root, a->comm);
-}
-
-MCOLL_EXPORT int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                        request);
-  struct gather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__start(comm, gather_task, &a, sizeof a, NULL, request);
-}
-
-#ifdef MCOLL_PERSISTENT
-/* MPI_Gather_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Gather_init)(const void *sendbuf, int sendcount,
-                                               MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                                               MPI_Datatype recvtype, int root, MPI_Comm comm,
-                                               MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Gather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                              recvtype, root, comm, info, request);
-  struct gather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__persistent_init(comm, gather_task, &a, sizeof a, NULL, request);
-}
-#endif
+#define GATHER_PARAMS(X) X(const void *, sendbuf) X(int, sendcount) X(MPI_Datatype, sendtype) \
+  X(void *, recvbuf) X(int, recvcount) X(MPI_Datatype, recvtype) X(int, root) X(MPI_Comm, comm)
+MCOLL_COLL_FORMS(Gather, Igather, gather, GATHER_PARAMS)

@@ -13,43 +13,6 @@ static int reduce_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   return mcoll__red_return(comm, mcoll__reduce(c, &t, sendbuf, recvbuf, (size_t)count, root));
 }
 
-MCOLL_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, int root, MPI_Comm comm) {
-  return reduce_run(sendbuf, recvbuf, count, type, op, root, comm);
-}
-
-/* MPI_Ireduce: the same body as a task (task/task.h). */
-struct reduce_args {
-  const void *sendbuf;
-  void *recvbuf;
-  int count;
-  MPI_Datatype type;
-  MPI_Op op;
-  int root;
-  MPI_Comm comm;
-};
-
-static int reduce_task(const void *args) {
-  const struct reduce_args *a = args;
-  return reduce_run(a->sendbuf, a->recvbuf, a->count, a->type, a->op, a->root, a->comm);
-}
-
-MCOLL_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                             MPI_Op op, int root, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Ireduce(sendbuf, recvbuf, count, type, op, root, comm, request);
-  struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
-  return mcoll__start(comm, reduce_task, &a, sizeof a, NULL, request);
-}
-
-#ifdef MCOLL_PERSISTENT
-/* MPI_Reduce_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_init)(const void *sendbuf, void *recvbuf, int count,
-                                               MPI_Datatype type, MPI_Op op, int root,
-                                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Reduce_init)(sendbuf, recvbuf, count, type, op, root, comm, info,
-                                              request);
-  struct reduce_args a = {sendbuf, recvbuf, count, type, op, root, comm};
-  return mcoll__persistent_init(comm, reduce_task, &a, sizeof a, NULL, request);
-}
-#endif
+#define REDUCE_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) X(int, count) \
+  X(MPI_Datatype, type) X(MPI_Op, op) X(int, root) X(MPI_Comm, comm)
+MCOLL_COLL_FORMS(Reduce, Ireduce, reduce, REDUCE_PARAMS)

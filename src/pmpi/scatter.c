@@ -32,50 +32,6 @@ static int scatter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   return err;
 }
 
-MCOLL_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm) {
-  return scatter_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-}
-
-/* MPI_Iscatter: the same body as a task (task/task.h). */
-struct scatter_args {
-  const void *sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  int recvcount;
-  MPI_Datatype recvtype;
-  int root;
-  MPI_Comm comm;
-};
-
-static int scatter_task(const void *args) {
-  const struct scatter_args *a = args;
-  return scatter_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
-                     a->root, a->comm);
-}
-
-MCOLL_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                              MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                         request);
-  struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__start(comm, scatter_task, &a, sizeof a, NULL, request);
-}
-
-#ifdef MCOLL_PERSISTENT
-/* MPI_Scatter_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Scatter_init)(const void *sendbuf, int sendcount,
-                                                MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                                                MPI_Datatype recvtype, int root, MPI_Comm comm,
-                                                MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Scatter_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                               recvtype, root, comm, info, request);
-  struct scatter_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm};
-  return mcoll__persistent_init(comm, scatter_task, &a, sizeof a, NULL, request);
-}
-#endif
+#define SCATTER_PARAMS(X) X(const void *, sendbuf) X(int, sendcount) X(MPI_Datatype, sendtype) \
+  X(void *, recvbuf) X(int, recvcount) X(MPI_Datatype, recvtype) X(int, root) X(MPI_Comm, comm)
+MCOLL_COLL_FORMS(Scatter, Iscatter, scatter, SCATTER_PARAMS)

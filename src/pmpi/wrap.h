@@ -63,9 +63,9 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
 /* The host MPI's collective `name` (non-blocking: `iname`) with the call's arguments: blocking in a blocking
  * call; in a task, or while tasks are pending, its non-blocking form, waited for
  * without blocking the thread (`return MCOLL_HOST(Bcast, Ibcast, buf, ...)`). */
-#define MCOLL_HOST(name, iname, ...)                                                              \
-  ((mcoll__in_task() || mcoll__tasks_pending())                                          \
-       ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))          \
+#define MCOLL_HOST(name, iname, ...)                                                                \
+  ((mcoll__in_task() || mcoll__tasks_pending())                                                     \
+       ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))                      \
        : PMPI_##name(__VA_ARGS__))
 
 /* Whether MPI_I* calls become tasks (else the host MPI's own). */
@@ -81,6 +81,53 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
   mcoll__tnbc_settle_pending();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
+
+/* The entry points of a collective whose blocking body is `static int
+ * lower##_run(params)` and whose arguments need no copying: MPI_<Name>; MPI_<Iname>,
+ * the same body as a task (task/task.h) on a copy of the arguments; and, where the
+ * host MPI has them, MPI_<Name>_init, the same task built once and started by
+ * MPI_Start. PARAMS(X) lists the parameters in MPI's order as X(type, name); the
+ * communicator is `comm`. Each form hands the call to the host MPI's own when
+ * non-blocking collectives are off (MCOLL_NBC=0). */
+#define MCOLL_PARAM_DECL(type, name) , type name
+#define MCOLL_PARAM_NAME(type, name) , name
+#define MCOLL_PARAM_FIELD(type, name) type name;
+#define MCOLL_PARAM_FROM(type, name) , a->name
+#define MCOLL_DROP_FIRST(...) MCOLL_DROP_FIRST_(__VA_ARGS__)
+#define MCOLL_DROP_FIRST_(first, ...) __VA_ARGS__
+#define MCOLL_ARGLIST(PARAMS, X) MCOLL_DROP_FIRST(PARAMS(X))
+
+#define MCOLL_COLL_FORMS(Name, Iname, lower, PARAMS)                                                \
+  MCOLL_EXPORT int MPI_##Name(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL)) {                            \
+    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME));                                    \
+  }                                                                                                 \
+  struct lower##_args {                                                                             \
+    PARAMS(MCOLL_PARAM_FIELD)                                                                       \
+  };                                                                                                \
+  static int lower##_task(const void *args) {                                                       \
+    const struct lower##_args *a = args;                                                            \
+    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_FROM));                                    \
+  }                                                                                                 \
+  MCOLL_EXPORT int MPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL), MPI_Request *request) {     \
+    if (!mcoll__nbc_on()) return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);    \
+    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
+    return mcoll__start(comm, lower##_task, &a, sizeof a, NULL, request);                           \
+  }                                                                                                 \
+  MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
+
+#ifdef MCOLL_PERSISTENT
+#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)                                                  \
+  MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL),           \
+                                                 MPI_Info info, MPI_Request *request) {             \
+    if (!mcoll__nbc_on())                                                                           \
+      return MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,      \
+                                                request);                                           \
+    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
+    return mcoll__persistent_init(comm, lower##_task, &a, sizeof a, NULL, request);                 \
+  }
+#else
+#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
+#endif
 
 /* Entries of a v/w collective's arrays: the group's size (the remote group's on an
  * intercommunicator); 0 for an invalid communicator (nothing is copied). */
