@@ -1,8 +1,5 @@
-/* Which collectives have which algorithms; MCOLL_ALG_<COLL> lookups. */
-#include <ctype.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdlib.h>
+/* Which collectives have which algorithms, at which level, and what each needs: the
+ * tables as data (the choice that reads them is coll/select.c). */
 #include <string.h>
 
 #include "coll/registry.h"
@@ -43,7 +40,9 @@ static const struct {
 };
 
 const char *mcoll__coll_name(enum mcoll_coll coll) { return coll_names[coll].name; }
+const char *mcoll__coll_upper(enum mcoll_coll coll) { return coll_names[coll].upper; }
 const char *mcoll__level_name(enum mcoll_alg_level level) { return levels[level].name; }
+const char *mcoll__level_suffix(enum mcoll_alg_level level) { return levels[level].suffix; }
 
 const struct mcoll_coll_algs *mcoll__level_algs(enum mcoll_alg_level level, enum mcoll_coll coll) {
   return coll_tables[level][coll];
@@ -64,8 +63,7 @@ static const struct {
 const char *mcoll__need_name(int b) { return needs[b].name; }
 const char *mcoll__need_text(int b) { return needs[b].text; }
 
-/* The first restriction of alg that the facts do not satisfy, or -1. */
-static int first_unmet(enum mcoll_alg_level level, enum mcoll_coll coll, int alg,
+int mcoll__alg_first_unmet(enum mcoll_alg_level level, enum mcoll_coll coll, int alg,
                        const struct mcoll_facts *facts) {
   unsigned unmet = mcoll__level_algs(level, coll)->algs[alg].needs & ~facts->holds;
   for (int b = 0; b < MCOLL_NNEEDS; b++)
@@ -74,87 +72,14 @@ static int first_unmet(enum mcoll_alg_level level, enum mcoll_coll coll, int alg
 }
 
 const char *mcoll__alg_allowed(enum mcoll_coll coll, int alg, const struct mcoll_facts *facts) {
-  int b = first_unmet(MCOLL_LEVEL_NODE, coll, alg, facts);
+  int b = mcoll__alg_first_unmet(MCOLL_LEVEL_NODE, coll, alg, facts);
   return b < 0 ? NULL : needs[b].text;
 }
 
-/* Algorithm index per collective by name, or -1 when there is none of that name. */
-static int alg_index(enum mcoll_alg_level level, enum mcoll_coll coll, const char *name) {
+int mcoll__alg_index(enum mcoll_alg_level level, enum mcoll_coll coll, const char *name) {
   const struct mcoll_coll_algs *table = mcoll__level_algs(level, coll);
   for (int a = 0; a < table->nalgs; a++)
     if (!strcmp(table->algs[a].name, name)) return a;
-  return -1;
-}
-
-/* MCOLL_ALG_<COLL> (and _INTER), read for every collective at once on first use (pthread_once);
- * mcoll_set_algorithm may change an entry later from any thread, so the entries are
- * atomics read relaxed (a plain load on the hot path). */
-static _Atomic int forced[MCOLL_NLEVELS][MCOLL_NCOLLS];
-static atomic_int forced_loaded;
-static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
-
-static void forced_read(void) {
-  for (int level = 0; level < MCOLL_NLEVELS; level++)
-    for (int coll = 0; coll < MCOLL_NCOLLS; coll++) {
-      char var[64];
-      snprintf(var, sizeof var, "MCOLL_ALG_%s%s", coll_names[coll].upper, levels[level].suffix);
-      const char *name = getenv(var);
-      int alg = -1;
-      if (name && *name) {
-        alg = alg_index(level, coll, name);
-        if (alg < 0) fprintf(stderr, "mcoll: %s=%s: no such algorithm, ignored\n", var, name);
-      }
-      atomic_store_explicit(&forced[level][coll], alg, memory_order_relaxed);
-    }
-  atomic_store_explicit(&forced_loaded, 1, memory_order_release);
-}
-
-static void forced_load(void) {
-  if (!atomic_load_explicit(&forced_loaded, memory_order_acquire)) pthread_once(&forced_once, forced_read);
-}
-
-int mcoll__level_forced(enum mcoll_alg_level level, enum mcoll_coll coll) {
-  forced_load();
-  return atomic_load_explicit(&forced[level][coll], memory_order_relaxed);
-}
-
-int mcoll__alg_forced(enum mcoll_coll coll) { return mcoll__level_forced(MCOLL_LEVEL_NODE, coll); }
-
-static int forced_for(enum mcoll_alg_level level, enum mcoll_coll coll, const struct mcoll_facts *facts) {
-  int alg = mcoll__level_forced(level, coll);
-  if (alg < 0) return -1;
-  int b = first_unmet(level, coll, alg, facts);
-  if (b < 0) return alg;
-  mcoll__fallback_forced(level, coll, alg, b);
-  return -1;
-}
-
-int mcoll__alg_forced_for(enum mcoll_coll coll, const struct mcoll_facts *facts) {
-  return forced_for(MCOLL_LEVEL_NODE, coll, facts);
-}
-
-int mcoll__inter_select(enum mcoll_coll coll, const struct mcoll_facts *facts, int preferred) {
-  int forced_alg = forced_for(MCOLL_LEVEL_INTER, coll, facts);
-  int alg = forced_alg >= 0 ? forced_alg : preferred;
-  mcoll__count_level(MCOLL_LEVEL_INTER, coll, alg);
-  return alg;
-}
-
-/* coll: a collective's name, with ".inter" for its algorithm between nodes. */
-MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
-  const char *dot = strchr(coll, '.');
-  size_t len = dot ? (size_t)(dot - coll) : strlen(coll);
-  int level = MCOLL_LEVEL_NODE;
-  if (dot && strcmp(dot + 1, levels[MCOLL_LEVEL_INTER].name)) return -1;
-  if (dot) level = MCOLL_LEVEL_INTER;
-  for (int c = 0; c < MCOLL_NCOLLS; c++) {
-    if (strlen(coll_names[c].name) != len || strncmp(coll_names[c].name, coll, len)) continue;
-    int a = alg && *alg ? alg_index(level, c, alg) : -1;
-    if (alg && *alg && a < 0) return -1;
-    forced_load(); /* so that a later first lookup does not overwrite this */
-    atomic_store_explicit(&forced[level][c], a, memory_order_relaxed);
-    return 0;
-  }
   return -1;
 }
 

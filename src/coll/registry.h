@@ -99,7 +99,14 @@ struct mcoll_coll_algs {
 };
 
 const char *mcoll__coll_name(enum mcoll_coll coll);
+const char *mcoll__coll_upper(enum mcoll_coll coll); /* as in MCOLL_ALG_<COLL> */
 const char *mcoll__level_name(enum mcoll_alg_level level);
+const char *mcoll__level_suffix(enum mcoll_alg_level level); /* "_INTER" */
+/* Algorithm index by name at a level, or -1 when there is none of that name. */
+int mcoll__alg_index(enum mcoll_alg_level level, enum mcoll_coll coll, const char *name);
+/* The first restriction bit of alg that the facts do not satisfy, or -1. */
+int mcoll__alg_first_unmet(enum mcoll_alg_level level, enum mcoll_coll coll, int alg,
+                           const struct mcoll_facts *facts);
 const struct mcoll_coll_algs *mcoll__coll_algs(enum mcoll_coll coll);
 const struct mcoll_coll_algs *mcoll__level_algs(enum mcoll_alg_level level, enum mcoll_coll coll);
 
