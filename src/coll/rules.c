@@ -3,6 +3,7 @@
  * and the one lookup, mcoll__rules_pick. Format (README, "Rules"):
  *   {"rules": [{"coll": "bcast", "level": "node", "bytes": [0, 8192],
  *               "ranks_per_node": [2, 2], "nodes": [1, null], "ranks": [1, null],
+ *               "levels": [0, 0], "oversubscribed": false,
  *               "alg": "shm_slot", "params": {"BCAST_K": 2}}, ...]}
  * bytes is [lo, hi); the counts are inclusive; null or an absent range: no limit. */
 #include "coll/rules.h"
@@ -217,14 +218,18 @@ static const char *entry_of(const struct jparser *j, int e, struct mcoll_rule *r
   if (bad) return bad;
   r->bytes_lo = (size_t)lo;
   r->bytes_hi = hi >= (double)SIZE_MAX ? SIZE_MAX : (size_t)hi;
-  static const char *const counts[] = {"ranks", "ranks_per_node", "nodes"};
+  static const char *const counts[] = {"ranks", "ranks_per_node", "nodes", "levels"};
   int *bounds[][2] = {{&r->ranks_lo, &r->ranks_hi}, {&r->rpn_lo, &r->rpn_hi},
-                      {&r->nodes_lo, &r->nodes_hi}};
-  for (int k = 0; k < 3; k++) {
+                      {&r->nodes_lo, &r->nodes_hi}, {&r->levels_lo, &r->levels_hi}};
+  for (int k = 0; k < 4; k++) {
     lo = 0, hi = INT_MAX;
     if ((bad = range_of(j, e, counts[k], &lo, &hi))) return bad;
     *bounds[k][0] = count_bound(lo), *bounds[k][1] = count_bound(hi);
   }
+  int over = jmember(j, e, "oversubscribed");
+  if (over >= 0 && j->v[over].type != J_BOOL && j->v[over].type != J_NULL)
+    return "oversubscribed is true, false or null";
+  r->oversubscribed = over >= 0 && j->v[over].type == J_BOOL ? (int)j->v[over].num : -1;
   r->nparams = 0;
   int params = jmember(j, e, "params");
   if (params >= 0 && j->v[params].type != J_OBJ) return "params is an object";
@@ -239,7 +244,8 @@ static const char *entry_of(const struct jparser *j, int e, struct mcoll_rule *r
   }
   for (int m = j->v[e].child; m >= 0; m = j->v[m].next) {
     static const char *const known[] = {"coll", "level", "alg", "bytes", "ranks",
-                                        "ranks_per_node", "nodes", "params", "why"};
+                                        "ranks_per_node", "nodes", "levels", "oversubscribed",
+                                        "params", "why"};
     size_t k = 0;
     while (k < sizeof known / sizeof known[0] && strcmp(known[k], j->v[m].key)) k++;
     if (k == sizeof known / sizeof known[0]) return "unknown key in an entry";
@@ -386,7 +392,9 @@ const char *mcoll__rules_source(void) {
 
 static int covers(const struct mcoll_rule *r, const struct mcoll_facts *f) {
   return f->ranks >= r->ranks_lo && f->ranks <= r->ranks_hi && f->local_size >= r->rpn_lo &&
-         f->local_size <= r->rpn_hi && f->nnodes >= r->nodes_lo && f->nnodes <= r->nodes_hi;
+         f->local_size <= r->rpn_hi && f->nnodes >= r->nodes_lo && f->nnodes <= r->nodes_hi &&
+         f->nlevels >= r->levels_lo && f->nlevels <= r->levels_hi &&
+         (r->oversubscribed < 0 || r->oversubscribed == !!f->oversubscribed);
 }
 
 int mcoll__rules_pick(enum mcoll_coll coll, enum mcoll_alg_level level,
@@ -442,22 +450,24 @@ MCOLL_EXPORT void mcoll_print_rules(FILE *out) {
   fprintf(out, "\nrules in force (MCOLL_RULES=<file> loads others; MCOLL_ALG_<COLL> and parameters "
                "set by the user win): %s, %d entries\n",
           rules_in_force.source, rules_in_force.n);
-  fprintf(out, "  %-22s %-6s %-22s %-9s %-9s %-9s %-18s %s\n", "collective", "level", "bytes",
-          "ranks", "per node", "nodes", "algorithm", "parameters");
+  fprintf(out, "  %-22s %-6s %-22s %-9s %-9s %-9s %-6s %-7s %-18s %s\n", "collective", "level",
+          "bytes", "ranks", "per node", "nodes", "levels", "oversub", "algorithm", "parameters");
   for (int i = 0; i < rules_in_force.n; i++) {
     const struct mcoll_rule *r = &rules_in_force.all[i];
-    char bytes[48], counts[3][24];
+    char bytes[48], counts[4][24];
     if (r->bytes_hi == SIZE_MAX) snprintf(bytes, sizeof bytes, "[%zu, -)", r->bytes_lo);
     else snprintf(bytes, sizeof bytes, "[%zu, %zu)", r->bytes_lo, r->bytes_hi);
-    int lo[3] = {r->ranks_lo, r->rpn_lo, r->nodes_lo}, hi[3] = {r->ranks_hi, r->rpn_hi, r->nodes_hi};
-    for (int k = 0; k < 3; k++) {
+    int lo[4] = {r->ranks_lo, r->rpn_lo, r->nodes_lo, r->levels_lo},
+        hi[4] = {r->ranks_hi, r->rpn_hi, r->nodes_hi, r->levels_hi};
+    for (int k = 0; k < 4; k++) {
       if (hi[k] == INT_MAX && lo[k] == 0) snprintf(counts[k], sizeof counts[k], "any");
       else if (hi[k] == INT_MAX) snprintf(counts[k], sizeof counts[k], "%d-", lo[k]);
       else if (hi[k] == lo[k]) snprintf(counts[k], sizeof counts[k], "%d", lo[k]);
       else snprintf(counts[k], sizeof counts[k], "%d-%d", lo[k], hi[k]);
     }
-    fprintf(out, "  %-22s %-6s %-22s %-9s %-9s %-9s %-18s", mcoll__coll_name(r->coll),
-            mcoll__level_name(r->level), bytes, counts[0], counts[1], counts[2],
+    fprintf(out, "  %-22s %-6s %-22s %-9s %-9s %-9s %-6s %-7s %-18s", mcoll__coll_name(r->coll),
+            mcoll__level_name(r->level), bytes, counts[0], counts[1], counts[2], counts[3],
+            r->oversubscribed < 0 ? "any" : r->oversubscribed ? "yes" : "no",
             mcoll__level_algs(r->level, r->coll)->algs[r->alg].name);
     for (int p = 0; p < r->nparams; p++)
       fprintf(out, "%s%s=%ld", p ? "," : "", mcoll__param_name(r->params[p].param), r->params[p].value);

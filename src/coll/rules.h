@@ -21,6 +21,8 @@ struct mcoll_rule {
   int ranks_lo, ranks_hi;            /* communicator size, inclusive */
   int rpn_lo, rpn_hi;                /* ranks per node (the node's ranks), inclusive */
   int nodes_lo, nodes_hi;            /* nodes, inclusive; INT_MAX: no limit */
+  int levels_lo, levels_hi;          /* levels of the node's hierarchy, inclusive */
+  int oversubscribed;                /* -1 any, else the node's (more ranks than cores) */
   int nparams;
   struct {
     int param; /* enum mcoll_param */
