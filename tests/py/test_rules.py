@@ -150,6 +150,8 @@ BAD = {
     "bad-range": ('{"rules": [{"coll": "bcast", "alg": "cma", "bytes": [9, 3]}]}', "lo <= hi"),
     "bad-param": ('{"rules": [{"coll": "bcast", "alg": "cma", "params": {"NOPE": 1}}]}', "no such parameter"),
     "unknown-key": ('{"rules": [{"coll": "bcast", "alg": "cma", "size": [0, 1]}]}', "unknown key"),
+    "bad-oversubscribed": ('{"rules": [{"coll": "bcast", "alg": "cma", "oversubscribed": 3}]}',
+                           "oversubscribed is true, false or null"),
     "not-rules": ('[1, 2]', 'expected {"rules": [...]}'),
     "missing": (None, "cannot read the file"),
 }
@@ -187,6 +189,18 @@ def test_rules_file_decides_and_the_report_shows_it(flavour, tmp_path):
     counts, r = bench_report(flavour, "bcast", ["8", "32K"], {"MCOLL_RULES": path})
     bcast = counts["bcast"]
     assert bcast["calls"] > 0 and bcast["shm_pipeline"] == bcast["calls"] and bcast["fallback"] == 0, r.describe()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_rules_match_the_nodes_shape(flavour, tmp_path):
+    """An entry for oversubscribed nodes (as the built-in ones for 3-8 ranks on 2 cores)
+    does not apply to a node with a core per rank, and does where ranks share cores."""
+    path = write_rules(tmp_path / "r.json", [
+        {"coll": "bcast", "oversubscribed": True, "levels": [0, 0], "alg": "shm_pipeline"}])
+    counts, r = bench_report(flavour, "bcast", ["8", "64"], {"MCOLL_RULES": path})  # 64 cores
+    assert counts["bcast"].get("shm_pipeline", 0) == 0, r.describe()
+    counts, r = bench_report(flavour, "bcast", ["8", "64"], {"MCOLL_RULES": path, "MCOLL_CORES": "1"})
+    assert counts["bcast"]["shm_pipeline"] == counts["bcast"]["calls"], r.describe()
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
