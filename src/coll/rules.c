@@ -218,7 +218,8 @@ static const char *entry_of(const struct jparser *j, int e, struct mcoll_rule *r
   if (bad) return bad;
   r->bytes_lo = (size_t)lo;
   r->bytes_hi = hi >= (double)SIZE_MAX ? SIZE_MAX : (size_t)hi;
-  static const char *const counts[] = {"ranks", "ranks_per_node", "nodes", "levels"};
+  static const char *const counts[] = {
+      "ranks", "ranks_per_node", "nodes", "levels"};
   int *bounds[][2] = {{&r->ranks_lo, &r->ranks_hi}, {&r->rpn_lo, &r->rpn_hi},
                       {&r->nodes_lo, &r->nodes_hi}, {&r->levels_lo, &r->levels_hi}};
   for (int k = 0; k < 4; k++) {
@@ -243,7 +244,8 @@ static const char *entry_of(const struct jparser *j, int e, struct mcoll_rule *r
     r->params[r->nparams++].value = (long)j->v[p].num;
   }
   for (int m = j->v[e].child; m >= 0; m = j->v[m].next) {
-    static const char *const known[] = {"coll", "level", "alg", "bytes", "ranks",
+    static const char *const known[] = {
+        "coll", "level", "alg", "bytes", "ranks",
                                         "ranks_per_node", "nodes", "levels", "oversubscribed",
                                         "params", "why"};
     size_t k = 0;
@@ -353,7 +355,8 @@ static char *read_file(const char *path) {
 }
 
 static void rules_read(void) {
-  const char *path = getenv("MCOLL_RULES");
+  mcoll__config_load();
+  const char *path = mcoll__cfg.RULES;
   if (path && *path) {
     char *text = read_file(path);
     const char *why = "cannot read the file";

@@ -52,6 +52,7 @@
   X(TNBC, NUM, "0", "1: T-NBC, blocking bcast/alltoall/allgather/allreduce return early with the receive buffer's pages protected until their data is in (needs MCOLL_PROGRESS_THREAD=1 and MPI_THREAD_MULTIPLE; see README)") \
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
+  X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
 /* Each parameter's index (MCOLL_PARAM_<name>), for the rules' parameter overrides and
