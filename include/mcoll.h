@@ -26,8 +26,12 @@ MCOLL_EXPORT void mcoll_print_params(FILE *out);
 /* Print every collective's algorithms (names for MCOLL_ALG_<COLL>). */
 MCOLL_EXPORT void mcoll_print_algorithms(FILE *out);
 
+/* Prints the rules in force: where they come from (built-in or MCOLL_RULES's file)
+ * and their entries. */
+MCOLL_EXPORT void mcoll_print_rules(FILE *out);
+
 /* Run collective `coll` ("alltoall", ...) with algorithm `alg` from now on, as
- * MCOLL_ALG_<COLL> would; NULL or "" restores the automatic choice. Every rank of
+ * MCOLL_ALG_<COLL> would; NULL, "" or "auto" restores the automatic choice. Every rank of
  * a communicator must make the same choice before its next call. Returns 0, or -1
  * for an unknown collective or algorithm (nothing changes then). */
 MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg);

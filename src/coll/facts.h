@@ -10,7 +10,8 @@
 /* What the communicator's node says alike on all its ranks; a collective clears the
  * bits its call's arguments rule out. */
 static inline struct mcoll_facts mcoll__facts(const struct mcoll_comm *c, size_t bytes) {
-  struct mcoll_facts f = {MCOLL_NEED_ALL, c->topo.local_size, c->topo.nnodes, bytes, 0};
+  struct mcoll_facts f = {MCOLL_NEED_ALL, c->topo.local_size, c->topo.nnodes, bytes, 0, c->size,
+                          c->chan->shm.oversubscribed, c->topo.nlevels};
   /* A rank alone on its node reads no peer (its channel has no CMA probe). */
   if (!c->chan->cma_ok && mcoll__node_has_peers(c)) f.holds &= ~MCOLL_NEED_CMA;
   return f;

@@ -10,6 +10,7 @@
 
 #include "coll/blocks.h"
 #include "coll/facts.h"
+#include "coll/rules.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "node/area.h"
@@ -38,13 +39,29 @@ static inline size_t mcoll__move_cma_min(const struct mcoll_comm *c, size_t cma_
   return cma_min;
 }
 
-/* forced: MCOLL_MOVE_* or -1 (by length: single copy from the threshold in force for
- * cma_min, mcoll__move_cma_min). */
+/* The block size from which a call of coll moves blocks by single copy, decided once
+ * per call: the rules' crossover where they cover the node (mcoll__rules_threshold),
+ * unless the user set the collective's threshold `param` or MCOLL_PAIR_CMA_MIN; else
+ * the parameter, with mcoll__move_cma_min. */
+static inline size_t mcoll__move_threshold(const struct mcoll_comm *c, enum mcoll_coll coll,
+                                           enum mcoll_param param) {
+  const enum mcoll_param params[] = {param, MCOLL_PARAM_PAIR_CMA_MIN};
+  if (!mcoll__params_user_set(params, 2)) {
+    struct mcoll_facts facts = mcoll__facts(c, 0);
+    int covered;
+    size_t from = mcoll__rules_threshold(coll, &facts, MCOLL_MOVE_CMA, &covered);
+    if (covered) return from;
+  }
+  return mcoll__move_cma_min(c, (size_t)mcoll__cfg_param(param));
+}
+
+/* forced: MCOLL_MOVE_* or -1 (by length: single copy from cma_min, the call's
+ * mcoll__move_threshold). */
 static inline enum mcoll_move mcoll__move_of(const struct mcoll_comm *c, size_t len, int forced,
                                              size_t cma_min) {
   if (!c->chan->cma_ok || len == 0) return MCOLL_MOVE_AREA;
   if (forced >= 0) return (enum mcoll_move)forced;
-  return len >= mcoll__move_cma_min(c, cma_min) ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
+  return len >= cma_min ? MCOLL_MOVE_CMA : MCOLL_MOVE_AREA;
 }
 
 /* Records how a call of the gather family moved its blocks inside the node: by the

@@ -80,6 +80,8 @@ struct mcoll_facts {
   int local_size, nnodes;
   size_t bytes; /* the call's bytes (for a cost function) */
   size_t count; /* elements, for the reductions between nodes (else 0) */
+  int ranks;    /* the communicator's size (the rules' ranks range) */
+  int oversubscribed, nlevels; /* the node: more ranks than cores; levels of its hierarchy */
 };
 
 struct mcoll_alg_info {

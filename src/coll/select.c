@@ -74,8 +74,10 @@ MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
   for (int c = 0; c < MCOLL_NCOLLS; c++) {
     const char *name = mcoll__coll_name(c);
     if (strlen(name) != len || strncmp(name, coll, len)) continue;
-    int a = alg && *alg ? mcoll__alg_index(level, c, alg) : -1;
-    if (alg && *alg && a < 0) return -1;
+    /* "" or "auto": no forced algorithm (the rules choose again). */
+    int choose = !alg || !*alg || !strcmp(alg, "auto");
+    int a = choose ? -1 : mcoll__alg_index(level, c, alg);
+    if (!choose && a < 0) return -1;
     forced_load(); /* so that a later first lookup does not overwrite this */
     atomic_store_explicit(&forced[level][c], a, memory_order_relaxed);
     return 0;

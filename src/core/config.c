@@ -68,8 +68,17 @@ static long bounded_param(const char *name, long value, long min, long max, cons
 #define MCOLL_READ_NUM(name, def) num_param(#name, def)
 #define MCOLL_READ_STR(name, def) env_or_default(#name, def)
 
+static int env_set(const char *name) {
+  char var[64];
+  snprintf(var, sizeof var, "MCOLL_%s", name);
+  const char *value = getenv(var);
+  return value && *value;
+}
+
 static void config_read(void) {
-#define MCOLL_READ(name, kind, def, help) mcoll__cfg.name = MCOLL_READ_##kind(name, def);
+#define MCOLL_READ(name, kind, def, help)              \
+  mcoll__cfg.name = MCOLL_READ_##kind(name, def); \
+  mcoll__cfg.user_set[MCOLL_PARAM_##name] = (unsigned char)env_set(#name);
   MCOLL_PARAMS(MCOLL_READ)
 #undef MCOLL_READ
   const char *policy = mcoll__cfg.FALLBACK;
@@ -98,7 +107,8 @@ MCOLL_EXPORT int mcoll_set_param(const char *name, const char *value) {
   mcoll__config_load();
   long number = value ? mcoll__parse_size(value) : -1;
   if (number < 0 || !strncmp(name, "SHM_", 4) || !strcmp(name, "DISABLE")) return -1;
-#define MCOLL_SET_NUM(field) (mcoll__cfg.field = number, 0)
+#define MCOLL_SET_NUM(field) \
+  (mcoll__cfg.field = number, mcoll__cfg.user_set[MCOLL_PARAM_##field] = 1, 0)
 #define MCOLL_SET_STR(field) -1
 #define MCOLL_SET(field, kind, def, help) \
   if (!strcmp(name, #field)) return MCOLL_SET_##kind(field);
@@ -107,6 +117,35 @@ MCOLL_EXPORT int mcoll_set_param(const char *name, const char *value) {
 #undef MCOLL_SET_STR
 #undef MCOLL_SET_NUM
   return -1;
+}
+
+int mcoll__param_index(const char *name) {
+  for (int i = 0; i < MCOLL_NPARAMS; i++)
+    if (!strcmp(param_table[i].name, name)) return i;
+  return -1;
+}
+
+const char *mcoll__param_name(int param) { return param_table[param].name; }
+
+long mcoll__cfg_param(enum mcoll_param param) {
+  switch (param) {
+#define MCOLL_GET_NUM(field) return mcoll__cfg.field;
+#define MCOLL_GET_STR(field) return 0;
+#define MCOLL_GET(field, kind, def, help) \
+  case MCOLL_PARAM_##field: MCOLL_GET_##kind(field)
+    MCOLL_PARAMS(MCOLL_GET)
+#undef MCOLL_GET
+#undef MCOLL_GET_STR
+#undef MCOLL_GET_NUM
+  default: return 0;
+  }
+}
+
+int mcoll__params_user_set(const enum mcoll_param *params, int n) {
+  mcoll__config_load();
+  for (int i = 0; i < n; i++)
+    if (mcoll__cfg.user_set[params[i]]) return 1;
+  return 0;
 }
 
 MCOLL_EXPORT void mcoll_print_params(FILE *out) {

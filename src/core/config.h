@@ -52,7 +52,17 @@
   X(TNBC, NUM, "0", "1: T-NBC, blocking bcast/alltoall/allgather/allreduce return early with the receive buffer's pages protected until their data is in (needs MCOLL_PROGRESS_THREAD=1 and MPI_THREAD_MULTIPLE; see README)") \
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
+  X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
+
+/* Each parameter's index (MCOLL_PARAM_<name>), for the rules' parameter overrides and
+ * for asking whether the user set one. */
+enum mcoll_param {
+#define MCOLL_PARAM_ENUM(name, kind, def, help) MCOLL_PARAM_##name,
+  MCOLL_PARAMS(MCOLL_PARAM_ENUM)
+#undef MCOLL_PARAM_ENUM
+  MCOLL_NPARAMS
+};
 
 typedef long mcoll__param_NUM;
 typedef const char *mcoll__param_STR;
@@ -62,6 +72,9 @@ struct mcoll_config {
   MCOLL_PARAMS(MCOLL_FIELD)
 #undef MCOLL_FIELD
   int fallback_policy; /* enum mcoll_fallback_policy */
+  /* 1 where the user set the parameter (MCOLL_<name> in the environment, or
+   * mcoll_set_param): such a parameter wins over the rules (coll/rules.h). */
+  unsigned char user_set[MCOLL_NPARAMS];
 };
 
 enum mcoll_fallback_policy { MCOLL_FALLBACK_SILENT, MCOLL_FALLBACK_WARN, MCOLL_FALLBACK_ERROR };
@@ -76,6 +89,16 @@ int mcoll__thread_level(void);
 
 /* Reads the environment; idempotent and cheap after the first call. */
 void mcoll__config_load(void);
+
+/* MCOLL_PARAM_<name> of a parameter's name (without MCOLL_), or -1. */
+int mcoll__param_index(const char *name);
+const char *mcoll__param_name(int param);
+/* A NUM parameter's value by index. */
+long mcoll__cfg_param(enum mcoll_param param);
+
+/* Whether the user set any of the n parameters: then the choice that reads them is
+ * the threshold code, not the rules. */
+int mcoll__params_user_set(const enum mcoll_param *params, int n);
 
 /* Parses "123", "64K", "16M", "1G"; returns -1 on junk. */
 long mcoll__parse_size(const char *text);

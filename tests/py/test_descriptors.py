@@ -122,15 +122,18 @@ def test_forced_runs_exactly_or_reports(flavour, situation):
 
 @pytest.mark.parametrize("flavour", [flavour_param("openmpi"), flavour_param("mpich")])
 def test_bcast_selection_by_size(flavour):
-    """bcast's one selection step (mcoll__bcast_select) keeps the default choice at
-    every size: 2 ranks, a core each, no levels: one area slot up to 512 B, the ring at
-    4 KiB, single copy from 8 KiB below 1 MiB, the ring again at 2 MiB."""
+    """bcast's one selection step (mcoll__bcast_select) keeps the thresholds' choice at
+    every size where the user set one of them (MCOLL_BCAST_CMA_MIN here: then the rules
+    step aside, test_rules.py has the rules' side): 2 ranks, a core each, no levels: one
+    area slot up to 512 B, the ring at 4 KiB, single copy from 8 KiB below 1 MiB, the
+    ring again at 2 MiB."""
     if not cma_works(flavour):
         pytest.skip("single copy does not work on this host")
     program = BUILD.bin(flavour, "mcoll-bench")
     sweep = ["-C", "bcast", "-b", "8", "-e", "2M", "-f", "8", *CALLS]  # 8 64 512 4K 32K 256K 2M
     result = run_job(mpiexec_argv(flavour, 2, program, sweep),
-                     {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_CORES": "64"}, JOB_TIMEOUT)
+                     {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_CORES": "64",
+                      "MCOLL_BCAST_CMA_MIN": "8K"}, JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
     counts = parse_verbose_report(result.stderr).get("bcast", {})
     n = counts.get("calls", 0) // 7  # calls per size (the bench adds a checked one)

@@ -162,6 +162,9 @@ long bench_check_result(const struct row *r, const char *label);
 _Noreturn void bench_die(MPI_Comm comm, const char *what);
 double bench_now(void);
 double *bench_alloc_doubles(int n);
+/* A barrier the waiting ranks sleep in (Ibarrier, tested every 0.2 ms), so that they
+ * leave the cores to the ranks measuring (rank 0's memcpy, --calibrate). */
+void bench_sleepy_barrier(MPI_Comm comm);
 double bench_median(const double *v, int n);
 const struct mpi_api *bench_side_api(int side, const struct row *r, const struct options *o);
 int bench_choose_iters(const struct row *r, const struct options *o);

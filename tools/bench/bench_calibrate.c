@@ -68,17 +68,32 @@ static struct robust robust_median(const double *v, int n)
     return r;
 }
 
-/* A barrier the waiting ranks sleep in, so that they leave the cores to the ranks
- * measuring. */
-static void sleepy_barrier(MPI_Comm comm)
+/* One sample of point i of a measurement (its repetitions included). */
+typedef double (*sample_fn)(void *ctx, int i);
+
+/* The measurement loop every quantity shares: o->rounds samples of each of n points,
+ * the points forward in even rounds and backward in odd ones (a slow phase of the host
+ * lands on no point in particular); out[i] is point i's robust median, NAN where its
+ * samples are NAN (not measured here). */
+static void alternate_rounds(const struct options *o, int n, sample_fn sample, void *ctx,
+                             double *out, int *rejected)
 {
-    MPI_Request req;
-    PMPI_Ibarrier(comm, &req);
-    for (int done = 0; !done;) {
-        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (!done)
-            nanosleep(&(struct timespec){0, 200000}, NULL);
+    double *s = bench_alloc_doubles(n * o->rounds);
+    for (int k = 0; k < o->rounds; k++)
+        for (int j = 0; j < n; j++) {
+            int i = k % 2 ? n - 1 - j : j;
+            s[i * o->rounds + k] = sample(ctx, i);
+        }
+    for (int i = 0; i < n; i++) {
+        if (isnan(s[i * o->rounds])) {
+            out[i] = NAN;
+            continue;
+        }
+        struct robust r = robust_median(s + i * o->rounds, o->rounds);
+        out[i] = r.median;
+        *rejected += r.rejected;
     }
+    free(s);
 }
 
 /* The machine's online cpus: mpiexec may have bound each rank to one of them. */
@@ -128,51 +143,55 @@ static int reps_for(double once, const struct options *o)
     return (int)fmin(fmax(n, 1), o->max_iters);
 }
 
+struct pingpong_ctx {
+    MPI_Comm pair;
+    int rank, cpus, pinned; /* pinned: the level pinned now, -1 none */
+    cpu_set_t saved;
+    char *buf;
+    int reps[3][NPP_SIZES];
+};
+
+/* Pins for level lv (0 one core, 1 two cores, 2 unpinned) unless pinned so already. */
+static void pin_level(struct pingpong_ctx *c, int lv)
+{
+    if (c->pinned != lv)
+        pin(lv == 0 ? 0 : lv == 1 ? c->rank : -1, &c->saved);
+    c->pinned = lv;
+}
+
+/* Point p: level p / NPP_SIZES, size p % NPP_SIZES (odd rounds run levels and sizes
+ * backward). */
+static double pingpong_sample(void *ctx, int p)
+{
+    struct pingpong_ctx *c = ctx;
+    int lv = p / NPP_SIZES, i = p % NPP_SIZES;
+    if (lv == 1 && c->cpus < 2)
+        return NAN;
+    pin_level(c, lv);
+    return pingpong_once(c->pair, c->rank, c->buf, pp_sizes[i], c->reps[lv][i]);
+}
+
 /* pp[level][size] robust medians, seconds one way. Levels: 0 one core, 1 two cores,
  * 2 unpinned. */
 static void measure_pingpong(MPI_Comm pair, int rank, const struct options *o, int cpus,
                              double pp[3][NPP_SIZES], int *rejected)
 {
-    cpu_set_t saved;
-    sched_getaffinity(0, sizeof saved, &saved);
-    char *buf = bench_alloc_pages(pp_sizes[NPP_SIZES - 1]);
-    memset(buf, 1, pp_sizes[NPP_SIZES - 1]);
-    int reps[3][NPP_SIZES];
-    double *s = bench_alloc_doubles(3 * NPP_SIZES * o->rounds);
+    struct pingpong_ctx c = {.pair = pair, .rank = rank, .cpus = cpus, .pinned = -1};
+    sched_getaffinity(0, sizeof c.saved, &c.saved);
+    c.buf = bench_alloc_pages(pp_sizes[NPP_SIZES - 1]);
+    memset(c.buf, 1, pp_sizes[NPP_SIZES - 1]);
     for (int lv = 0; lv < 3; lv++) {
         if (lv == 1 && cpus < 2)
             continue;
-        pin(lv == 0 ? 0 : lv == 1 ? rank : -1, &saved);
+        pin_level(&c, lv);
         for (int i = 0; i < NPP_SIZES; i++) {
-            pingpong_once(pair, rank, buf, pp_sizes[i], 1); /* warm */
-            reps[lv][i] = reps_for(pingpong_once(pair, rank, buf, pp_sizes[i], 1), o);
+            pingpong_once(pair, rank, c.buf, pp_sizes[i], 1); /* warm */
+            c.reps[lv][i] = reps_for(pingpong_once(pair, rank, c.buf, pp_sizes[i], 1), o);
         }
     }
-    for (int k = 0; k < o->rounds; k++)
-        for (int j = 0; j < 3; j++) {
-            int lv = k % 2 ? 2 - j : j;
-            if (lv == 1 && cpus < 2)
-                continue;
-            pin(lv == 0 ? 0 : lv == 1 ? rank : -1, &saved);
-            for (int jj = 0; jj < NPP_SIZES; jj++) {
-                int i = k % 2 ? NPP_SIZES - 1 - jj : jj;
-                s[(lv * NPP_SIZES + i) * o->rounds + k] =
-                    pingpong_once(pair, rank, buf, pp_sizes[i], reps[lv][i]);
-            }
-        }
-    pin(-1, &saved);
-    for (int lv = 0; lv < 3; lv++)
-        for (int i = 0; i < NPP_SIZES; i++) {
-            if (lv == 1 && cpus < 2) {
-                pp[lv][i] = NAN;
-                continue;
-            }
-            struct robust r = robust_median(s + (lv * NPP_SIZES + i) * o->rounds, o->rounds);
-            pp[lv][i] = r.median;
-            *rejected += r.rejected;
-        }
-    free(s);
-    free(buf);
+    alternate_rounds(o, 3 * NPP_SIZES, pingpong_sample, &c, &pp[0][0], rejected);
+    pin(-1, &c.saved);
+    free(c.buf);
 }
 
 /* Through a volatile pointer, so that the compiler keeps copies nobody reads. */
@@ -240,6 +259,30 @@ static double xfer_once(MPI_Comm pair, int rank, volatile uint64_t *ping,
     return t;
 }
 
+struct handoff_ctx {
+    MPI_Comm pair;
+    int rank, cpus, reps[2], xreps[NXFER_SIZES];
+    volatile uint64_t *ping, *pong;
+    char *shared, *mine;
+    uint64_t seq;
+    cpu_set_t saved;
+};
+
+/* Mode m: 0 two cores spinning, 1 one core yielding. */
+static double handoff_sample(void *ctx, int m)
+{
+    struct handoff_ctx *c = ctx;
+    pin(m == 0 ? (c->cpus < 2 ? -1 : c->rank) : 0, &c->saved);
+    return handoff_once(c->pair, c->rank, c->ping, c->pong, c->reps[m], m == 1, &c->seq);
+}
+
+static double xfer_sample(void *ctx, int i)
+{
+    struct handoff_ctx *c = ctx;
+    return xfer_once(c->pair, c->rank, c->ping, c->pong, c->shared, c->mine, xfer_sizes[i],
+                     c->xreps[i], &c->seq);
+}
+
 /* out[0]: two cores, spinning; out[1]: one core, yielding (a scheduler turn); xfer[]:
  * xfer_once by size on two cores. */
 static void measure_handoff(MPI_Comm pair, int rank, const struct options *o, int cpus,
@@ -253,57 +296,30 @@ static void measure_handoff(MPI_Comm pair, int rank, const struct options *o, in
     MPI_Aint size;
     int disp;
     PMPI_Win_shared_query(win, 0, &size, &disp, &base);
-    volatile uint64_t *ping = base, *pong = base + 16; /* 128 B apart */
+    struct handoff_ctx c = {.pair = pair, .rank = rank, .cpus = cpus};
+    c.ping = base, c.pong = base + 16; /* 128 B apart */
     if (rank == 0)
-        *ping = *pong = 0;
+        *c.ping = *c.pong = 0;
     PMPI_Barrier(pair);
-    uint64_t seq = 0;
-    cpu_set_t saved;
-    sched_getaffinity(0, sizeof saved, &saved);
-    double *s = bench_alloc_doubles(2 * o->rounds);
-    int reps[2];
+    sched_getaffinity(0, sizeof c.saved, &c.saved);
     for (int m = 0; m < 2; m++) {
-        pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &saved);
-        handoff_once(pair, rank, ping, pong, 8, m == 1, &seq);
-        reps[m] = reps_for(handoff_once(pair, rank, ping, pong, 64, m == 1, &seq), o);
+        pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &c.saved);
+        handoff_once(pair, rank, c.ping, c.pong, 8, m == 1, &c.seq);
+        c.reps[m] = reps_for(handoff_once(pair, rank, c.ping, c.pong, 64, m == 1, &c.seq), o);
     }
-    for (int k = 0; k < o->rounds; k++)
-        for (int j = 0; j < 2; j++) {
-            int m = k % 2 ? 1 - j : j;
-            pin(m == 0 ? (cpus < 2 ? -1 : rank) : 0, &saved);
-            s[m * o->rounds + k] = handoff_once(pair, rank, ping, pong, reps[m], m == 1, &seq);
-        }
-    for (int m = 0; m < 2; m++) {
-        struct robust r = robust_median(s + m * o->rounds, o->rounds);
-        out[m] = r.median;
-        *rejected += r.rejected;
-    }
-    free(s);
+    alternate_rounds(o, 2, handoff_sample, &c, out, rejected);
 
-    char *shared = (char *)base + 256, *mine = bench_alloc_pages(max);
-    memset(mine, 0, max);
-    pin(cpus < 2 ? -1 : rank, &saved);
-    int xreps[NXFER_SIZES];
+    c.shared = (char *)base + 256, c.mine = bench_alloc_pages(max);
+    memset(c.mine, 0, max);
+    pin(cpus < 2 ? -1 : rank, &c.saved);
     for (int i = 0; i < NXFER_SIZES; i++) {
-        xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 2, &seq);
-        xreps[i] = reps_for(xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], 4,
-                                      &seq), o);
+        xfer_once(pair, rank, c.ping, c.pong, c.shared, c.mine, xfer_sizes[i], 2, &c.seq);
+        c.xreps[i] = reps_for(xfer_once(pair, rank, c.ping, c.pong, c.shared, c.mine,
+                                        xfer_sizes[i], 4, &c.seq), o);
     }
-    s = bench_alloc_doubles(NXFER_SIZES * o->rounds);
-    for (int k = 0; k < o->rounds; k++)
-        for (int jj = 0; jj < NXFER_SIZES; jj++) {
-            int i = k % 2 ? NXFER_SIZES - 1 - jj : jj;
-            s[i * o->rounds + k] =
-                xfer_once(pair, rank, ping, pong, shared, mine, xfer_sizes[i], xreps[i], &seq);
-        }
-    for (int i = 0; i < NXFER_SIZES; i++) {
-        struct robust r = robust_median(s + i * o->rounds, o->rounds);
-        xfer[i] = r.median;
-        *rejected += r.rejected;
-    }
-    pin(-1, &saved);
-    free(s);
-    free(mine);
+    alternate_rounds(o, NXFER_SIZES, xfer_sample, &c, xfer, rejected);
+    pin(-1, &c.saved);
+    free(c.mine);
     PMPI_Win_free(&win);
 }
 
@@ -317,30 +333,29 @@ static double copy_once(char *dst, const char *src, size_t bytes, int reps)
     return (bench_now() - start) / reps;
 }
 
+struct memcpy_ctx {
+    char *src, *dst;
+    int reps[NCOPY_SIZES];
+};
+
+static double memcpy_sample(void *ctx, int i)
+{
+    struct memcpy_ctx *c = ctx;
+    return copy_sizes[i] / copy_once(c->dst, c->src, copy_sizes[i], c->reps[i]) / 1e9;
+}
+
 /* memcpy GB/s by size (rank 0 alone). */
 static void measure_memcpy(const struct options *o, double gbs[NCOPY_SIZES], int *rejected)
 {
     size_t max = copy_sizes[NCOPY_SIZES - 1];
-    char *src = bench_alloc_pages(max), *dst = bench_alloc_pages(max);
-    memset(src, 1, max);
-    memset(dst, 0, max);
-    int reps[NCOPY_SIZES];
+    struct memcpy_ctx c = {bench_alloc_pages(max), bench_alloc_pages(max), {0}};
+    memset(c.src, 1, max);
+    memset(c.dst, 0, max);
     for (int i = 0; i < NCOPY_SIZES; i++)
-        reps[i] = reps_for(copy_once(dst, src, copy_sizes[i], 1) / 2, o);
-    double *s = bench_alloc_doubles(NCOPY_SIZES * o->rounds);
-    for (int k = 0; k < o->rounds; k++)
-        for (int jj = 0; jj < NCOPY_SIZES; jj++) {
-            int i = k % 2 ? NCOPY_SIZES - 1 - jj : jj;
-            s[i * o->rounds + k] = copy_sizes[i] / copy_once(dst, src, copy_sizes[i], reps[i]) / 1e9;
-        }
-    for (int i = 0; i < NCOPY_SIZES; i++) {
-        struct robust r = robust_median(s + i * o->rounds, o->rounds);
-        gbs[i] = r.median;
-        *rejected += r.rejected;
-    }
-    free(s);
-    free(src);
-    free(dst);
+        c.reps[i] = reps_for(copy_once(c.dst, c.src, copy_sizes[i], 1) / 2, o);
+    alternate_rounds(o, NCOPY_SIZES, memcpy_sample, &c, gbs, rejected);
+    free(c.src);
+    free(c.dst);
 }
 
 enum { NFOLD_SIZES = 4, FOLD_BLOCK = 16 };
@@ -363,35 +378,34 @@ static void fold(const float *in, float *io, size_t n)
         io[i] += in[i];
 }
 
+struct fold_ctx {
+    float *a, *b;
+};
+
+static double fold_sample(void *ctx, int f)
+{
+    struct fold_ctx *c = ctx;
+    size_t n = fold_sizes[f] / sizeof(float);
+    int reps = (int)fmax(1, (double)(64 << 20) / (double)fold_sizes[f]);
+    double start = bench_now();
+    for (int r = 0; r < reps; r++) {
+        fold(c->b, c->a, n);
+        __asm__ volatile("" : : "r"(c->a) : "memory"); /* keep every pass */
+    }
+    return (double)fold_sizes[f] * reps / (bench_now() - start) / 1e9;
+}
+
 /* A reduction's fold by size of input, GB/s of input folded: in the collectives the
  * inputs are mostly in cache, so the speed depends on the size. */
 static void measure_fold(const struct options *o, double gbs[NFOLD_SIZES], int *rejected)
 {
     size_t max = fold_sizes[NFOLD_SIZES - 1] / sizeof(float);
-    float *a = bench_alloc_pages(max * sizeof(float)), *b = bench_alloc_pages(max * sizeof(float));
+    struct fold_ctx c = {bench_alloc_pages(max * sizeof(float)), bench_alloc_pages(max * sizeof(float))};
     for (size_t i = 0; i < max; i++)
-        a[i] = b[i] = 1.0f;
-    double *s = bench_alloc_doubles(NFOLD_SIZES * o->rounds);
-    for (int k = 0; k < o->rounds; k++)
-        for (int jj = 0; jj < NFOLD_SIZES; jj++) {
-            int f = k % 2 ? NFOLD_SIZES - 1 - jj : jj;
-            size_t n = fold_sizes[f] / sizeof(float);
-            int reps = (int)fmax(1, (double)(64 << 20) / (double)fold_sizes[f]);
-            double start = bench_now();
-            for (int r = 0; r < reps; r++) {
-                fold(b, a, n);
-                __asm__ volatile("" : : "r"(a) : "memory"); /* keep every pass */
-            }
-            s[f * o->rounds + k] = (double)fold_sizes[f] * reps / (bench_now() - start) / 1e9;
-        }
-    for (int f = 0; f < NFOLD_SIZES; f++) {
-        struct robust r = robust_median(s + f * o->rounds, o->rounds);
-        gbs[f] = r.median;
-        *rejected += r.rejected;
-    }
-    free(s);
-    free(a);
-    free(b);
+        c.a[i] = c.b[i] = 1.0f;
+    alternate_rounds(o, NFOLD_SIZES, fold_sample, &c, gbs, rejected);
+    free(c.a);
+    free(c.b);
 }
 
 /* --- single copy (process_vm_readv) of rank 1's buffer by rank 0 ------------------- */
@@ -407,6 +421,18 @@ static double cma_once(pid_t pid, void *local, void *remote, size_t bytes, int r
     return (bench_now() - start) / reps;
 }
 
+struct cma_ctx {
+    pid_t pid;
+    void *local, *remote;
+    int reps[NCMA_SIZES];
+};
+
+static double cma_sample(void *ctx, int i)
+{
+    struct cma_ctx *c = ctx;
+    return cma_once(c->pid, c->local, c->remote, cma_sizes[i], c->reps[i]);
+}
+
 /* Seconds per read by size on rank 0 (NAN everywhere if single copy fails here). */
 static void measure_cma(MPI_Comm pair, int rank, const struct options *o, double t[NCMA_SIZES],
                         int *rejected)
@@ -417,33 +443,20 @@ static void measure_cma(MPI_Comm pair, int rank, const struct options *o, double
     long peer[2] = {(long)getpid(), (long)(uintptr_t)buf};
     PMPI_Bcast(peer, 2, MPI_LONG, 1, pair);
     if (rank == 0) {
-        pid_t pid = (pid_t)peer[0];
-        void *remote = (void *)(uintptr_t)peer[1];
-        int reps[NCMA_SIZES];
+        struct cma_ctx c = {(pid_t)peer[0], buf, (void *)(uintptr_t)peer[1], {0}};
         bool ok = true;
         for (int i = 0; i < NCMA_SIZES && ok; i++) {
-            double once = cma_once(pid, buf, remote, cma_sizes[i], 1);
+            double once = cma_once(c.pid, buf, c.remote, cma_sizes[i], 1);
             ok = !isnan(once);
-            reps[i] = ok ? reps_for(once / 2, o) : 0;
+            c.reps[i] = ok ? reps_for(once / 2, o) : 0;
         }
-        double *s = bench_alloc_doubles(NCMA_SIZES * o->rounds);
-        for (int k = 0; k < o->rounds && ok; k++)
-            for (int jj = 0; jj < NCMA_SIZES; jj++) {
-                int i = k % 2 ? NCMA_SIZES - 1 - jj : jj;
-                s[i * o->rounds + k] = cma_once(pid, buf, remote, cma_sizes[i], reps[i]);
-            }
-        for (int i = 0; i < NCMA_SIZES; i++) {
-            if (!ok) {
+        if (ok)
+            alternate_rounds(o, NCMA_SIZES, cma_sample, &c, t, rejected);
+        else
+            for (int i = 0; i < NCMA_SIZES; i++)
                 t[i] = NAN;
-                continue;
-            }
-            struct robust r = robust_median(s + i * o->rounds, o->rounds);
-            t[i] = r.median;
-            *rejected += r.rejected;
-        }
-        free(s);
     }
-    sleepy_barrier(pair); /* rank 1's buffer stays until rank 0 is done */
+    bench_sleepy_barrier(pair); /* rank 1's buffer stays until rank 0 is done */
     free(buf);
 }
 
@@ -493,31 +506,34 @@ static double measure_cma_pair(MPI_Comm pair, int rank, const struct options *o,
 
 /* --- 1..n ranks copying at once ------------------------------------------------------ */
 
+struct copiers_ctx {
+    MPI_Comm comm;
+    int rank;
+    char *src, *dst;
+};
+
+/* Point i: ranks 0..i copying at once. */
+static double copiers_sample(void *ctx, int i)
+{
+    struct copiers_ctx *c = ctx;
+    bench_sleepy_barrier(c->comm);
+    double t = c->rank <= i ? copy_once(c->dst, c->src, COPIERS_BYTES, 2) : 0;
+    PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    return (i + 1) * (double)COPIERS_BYTES / t / 1e9;
+}
+
 /* agg[c-1]: aggregate GB/s with ranks 0..c-1 copying COPIERS_BYTES each at once (the
  * slowest copier's time); the others sleep. */
 static void measure_copiers(MPI_Comm comm, int rank, int nprocs, const struct options *o,
                             double *agg, int *rejected)
 {
-    char *src = bench_alloc_pages(COPIERS_BYTES), *dst = bench_alloc_pages(COPIERS_BYTES);
-    memset(src, 1, COPIERS_BYTES);
-    memset(dst, 0, COPIERS_BYTES);
-    double *s = bench_alloc_doubles(nprocs * o->rounds);
-    for (int k = 0; k < o->rounds; k++)
-        for (int j = 0; j < nprocs; j++) {
-            int c = k % 2 ? nprocs - j : j + 1;
-            sleepy_barrier(comm);
-            double t = rank < c ? copy_once(dst, src, COPIERS_BYTES, 2) : 0;
-            PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-            s[(c - 1) * o->rounds + k] = c * (double)COPIERS_BYTES / t / 1e9;
-        }
-    for (int c = 0; c < nprocs; c++) {
-        struct robust r = robust_median(s + c * o->rounds, o->rounds);
-        agg[c] = r.median;
-        *rejected += r.rejected;
-    }
-    free(s);
-    free(src);
-    free(dst);
+    struct copiers_ctx c = {comm, rank, bench_alloc_pages(COPIERS_BYTES),
+                            bench_alloc_pages(COPIERS_BYTES)};
+    memset(c.src, 1, COPIERS_BYTES);
+    memset(c.dst, 0, COPIERS_BYTES);
+    alternate_rounds(o, nprocs, copiers_sample, &c, agg, rejected);
+    free(c.src);
+    free(c.dst);
 }
 
 /* --- output ---------------------------------------------------------------------------- */
@@ -548,6 +564,21 @@ static void json_num(FILE *f, double v)
     bench_json_number(f, v);
 }
 
+/* `"sizes": [...], "<unit>": [...]` of a curve, values times scale. */
+static void write_curve(FILE *f, const size_t *sizes, const double *values, int n, const char *unit,
+                        double scale)
+{
+    fputs("\"sizes\": [", f);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%zu", i ? ", " : "", sizes[i]);
+    fprintf(f, "], \"%s\": [", unit);
+    for (int i = 0; i < n; i++) {
+        fputs(i ? ", " : "", f);
+        json_num(f, values[i] * scale);
+    }
+    fputc(']', f);
+}
+
 static void write_level(FILE *f, const char *name, const double *t, bool last)
 {
     double a, b;
@@ -556,15 +587,9 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
     json_num(f, a);
     fputs(", \"GBps\": ", f);
     json_num(f, b);
-    fputs(", \"sizes\": [", f);
-    for (int i = 0; i < NPP_SIZES; i++)
-        fprintf(f, "%s%zu", i ? ", " : "", pp_sizes[i]);
-    fputs("], \"us\": [", f);
-    for (int i = 0; i < NPP_SIZES; i++) {
-        fputs(i ? ", " : "", f);
-        json_num(f, t[i] * 1e6);
-    }
-    fprintf(f, "]}%s\n", last ? "" : ",");
+    fputs(", ", f);
+    write_curve(f, pp_sizes, t, NPP_SIZES, "us", 1e6);
+    fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 struct calibration {
@@ -598,30 +623,18 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     json_num(f, c->handoff[0] * 1e6);
     fputs(",\n    \"sched_turn_us\": ", f);
     json_num(f, c->handoff[1] * 1e6);
-    fputs(",\n    \"xfer_curve\": {\"sizes\": [", f);
-    for (int i = 0; i < NXFER_SIZES; i++)
-        fprintf(f, "%s%zu", i ? ", " : "", xfer_sizes[i]);
-    fputs("], \"us\": [", f);
-    for (int i = 0; i < NXFER_SIZES; i++) {
-        fputs(i ? ", " : "", f);
-        json_num(f, c->xfer[i] * 1e6);
-    }
-    fputs("]}", f);
+    fputs(",\n    \"xfer_curve\": {", f);
+    write_curve(f, xfer_sizes, c->xfer, NXFER_SIZES, "us", 1e6);
+    fputs("}", f);
     /* in cache: the median of the sizes up to 1 MiB; beyond: the largest size */
     double in_cache[4] = {c->memcpy_gbs[0], c->memcpy_gbs[1], c->memcpy_gbs[2], c->memcpy_gbs[3]};
     fputs(",\n    \"cache_copy_GBps\": ", f);
     json_num(f, bench_median(in_cache, 4));
     fputs(",\n    \"memcpy_GBps\": ", f);
     json_num(f, c->memcpy_gbs[NCOPY_SIZES - 1]);
-    fputs(",\n    \"memcpy_curve\": {\"sizes\": [", f);
-    for (int i = 0; i < NCOPY_SIZES; i++)
-        fprintf(f, "%s%zu", i ? ", " : "", copy_sizes[i]);
-    fputs("], \"GBps\": [", f);
-    for (int i = 0; i < NCOPY_SIZES; i++) {
-        fputs(i ? ", " : "", f);
-        json_num(f, c->memcpy_gbs[i]);
-    }
-    fputs("]},\n    \"mem_GBps\": [", f);
+    fputs(",\n    \"memcpy_curve\": {", f);
+    write_curve(f, copy_sizes, c->memcpy_gbs, NCOPY_SIZES, "GBps", 1);
+    fputs("},\n    \"mem_GBps\": [", f);
     for (int i = 0; i < c->nprocs; i++) {
         fprintf(f, "%s[%d, ", i ? ", " : "", i + 1);
         json_num(f, c->copiers[i]);
@@ -636,27 +649,15 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
         json_num(f, cma_gbs);
         fputs(",\n    \"cma_pair_slowdown\": ", f);
         json_num(f, c->cma_pair);
-        fputs(",\n    \"cma_curve\": {\"sizes\": [", f);
-        for (int i = 0; i < NCMA_SIZES; i++)
-            fprintf(f, "%s%zu", i ? ", " : "", cma_sizes[i]);
-        fputs("], \"us\": [", f);
-        for (int i = 0; i < NCMA_SIZES; i++) {
-            fputs(i ? ", " : "", f);
-            json_num(f, c->cma[i] * 1e6);
-        }
-        fputs("]}", f);
+        fputs(",\n    \"cma_curve\": {", f);
+        write_curve(f, cma_sizes, c->cma, NCMA_SIZES, "us", 1e6);
+        fputs("}", f);
     }
     fputs(",\n    \"fold_GBps\": ", f);
     json_num(f, c->fold_gbs);
-    fputs(",\n    \"fold_curve\": {\"sizes\": [", f);
-    for (int i = 0; i < NFOLD_SIZES; i++)
-        fprintf(f, "%s%zu", i ? ", " : "", fold_sizes[i]);
-    fputs("], \"GBps\": [", f);
-    for (int i = 0; i < NFOLD_SIZES; i++) {
-        fputs(i ? ", " : "", f);
-        json_num(f, c->fold[i]);
-    }
-    fputs("]}", f);
+    fputs(",\n    \"fold_curve\": {", f);
+    write_curve(f, fold_sizes, c->fold, NFOLD_SIZES, "GBps", 1);
+    fputs("}", f);
     fputs("\n  },\n  \"net\": {\"alpha_us\": ", f);
     json_num(f, net_alpha);
     fputs(", \"nic_MBps\": ", f);
@@ -724,13 +725,13 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
         measure_cma(pair, rank, o, c.cma, &rej);
         c.cma_pair = measure_cma_pair(pair, rank, o, &rej);
     }
-    sleepy_barrier(comm);
+    bench_sleepy_barrier(comm);
     if (rank == 0) {
         measure_memcpy(o, c.memcpy_gbs, &rej);
         measure_fold(o, c.fold, &rej);
         c.fold_gbs = c.fold[NFOLD_SIZES - 1];
     }
-    sleepy_barrier(comm);
+    bench_sleepy_barrier(comm);
     c.copiers = bench_alloc_doubles(nprocs);
     measure_copiers(comm, rank, nprocs, o, c.copiers, &rej);
     PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : &rej, &rej, 1, MPI_INT, MPI_SUM, 0, comm);

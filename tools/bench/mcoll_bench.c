@@ -167,6 +167,17 @@ struct memcpy_rates {
 
 /* Collective: rank 0 measures while the others sleep rather than spin in MPI, so that
  * it has a core to itself. The rate is only meaningful on rank 0. */
+void bench_sleepy_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    PMPI_Ibarrier(comm, &req);
+    for (int done = 0; !done;) {
+        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            nanosleep(&(struct timespec){0, 200000}, NULL);
+    }
+}
+
 static double memcpy_gbs(struct memcpy_rates *mr, size_t bytes, const struct options *o,
                          MPI_Comm comm, int rank)
 {
@@ -181,13 +192,7 @@ static double memcpy_gbs(struct memcpy_rates *mr, size_t bytes, const struct opt
             bench_die(comm, "out of memory");
     }
     double gbs = rank == 0 ? bytes / memcpy_seconds(bytes, o) / 1e9 : 0;
-    MPI_Request req;
-    PMPI_Ibarrier(comm, &req);
-    for (int done = 0; !done;) {
-        PMPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (!done)
-            nanosleep(&(struct timespec){0, 200000}, NULL);
-    }
+    bench_sleepy_barrier(comm);
     mr->bytes[mr->n] = bytes;
     mr->gbs[mr->n++] = gbs;
     return gbs;

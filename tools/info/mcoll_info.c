@@ -12,6 +12,7 @@ int main(int argc, char **argv) {
     printf("mcoll %s for %s\n\n", mcoll_version(), mcoll_flavour());
     mcoll_print_params(stdout);
     mcoll_print_algorithms(stdout);
+    mcoll_print_rules(stdout);
     printf("\n");
     fflush(stdout);
   }

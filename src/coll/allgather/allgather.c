@@ -21,13 +21,14 @@ struct allgather_call {
   size_t my_len;
   struct mcoll_blocks *dst;
   int forced;
+  size_t cma_min;
   struct mcoll_bcast_call bcast; /* several nodes: the leader's result down the node */
 };
 
 static int node_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct allgather_call *a = hc->args;
-  struct mcoll_allgather_node g = {a->mine, a->my_len, a->dst, a->forced};
+  struct mcoll_allgather_node g = {a->mine, a->my_len, a->dst, a->forced, a->cma_min};
   mcoll__allgather_node(hc->c, &g);
   return MPI_SUCCESS;
 }
@@ -37,7 +38,7 @@ static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct allgather_call *a = hc->args;
   struct mcoll_gather_node g = {.sink = 0, .mine = a->mine, .my_len = a->my_len,
                                 .dst = a->dst, .lens = a->dst, .lens_everywhere = 1,
-                                .forced = a->forced};
+                                .forced = a->forced, .cma_min = a->cma_min};
   mcoll__gather_node(hc->c, &g);
   return MPI_SUCCESS;
 }
@@ -77,7 +78,8 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
                      size_t my_len, struct mcoll_blocks *dst) {
   const struct mcoll_topo *t = &c->topo;
   int forced = mcoll__move_forced(c, coll);
-  mcoll__count_moves(c, coll, dst, 0, forced, (size_t)mcoll__cfg.ALLGATHER_CMA_MIN);
+  size_t cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN);
+  mcoll__count_moves(c, coll, dst, 0, forced, cma_min);
   mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);
   if (total == 0) return MPI_SUCCESS;
@@ -85,7 +87,7 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   /* Several nodes: the result travels as one span (bcast), so it must be dense. */
   mcoll__blocks_acquire(dst, several, in_place ? c->rank : -1);
   struct allgather_call a = {.mine = in_place ? mcoll__block_ptr(dst, c->rank) : mine,
-                             .my_len = my_len, .dst = dst, .forced = forced};
+                             .my_len = my_len, .dst = dst, .forced = forced, .cma_min = cma_min};
   struct mcoll_hier_call hc = {.c = c, .steps = &one_node_steps, .bytes = total, .args = &a};
   if (several) {
     hc.steps = &hier_steps;

@@ -13,6 +13,7 @@ struct mcoll_allgather_node {
   size_t my_len;
   const struct mcoll_blocks *dst; /* where each comm rank's block goes */
   int forced;                     /* MCOLL_MOVE_* or -1 */
+  size_t cma_min;                 /* blocks from this size by single copy (move.h) */
 };
 
 void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g);

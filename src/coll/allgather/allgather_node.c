@@ -16,7 +16,7 @@
 
 static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_allgather_node *g,
                                size_t len) {
-  return mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.ALLGATHER_CMA_MIN);
+  return mcoll__move_of(c, len, g->forced, g->cma_min);
 }
 
 void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "coll/facts.h"
+#include "coll/rules.h"
 #include "core/config.h"
 #include "topo/topo.h"
 
@@ -109,6 +110,16 @@ static int choose(const struct mcoll_a2a *a) {
   }
   /* Two ranks, blocks up to 56 B each way: one line crosses the cores each way
    * (alltoall_node.c, pair_inline_exchange). */
+  /* The rules, for alltoall's one block size (alltoallv/w decide per block inside
+   * pairwise_cma), unless the user set the threshold below. */
+  static const enum mcoll_param threshold[] = {MCOLL_PARAM_ALLTOALL_CMA_MIN};
+  if (alg < 0 && a->uniform && mcoll__node_has_peers(c) && !mcoll__params_user_set(threshold, 1)) {
+    struct mcoll_facts facts = mcoll__facts(c, a->block);
+    if (!bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
+    if (!pair) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
+    alg = mcoll__rules_pick(a->coll, MCOLL_LEVEL_NODE, &facts, NULL);
+  }
+  /* Where no rule covers the call: the thresholds. */
   if (alg < 0 && mcoll__node_has_peers(c) && pair) alg = MCOLL_A2A_PAIR_INLINE;
   /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
    * copy above (alltoallv/w decide per block, inside pairwise_cma). */

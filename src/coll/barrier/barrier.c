@@ -11,6 +11,7 @@
  * 5.5 µs); with the count, whichever rank is running when the last one arrives goes
  * on. */
 #include "task/host.h"
+#include "coll/rules.h"
 #include "coll/barrier/barrier.h"
 #include "coll/facts.h"
 #include "coll/tags.h"
@@ -117,6 +118,10 @@ int mcoll__barrier(struct mcoll_comm *c) {
   if (mcoll__alg_forced(MCOLL_COLL_BARRIER) >= 0) {
     struct mcoll_facts facts = mcoll__facts(c, 0);
     alg = mcoll__alg_forced_for(MCOLL_COLL_BARRIER, &facts);
+  }
+  if (alg < 0) {
+    struct mcoll_facts facts = mcoll__facts(c, 0);
+    alg = mcoll__rules_pick(MCOLL_COLL_BARRIER, MCOLL_LEVEL_NODE, &facts, NULL);
   }
   if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);

@@ -8,6 +8,7 @@
 
 #include "coll/facts.h"
 #include "coll/move.h"
+#include "coll/rules.h"
 #include "core/config.h"
 #include "hier/hier.h"
 
@@ -58,6 +59,17 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
     int forced = mcoll__alg_forced_for(MCOLL_COLL_BCAST, &facts);
     if (forced >= 0) return forced;
   }
+  /* The rules, unless the user set one of the thresholds below. */
+  static const enum mcoll_param thresholds[] = {MCOLL_PARAM_BCAST_TREE_MAX, MCOLL_PARAM_BCAST_SLOT_MAX,
+                                                MCOLL_PARAM_BCAST_CMA_MIN, MCOLL_PARAM_BCAST_CMA_MAX,
+                                                MCOLL_PARAM_BCAST_CMA_RANKS};
+  if (!mcoll__params_user_set(thresholds, 5)) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+    int ruled = mcoll__rules_pick(MCOLL_COLL_BCAST, MCOLL_LEVEL_NODE, &facts, NULL);
+    if (ruled >= 0) return ruled;
+  }
+  /* Where no rule covers the call: the thresholds. */
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
    * where the ring gives 0.5x (the ring wins back-to-back from ~1 MiB and below
@@ -83,8 +95,12 @@ int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece) {
    * whole pieces through the root: worth its p-1 extra steps from three nodes on. */
   int sag = c->topo.nnodes >= 3 && piece >= (size_t)mcoll__cfg.INTER_SAG_MIN;
   struct mcoll_facts facts = mcoll__facts(c, piece);
-  return mcoll__inter_select(MCOLL_COLL_BCAST, &facts,
-                             sag ? MCOLL_BCAST_INTER_SAG : MCOLL_BCAST_INTER_BINOMIAL);
+  static const enum mcoll_param threshold[] = {MCOLL_PARAM_INTER_SAG_MIN};
+  int preferred = mcoll__params_user_set(threshold, 1)
+                      ? -1
+                      : mcoll__rules_pick(MCOLL_COLL_BCAST, MCOLL_LEVEL_INTER, &facts, NULL);
+  if (preferred < 0) preferred = sag ? MCOLL_BCAST_INTER_SAG : MCOLL_BCAST_INTER_BINOMIAL;
+  return mcoll__inter_select(MCOLL_COLL_BCAST, &facts, preferred);
 }
 
 const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm *c, size_t bytes,

@@ -25,6 +25,7 @@ const struct mcoll_coll_algs mcoll__gatherv_inter_algs = {
 struct gather_call {
   const struct mcoll_gather_args *a;
   int forced, sink;
+  size_t cma_min;
   struct mcoll_blocks uniform; /* gather: every block has my_len bytes */
   struct mcoll_blocks node;    /* another node's leader: its node's blocks */
   int *lens;                   /* another node's leader: bytes of each rank */
@@ -38,7 +39,8 @@ static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_gather_node node = {
       .sink = g->sink, .mine = a->mine, .my_len = a->my_len,
       .dst = hc->c->rank == a->root ? a->dst : g->remote_leader ? &g->node : NULL,
-      .lens = a->v ? NULL : &g->uniform, .lens_everywhere = !a->v, .forced = g->forced};
+      .lens = a->v ? NULL : &g->uniform, .lens_everywhere = !a->v, .forced = g->forced,
+      .cma_min = g->cma_min};
   mcoll__gather_node(hc->c, &node);
   return MPI_SUCCESS;
 }
@@ -116,10 +118,10 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll)};
+  struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
+                          .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN)};
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
-  mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced,
-                     (size_t)mcoll__cfg.GATHER_CMA_MIN);
+  mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 

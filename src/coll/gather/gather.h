@@ -18,6 +18,7 @@ struct mcoll_gather_node {
   const struct mcoll_blocks *lens; /* every block's length, where known; else NULL */
   int lens_everywhere;             /* every rank has `lens` (the sink: its dst) */
   int forced;                      /* MCOLL_MOVE_* or -1 */
+  size_t cma_min;                  /* blocks from this size by single copy (move.h) */
 };
 
 void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g);

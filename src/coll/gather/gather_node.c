@@ -22,7 +22,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
   for (int j = 0; j < t->local_size; j++) {
     size_t len = mcoll__block_len(lens, t->local_ranks[j]);
     uint32_t chunks = mcoll__area_chunks(len, c->chan->shm.area_bytes);
-    if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) == MCOLL_MOVE_AREA &&
+    if (mcoll__move_of(c, len, g->forced, g->cma_min) == MCOLL_MOVE_AREA &&
         chunks > rounds)
       rounds = chunks;
   }
@@ -38,7 +38,7 @@ static uint32_t call_rounds(const struct mcoll_comm *c, const struct mcoll_gathe
 static int one_generation(const struct mcoll_comm *c, const struct mcoll_gather_node *g,
                           const struct mcoll_blocks *lens) {
   const struct mcoll_topo *t = &c->topo;
-  size_t cma_min = mcoll__move_cma_min(c, (size_t)mcoll__cfg.GATHER_CMA_MIN);
+  size_t cma_min = g->cma_min;
   size_t slot = mcoll__slot_bytes(&c->chan->shm);
   if (c->chan->cma_ok && g->forced != MCOLL_MOVE_AREA &&
       (g->forced == MCOLL_MOVE_CMA || (cma_min > 0 && cma_min <= slot)))
@@ -62,7 +62,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     size_t len = mcoll__block_len(g->dst, r);
     if (!len) continue;
     char *slot = mcoll__slot_area(shm, j, gen);
-    int cma = mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+    int cma = mcoll__move_of(c, len, g->forced, g->cma_min) ==
               MCOLL_MOVE_CMA;
     if (!cma && len <= MCOLL_INLINE_MAX) {
       mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, mcoll__block_ptr(g->dst, r),
@@ -82,7 +82,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
 static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
   const struct mcoll_shm *shm = &c->chan->shm;
   uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
-  int cma = mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+  int cma = mcoll__move_of(c, g->my_len, g->forced, g->cma_min) ==
             MCOLL_MOVE_CMA;
   mcoll__area_done(c->chan, gen); /* I read nothing */
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
@@ -118,7 +118,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
       int j = (me + s) % n;
       size_t len = mcoll__block_len(g->dst, t->local_ranks[j]);
       char *to = mcoll__block_ptr(g->dst, t->local_ranks[j]);
-      if (mcoll__move_of(c, len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN) ==
+      if (mcoll__move_of(c, len, g->forced, g->cma_min) ==
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
@@ -139,7 +139,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
   uint32_t base = mcoll__area_last(c->chan), rounds;
   char *my_area = mcoll__rank_area(shm, me);
   enum mcoll_move move =
-      mcoll__move_of(c, g->my_len, g->forced, (size_t)mcoll__cfg.GATHER_CMA_MIN);
+      mcoll__move_of(c, g->my_len, g->forced, g->cma_min);
   uint32_t chunks = move == MCOLL_MOVE_AREA ? mcoll__area_chunks(g->my_len, area) : 0;
 
   mcoll__area_wait_free(c->chan, base + 1);

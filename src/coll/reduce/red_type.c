@@ -7,6 +7,7 @@
 
 #include "coll/reduce/red.h"
 #include "coll/facts.h"
+#include "coll/rules.h"
 #include "core/tls.h"
 #include "core/config.h"
 
@@ -138,6 +139,15 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   int forced = mcoll__alg_forced_for(coll, &facts);
   if (forced >= 0) return forced;
   if ((facts.holds & MCOLL_RED_NEEDS) != MCOLL_RED_NEEDS) return MCOLL_RED_P2P;
+  /* The rules, unless the user set one of the thresholds below. */
+  static const enum mcoll_param thresholds[] = {MCOLL_PARAM_RED_FLAT_MAX, MCOLL_PARAM_RED_FLAT_MAX_LOWPAR,
+                                                MCOLL_PARAM_RED_CMA_MIN, MCOLL_PARAM_RED_CMA_MAX,
+                                                MCOLL_PARAM_RED_CMA_RANKS};
+  if (!mcoll__params_user_set(thresholds, 5)) {
+    int ruled = mcoll__rules_pick(coll, MCOLL_LEVEL_NODE, &facts, NULL);
+    if (ruled >= 0) return ruled;
+  }
+  /* Where no rule covers the call: the thresholds. */
   /* Reduce and allreduce need every input whole: from RED_CMA_MAX, HSRA's copies
    * through the areas, which stay in cache, beat reading it by single copy. */
   int whole_inputs = coll == MCOLL_COLL_REDUCE || coll == MCOLL_COLL_ALLREDUCE;
@@ -175,5 +185,9 @@ int mcoll__group_choose(enum mcoll_coll coll, const struct mcoll_comm *c,
   struct mcoll_facts facts = mcoll__facts(c, count * t->extent);
   facts.count = count;
   if (!splits) facts.holds &= ~MCOLL_NEED_SPLITS;
-  return mcoll__inter_select(coll, &facts, preferred);
+  /* Between nodes the rules decide, unless the user set RED_RD_MAX. */
+  static const enum mcoll_param threshold[] = {MCOLL_PARAM_RED_RD_MAX};
+  int ruled = mcoll__params_user_set(threshold, 1) ? -1
+                                                   : mcoll__rules_pick(coll, MCOLL_LEVEL_INTER, &facts, NULL);
+  return mcoll__inter_select(coll, &facts, ruled >= 0 ? ruled : preferred);
 }

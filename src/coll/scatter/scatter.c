@@ -25,6 +25,7 @@ const struct mcoll_coll_algs mcoll__scatterv_inter_algs = {
 struct scatter_call {
   const struct mcoll_scatter_args *a;
   int forced, source, remote_leader;
+  size_t cma_min;
   struct mcoll_blocks node; /* another node's leader: its node's blocks */
   int *lens;                /* bytes of each rank: root (per node, sent) or a leader */
   MPI_Request *req;         /* root: sends still in flight */
@@ -86,7 +87,8 @@ static int scatter_down(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_scatter_node node = {
       .source = s->source,
       .src = hc->c->rank == a->root ? a->src : s->remote_leader ? &s->node : NULL,
-      .mine = a->mine, .my_len = a->my_len, .forced = s->forced, .uniform = !a->v};
+      .mine = a->mine, .my_len = a->my_len, .forced = s->forced, .cma_min = s->cma_min,
+      .uniform = !a->v};
   mcoll__scatter_node(hc->c, &node);
   return MPI_SUCCESS;
 }
@@ -111,10 +113,10 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
                    const struct mcoll_scatter_args *a) {
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll)};
+  struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll),
+                           .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN)};
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
-  mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced,
-                     (size_t)mcoll__cfg.SCATTER_CMA_MIN);
+  mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 

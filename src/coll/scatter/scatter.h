@@ -15,6 +15,7 @@ struct mcoll_scatter_node {
   char *mine;                     /* my block; NULL at the source: leave it (MPI_IN_PLACE) */
   size_t my_len;
   int forced;                     /* MCOLL_MOVE_* or -1 */
+  size_t cma_min;                 /* blocks from this size by single copy (move.h) */
   int uniform;                    /* every block has my_len bytes (scatter): all know all */
 };
 

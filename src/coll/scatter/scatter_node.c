@@ -35,7 +35,7 @@ static size_t head_bytes(int n) {
 
 static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_scatter_node *s,
                                size_t len) {
-  return mcoll__move_of(c, len, s->forced, (size_t)mcoll__cfg.SCATTER_CMA_MIN);
+  return mcoll__move_of(c, len, s->forced, s->cma_min);
 }
 
 /* One generation with the table and every part in one slot of the areas (node/slot.h),

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""The rules' choice against every algorithm forced in turn, 2 ranks, one node.
+
+For each collective and each of its node algorithms, one mcoll-bench job alternates
+mcoll's own choice (the rules in force: `mcoll_set_algorithm(coll, "auto")`) with the
+algorithm forced (`-A auto,ALG`), rounds interleaved, medians; so each ratio
+choice/forced comes from one job. At a size the choice is within 10% of the best forced
+algorithm when no forced algorithm beats it by more than 10%: max over algorithms of
+t_choice / t_forced <= 1.10. Algorithms whose restrictions do not hold at a size (the
+cost table's needs) are left out there (forcing them runs the normal choice).
+
+    tools/bench/rules_evidence.py --flavour openmpi --out bench/results/STAMP-rules-openmpi
+    tools/bench/rules_evidence.py --summarize DIR     # the table again from DIR's JSON
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "py"))
+from mcoll_model import cost, machine as M  # noqa: E402
+
+COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan", "exscan",
+         "allgather", "gather", "scatter", "alltoall"]
+SKIP = {"p2p"}  # reductions over point-to-point: the restrictions' fallback, not a choice
+
+
+def rules_pick(rules, coll, n, ranks):
+    for e in rules:
+        if e["coll"] != coll or e["level"] != "node":
+            continue
+        lo, hi = e["bytes"]
+        plo, phi = e.get("ranks_per_node", [0, None])
+        if n >= lo and (hi is None or n < hi) and ranks >= plo and (phi is None or ranks <= phi):
+            return e["alg"]
+    return None
+
+
+def run(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = cost.load_table()
+    bench = ROOT / "build" / args.flavour / "bin" / "mcoll-bench"
+    cmds = []
+    for coll in args.colls.split(","):
+        for alg in table["node"][coll]:
+            if alg in SKIP:
+                continue
+            path = out / f"{coll}-{alg}.json"
+            argv = [str(ROOT / "bin" / "mcollrun"), "--mpi", args.flavour, "-np", "2", str(bench),
+                    "-m", args.mode, "-C", coll, "-A", f"auto,{alg}", "-b", "8",
+                    "-e", args.max, "-f", "4", "-r", str(args.rounds), "-T", str(args.round_ms),
+                    "-o", str(path)]
+            if coll == "barrier":
+                argv[argv.index("-e") + 1] = "8"
+            cmds.append(" ".join(argv))
+            load = os.getloadavg()[0]
+            env = dict(os.environ)
+            if args.rules:
+                env["MCOLL_RULES"] = str(Path(args.rules).resolve())
+            r = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env)
+            print(f"{coll} {alg}: rc {r.returncode} load {load:.1f}", flush=True)
+            if r.returncode:
+                print(r.stderr[-2000:], file=sys.stderr)
+    rules = f"MCOLL_RULES={Path(args.rules).resolve()} " if args.rules else ""
+    (out / "command.txt").write_text(
+        f"# {' '.join(sys.argv)}\n# load average after: {os.getloadavg()}\n"
+        + "\n".join(rules + c for c in cmds) + "\n")
+
+
+def summarize(directory, rules_path=None):
+    directory = Path(directory)
+    table = cost.load_table()
+    rules = json.loads(Path(rules_path).read_text())["rules"] if rules_path else \
+        json.loads(_builtin_json())["rules"]
+    m = M.load("here", nodes=1, ranks_per_node=2)
+    rows = []
+    for coll in COLLS:
+        forced = {}
+        for alg in table["node"][coll]:
+            path = directory / f"{coll}-{alg}.json"
+            if not path.exists():
+                continue
+            doc = json.loads(path.read_text())
+            for res in doc["results"]:
+                n = res["bytes"]
+                forced.setdefault(n, {})[alg] = (res["native_us"], res["mcoll_us"])
+        for n in sorted(forced):
+            ok = {a: t for a, t in forced[n].items()
+                  if cost.node_cost(coll, a, m, 0 if coll == "barrier" else max(n, 1), table) is not None}
+            if not ok:
+                continue
+            ratios = {a: t[0] / t[1] for a, t in ok.items()}      # choice / forced, same job
+            pick = rules_pick(rules, coll, 0 if coll == "barrier" else n, 2)
+            # the choice against every other algorithm (the pick forced against itself
+            # measures the noise: ideally 1)
+            others = {a: v for a, v in ratios.items() if a != pick} or ratios
+            best = max(others, key=others.get)
+            rows.append({"coll": coll, "bytes": n, "pick": pick, "best": best,
+                         "ratio": others[best], "self": ratios.get(pick),
+                         "choice_us": statistics.median(t[0] for t in ok.values()),
+                         "best_us": ok[best][1], "ratios": ratios})
+    return rows
+
+
+def _builtin_json():
+    sys.path.insert(0, str(ROOT / "tools" / "py"))
+    from mcoll_model import tune
+    text = (ROOT / "src" / "coll" / "rules_builtin.c").read_text()
+    return tune.json_from_c(text)
+
+
+def markdown(rows, title):
+    within = sum(1 for r in rows if r["ratio"] <= 1.10)
+    noisy = sum(1 for r in rows if r["self"] is not None and abs(r["self"] - 1) > 0.10)
+    quiet = [r for r in rows if r["self"] is not None and abs(r["self"] - 1) <= 0.10]
+    quiet_within = sum(1 for r in quiet if r["ratio"] <= 1.10)
+    lines = [f"## {title}", "",
+             f"rules' choice within 10% of the best other forced algorithm: {within} of {len(rows)} points; "
+             f"the pick forced against itself (noise) off by more than 10%: {noisy} of {len(rows)}; "
+             f"at the points where it is not: {quiet_within} of {len(quiet)} within 10%", "",
+             "choice/other: the choice's time over the fastest other algorithm's (> 1: that one was "
+             "faster), both in one job, alternating; self: the pick forced against the choice (1 = no noise)", "",
+             "| collective | bytes | rules pick | fastest other | choice/other | self | choice µs | other µs | every forced (choice/forced) |",
+             "|---|---:|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        flag = "" if r["ratio"] <= 1.10 else " **>10%**"
+        every = ", ".join(f"{a} {v:.2f}" for a, v in sorted(r["ratios"].items()))
+        selfr = f"{r['self']:.2f}" if r["self"] is not None else "-"
+        lines.append(f"| {r['coll']} | {r['bytes']} | {r['pick']} | {r['best']} | {r['ratio']:.2f}{flag} | "
+                     f"{selfr} | {r['choice_us']:.3g} | {r['best_us']:.3g} | {every} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flavour", default="openmpi")
+    ap.add_argument("--out", help="directory for the JSON files")
+    ap.add_argument("--mode", default="latency")
+    ap.add_argument("--max", default="2M")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--round-ms", type=float, default=4, help="mcoll-bench -T")
+    ap.add_argument("--colls", default=",".join(COLLS))
+    ap.add_argument("--summarize", help="print the table from this directory's JSON")
+    ap.add_argument("--rules", help="rules JSON to run with (MCOLL_RULES) and summarize by "
+                    "(default: the built-in)")
+    ap.add_argument("--md", help="write the markdown table here")
+    ap.add_argument("--title", help="the table's heading (default: flavour, ranks, mode)")
+    a = ap.parse_args()
+    if not a.summarize:
+        run(a)
+    rows = summarize(a.summarize or a.out, a.rules)
+    text = markdown(rows, a.title or f"{a.flavour}, 2 ranks, {a.mode} mode")
+    if a.md:
+        Path(a.md).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
