@@ -49,8 +49,9 @@ MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active && alltoallv_tnbc(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                           recvcounts, rdispls, recvtype, comm, &err))
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("alltoallv") &&
+      alltoallv_tnbc(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                     recvtype, comm, &err))
     return err;
   return alltoallv_run(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                        recvtype, comm);

@@ -123,6 +123,38 @@ static void case_touch(void) {
   free(b);
 }
 
+/* The order case_order reads its blocks in: reversed, the first two swapped when
+ * there are more than 2 (2 ranks: 1,0; 3: 1,2,0; 4: 2,3,1,0). */
+static int read_order(int k) {
+  int src = size - 1 - k;
+  if (size > 2 && k < 2) src = size - 2 + k;
+  return src;
+}
+
+/* MCOLL_TNBC_TRACE (tests/py/test_tnbc_trace.py): two calls from one site, each
+ * followed by reading one word in the middle of every block in read_order. */
+static void case_order(void) {
+  size_t words = block / 4;
+  uint32_t *recv = malloc(block * size);
+  uint32_t sum = 0;
+  for (int iter = 0; iter < 2; iter++) {
+    alltoall_into(recv, iter);
+    for (int k = 0; k < size; k++) {
+      int src = read_order(k);
+      uint32_t got = recv[src * words + words / 2];
+      if (got != value(src, rank, words / 2, iter)) FAIL("order: block %d is %08x", src, got);
+      sum += got;
+    }
+    check_all(recv, iter, "order");
+  }
+  if (rank == 0) {
+    printf("test_tnbc: read order");
+    for (int k = 0; k < size; k++) printf(k ? ",%d" : " %d", read_order(k));
+    printf(" (sum %08x)\n", sum);
+  }
+  free(recv);
+}
+
 static void case_late(void) {
   uint32_t *recv = malloc(block * size);
   alltoall_into(recv, 1);
@@ -463,7 +495,7 @@ int main(int argc, char **argv) {
       {"read", case_read},     {"thread", case_thread},   {"stack", case_stack},
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
-      {"alltoallv", case_alltoallv},
+      {"alltoallv", case_alltoallv}, {"order", case_order},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
