@@ -475,6 +475,41 @@ static void case_alltoallv(void) {
   free(rd);
 }
 
+/* allgatherv: blocks of different sizes, not page-aligned, placed from the last
+ * source first with gaps; sent from a buffer and in place. */
+static void case_allgatherv(void) {
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  size_t at = 1000;
+  for (int s = size - 1; s >= 0; s--) {
+    rc[s] = (int)(block / 8 * (size_t)(1 + s % 3) + 17 * (size_t)s);
+    rd[s] = (int)at;
+    at += (size_t)rc[s] + 1000;
+  }
+  uint32_t *mine = malloc((size_t)rc[rank] * 4), *recv = malloc(at * 4);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    int iter = 40 + inplace;
+    for (size_t i = 0; i < at; i++) recv[i] = 0xABCD1234u;
+    for (int i = 0; i < rc[rank]; i++) mine[i] = value(rank, 0, (size_t)i, iter);
+    if (inplace) memcpy(recv + rd[rank], mine, (size_t)rc[rank] * 4);
+    MPI_Allgatherv(inplace ? MPI_IN_PLACE : mine, rc[rank], MPI_UINT32_T, recv, rc, rd,
+                   MPI_UINT32_T, MPI_COMM_WORLD);
+    memset(mine, 0, (size_t)rc[rank] * 4);
+    for (size_t i = at; i-- > 0 && !errors;) { /* from the end, gaps kept */
+      int src = -1;
+      for (int s = 0; s < size; s++)
+        if (i >= (size_t)rd[s] && i < (size_t)(rd[s] + rc[s])) src = s;
+      uint32_t want = src < 0 ? 0xABCD1234u : value(src, 0, i - (size_t)rd[src], iter);
+      if (recv[i] != want)
+        FAIL("allgatherv%s: word %zu (source %d) is %08x, expected %08x", inplace ? " in place" : "",
+             i, src, recv[i], want);
+    }
+  }
+  free(mine);
+  free(recv);
+  free(rc);
+  free(rd);
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -495,7 +530,7 @@ int main(int argc, char **argv) {
       {"read", case_read},     {"thread", case_thread},   {"stack", case_stack},
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
-      {"alltoallv", case_alltoallv}, {"order", case_order},
+      {"alltoallv", case_alltoallv}, {"order", case_order}, {"allgatherv", case_allgatherv},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -38,6 +38,7 @@ CASES = {
     "noncontig": (False, None),
     "colls": (True, None),
     "alltoallv": (True, None),
+    "allgatherv": (True, None),
 }
 
 
