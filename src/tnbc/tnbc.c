@@ -205,6 +205,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
   if (!mcoll__fiber_self() && trace_fault(a)) {
+    atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     errno = saved;
     return;
   }

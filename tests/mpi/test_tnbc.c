@@ -42,6 +42,9 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int rank, size, errors;
 static size_t block = 256 * 1024; /* bytes per alltoall block */
@@ -510,6 +513,46 @@ static void case_allgatherv(void) {
   free(rd);
 }
 
+/* OpenMP threads read the received buffer while it is still protected, each from a
+ * different place (dynamic chunks from the end), rank 0's faulting as the others
+ * join the call late; rank 0 prints
+ * a checksum that must equal T-NBC off's. */
+static void case_openmp(void) {
+#ifndef _OPENMP
+  FAIL("openmp: test_tnbc was built without OpenMP");
+#else
+  size_t words = block / 4;
+  uint32_t *recv = malloc(block * size);
+  uint64_t sum = 0;
+  int threads = 0;
+  for (int iter = 0; iter < 3; iter++) {
+    if (rank != 0) spin(2000000); /* (rank 0's threads find its blocks missing) */
+    alltoall_into(recv, 50 + iter);
+    long bad = 0;
+    uint64_t part = 0;
+#pragma omp parallel reduction(+ : bad, part)
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+#pragma omp for schedule(dynamic, 4096)
+      for (long i = (long)(words * size) - 1; i >= 0; i--) {
+        int src = (int)((size_t)i / words);
+        uint32_t got = recv[i];
+        bad += got != value(src, rank, (size_t)i % words, 50 + iter);
+        part += got;
+      }
+    }
+    if (bad) FAIL("openmp: %ld wrong words in round %d", bad, iter);
+    sum += part;
+  }
+  if (threads < 2) FAIL("openmp: only %d thread", threads);
+  uint64_t total = 0;
+  MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_tnbc: openmp threads %d checksum %016llx\n", threads, (unsigned long long)total);
+  free(recv);
+#endif
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -531,6 +574,7 @@ int main(int argc, char **argv) {
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
       {"alltoallv", case_alltoallv}, {"order", case_order}, {"allgatherv", case_allgatherv},
+      {"openmp", case_openmp},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
