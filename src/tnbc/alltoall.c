@@ -57,25 +57,27 @@ static struct private_comm *private_comm(MPI_Comm comm) {
 }
 
 /* ---- priorities (MCOLL_TNBC_ORDER) ----------------------------------------------------
- * The seed's node-level coordination: where every rank reads its received blocks in
- * one order (SPMD programs; the order of rank 0's trace is taken for all), a node's
- * ranks send one at a time in that order: the rank whose block is read first sends
- * all of its blocks, alone on the node's links, then the next. So every rank gets the
- * block it reads first after one rank's sends instead of after the whole exchange;
- * the node's other ranks meanwhile only receive (their receives are posted first, in
- * their own trace's order, and tested while they wait, so no rank waits on another's
- * turn without progressing).
+ * The seed's node-level coordination (its figure 4): where every rank reads its
+ * received blocks in one order (SPMD programs; the order of rank 0's trace is taken
+ * for all), the node's rank whose block is read first sends all its blocks alone on
+ * the node's links; the node's other ranks start theirs when it is done, all at once
+ * (lower priorities share the links as before). So every rank gets the block it
+ * reads first after one rank's sends instead of at the end of the whole exchange.
+ * Meanwhile the others only receive: their receives are posted first, in their own
+ * trace's order, and tested while they wait, so no rank waits on another without
+ * progressing. (Handing the links over rank by rank in the whole order was tried
+ * first: on this oversubscribed 2-core machine each hand-over costs a scheduler
+ * wake-up, and MPICH at 4 ranks was 1.4-3x slower; see bench/results/20261123-2052-tnbc-order.)
  *
- * The turn is a counter in a page shared by the node's ranks (a memfd of the node's
- * first rank, mapped by the others through /proc/<pid>/fd: no name in /dev/shm, so
- * nothing outlives the job). Ordered call g on the communicator gives the rank with
- * node position t (0 = its block is read first) the slot g*local_size + t: it sends
- * once the counter reaches its slot and adds 1 when its sends are complete. */
+ * The hand-over is a counter in a page shared by the node's ranks (a memfd of the
+ * node's first rank, mapped by the others through /proc/<pid>/fd: no name in
+ * /dev/shm, so nothing outlives the job). Ordered call g on the communicator: the
+ * counter is g until the node's first sender's sends are complete, then g + 1. */
 struct node_turn {
   _Atomic uint64_t *counter;
   int local_size;
   int *members;  /* ranks of dup on this node */
-  uint64_t gen;  /* ordered calls so far */
+  uint64_t gen;  /* ordered calls so far (the counter before this one's hand-over) */
 };
 
 static void turn_free(struct node_turn *turn) {
@@ -135,28 +137,30 @@ static struct node_turn *turn_setup(MPI_Comm dup) {
  * holds the sources in the order to receive them, and *turn / *slot when to send.
  * Collective over pc->dup when MCOLL_TNBC_ORDER is set. */
 static int schedule_order(struct mcoll_tnbc_call *call, MPI_Comm comm, struct private_comm *pc,
-                          int p, int *recv_order, struct node_turn **turn, uint64_t *slot) {
+                          int p, int *recv_order, struct node_turn **turn, uint64_t *slot,
+                          int *first) {
   int me, have, all = 0;
-  int *first = malloc(sizeof *first * (size_t)p * 2); /* rank 0's order, positions */
-  have = first && mcoll__tnbc_call_order(call, comm, recv_order, p);
+  int *agreed = malloc(sizeof *agreed * (size_t)p * 2); /* rank 0's order, positions */
+  have = agreed && mcoll__tnbc_call_order(call, comm, recv_order, p);
   PMPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, pc->dup);
   if (!all) {
-    free(first);
+    free(agreed);
     return 0;
   }
   PMPI_Comm_rank(pc->dup, &me);
-  memcpy(first, recv_order, sizeof *first * (size_t)p);
-  PMPI_Bcast(first, p, MPI_INT, 0, pc->dup);
-  int *position = first + p;
-  for (int k = 0; k < p; k++) position[first[k]] = k;
+  memcpy(agreed, recv_order, sizeof *agreed * (size_t)p);
+  PMPI_Bcast(agreed, p, MPI_INT, 0, pc->dup);
+  int *position = agreed + p;
+  for (int k = 0; k < p; k++) position[agreed[k]] = k;
   if (!pc->turn) pc->turn = turn_setup(pc->dup);
   *turn = pc->turn;
   if (*turn) {
-    int t = 0;
-    for (int i = 0; i < (*turn)->local_size; i++) t += position[(*turn)->members[i]] < position[me];
-    *slot = (*turn)->gen++ * (uint64_t)(*turn)->local_size + (uint64_t)t;
+    int ahead = 0;
+    for (int i = 0; i < (*turn)->local_size; i++) ahead += position[(*turn)->members[i]] < position[me];
+    *first = ahead == 0;
+    *slot = (*turn)->gen++;
   }
-  free(first);
+  free(agreed);
   return 1;
 }
 
@@ -175,8 +179,9 @@ struct a2a_args {
   char *recv;
   struct a2a_layout *lay;
   MPI_Comm pcomm;
-  struct node_turn *turn; /* ordered: send at slot only */
-  uint64_t slot;
+  struct node_turn *turn; /* ordered: the node's first sender goes alone */
+  uint64_t slot;          /* the counter until it is done */
+  int first;              /* this rank is it */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -236,7 +241,7 @@ static int a2a_task(const void *args) {
       err = PMPI_Irecv(a->recv + l->rdispl[src], (int)l->rcount[src], MPI_BYTE, src, TAG_TNBC_A2A,
                        a->pcomm, &reqs[src]);
   }
-  int sending = !a->turn; /* ordered: from the turn's slot on */
+  int sending = !a->turn || a->first; /* (the others when the first is done) */
   if (sending && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. */
@@ -246,7 +251,7 @@ static int a2a_task(const void *args) {
   while (err == MPI_SUCCESS && !(recvs_done && sends_done)) {
     int n = 0, moved = 0;
     if (!sending &&
-        atomic_load_explicit(a->turn->counter, memory_order_acquire) == a->slot) {
+        atomic_load_explicit(a->turn->counter, memory_order_acquire) > a->slot) {
       err = post_sends(a, reqs + p, p, me);
       self_block(a, me); /* (in its place in the order too) */
       sending = moved = 1;
@@ -270,7 +275,7 @@ static int a2a_task(const void *args) {
       err = PMPI_Testall(p, reqs + p, &sends_done, statuses);
       if (sends_done) {
         mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2);
-        if (a->turn) atomic_fetch_add_explicit(a->turn->counter, 1, memory_order_release);
+        if (a->turn && a->first) atomic_fetch_add_explicit(a->turn->counter, 1, memory_order_release);
         moved = 1;
       }
     }
@@ -303,8 +308,9 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   memcpy(lay->sdispl, sdispl, sizeof(size_t) * (size_t)p);
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
-  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0};
-  if (!mcoll__tnbc_ordering || !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot))
+  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0};
+  if (!mcoll__tnbc_ordering ||
+      !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
     for (int k = 0; k < p; k++) lay->order[k] = k;
   for (int k = 0; k < p; k++) lay->rank_of[lay->order[k]] = k;
   return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);

@@ -1,7 +1,8 @@
 /* T-NBC trace and order files (tnbc_internal.h).
  *
  * MCOLL_TNBC_TRACE=<file>: each traced call site keeps the first-touch order of its
- * received blocks (and the order they completed in), from the first call there; at
+ * received blocks (and the order they completed in), from the first call there whose
+ * buffer was read at all; at
  * MPI_Finalize or exit each rank writes <file>.<world rank>, one line per site:
  *
  *   site=<object>+0x<offset> coll=alltoall size=4 rank=1 count=4194304 blocks=4 calls=2
@@ -71,18 +72,23 @@ void mcoll__tnbc_trace_add(const struct mcoll_tnbc_site *site, const int *touche
   struct site_rec *r = find(traced, site);
   if (r) {
     r->calls++;
-    return;
+    if (r->ntouched || !ntouched) return;
+    /* (the first call that was read at all: a call whose buffer is overwritten unread
+     * says nothing of the order) */
+    free(r->touched);
+    free(r->done);
+  } else {
+    r = calloc(1, sizeof *r);
+    if (!r) return;
+    r->site = *site;
+    r->calls = 1;
+    r->next = traced;
+    traced = r;
   }
-  r = calloc(1, sizeof *r);
-  if (!r) return;
-  r->site = *site;
-  r->calls = 1;
   r->touched = copy_ints(touched, ntouched);
   r->done = copy_ints(done, ndone);
   r->ntouched = r->touched ? ntouched : 0;
   r->ndone = r->done ? ndone : 0;
-  r->next = traced;
-  traced = r;
 }
 
 static void put_ints(FILE *f, const char *name, const int *v, int n) {
