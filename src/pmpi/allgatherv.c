@@ -146,8 +146,7 @@ static int allgatherv_tnbc(const void *sendbuf, int sendcount, MPI_Datatype send
     rtotal += v[i];
   }
   int mine[2] = {ok, -(rtotal >= (size_t)mcoll__cfg.TNBC_MIN * (size_t)p)}, all[2];
-  /* (mcoll's own: it completes the communicator's calls in flight first) */
-  if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
+  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
     free(v);
     free(iv);
     return 0;

@@ -155,8 +155,7 @@ static int alltoallv_tnbc(const void *sendbuf, const int sendcounts[], const int
   }
   /* {all contiguous, -(some rank is large)}: MPI_MIN of both */
   int mine[2] = {contiguous && v, -(rtotal >= (size_t)mcoll__cfg.TNBC_MIN * (size_t)p)}, all[2];
-  /* (mcoll's own: it completes the communicator's calls in flight first) */
-  if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
+  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
     free(v);
     return 0;
   }

@@ -135,21 +135,24 @@ static struct node_turn *turn_setup(MPI_Comm dup) {
 /* The schedule's order for this call (a named hook: the data path is the same with
  * or without it): 1 if the ranks agree to follow the order file, then recv_order[]
  * holds the sources in the order to receive them, and *turn / *slot when to send.
- * Collective over pc->dup when MCOLL_TNBC_ORDER is set. */
+ * Collective over comm when MCOLL_TNBC_ORDER is set. */
 static int schedule_order(struct mcoll_tnbc_call *call, MPI_Comm comm, struct private_comm *pc,
                           int p, int *recv_order, struct node_turn **turn, uint64_t *slot,
                           int *first) {
   int me, have, all = 0;
   int *agreed = malloc(sizeof *agreed * (size_t)p * 2); /* rank 0's order, positions */
   have = agreed && mcoll__tnbc_call_order(call, comm, recv_order, p);
-  PMPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, pc->dup);
+  /* (mcoll's own collectives on comm, through the node's shared memory: the host's
+   * blocking ones from this thread contend with the progress thread for MPICH's lock,
+   * measured ~20 ms per call at 4 ranks) */
+  mcoll__tnbc_agree(&have, &all, 1, comm);
   if (!all) {
     free(agreed);
     return 0;
   }
   PMPI_Comm_rank(pc->dup, &me);
   memcpy(agreed, recv_order, sizeof *agreed * (size_t)p);
-  PMPI_Bcast(agreed, p, MPI_INT, 0, pc->dup);
+  MPI_Bcast(agreed, p, MPI_INT, 0, comm);
   int *position = agreed + p;
   for (int k = 0; k < p; k++) position[agreed[k]] = k;
   if (!pc->turn) pc->turn = turn_setup(pc->dup);
@@ -246,15 +249,21 @@ static int a2a_task(const void *args) {
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. */
   mcoll__fiber_yield();
-  if (sending) self_block(a, me);
-  int recvs_done = 0, sends_done = 0;
-  while (err == MPI_SUCCESS && !(recvs_done && sends_done)) {
+  /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
+  int ahead = 0;
+  for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];
+  int self_done = 0;
+  int recvs_done = 0, sends_done = 0, released = 0;
+  while (err == MPI_SUCCESS && !(recvs_done && sends_done && self_done)) {
     int n = 0, moved = 0;
     if (!sending &&
         atomic_load_explicit(a->turn->counter, memory_order_acquire) > a->slot) {
       err = post_sends(a, reqs + p, p, me);
-      self_block(a, me); /* (in its place in the order too) */
       sending = moved = 1;
+    }
+    if (!self_done && !ahead) {
+      self_block(a, me);
+      self_done = moved = 1;
     }
     if (!recvs_done && err == MPI_SUCCESS) {
       err = PMPI_Testsome(p, reqs, &n, done, statuses);
@@ -267,17 +276,27 @@ static int a2a_task(const void *args) {
             done[j] = done[j - 1];
             done[j - 1] = t;
           }
-        for (int i = 0; i < n; i++) block_in(a, done[i]);
+        for (int i = 0; i < n; i++) {
+          if (!self_done && l->rank_of[done[i]] > l->rank_of[me]) {
+            self_block(a, me); /* (its place in the read order) */
+            self_done = 1;
+          }
+          block_in(a, done[i]);
+          ahead -= l->rank_of[done[i]] < l->rank_of[me];
+        }
         moved = 1;
       }
     }
     if (sending && !sends_done && err == MPI_SUCCESS) {
       err = PMPI_Testall(p, reqs + p, &sends_done, statuses);
       if (sends_done) {
-        mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2);
         if (a->turn && a->first) atomic_fetch_add_explicit(a->turn->counter, 1, memory_order_release);
         moved = 1;
       }
+    }
+    if (sends_done && self_done && !released) {
+      mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2); /* (the send buffer is the application's again) */
+      released = 1;
     }
     if (!moved) mcoll__fiber_yield();
   }

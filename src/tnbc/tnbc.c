@@ -126,6 +126,8 @@ static int wait_subs(uintptr_t lo, uintptr_t hi) {
         uintptr_t rlo = page_down(lo > call->plo ? lo : call->plo);
         uintptr_t rhi = page_up(hi < call->phi ? hi : call->phi);
         mprotect((void *)rlo, rhi - rlo, PROT_READ | PROT_WRITE);
+        /* all of it (free, munmap): trace_end must not touch pages that may be reused */
+        if (lo <= call->plo && hi >= call->phi) call->phi = call->plo;
       }
     }
     if (hi > call->slo && lo < call->shi) {
@@ -734,14 +736,6 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   call->fn = fn;
   memcpy(call->args, args, args_bytes);
   if (mcoll__tnbc_tracing) site_fill(call, comm);
-  /* Traced: the call runs to its end unprotected, then its pages are protected to
-   * record the first touches (trace_protect). */
-  uintptr_t trace_lo = 0, trace_hi = 0;
-  if (mcoll__tnbc_tracing && call->own_target && call->plo < call->phi) {
-    trace_lo = call->plo;
-    trace_hi = call->phi;
-    call->plo = call->phi = 0;
-  }
   pthread_mutex_lock(&settle_lock);
   atomic_store_explicit(&call->state, CALL_POSTED, memory_order_release);
   atomic_fetch_add(&mcoll__tnbc_unsettled, 1);
@@ -771,16 +765,27 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     mcoll__progress();
     sched_yield();
   }
-  if (waits || err != MPI_SUCCESS) {
+  /* Traced: the call runs to its end (the task publishes as usual), then its pages
+   * are protected again to record the first touches (trace_protect). */
+  uintptr_t trace_lo = call->plo, trace_hi = call->phi;
+  int traced = !waits && err == MPI_SUCCESS && mcoll__tnbc_tracing && trace_lo < trace_hi;
+  if (waits || err != MPI_SUCCESS || traced) {
     int task_err = settle_one(call);
     if (err == MPI_SUCCESS) err = task_err;
     call->own_target = 0; /* (settle_one gave the bounce buffer back) */
-    if (err != MPI_SUCCESS || trace_lo >= trace_hi || !trace_protect(call, trace_lo, trace_hi)) {
+    if (!traced || err != MPI_SUCCESS || !trace_protect(call, trace_lo, trace_hi)) {
       atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
       atomic_fetch_sub(&mcoll__tnbc_unsettled, 1);
     }
   }
   pthread_mutex_unlock(&settle_lock);
+  return err;
+}
+
+int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm) {
+  struct mcoll_tnbc_caller caller = mcoll__tnbc_caller;
+  int err = MPI_Allreduce(mine, all, n, MPI_INT, MPI_MIN, comm);
+  mcoll__tnbc_caller = caller;
   return err;
 }
 

@@ -65,6 +65,11 @@ extern MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
 #define MCOLL_TNBC_ENTER(name)                                                                     \
   (mcoll__tnbc_caller.ret = __builtin_return_address(0), mcoll__tnbc_caller.coll = (name), 1)
 
+/* The MPI_MIN of n ints over comm's ranks by mcoll's own allreduce (it completes the
+ * communicator's calls in flight first), for the T-NBC paths' agreements: keeps the
+ * caller's site (the allreduce is a T-NBC entry too). */
+int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm);
+
 /* One call in flight. */
 struct mcoll_tnbc_call;
 

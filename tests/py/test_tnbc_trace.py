@@ -111,3 +111,25 @@ def test_order_sets_completion_order(flavour, np, tmp_path):
                 assert done == order, (order_file.name, r, f)
     # and with the order alone (no trace: the calls return early)
     assert run_order_case(flavour, np, {"MCOLL_TNBC_ORDER": str(rotated)}) == reference
+
+
+TRACED_CASES = ["touch", "late", "free", "realloc", "munmap", "next", "read", "thread", "handler",
+                "fork", "exit", "alltoallv", "allgatherv", "colls"]
+
+
+@pytest.mark.parametrize("flavour,case", [pytest.param(f, c, marks=flavour_marks(f), id=f"{f}-{c}")
+                                          for f in mpijob.FLAVOURS for c in TRACED_CASES])
+def test_hazards_while_tracing(flavour, case, tmp_path):
+    """Under MCOLL_TNBC_TRACE the pages stay protected after the data is in: every
+    hazard of test_tnbc.c must still see the received data (interposed calls release
+    the pages, the handler records and unprotects), and each rank writes its file."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    prefix = tmp_path / "trace"
+    result = run_job(mpiexec_argv(flavour, 2, program, [case]),
+                     dict(ON, MCOLL_TNBC_TRACE=str(prefix)), JOB_TIMEOUT)
+    if result.returncode != 0 or f"test_tnbc: passed ({case})" not in result.stdout:
+        pytest.fail(f"test_tnbc {case} failed while tracing\n{result.describe()}")
+    for r in range(2):
+        text = (tmp_path / f"trace.{r}").read_text()
+        assert text.startswith("# mcoll T-NBC trace"), text
+        assert "site=mcoll-test-tnbc+0x" in text, text
