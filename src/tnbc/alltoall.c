@@ -142,9 +142,8 @@ static int schedule_order(struct mcoll_tnbc_call *call, MPI_Comm comm, struct pr
   int me, have, all = 0;
   int *agreed = malloc(sizeof *agreed * (size_t)p * 2); /* rank 0's order, positions */
   have = agreed && mcoll__tnbc_call_order(call, comm, recv_order, p);
-  /* (mcoll's own collectives on comm, through the node's shared memory: the host's
-   * blocking ones from this thread contend with the progress thread for MPICH's lock,
-   * measured ~20 ms per call at 4 ranks) */
+  /* (mcoll's own collectives on comm, through the node's shared memory, rather than
+   * the host's blocking ones beside the progress thread; no difference measured) */
   mcoll__tnbc_agree(&have, &all, 1, comm);
   if (!all) {
     free(agreed);
