@@ -53,6 +53,8 @@
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
   X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
+  X(TNBC_TRACE, STR, "", "T-NBC: record the first-touch order of received blocks per call site into <file>.<world rank> at exit (calls then complete before they return)") \
+  X(TNBC_ORDER, STR, "", "T-NBC alltoall(v): send and receive blocks in the order of a trace file (<file>.<world rank>, else <file>), one rank of a node at a time") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
 /* Each parameter's index (MCOLL_PARAM_<name>), for the rules' parameter overrides and

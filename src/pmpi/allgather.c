@@ -40,7 +40,7 @@ MCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype 
                                void *recvbuf, int recvcount, MPI_Datatype recvtype,
                                MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active &&
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("allgather") &&
       allgather_tnbc(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &err))
     return err;
   return allgather_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);

@@ -20,7 +20,8 @@ static int allreduce_tnbc(const void *sendbuf, void *recvbuf, int count, MPI_Dat
 MCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                                MPI_Op op, MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active && allreduce_tnbc(sendbuf, recvbuf, count, type, op, comm, &err))
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("allreduce") &&
+      allreduce_tnbc(sendbuf, recvbuf, count, type, op, comm, &err))
     return err;
   return allreduce_run(sendbuf, recvbuf, count, type, op, comm);
 }

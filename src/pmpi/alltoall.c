@@ -44,7 +44,7 @@ MCOLL_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype s
                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
                               MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active &&
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("alltoall") &&
       alltoall_tnbc(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &err))
     return err;
   return alltoall_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);

@@ -49,8 +49,9 @@ MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
                                MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active && alltoallv_tnbc(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                           recvcounts, rdispls, recvtype, comm, &err))
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("alltoallv") &&
+      alltoallv_tnbc(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                     recvtype, comm, &err))
     return err;
   return alltoallv_run(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                        recvtype, comm);
@@ -154,8 +155,7 @@ static int alltoallv_tnbc(const void *sendbuf, const int sendcounts[], const int
   }
   /* {all contiguous, -(some rank is large)}: MPI_MIN of both */
   int mine[2] = {contiguous && v, -(rtotal >= (size_t)mcoll__cfg.TNBC_MIN * (size_t)p)}, all[2];
-  /* (mcoll's own: it completes the communicator's calls in flight first) */
-  if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
+  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
     free(v);
     return 0;
   }

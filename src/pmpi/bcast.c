@@ -28,7 +28,9 @@ static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Com
 
 MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   int err;
-  if (mcoll__tnbc_active && bcast_tnbc(buf, count, type, root, comm, &err)) return err;
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("bcast") &&
+      bcast_tnbc(buf, count, type, root, comm, &err))
+    return err;
   return bcast_run(buf, count, type, root, comm);
 }
 

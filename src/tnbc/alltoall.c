@@ -3,47 +3,175 @@
  * so that a program reading block 0 first waits for block 0 only (the seed's
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
+#include <fcntl.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/fiber.h"
 #include "tnbc/tnbc.h"
+#include "tnbc/tnbc_internal.h"
 
 enum { TAG_TNBC_A2A = 4242 };
 
-/* The private duplicate, kept as an attribute of comm (freed with it). */
+/* The private duplicate, kept as an attribute of comm (freed with it), and the node's
+ * turn counter once an ordered call needed it. */
+struct private_comm {
+  MPI_Comm dup;
+  struct node_turn *turn;
+};
 static int dup_keyval = MPI_KEYVAL_INVALID;
+
+static void turn_free(struct node_turn *turn);
 
 static int free_dup(MPI_Comm comm, int keyval, void *value, void *extra) {
   (void)comm, (void)keyval, (void)extra;
-  MPI_Comm *dup = value;
-  PMPI_Comm_free(dup);
-  free(dup);
+  struct private_comm *pc = value;
+  PMPI_Comm_free(&pc->dup);
+  turn_free(pc->turn);
+  free(pc);
   return MPI_SUCCESS;
 }
 
-static MPI_Comm private_comm(MPI_Comm comm) {
+static struct private_comm *private_comm(MPI_Comm comm) {
   if (dup_keyval == MPI_KEYVAL_INVALID &&
       PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_dup, &dup_keyval, NULL) != MPI_SUCCESS)
-    return MPI_COMM_NULL;
-  MPI_Comm *dup = NULL;
+    return NULL;
+  struct private_comm *pc = NULL;
   int found = 0;
-  PMPI_Comm_get_attr(comm, dup_keyval, &dup, &found);
-  if (found) return *dup;
-  dup = malloc(sizeof *dup);
-  if (!dup || PMPI_Comm_dup(comm, dup) != MPI_SUCCESS) {
-    free(dup);
-    return MPI_COMM_NULL;
+  PMPI_Comm_get_attr(comm, dup_keyval, &pc, &found);
+  if (found) return pc;
+  pc = calloc(1, sizeof *pc);
+  if (!pc || PMPI_Comm_dup(comm, &pc->dup) != MPI_SUCCESS) {
+    free(pc);
+    return NULL;
   }
-  PMPI_Comm_set_attr(comm, dup_keyval, dup);
-  return *dup;
+  PMPI_Comm_set_attr(comm, dup_keyval, pc);
+  return pc;
 }
 
-/* Byte counts and displacements of both sides (one allocation, freed by the task). */
+/* ---- priorities (MCOLL_TNBC_ORDER) ----------------------------------------------------
+ * The seed's node-level coordination (its figure 4): where every rank reads its
+ * received blocks in one order (SPMD programs; the order of rank 0's trace is taken
+ * for all), the node's rank whose block is read first sends all its blocks alone on
+ * the node's links; the node's other ranks start theirs when it is done, all at once
+ * (lower priorities share the links as before). So every rank gets the block it
+ * reads first after one rank's sends instead of at the end of the whole exchange.
+ * Meanwhile the others only receive: their receives are posted first, in their own
+ * trace's order, and tested while they wait, so no rank waits on another without
+ * progressing. (Handing the links over rank by rank in the whole order was tried
+ * first: on this oversubscribed 2-core machine each hand-over costs a scheduler
+ * wake-up, and MPICH at 4 ranks was 1.4-3x slower; see bench/results/20261123-2052-tnbc-order.)
+ *
+ * The hand-over is a counter in a page shared by the node's ranks (a memfd of the
+ * node's first rank, mapped by the others through /proc/<pid>/fd: no name in
+ * /dev/shm, so nothing outlives the job). Ordered call g on the communicator: the
+ * counter is g until the node's first sender's sends are complete, then g + 1. */
+struct node_turn {
+  _Atomic uint64_t *counter;
+  int local_size;
+  int *members;  /* ranks of dup on this node */
+  uint64_t gen;  /* ordered calls so far (the counter before this one's hand-over) */
+};
+
+static void turn_free(struct node_turn *turn) {
+  if (!turn) return;
+  if (turn->counter) munmap((void *)turn->counter, 4096);
+  free(turn->members);
+  free(turn);
+}
+
+/* Collective over dup: the node's shared counter, or NULL on every rank of a node
+ * where some rank could not map it. */
+static struct node_turn *turn_setup(MPI_Comm dup) {
+  MPI_Comm node;
+  int me, local_rank, local_size;
+  if (PMPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return NULL;
+  PMPI_Comm_rank(dup, &me);
+  PMPI_Comm_rank(node, &local_rank);
+  PMPI_Comm_size(node, &local_size);
+  struct node_turn *turn = calloc(1, sizeof *turn);
+  int *members = malloc(sizeof *members * (size_t)local_size);
+  int fd = -1, where[2] = {(int)getpid(), -1};
+  if (local_rank == 0) {
+    fd = (int)syscall(SYS_memfd_create, "mcoll-tnbc-turn", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, 4096) != 0) {
+      close(fd);
+      fd = -1;
+    }
+    where[1] = fd;
+  }
+  PMPI_Bcast(where, 2, MPI_INT, 0, node);
+  if (local_rank != 0 && where[1] >= 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", where[0], where[1]);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+  }
+  void *page = fd >= 0 ? mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  int ok = turn && members && page != MAP_FAILED, all = 0;
+  PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node); /* (also: everyone has opened fd) */
+  if (fd >= 0) close(fd);
+  if (all) PMPI_Allgather(&me, 1, MPI_INT, members, 1, MPI_INT, node);
+  PMPI_Comm_free(&node);
+  if (!all) {
+    if (page != MAP_FAILED) munmap(page, 4096);
+    free(members);
+    free(turn);
+    return NULL;
+  }
+  turn->counter = page;
+  turn->local_size = local_size;
+  turn->members = members;
+  return turn;
+}
+
+/* The schedule's order for this call (a named hook: the data path is the same with
+ * or without it): 1 if the ranks agree to follow the order file, then recv_order[]
+ * holds the sources in the order to receive them, and *turn / *slot when to send.
+ * Collective over comm when MCOLL_TNBC_ORDER is set. */
+static int schedule_order(struct mcoll_tnbc_call *call, MPI_Comm comm, struct private_comm *pc,
+                          int p, int *recv_order, struct node_turn **turn, uint64_t *slot,
+                          int *first) {
+  int me, have, all = 0;
+  int *agreed = malloc(sizeof *agreed * (size_t)p * 2); /* rank 0's order, positions */
+  have = agreed && mcoll__tnbc_call_order(call, comm, recv_order, p);
+  /* (mcoll's own collectives on comm, through the node's shared memory, rather than
+   * the host's blocking ones beside the progress thread; no difference measured) */
+  mcoll__tnbc_agree(&have, &all, 1, comm);
+  if (!all) {
+    free(agreed);
+    return 0;
+  }
+  PMPI_Comm_rank(pc->dup, &me);
+  memcpy(agreed, recv_order, sizeof *agreed * (size_t)p);
+  MPI_Bcast(agreed, p, MPI_INT, 0, comm);
+  int *position = agreed + p;
+  for (int k = 0; k < p; k++) position[agreed[k]] = k;
+  if (!pc->turn) pc->turn = turn_setup(pc->dup);
+  *turn = pc->turn;
+  if (*turn) {
+    int ahead = 0;
+    for (int i = 0; i < (*turn)->local_size; i++) ahead += position[(*turn)->members[i]] < position[me];
+    *first = ahead == 0;
+    *slot = (*turn)->gen++;
+  }
+  free(agreed);
+  return 1;
+}
+
+/* Byte counts and displacements of both sides, and the order of receives (one
+ * allocation, freed by the task). */
 struct a2a_layout {
   size_t *scount, *sdispl, *rcount, *rdispl;
+  int *order; /* sources, first-read first */
+  int *rank_of; /* position in order of each source */
 };
 
 struct a2a_args {
@@ -53,6 +181,9 @@ struct a2a_args {
   char *recv;
   struct a2a_layout *lay;
   MPI_Comm pcomm;
+  struct node_turn *turn; /* ordered: the node's first sender goes alone */
+  uint64_t slot;          /* the counter until it is done */
+  int first;              /* this rank is it */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -67,6 +198,25 @@ static void block_in(const struct a2a_args *a, int src) {
     memcpy(at + len - edge, a->edges + (size_t)src * 2 * E + 2 * E - edge, edge);
   }
   mcoll__tnbc_publish(a->call, l->rdispl[src], l->rcount[src]);
+  mcoll__tnbc_block_done(a->call, src);
+}
+
+static int post_sends(const struct a2a_args *a, MPI_Request *sreqs, int p, int me) {
+  const struct a2a_layout *l = a->lay;
+  int err = MPI_SUCCESS;
+  for (int k = 1; k < p && err == MPI_SUCCESS; k++) {
+    int dst = (me + k) % p;
+    if (l->scount[dst])
+      err = PMPI_Isend(a->send + l->sdispl[dst], (int)l->scount[dst], MPI_BYTE, dst, TAG_TNBC_A2A,
+                       a->pcomm, &sreqs[dst]);
+  }
+  return err;
+}
+
+static void self_block(const struct a2a_args *a, int me) {
+  const struct a2a_layout *l = a->lay;
+  memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
+  block_in(a, me);
 }
 
 static int a2a_task(const void *args) {
@@ -85,35 +235,70 @@ static int a2a_task(const void *args) {
     goto out;
   }
   for (int i = 0; i < 2 * p; i++) reqs[i] = MPI_REQUEST_NULL;
-  /* receives in address order: the order programs read their blocks in */
-  for (int src = 0; src < p && err == MPI_SUCCESS; src++)
+  /* receives in the order programs read their blocks in: the order file's, else
+   * address order (programs mostly read block 0 first) */
+  for (int k = 0; k < p && err == MPI_SUCCESS; k++) {
+    int src = l->order[k];
     if (src != me && l->rcount[src])
       err = PMPI_Irecv(a->recv + l->rdispl[src], (int)l->rcount[src], MPI_BYTE, src, TAG_TNBC_A2A,
                        a->pcomm, &reqs[src]);
-  for (int k = 1; k < p && err == MPI_SUCCESS; k++) {
-    int dst = (me + k) % p;
-    if (l->scount[dst])
-      err = PMPI_Isend(a->send + l->sdispl[dst], (int)l->scount[dst], MPI_BYTE, dst, TAG_TNBC_A2A,
-                       a->pcomm, &reqs[p + dst]);
   }
+  int sending = !a->turn || a->first; /* (the others when the first is done) */
+  if (sending && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. */
   mcoll__fiber_yield();
-  memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
-  block_in(a, me);
-  for (;;) {
-    int n = 0;
-    if (err != MPI_SUCCESS) break;
-    err = PMPI_Testsome(p, reqs, &n, done, statuses);
-    if (err != MPI_SUCCESS || n == MPI_UNDEFINED) break;
-    for (int i = 0; i < n; i++) block_in(a, done[i]);
-    if (!n) mcoll__fiber_yield();
+  /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
+  int ahead = 0;
+  for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];
+  int self_done = 0;
+  int recvs_done = 0, sends_done = 0, released = 0;
+  while (err == MPI_SUCCESS && !(recvs_done && sends_done && self_done)) {
+    int n = 0, moved = 0;
+    if (!sending &&
+        atomic_load_explicit(a->turn->counter, memory_order_acquire) > a->slot) {
+      err = post_sends(a, reqs + p, p, me);
+      sending = moved = 1;
+    }
+    if (!self_done && !ahead) {
+      self_block(a, me);
+      self_done = moved = 1;
+    }
+    if (!recvs_done && err == MPI_SUCCESS) {
+      err = PMPI_Testsome(p, reqs, &n, done, statuses);
+      if (n == MPI_UNDEFINED) recvs_done = 1;
+      else if (n > 0) {
+        /* (several at once: published in read order) */
+        for (int i = 1; i < n; i++)
+          for (int j = i; j > 0 && l->rank_of[done[j - 1]] > l->rank_of[done[j]]; j--) {
+            int t = done[j];
+            done[j] = done[j - 1];
+            done[j - 1] = t;
+          }
+        for (int i = 0; i < n; i++) {
+          if (!self_done && l->rank_of[done[i]] > l->rank_of[me]) {
+            self_block(a, me); /* (its place in the read order) */
+            self_done = 1;
+          }
+          block_in(a, done[i]);
+          ahead -= l->rank_of[done[i]] < l->rank_of[me];
+        }
+        moved = 1;
+      }
+    }
+    if (sending && !sends_done && err == MPI_SUCCESS) {
+      err = PMPI_Testall(p, reqs + p, &sends_done, statuses);
+      if (sends_done) {
+        if (a->turn && a->first) atomic_fetch_add_explicit(a->turn->counter, 1, memory_order_release);
+        moved = 1;
+      }
+    }
+    if (sends_done && self_done && !released) {
+      mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2); /* (the send buffer is the application's again) */
+      released = 1;
+    }
+    if (!moved) mcoll__fiber_yield();
   }
-  for (int all = 0; !all && err == MPI_SUCCESS;) {
-    err = PMPI_Testall(p, reqs + p, &all, statuses);
-    if (!all) mcoll__fiber_yield();
-  }
-  if (err == MPI_SUCCESS) mcoll__tnbc_sent(a->call, 0, SIZE_MAX / 2);
 out:
   free(reqs);
   free(done);
@@ -125,9 +310,9 @@ out:
 static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, int p,
                 const size_t *scount, const size_t *sdispl, const size_t *rcount,
                 const size_t *rdispl, const char *edges) {
-  MPI_Comm pcomm = private_comm(comm);
-  struct a2a_layout *lay = malloc(sizeof *lay + 4 * sizeof(size_t) * (size_t)p);
-  if (pcomm == MPI_COMM_NULL || !lay) {
+  struct private_comm *pc = private_comm(comm);
+  struct a2a_layout *lay = malloc(sizeof *lay + (4 * sizeof(size_t) + 2 * sizeof(int)) * (size_t)p);
+  if (!pc || !lay) {
     free(lay);
     return MPI_ERR_INTERN;
   }
@@ -135,11 +320,17 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   lay->sdispl = lay->scount + p;
   lay->rcount = lay->sdispl + p;
   lay->rdispl = lay->rcount + p;
+  lay->order = (int *)(lay->rdispl + p);
+  lay->rank_of = lay->order + p;
   memcpy(lay->scount, scount, sizeof(size_t) * (size_t)p);
   memcpy(lay->sdispl, sdispl, sizeof(size_t) * (size_t)p);
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
-  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pcomm};
+  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0};
+  if (!mcoll__tnbc_ordering ||
+      !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
+    for (int k = 0; k < p; k++) lay->order[k] = k;
+  for (int k = 0; k < p; k++) lay->rank_of[lay->order[k]] = k;
   return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
 }
 

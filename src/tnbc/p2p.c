@@ -6,64 +6,37 @@
 #include "mcoll.h"
 #include "tnbc/tnbc.h"
 
-#define SETTLED(call)                                                                              \
-  do {                                                                                             \
+/* MPI_<name>(params): settles, then PMPI_<name>(args). */
+#define SETTLED(name, params, args)                                                                \
+  MCOLL_EXPORT int MPI_##name params {                                                             \
     mcoll__tnbc_settle_pending();                                                                  \
-    return call;                                                                                   \
-  } while (0)
+    return PMPI_##name args;                                                                       \
+  }
 
-MCOLL_EXPORT int MPI_Isend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                           MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Isend(buf, count, type, dest, tag, comm, req));
-}
+/* The shapes the calls below share. */
+#define SEND_PARAMS                                                                                \
+  (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+#define SEND_ARGS (buf, count, type, dest, tag, comm)
+#define ISEND_PARAMS                                                                               \
+  (const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,              \
+   MPI_Request *req)
+#define ISEND_ARGS (buf, count, type, dest, tag, comm, req)
+#define IRECV_PARAMS                                                                               \
+  (void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *req)
+#define IRECV_ARGS (buf, count, type, source, tag, comm, req)
 
-MCOLL_EXPORT int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                            MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Issend(buf, count, type, dest, tag, comm, req));
-}
-
-MCOLL_EXPORT int MPI_Irsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                            MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Irsend(buf, count, type, dest, tag, comm, req));
-}
-
-MCOLL_EXPORT int MPI_Ibsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                            MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Ibsend(buf, count, type, dest, tag, comm, req));
-}
-
-MCOLL_EXPORT int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag,
-                           MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Irecv(buf, count, type, source, tag, comm, req));
-}
-
-MCOLL_EXPORT int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
-                            MPI_Request *req) {
-  SETTLED(PMPI_Imrecv(buf, count, type, message, req));
-}
-
-MCOLL_EXPORT int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                           MPI_Comm comm) {
-  SETTLED(PMPI_Bsend(buf, count, type, dest, tag, comm));
-}
-
-MCOLL_EXPORT int MPI_Rsend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                           MPI_Comm comm) {
-  SETTLED(PMPI_Rsend(buf, count, type, dest, tag, comm));
-}
-
-MCOLL_EXPORT int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest,
-                                      int sendtag, int source, int recvtag, MPI_Comm comm,
-                                      MPI_Status *status) {
-  SETTLED(PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status));
-}
-
-MCOLL_EXPORT int MPI_Send_init(const void *buf, int count, MPI_Datatype type, int dest, int tag,
-                               MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Send_init(buf, count, type, dest, tag, comm, req));
-}
-
-MCOLL_EXPORT int MPI_Recv_init(void *buf, int count, MPI_Datatype type, int source, int tag,
-                               MPI_Comm comm, MPI_Request *req) {
-  SETTLED(PMPI_Recv_init(buf, count, type, source, tag, comm, req));
-}
+SETTLED(Isend, ISEND_PARAMS, ISEND_ARGS)
+SETTLED(Issend, ISEND_PARAMS, ISEND_ARGS)
+SETTLED(Irsend, ISEND_PARAMS, ISEND_ARGS)
+SETTLED(Ibsend, ISEND_PARAMS, ISEND_ARGS)
+SETTLED(Send_init, ISEND_PARAMS, ISEND_ARGS)
+SETTLED(Bsend, SEND_PARAMS, SEND_ARGS)
+SETTLED(Rsend, SEND_PARAMS, SEND_ARGS)
+SETTLED(Irecv, IRECV_PARAMS, IRECV_ARGS)
+SETTLED(Recv_init, IRECV_PARAMS, IRECV_ARGS)
+SETTLED(Imrecv, (void *buf, int count, MPI_Datatype type, MPI_Message *message, MPI_Request *req),
+        (buf, count, type, message, req))
+SETTLED(Sendrecv_replace,
+        (void *buf, int count, MPI_Datatype type, int dest, int sendtag, int source, int recvtag,
+         MPI_Comm comm, MPI_Status *status),
+        (buf, count, type, dest, sendtag, source, recvtag, comm, status))

@@ -25,6 +25,7 @@
 #include "tnbc/tnbc_internal.h"
 
 int mcoll__tnbc_active;
+MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
 atomic_int mcoll__tnbc_unsettled;
 
 /* Sub-messages per call: more blocks than this are grouped (the handler's table is a
@@ -37,6 +38,8 @@ enum { CALL_FREE, CALL_BUILDING, CALL_POSTED };
 struct sub {
   uintptr_t lo, hi;       /* protected bytes of the user's buffer */
   _Atomic uint32_t done;  /* futex word: 1 once written and unprotected */
+  int index;              /* the block it is (the source of an alltoall(v)) */
+  _Atomic int touched;    /* traced: its first touch is recorded */
 };
 
 struct mcoll_tnbc_call {
@@ -60,6 +63,13 @@ struct mcoll_tnbc_call {
   uintptr_t slo, shi;
   int nssubs;
   struct sub ssubs[MAX_SUBS];
+  /* MCOLL_TNBC_TRACE/ORDER: the call site; traced (the data is in, the pages stay
+   * protected to record first touches), touched and completed blocks in order. */
+  int nblocks;
+  int site_set, tracing;
+  struct mcoll_tnbc_site site;
+  _Atomic int ntouched, ndone;
+  int touched[MAX_SUBS], done_order[MAX_SUBS];
 };
 
 static struct mcoll_tnbc_call calls[MAX_CALLS];
@@ -112,6 +122,13 @@ static int wait_subs(uintptr_t lo, uintptr_t hi) {
     if (hi > call->plo && lo < call->phi) {
       found = 1;
       wait_done(call->subs, call->nsubs, lo, hi);
+      if (call->tracing) { /* (the data is in, only protected: a system call may use it) */
+        uintptr_t rlo = page_down(lo > call->plo ? lo : call->plo);
+        uintptr_t rhi = page_up(hi < call->phi ? hi : call->phi);
+        mprotect((void *)rlo, rhi - rlo, PROT_READ | PROT_WRITE);
+        /* all of it (free, munmap): trace_end must not touch pages that may be reused */
+        if (lo <= call->plo && hi >= call->phi) call->phi = call->plo;
+      }
     }
     if (hi > call->slo && lo < call->shi) {
       found = 1;
@@ -132,12 +149,68 @@ int mcoll__tnbc_wait_range(uintptr_t lo, size_t len) {
 
 void mcoll__tnbc_wait_all(void) { mcoll__tnbc_wait_range(0, SIZE_MAX); }
 
+/* ---- trace (MCOLL_TNBC_TRACE) ------------------------------------------------------ */
+/* Sub-message i of a traced call is touched: recorded once (lock-free: the handler
+ * of any thread), and its pages that it shares with no other sub-message readable
+ * (a shared page stays protected until it is touched itself). */
+static void trace_touch(struct mcoll_tnbc_call *call, int i) {
+  struct sub *s = &call->subs[i];
+  if (atomic_exchange_explicit(&s->touched, 1, memory_order_acq_rel)) return;
+  int k = atomic_fetch_add_explicit(&call->ntouched, 1, memory_order_relaxed);
+  if (k < MAX_SUBS) call->touched[k] = s->index;
+  uintptr_t lo = page_up(s->lo), hi = page_down(s->hi);
+  if (lo < hi) mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+}
+
+/* A fault at a in a traced call's pages: 1 once recorded and readable. */
+static int trace_fault(uintptr_t a) {
+  for (int c = 0; c < MAX_CALLS; c++) {
+    struct mcoll_tnbc_call *call = &calls[c];
+    if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED ||
+        !call->tracing || a < call->plo || a >= call->phi)
+      continue;
+    int i = first_sub_after(call, a);
+    if (i < call->nsubs && call->subs[i].lo <= a) trace_touch(call, i);
+    mprotect((void *)page_down(a), page_size, PROT_READ | PROT_WRITE);
+    return 1;
+  }
+  return 0;
+}
+
+/* Protects a traced call's buffer, whose data is in: 1 if done. */
+static int trace_protect(struct mcoll_tnbc_call *call, uintptr_t plo, uintptr_t phi) {
+  for (int i = 0; i < call->nsubs; i++) {
+    atomic_store_explicit(&call->subs[i].done, 1, memory_order_relaxed);
+    atomic_store_explicit(&call->subs[i].touched, 0, memory_order_relaxed);
+  }
+  if (mprotect((void *)plo, phi - plo, PROT_NONE) != 0) return 0;
+  call->plo = plo;
+  call->phi = phi;
+  call->tracing = 1;
+  return 1;
+}
+
+/* The traced call settles: readable again, its orders into the trace. */
+static void trace_end(struct mcoll_tnbc_call *call) {
+  mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
+  call->tracing = 0;
+  int nt = atomic_load(&call->ntouched), nd = atomic_load(&call->ndone);
+  mcoll__tnbc_trace_add(&call->site, call->touched, nt < MAX_SUBS ? nt : MAX_SUBS, call->done_order,
+                        nd < MAX_SUBS ? nd : MAX_SUBS);
+  call->plo = call->phi = 0;
+}
+
 /* SIGSEGV: a protected page waits for its sub-messages, then is readable (the writer
  * unprotects it too; doing it here as well spares a second fault when the writer is
  * still between pages). Anything else goes to the handler before ours. */
 static void on_segv(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
+  if (!mcoll__fiber_self() && trace_fault(a)) {
+    atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
+    errno = saved;
+    return;
+  }
   if (!mcoll__fiber_self() && wait_subs(page, page + page_size)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
@@ -180,6 +253,7 @@ static void before_fork(void) { mcoll__tnbc_wait_all(); }
 void mcoll__tnbc_start(int rank) {
   mcoll__config_load();
   if (!mcoll__cfg.TNBC || mcoll__cfg.DISABLE) return;
+  mcoll__tnbc_trace_start(rank);
   const char *why = NULL;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   why = "a sanitizer build (its runtime interposes free, read, ... before mcoll)";
@@ -216,6 +290,7 @@ void mcoll__tnbc_start(int rank) {
 void mcoll__tnbc_stop(void) {
   if (!mcoll__tnbc_active) return;
   mcoll__tnbc_settle();
+  mcoll__tnbc_trace_stop();
   mcoll__tnbc_active = 0;
   /* The application's handler again (it may have set one since: kept in app_segv). */
   mcoll__tnbc_handler_installed = 0;
@@ -358,6 +433,7 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
     if (sub < page_size) sub = page_size;
     size_t n = (bytes + sub - 1) / sub;
     if (n > MAX_SUBS) sub *= (n + MAX_SUBS - 1) / MAX_SUBS;
+    call->nblocks = (int)((bytes + sub - 1) / sub);
     /* Sub-messages clipped to the protected pages, in address order. */
     for (uintptr_t lo = call->user; lo < call->user + bytes; lo += sub) {
       uintptr_t slo = lo < call->plo ? call->plo : lo;
@@ -367,6 +443,7 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin(void *recvbuf, size_t bytes, size_t su
       struct sub *s = &call->subs[call->nsubs++];
       s->lo = slo;
       s->hi = shi;
+      s->index = (int)((lo - call->user) / sub);
       atomic_store_explicit(&s->done, 0, memory_order_relaxed);
     }
   }
@@ -382,6 +459,7 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, in
                                                  const size_t *off, const size_t *len,
                                                  void *target) {
   struct mcoll_tnbc_call *call = call_new(recvbuf, bytes, target);
+  call->nblocks = n;
   if (!call->own_target) return call;
   int *order = malloc(sizeof *order * (size_t)(n ? n : 1));
   if (!order) abort();
@@ -405,6 +483,7 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, in
     struct sub *s = &call->subs[call->nsubs++];
     s->lo = slo;
     s->hi = shi;
+    s->index = order[k];
     atomic_store_explicit(&s->done, 0, memory_order_relaxed);
   }
   free(order);
@@ -435,6 +514,18 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
   call->slo = call->shi = 0;
   call->nssubs = 0;
   atomic_store(&call->edge_left, 0);
+  call->nblocks = 1;
+  call->tracing = 0;
+  atomic_store(&call->ntouched, 0);
+  atomic_store(&call->ndone, 0);
+  call->site_set = 0;
+  if (mcoll__tnbc_tracing || mcoll__tnbc_ordering) {
+    mcoll__tnbc_site_key(mcoll__tnbc_caller.ret, call->site.key, sizeof call->site.key);
+    snprintf(call->site.coll, sizeof call->site.coll, "%s",
+             mcoll__tnbc_caller.coll ? mcoll__tnbc_caller.coll : "?");
+  }
+  mcoll__tnbc_caller.ret = NULL;
+  mcoll__tnbc_caller.coll = NULL;
   if (call->own_target) {
     call->plo = page_up(call->user);
     call->phi = page_down(call->user + bytes);
@@ -512,6 +603,27 @@ void mcoll__tnbc_own(struct mcoll_tnbc_call *call, void *mem, size_t bytes) {
   }
 }
 
+/* The rest of the call's site, once its communicator is known. */
+static void site_fill(struct mcoll_tnbc_call *call, MPI_Comm comm) {
+  if (call->site_set) return;
+  call->site_set = 1;
+  PMPI_Comm_size(comm, &call->site.size);
+  PMPI_Comm_rank(comm, &call->site.rank);
+  call->site.count = call->bytes;
+  call->site.nblocks = call->nblocks;
+}
+
+void mcoll__tnbc_block_done(struct mcoll_tnbc_call *call, int index) {
+  int k = atomic_fetch_add_explicit(&call->ndone, 1, memory_order_relaxed);
+  if (k < MAX_SUBS) call->done_order[k] = index;
+}
+
+int mcoll__tnbc_call_order(struct mcoll_tnbc_call *call, MPI_Comm comm, int *order, int n) {
+  if (!mcoll__tnbc_ordering) return 0;
+  site_fill(call, comm);
+  return mcoll__tnbc_order_find(&call->site, order, n);
+}
+
 /* Writes src into the user's (protected) memory at dst. */
 static void write_protected(uintptr_t dst, const char *src, size_t len) {
   while (len) {
@@ -577,6 +689,7 @@ static int call_task(const void *args) {
 /* Waits for call's task and frees what it held; returns the task's error. */
 static int settle_one(struct mcoll_tnbc_call *call) {
   int err = MPI_SUCCESS;
+  if (call->tracing) trace_end(call);
   if (call->req != MPI_REQUEST_NULL) {
     for (;;) {
       int done = 0;
@@ -622,6 +735,7 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
                          const void *args, size_t args_bytes, int start_here) {
   call->fn = fn;
   memcpy(call->args, args, args_bytes);
+  if (mcoll__tnbc_tracing) site_fill(call, comm);
   pthread_mutex_lock(&settle_lock);
   atomic_store_explicit(&call->state, CALL_POSTED, memory_order_release);
   atomic_fetch_add(&mcoll__tnbc_unsettled, 1);
@@ -651,13 +765,27 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     mcoll__progress();
     sched_yield();
   }
-  if (waits || err != MPI_SUCCESS) {
+  /* Traced: the call runs to its end (the task publishes as usual), then its pages
+   * are protected again to record the first touches (trace_protect). */
+  uintptr_t trace_lo = call->plo, trace_hi = call->phi;
+  int traced = !waits && err == MPI_SUCCESS && mcoll__tnbc_tracing && trace_lo < trace_hi;
+  if (waits || err != MPI_SUCCESS || traced) {
     int task_err = settle_one(call);
     if (err == MPI_SUCCESS) err = task_err;
-    atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
-    atomic_fetch_sub(&mcoll__tnbc_unsettled, 1);
+    call->own_target = 0; /* (settle_one gave the bounce buffer back) */
+    if (!traced || err != MPI_SUCCESS || !trace_protect(call, trace_lo, trace_hi)) {
+      atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
+      atomic_fetch_sub(&mcoll__tnbc_unsettled, 1);
+    }
   }
   pthread_mutex_unlock(&settle_lock);
+  return err;
+}
+
+int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm) {
+  struct mcoll_tnbc_caller caller = mcoll__tnbc_caller;
+  int err = MPI_Allreduce(mine, all, n, MPI_INT, MPI_MIN, comm);
+  mcoll__tnbc_caller = caller;
   return err;
 }
 

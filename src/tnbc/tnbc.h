@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "core/tls.h"
 #include "task/task.h"
 
 /* 1 once T-NBC is on (MCOLL_TNBC=1 and a progress thread runs): one load per call. */
@@ -52,6 +53,22 @@ static inline void mcoll__tnbc_settle_pending(void) {
 /* Waits (futex, no MPI) until no pending call has protected bytes in [addr, addr+len);
  * 0 if nothing had to wait. Safe in a signal handler and in free. */
 int mcoll__tnbc_wait_range(uintptr_t addr, size_t len);
+
+/* The blocking call entering T-NBC, for the trace (MCOLL_TNBC_TRACE/ORDER): its
+ * return address into the application and its name. The wrapper of every collective
+ * that may go T-NBC sets it in its condition: mcoll__tnbc_active && MCOLL_TNBC_ENTER(..). */
+struct mcoll_tnbc_caller {
+  const void *ret;
+  const char *coll;
+};
+extern MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
+#define MCOLL_TNBC_ENTER(name)                                                                     \
+  (mcoll__tnbc_caller.ret = __builtin_return_address(0), mcoll__tnbc_caller.coll = (name), 1)
+
+/* The MPI_MIN of n ints over comm's ranks by mcoll's own allreduce (it completes the
+ * communicator's calls in flight first), for the T-NBC paths' agreements: keeps the
+ * caller's site (the allreduce is a T-NBC entry too). */
+int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm);
 
 /* One call in flight. */
 struct mcoll_tnbc_call;
@@ -84,6 +101,11 @@ const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *
 /* From the task: the sends of [off, off+len) of the send buffer's protected pages
  * are complete (the task's end does the rest). */
 void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len);
+/* From the task: received block `index` is complete (the trace's completion order). */
+void mcoll__tnbc_block_done(struct mcoll_tnbc_call *call, int index);
+/* MCOLL_TNBC_ORDER: the order file's order of the call's n received blocks (the
+ * first-touched first), from the caller's thread before post; 0 if none. */
+int mcoll__tnbc_call_order(struct mcoll_tnbc_call *call, MPI_Comm comm, int *order, int n);
 /* Where the task receives. */
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call);
 /* Memory (malloc, or mcoll__tnbc_send_copy) of bytes released when the call settles. */

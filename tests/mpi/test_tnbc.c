@@ -42,6 +42,9 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static int rank, size, errors;
 static size_t block = 256 * 1024; /* bytes per alltoall block */
@@ -66,19 +69,47 @@ static void fill_send(uint32_t *send, int iter) {
     for (size_t i = 0; i < words; i++) send[dst * words + i] = value(rank, dst, i, iter);
 }
 
-/* Checks block src of a receive buffer (words, from src to this rank). */
-static void check_block(const uint32_t *recv, int src, int iter, const char *what) {
+/* Whether block src of buf holds the words from src to dst of round iter: the first
+ * wrong word's index, or -1. */
+static long first_wrong(const uint32_t *buf, int src, int dst, int iter) {
   size_t words = block / 4;
   for (size_t i = 0; i < words; i++)
-    if (recv[src * words + i] != value(src, rank, i, iter)) {
-      FAIL("%s: block %d word %zu is %08x, expected %08x", what, src, i, recv[src * words + i],
-           value(src, rank, i, iter));
-      return;
-    }
+    if (buf[src * words + i] != value(src, dst, i, iter)) return (long)i;
+  return -1;
+}
+
+/* Checks every block of buf (from each source to dst). */
+static void check_all_to(const uint32_t *buf, int dst, int iter, const char *what) {
+  for (int src = 0; src < size; src++) {
+    long i = first_wrong(buf, src, dst, iter);
+    if (i >= 0)
+      FAIL("%s: block %d word %ld is %08x, expected %08x", what, src, i, buf[src * (block / 4) + i],
+           value(src, dst, (size_t)i, iter));
+  }
+}
+
+/* A receive buffer of this rank: block src, or all. */
+static void check_block(const uint32_t *recv, int src, int iter, const char *what) {
+  long i = first_wrong(recv, src, rank, iter);
+  if (i >= 0) FAIL("%s: block %d word %ld", what, src, i);
 }
 
 static void check_all(const uint32_t *recv, int iter, const char *what) {
-  for (int src = 0; src < size; src++) check_block(recv, src, iter, what);
+  check_all_to(recv, rank, iter, what);
+}
+
+/* For a child process (no MPI, no output): whether recv is all as received. */
+static int all_right(const uint32_t *recv, int iter) {
+  for (int src = 0; src < size; src++)
+    if (first_wrong(recv, src, rank, iter) >= 0) return 0;
+  return 1;
+}
+
+/* The block of a v collective that word i of the receive buffer lies in, or -1. */
+static int source_of(size_t i, const int *counts, const int *displs) {
+  for (int s = 0; s < size; s++)
+    if (i >= (size_t)displs[s] && i < (size_t)(displs[s] + counts[s])) return s;
+  return -1;
 }
 
 static uint32_t *alltoall_into(uint32_t *recv, int iter) {
@@ -121,6 +152,38 @@ static void case_touch(void) {
         }
   }
   free(b);
+}
+
+/* The order case_order reads its blocks in: reversed, the first two swapped when
+ * there are more than 2 (2 ranks: 1,0; 3: 1,2,0; 4: 2,3,1,0). */
+static int read_order(int k) {
+  int src = size - 1 - k;
+  if (size > 2 && k < 2) src = size - 2 + k;
+  return src;
+}
+
+/* MCOLL_TNBC_TRACE (tests/py/test_tnbc_trace.py): two calls from one site, each
+ * followed by reading one word in the middle of every block in read_order. */
+static void case_order(void) {
+  size_t words = block / 4;
+  uint32_t *recv = malloc(block * size);
+  uint32_t sum = 0;
+  for (int iter = 0; iter < 2; iter++) {
+    alltoall_into(recv, iter);
+    for (int k = 0; k < size; k++) {
+      int src = read_order(k);
+      uint32_t got = recv[src * words + words / 2];
+      if (got != value(src, rank, words / 2, iter)) FAIL("order: block %d is %08x", src, got);
+      sum += got;
+    }
+    check_all(recv, iter, "order");
+  }
+  if (rank == 0) {
+    printf("test_tnbc: read order");
+    for (int k = 0; k < size; k++) printf(k ? ",%d" : " %d", read_order(k));
+    printf(" (sum %08x)\n", sum);
+  }
+  free(recv);
 }
 
 static void case_late(void) {
@@ -178,12 +241,7 @@ static void case_next(void) {
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
   MPI_Sendrecv(a, (int)(block * size / 4), MPI_UINT32_T, right, 5, b, (int)(block * size / 4),
                MPI_UINT32_T, left, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  for (int src = 0; src < size && !errors; src++)
-    for (size_t i = 0; i < words; i++)
-      if (b[src * words + i] != value(src, left, i, 4)) {
-        FAIL("sendrecv: block %d word %zu", src, i);
-        break;
-      }
+  check_all_to(b, left, 4, "sendrecv");
   /* b protected, then received into by MPI_Irecv (the host may write it by single copy) */
   alltoall_into(b, 5);
   MPI_Request reqs[2];
@@ -191,12 +249,7 @@ static void case_next(void) {
   MPI_Isend(a, (int)(block * size / 4), MPI_UINT32_T, right, 6, MPI_COMM_WORLD, &reqs[1]);
   MPI_Status statuses[2];
   MPI_Waitall(2, reqs, statuses);
-  for (int src = 0; src < size && !errors; src++)
-    for (size_t i = 0; i < words; i++)
-      if (b[src * words + i] != value(src, left, i, 4)) {
-        FAIL("irecv: block %d word %zu", src, i);
-        break;
-      }
+  check_all_to(b, left, 4, "irecv");
   free(a);
   free(b);
 }
@@ -283,12 +336,7 @@ static void case_shared(void) {
   alltoall_into(recv, 11);
   /* a child sees the data too (a shared mapping is never protected) */
   pid_t pid = fork();
-  if (pid == 0) {
-    for (int src = 0; src < size; src++)
-      for (size_t i = 0; i < block / 4; i++)
-        if (recv[src * (block / 4) + i] != value(src, rank, i, 11)) _exit(3);
-    _exit(0);
-  }
+  if (pid == 0) _exit(all_right(recv, 11) ? 0 : 3);
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("shared: the child saw other data");
@@ -333,12 +381,7 @@ static void case_fork(void) {
   uint32_t *recv = malloc(block * size);
   alltoall_into(recv, 14);
   pid_t pid = fork();
-  if (pid == 0) {
-    for (int src = 0; src < size; src++)
-      for (size_t i = 0; i < block / 4; i++)
-        if (recv[src * (block / 4) + i] != value(src, rank, i, 14)) _exit(3);
-    _exit(0);
-  }
+  if (pid == 0) _exit(all_right(recv, 14) ? 0 : 3);
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) FAIL("fork: the child saw other data (status %d)", status);
@@ -377,12 +420,7 @@ static void case_colls(void) {
     MPI_Allgather(inplace ? MPI_IN_PLACE : mine, (int)words, MPI_UINT32_T, all, (int)words,
                   MPI_UINT32_T, MPI_COMM_WORLD);
     memset(mine, 0, block);
-    for (int src = 0; src < size && !errors; src++)
-      for (size_t i = 0; i < words; i++)
-        if (all[src * words + i] != value(src, 0, i, 20 + inplace)) {
-          FAIL("allgather%s: block %d word %zu", inplace ? " in place" : "", src, i);
-          break;
-        }
+    check_all_to(all, 0, 20 + inplace, inplace ? "allgather in place" : "allgather");
   }
   size_t n = block / 8 * 3 + 5; /* doubles, a partial last page */
   double *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
@@ -429,9 +467,7 @@ static void case_alltoallv(void) {
   MPI_Alltoallv(send, sc, sd, MPI_UINT32_T, recv, rc, rd, MPI_UINT32_T, MPI_COMM_WORLD);
   memset(send, 0, (size_t)(sd[size - 1] + sc[size - 1]) * 4);
   for (size_t i = 0; i < at && !errors; i++) { /* address order, gaps kept */
-    int src = -1;
-    for (int s = 0; s < size; s++)
-      if (i >= (size_t)rd[s] && i < (size_t)(rd[s] + rc[s])) src = s;
+    int src = source_of(i, rc, rd);
     uint32_t want = src < 0 ? 0xABCD1234u : value(src, rank, i - (size_t)rd[src], 30);
     if (recv[i] != want) FAIL("alltoallv: word %zu (source %d) is %08x, expected %08x", i, src, recv[i], want);
   }
@@ -441,6 +477,79 @@ static void case_alltoallv(void) {
   free(sd);
   free(rc);
   free(rd);
+}
+
+/* allgatherv: blocks of different sizes, not page-aligned, placed from the last
+ * source first with gaps; sent from a buffer and in place. */
+static void case_allgatherv(void) {
+  int *rc = malloc(sizeof(int) * size), *rd = malloc(sizeof(int) * size);
+  size_t at = 1000;
+  for (int s = size - 1; s >= 0; s--) {
+    rc[s] = (int)(block / 8 * (size_t)(1 + s % 3) + 17 * (size_t)s);
+    rd[s] = (int)at;
+    at += (size_t)rc[s] + 1000;
+  }
+  uint32_t *mine = malloc((size_t)rc[rank] * 4), *recv = malloc(at * 4);
+  for (int inplace = 0; inplace < 2; inplace++) {
+    int iter = 40 + inplace;
+    for (size_t i = 0; i < at; i++) recv[i] = 0xABCD1234u;
+    for (int i = 0; i < rc[rank]; i++) mine[i] = value(rank, 0, (size_t)i, iter);
+    if (inplace) memcpy(recv + rd[rank], mine, (size_t)rc[rank] * 4);
+    MPI_Allgatherv(inplace ? MPI_IN_PLACE : mine, rc[rank], MPI_UINT32_T, recv, rc, rd,
+                   MPI_UINT32_T, MPI_COMM_WORLD);
+    memset(mine, 0, (size_t)rc[rank] * 4);
+    for (size_t i = at; i-- > 0 && !errors;) { /* from the end, gaps kept */
+      int src = source_of(i, rc, rd);
+      uint32_t want = src < 0 ? 0xABCD1234u : value(src, 0, i - (size_t)rd[src], iter);
+      if (recv[i] != want)
+        FAIL("allgatherv%s: word %zu (source %d) is %08x, expected %08x", inplace ? " in place" : "",
+             i, src, recv[i], want);
+    }
+  }
+  free(mine);
+  free(recv);
+  free(rc);
+  free(rd);
+}
+
+/* OpenMP threads read the received buffer while it is still protected, each from a
+ * different place (dynamic chunks from the end), rank 0's faulting as the others
+ * join the call late; rank 0 prints
+ * a checksum that must equal T-NBC off's. */
+static void case_openmp(void) {
+#ifndef _OPENMP
+  FAIL("openmp: test_tnbc was built without OpenMP");
+#else
+  size_t words = block / 4;
+  uint32_t *recv = malloc(block * size);
+  uint64_t sum = 0;
+  int threads = 0;
+  for (int iter = 0; iter < 3; iter++) {
+    if (rank != 0) spin(2000000); /* (rank 0's threads find its blocks missing) */
+    alltoall_into(recv, 50 + iter);
+    long bad = 0;
+    uint64_t part = 0;
+#pragma omp parallel reduction(+ : bad, part)
+    {
+#pragma omp single
+      threads = omp_get_num_threads();
+#pragma omp for schedule(dynamic, 4096)
+      for (long i = (long)(words * size) - 1; i >= 0; i--) {
+        int src = (int)((size_t)i / words);
+        uint32_t got = recv[i];
+        bad += got != value(src, rank, (size_t)i % words, 50 + iter);
+        part += got;
+      }
+    }
+    if (bad) FAIL("openmp: %ld wrong words in round %d", bad, iter);
+    sum += part;
+  }
+  if (threads < 2) FAIL("openmp: only %d thread", threads);
+  uint64_t total = 0;
+  MPI_Reduce(&sum, &total, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_tnbc: openmp threads %d checksum %016llx\n", threads, (unsigned long long)total);
+  free(recv);
+#endif
 }
 
 int main(int argc, char **argv) {
@@ -463,7 +572,8 @@ int main(int argc, char **argv) {
       {"read", case_read},     {"thread", case_thread},   {"stack", case_stack},
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
-      {"alltoallv", case_alltoallv},
+      {"alltoallv", case_alltoallv}, {"order", case_order}, {"allgatherv", case_allgatherv},
+      {"openmp", case_openmp},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

@@ -38,6 +38,7 @@ CASES = {
     "noncontig": (False, None),
     "colls": (True, None),
     "alltoallv": (True, None),
+    "allgatherv": (True, None),
 }
 
 
@@ -136,3 +137,40 @@ def test_tnbc_miniapps(flavour, app, args):
     assert tnbc_counts(on.stderr)["protected"] > 0, on.stderr[-2000:]
     native = run_job(mpiexec_argv(flavour, 2, program, args, mcoll=False), {}, JOB_TIMEOUT)
     assert native.returncode == 0 and " verified" in native.stdout, native.describe()
+
+
+@pytest.mark.parametrize("flavour,np", [pytest.param(f, np, marks=flavour_marks(f), id=f"{f}-{np}")
+                                        for f in mpijob.FLAVOURS for np in (2, 3)])
+def test_tnbc_openmp(flavour, np, tmp_path):
+    """OpenMP threads (test_tnbc.c built with -fopenmp) read a received buffer that is
+    still protected: every word checked, the checksum that of T-NBC off. Whether a
+    thread gets there before the data depends on timing; under MCOLL_TNBC_TRACE the
+    pages stay protected after the data is in, so every thread faults, and the
+    handlers of the threads record every block exactly once."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    argv = mpiexec_argv(flavour, np, program, ["openmp", "--block", str(4 << 20)])
+    omp = {"OMP_NUM_THREADS": "4"}
+
+    def checksum(env):
+        result = run_job(argv, dict(omp, **env), JOB_TIMEOUT)
+        passed(result, "openmp")
+        m = re.search(r"openmp threads (\d+) checksum ([0-9a-f]+)", result.stdout)
+        assert m and int(m.group(1)) >= 2, result.describe()
+        return m.group(2), result
+
+    reference, _ = checksum({"MCOLL_TNBC": "0"})
+    on, result = checksum(ON)
+    assert on == reference
+    counts = tnbc_counts(result.stderr)
+    assert counts["protected"] == 3, counts
+    trace = tmp_path / "trace"
+    traced, result = checksum(dict(ON, MCOLL_TNBC_TRACE=str(trace)))
+    assert traced == reference
+    assert tnbc_counts(result.stderr)["faults"] >= 2 * np, result.stderr[-2000:]
+    for r in range(np):
+        line = [ln for ln in (tmp_path / f"trace.{r}").read_text().splitlines()
+                if ln.startswith("site=") and " coll=alltoall " in ln]
+        assert len(line) == 1, line
+        touched = re.search(r"touched=(\S*)", line[0]).group(1)
+        assert sorted(map(int, touched.split(","))) == list(range(np)), line
+
