@@ -43,16 +43,21 @@ static inline size_t mcoll__move_cma_min(const struct mcoll_comm *c, size_t cma_
  * per call: the rules' crossover where they cover the node (mcoll__rules_threshold),
  * unless the user set the collective's threshold `param` or MCOLL_PAIR_CMA_MIN; else
  * the parameter, with mcoll__move_cma_min. */
-static inline size_t mcoll__move_threshold(const struct mcoll_comm *c, enum mcoll_coll coll,
+static inline size_t mcoll__move_threshold(struct mcoll_comm *c, enum mcoll_coll coll,
                                            enum mcoll_param param) {
+  _Static_assert((int)MCOLL_NCOLLS <= (int)MCOLL_CHOICE_SLOTS, "a choice slot per collective");
+  struct mcoll_choice *kept = &c->choice[coll]; /* it depends on the communicator only */
+  if (kept->epoch == mcoll__cfg.epoch) return kept->value;
   const enum mcoll_param params[] = {param, MCOLL_PARAM_PAIR_CMA_MIN};
+  size_t from = 0;
+  int covered = 0;
   if (!mcoll__params_user_set(params, 2)) {
     struct mcoll_facts facts = mcoll__facts(c, 0);
-    int covered;
-    size_t from = mcoll__rules_threshold(coll, &facts, MCOLL_MOVE_CMA, &covered);
-    if (covered) return from;
+    from = mcoll__rules_threshold(coll, &facts, MCOLL_MOVE_CMA, &covered);
   }
-  return mcoll__move_cma_min(c, (size_t)mcoll__cfg_param(param));
+  kept->value = covered ? from : mcoll__move_cma_min(c, (size_t)mcoll__cfg_param(param));
+  kept->epoch = mcoll__cfg.epoch;
+  return kept->value;
 }
 
 /* forced: MCOLL_MOVE_* or -1 (by length: single copy from cma_min, the call's

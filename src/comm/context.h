@@ -11,6 +11,8 @@
 #include "shm/channel.h"
 #include "topo/topo.h"
 
+enum { MCOLL_CHOICE_SLOTS = 24 };
+
 /* One context may serve several communicators: a communicator whose group is
  * identical (same processes, same order) to that of a live context shares it, when
  * only one thread per process makes MPI calls (see context.c). Contexts whose nodes
@@ -36,6 +38,13 @@ struct mcoll_comm {
    * this context serves this communicator alone, on channels of its own; then no
    * other communicator may share it or them, and its calls run as tasks. */
   enum { MCOLL_NBC_UNKNOWN, MCOLL_NBC_YES, MCOLL_NBC_NO } nbc;
+  /* Choices that depend only on the communicator and the parameters, made at a
+   * collective's first call and kept (coll/ numbers the slots): a slot is valid while
+   * its epoch is the parameters' (mcoll__cfg.epoch). */
+  struct mcoll_choice {
+    unsigned epoch;
+    size_t value;
+  } choice[MCOLL_CHOICE_SLOTS];
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */

@@ -95,6 +95,7 @@ static void config_read(void) {
   mcoll__cfg.INTER_PIECE -= mcoll__cfg.INTER_PIECE % mcoll__cfg.SHM_CHUNK;
   if (mcoll__cfg.BCAST_K < 1) mcoll__cfg.BCAST_K = 1;
   if (mcoll__cfg.LIVENESS_MS < 10) mcoll__cfg.LIVENESS_MS = 10;
+  mcoll__cfg.epoch = 1;
   atomic_store_explicit(&config_loaded, 1, memory_order_release);
 }
 
@@ -108,7 +109,7 @@ MCOLL_EXPORT int mcoll_set_param(const char *name, const char *value) {
   long number = value ? mcoll__parse_size(value) : -1;
   if (number < 0 || !strncmp(name, "SHM_", 4) || !strcmp(name, "DISABLE")) return -1;
 #define MCOLL_SET_NUM(field) \
-  (mcoll__cfg.field = number, mcoll__cfg.user_set[MCOLL_PARAM_##field] = 1, 0)
+  (mcoll__cfg.field = number, mcoll__cfg.user_set[MCOLL_PARAM_##field] = 1, mcoll__cfg.epoch++, 0)
 #define MCOLL_SET_STR(field) -1
 #define MCOLL_SET(field, kind, def, help) \
   if (!strcmp(name, #field)) return MCOLL_SET_##kind(field);

@@ -77,6 +77,9 @@ struct mcoll_config {
   /* 1 where the user set the parameter (MCOLL_<name> in the environment, or
    * mcoll_set_param): such a parameter wins over the rules (coll/rules.h). */
   unsigned char user_set[MCOLL_NPARAMS];
+  /* Advances whenever a parameter changes after loading (mcoll_set_param): choices
+   * made once per communicator (comm/context.h, choice) are made again. From 1. */
+  unsigned epoch;
 };
 
 enum mcoll_fallback_policy { MCOLL_FALLBACK_SILENT, MCOLL_FALLBACK_WARN, MCOLL_FALLBACK_ERROR };

@@ -66,7 +66,16 @@ static int run_pieces(struct mcoll_hier_call *call, int inter, size_t ahead,
                       struct mcoll_fiber *companion) {
   const struct mcoll_hier_steps *steps = call->steps;
   int inter_inline = inter && !companion;
-  size_t npieces = call->bytes ? (call->bytes + piece_size(call) - 1) / piece_size(call) : 1;
+  /* One piece (every call within a node): its steps straight, the hot path of the
+   * small calls. */
+  if (!call->piece || call->bytes <= call->piece) {
+    int err = MPI_SUCCESS;
+    if (steps->intra_up) keep_first(&err, steps->intra_up(call, 0, call->bytes));
+    if (inter) keep_first(&err, steps->inter(call, 0, call->bytes));
+    if (steps->intra_down) keep_first(&err, steps->intra_down(call, 0, call->bytes));
+    return err;
+  }
+  size_t npieces = (call->bytes + call->piece - 1) / call->piece;
   struct inter_side side = {call, npieces, steps->intra_up ? 0 : npieces, 0, MPI_SUCCESS};
   if (companion) {
     mcoll__fiber_reset(companion, inter_main, &side);
