@@ -9,6 +9,7 @@
 struct coll_counters {
   atomic_ulong alg[MCOLL_MAX_ALGS];
   atomic_ulong inter[MCOLL_MAX_ALGS]; /* what the inter-node phase ran (several nodes) */
+  atomic_ulong control; /* control messages sent between nodes */
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
@@ -35,6 +36,7 @@ void mcoll__count_alg(enum mcoll_coll coll, int alg) { bump(&counters[coll].alg[
 void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg) {
   bump(level == MCOLL_LEVEL_INTER ? &counters[coll].inter[alg] : &counters[coll].alg[alg]);
 }
+void mcoll__count_control(enum mcoll_coll coll) { bump(&counters[coll].control); }
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
 
@@ -100,6 +102,7 @@ void mcoll__stats_report(FILE *out) {
       fprintf(out, "mcoll: %s.inter calls=%lu", mcoll__coll_name(c), by_inter);
       for (int a = 0; a < inter->nalgs; a++)
         fprintf(out, " %s=%lu", inter->algs[a].name, get(&k->inter[a]));
+      if (get(&k->control)) fprintf(out, " control_msgs=%lu", get(&k->control));
       fprintf(out, "\n");
     }
     for (int level = 0; level < MCOLL_NLEVELS; level++) {
