@@ -9,7 +9,13 @@
 # them and shared memory inside each.
 #
 #   testhosts.sh check            can this machine make them? (exit 77 and the reason if not)
-#   testhosts.sh up N             make hosts mch1..mchN (2-8); removes a stale set first
+#   testhosts.sh up [--qdisc SPEC] N
+#                                 make hosts mch1..mchN (2-8); removes a stale set first;
+#                                 --qdisc "tbf rate 1gbit burst 32kb latency 1ms" (or
+#                                 "netem rate 1gbit delay 50us" where the kernel has
+#                                 sch_netem): that qdisc on each host's bridge-side veth
+#                                 (every packet between two hosts leaves through one of
+#                                 them: the receiver's link); `down` removes it with the veth
 #   testhosts.sh down             remove every host, veth, bridge and state (idempotent)
 #   testhosts.sh status           list what exists
 #   testhosts.sh run [--mpi openmpi|mpich] [--native] [--build DIR] --ranks 2,1 prog args
@@ -75,7 +81,9 @@ down() {
 }
 
 up() {
-  local n=$1 k h
+  local qdisc=
+  if [[ ${1:-} == --qdisc ]]; then qdisc=$2; shift 2; fi
+  local n=${1:-2} k h
   [[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 8 ]] || die "up: 1 to 8 hosts, not '$n'"
   local why; why=$(missing_privilege)
   [[ -z $why ]] || { echo "testhosts: cannot make test hosts: $why" >&2; exit 77; }
@@ -89,6 +97,10 @@ up() {
     ip netns add "$h"
     ip link add "${h}v" type veth peer name eth0 netns "$h"
     ip link set "${h}v" master "$BRIDGE" up
+    if [[ -n $qdisc ]]; then
+      # shellcheck disable=SC2086  # SPEC is tc's words
+      tc qdisc add dev "${h}v" root $qdisc || { down; die "tc qdisc add ... root $qdisc failed"; }
+    fi
     ip -n "$h" addr add "$SUBNET.$k/24" dev eth0
     ip -n "$h" link set eth0 up
     ip -n "$h" link set lo up
@@ -213,6 +225,8 @@ run() {
 
 status() {
   echo "hosts: $(hosts_present | tr '\n' ' ')"
+  local q; q=$(tc qdisc show dev "${PREFIX}1v" 2>/dev/null | grep -v noqueue || true)
+  [[ -z $q ]] || echo "links: $q"
   ip -br addr show "$BRIDGE" 2>/dev/null || echo "bridge $BRIDGE: none"
   local h; for h in $(hosts_present); do
     echo "$h: $(ip -n "$h" -br addr show eth0 2>/dev/null) pids: $(ip netns pids "$h" | tr '\n' ' ')"
@@ -222,7 +236,7 @@ status() {
 cmd=${1:-}; shift || true
 case $cmd in
   check) why=$(missing_privilege); if [[ -n $why ]]; then echo "$why"; exit 77; fi; echo ok ;;
-  up) up "${1:-2}" ;;
+  up) up "$@" ;;
   down) down ;;
   status) status ;;
   run) run "$@" ;;

@@ -142,6 +142,9 @@ void mcoll__count_alg(enum mcoll_coll coll, int alg);
  * that moved it (blocks[alg], MCOLL_MAX_ALGS entries). */
 void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks);
 void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int alg);
+/* One control message of an inter-node algorithm (e.g. alltoall grid_rsend's
+ * arrival messages): reported as control_msgs= on the .inter line. */
+void mcoll__count_control(enum mcoll_coll coll);
 /* No mcoll algorithm yet for this collective: straight to PMPI (not a fallback). */
 void mcoll__count_passthrough(enum mcoll_coll coll);
 /* Invalid arguments: PMPI raises the error the application expects. */

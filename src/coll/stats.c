@@ -11,6 +11,7 @@ struct coll_counters {
   atomic_ulong inter[MCOLL_MAX_ALGS]; /* what the inter-node phase ran (several nodes) */
   atomic_ulong mixed;                 /* calls whose blocks took different algorithms */
   atomic_ulong blocks[MCOLL_MAX_ALGS]; /* their blocks, by algorithm */
+  atomic_ulong control; /* control messages sent between nodes */
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
@@ -42,6 +43,7 @@ void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks) {
   for (int a = 0; a < MCOLL_MAX_ALGS; a++)
     if (blocks[a]) atomic_fetch_add_explicit(&counters[coll].blocks[a], blocks[a], memory_order_relaxed);
 }
+void mcoll__count_control(enum mcoll_coll coll) { bump(&counters[coll].control); }
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
 
@@ -115,6 +117,7 @@ void mcoll__stats_report(FILE *out) {
       fprintf(out, "mcoll: %s.inter calls=%lu", mcoll__coll_name(c), by_inter);
       for (int a = 0; a < inter->nalgs; a++)
         fprintf(out, " %s=%lu", inter->algs[a].name, get(&k->inter[a]));
+      if (get(&k->control)) fprintf(out, " control_msgs=%lu", get(&k->control));
       fprintf(out, "\n");
     }
     for (int level = 0; level < MCOLL_NLEVELS; level++) {

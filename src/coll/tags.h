@@ -9,6 +9,7 @@ enum mcoll_tag {
   MCOLL_TAG_GATHER_FAMILY,
   MCOLL_TAG_ALLTOALL,
   MCOLL_TAG_REDUCE,
+  MCOLL_TAG_ALLTOALL_GRID, /* grid_rsend's arrival messages (never matched by blocks) */
 };
 
 #endif

@@ -198,3 +198,21 @@ def test_nbc_multihost(hosts, request, flavour, ranks):
     assert forms and "nonblocking" in forms.group(1), result.describe()
     if flavour == "mpich":
         assert "persistent" in forms.group(1), result.describe()
+
+
+@pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1,2"), flavour_param("mpich", "1,2,1")])
+def test_alltoall_grid_rsend_multihost(hosts, request, flavour, ranks):
+    """Alltoall(v,w) with grid_rsend forced between real hosts (MPI_Rsend over TCP
+    after the grid's arrival messages): test_coll's checks, and the report says
+    grid_rsend ran every inter-node call and sent control messages."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    args = coll_args(flavour, ranks) + ["--colls", "alltoall,alltoallv,alltoallw", "--seed", seed_for(request)]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALG_ALLTOALL_INTER": "grid_rsend",
+           "MCOLL_ALG_ALLTOALLV_INTER": "grid_rsend", "MCOLL_ALG_ALLTOALLW_INTER": "grid_rsend"}
+    result = run_on_hosts(flavour, ranks, program, args, env, finished=r"^test_coll: \d+ checks, 0 errors$")
+    check_summary(result, "test_coll")
+    inter = mpijob.parse_inter_report(result.stderr)
+    for coll in ("alltoall", "alltoallv", "alltoallw"):
+        counts = inter.get(coll, {})
+        assert counts.get("calls", 0) > 0 and counts.get("grid_rsend") == counts["calls"], (coll, counts)
+        assert counts.get("control_msgs", 0) > 0, (coll, counts)

@@ -94,7 +94,13 @@ const struct mpi_api *bench_side_api(int side, const struct row *r, const struct
     static int (*set_algorithm)(const char *, const char *);
     if (!set_algorithm)
         set_algorithm = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
-    if (!set_algorithm || set_algorithm(r->name, o->versus[side]) != 0)
+    /* "inter.NAME": the collective's algorithm between nodes (<coll>.inter) */
+    const char *alg = o->versus[side];
+    char coll[64];
+    snprintf(coll, sizeof coll, "%s%s", r->name, strncmp(alg, "inter.", 6) ? "" : ".inter");
+    if (!strncmp(alg, "inter.", 6))
+        alg += 6;
+    if (!set_algorithm || set_algorithm(coll, alg) != 0)
         bench_die(r->comm, "-A: mcoll not loaded, or no such algorithm of this collective");
     return &bench_mcoll_api;
 }
@@ -265,6 +271,7 @@ static void usage(void)
             "  -M       skip sizes whose largest buffer exceeds this (default 256M)\n"
             "  -A       mcoll's algorithm alg_a (the native columns) against alg_b (the\n"
             "           mcoll columns), for one collective (-C)\n"
+            "           (inter.NAME: its algorithm between nodes, e.g. -A inter.direct,inter.grid_rsend)\n"
             "  -V       NAME=a,b: mcoll with MCOLL_NAME=a (the native columns) against b\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
             "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"

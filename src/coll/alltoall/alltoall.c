@@ -136,7 +136,7 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   int alg = choose(a), me = c->rank, nreq = 0, err = MPI_SUCCESS;
   mcoll__count_alg(a->coll, alg);
-  mcoll__inter_single(c, a->coll, a->block);
+  int inter = c->topo.nnodes > 1 ? mcoll__a2a_inter_choose(a) : -1;
   if (a->uniform && a->block == 0) return MPI_SUCCESS;
   MPI_Request local_reqs[32], *reqs = local_reqs;
   if (c->topo.nnodes > 1) {
@@ -145,7 +145,7 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
       reqs = malloc(sizeof *reqs * need);
       if (!reqs) return MPI_ERR_NO_MEM;
     }
-    err = mcoll__a2a_inter_start(a, reqs, &nreq);
+    err = mcoll__a2a_inter_start(a, inter, reqs, &nreq);
   }
   int engine = mcoll__node_has_peers(c) && alg != MCOLL_A2A_BRUCK;
   /* The node engine copies the own block while its peers catch up. */

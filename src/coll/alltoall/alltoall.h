@@ -82,9 +82,12 @@ void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a
 void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a);
 
-/* Between nodes: starts the transfers with every rank of other nodes (reqs has
- * room for 2·size), returns how many were started. */
-int mcoll__a2a_inter_start(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq);
+/* Between nodes (alltoall_inter.c): the algorithm for the call (counted), then
+ * starting the transfers with every rank of other nodes (reqs has room for
+ * 2·size); *nreq says how many requests are left to wait. */
+enum mcoll_a2a_inter_alg { MCOLL_A2A_INTER_DIRECT, MCOLL_A2A_INTER_GRID_RSEND, MCOLL_A2A_INTER_NALGS };
+int mcoll__a2a_inter_choose(const struct mcoll_a2a *a);
+int mcoll__a2a_inter_start(struct mcoll_a2a *a, int alg, MPI_Request *reqs, int *nreq);
 
 /* Each area starts with a header (this rank's round count, then the addresses of
  * its blocks for single copy, one per node-local rank); slots follow. */

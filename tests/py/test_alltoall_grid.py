@@ -1,0 +1,122 @@
+"""Alltoall's grid_rsend between nodes (src/coll/alltoall/alltoall_inter.c): the
+arrival messages along a ceil(sqrt N) grid, counted, and the results under
+blocking, MPI_Ialltoall and persistent calls on fake nodes (real test hosts:
+test_multihost.py).
+
+The count: the rules of alltoall_inter.c's grid_arrival written out here once
+(control_sends, per rank), checked against the closed form of the file's header
+for every N up to 200, and against what rank 0 reports (control_msgs= on the
+alltoall.inter line of MCOLL_VERBOSE=1) for each call it ran."""
+
+import math
+import re
+import zlib
+
+import pytest
+
+import mpijob
+from mpijob import check_passed, mpiexec_argv, run_job
+
+BUILD = mpijob.find_build("build")
+JOB_TIMEOUT = 240
+
+
+def grid(n):
+    cols = math.isqrt(n - 1) + 1 if n > 1 else 1
+    rows = -(-n // cols)
+    return cols, rows, n - (rows - 1) * cols
+
+
+def control_sends(n, rank):
+    """Control messages rank sends per call: its row's others, then its column's
+    (a short last row's rank j covers the columns c = j mod its length)."""
+    cols, rows, last_len = grid(n)
+    row, col, last = rank // cols, rank % cols, rows - 1
+    sends = (last_len if row == last else cols) - 1
+    if row == last:
+        sends += (rows - 1) * len(range(col, cols, last_len))
+    else:
+        sends += (rows - 2) + (1 if col < last_len else 0)
+    return sends
+
+
+def closed_form_total(n):
+    c, r, l = grid(n)
+    return (r - 1) * c * (c - 1) + l * (l - 1) + (r - 1) * (c * (r - 1) + l)
+
+
+@pytest.mark.parametrize("n", range(1, 201))
+def test_control_count_formula(n):
+    cols, rows, last_len = grid(n)
+    assert (rows - 1) * cols < n <= rows * cols and 1 <= last_len <= cols
+    per_rank = [control_sends(n, r) for r in range(n)]
+    assert sum(per_rank) == closed_form_total(n)
+    # 2(sqrt N - 1) on a square grid; a short last row's ranks send at most
+    # (rows-1)*ceil(cols/last_len) column messages
+    if last_len == cols:
+        assert max(per_rank) == (cols - 1) + (rows - 1)
+    if n == cols * cols:
+        assert per_rank == [2 * (cols - 1)] * n
+
+
+def flavour_param(flavour, *values):
+    marks = [] if flavour in BUILD.flavours else [pytest.mark.skip(reason=f"build/{flavour} not built")]
+    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
+
+
+def inter_counts(stderr):
+    m = re.search(r"^mcoll: alltoall\.inter calls=(\d+) direct=(\d+) grid_rsend=(\d+)(?: control_msgs=(\d+))?$",
+                  stderr, re.M)
+    assert m, stderr[-3000:]
+    return [int(g or 0) for g in m.groups()]
+
+
+# Square (4), products (6, 8), primes (5, 7), 3 (one short row of 1), 2 (one row).
+COUNT_CASES = [("openmpi", n, "nodes=2") for n in (2, 3, 4, 5, 6, 7, 8)] + [
+    ("openmpi", 7, "nodes=3"), ("mpich", 5, "nodes=2"), ("mpich", 4, "nodes=4")]
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(*c) for c in COUNT_CASES])
+def test_grid_rsend_counts_and_results(flavour, np, topo):
+    """Checked alltoall calls (mcoll-bench -c aborts on a wrong block), 1-64 KiB,
+    all on MPI_COMM_WORLD: rank 0 sends exactly control_sends(np, 0) per call."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-C", "alltoall", "-b", "1K", "-e", "64K", "-f", "8", "-n", "4", "-w", "1", "-r", "2", "-c"]
+    env = {"MCOLL_TOPO": topo, "MCOLL_ALG_ALLTOALL_INTER": "grid_rsend", "MCOLL_VERBOSE": "1",
+           "MCOLL_FALLBACK": "error"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    calls, direct, grid_calls, control = inter_counts(result.stderr)
+    assert calls > 0 and direct == 0 and grid_calls == calls, result.describe()
+    assert control == calls * control_sends(np, 0), (calls, control, control_sends(np, 0))
+
+
+def seed_for(request):
+    return zlib.crc32(request.node.name.encode())
+
+
+NBC_CASES = [("openmpi", 5, "nodes=3"), ("openmpi", 4, "nodes=2"), ("mpich", 3, "nodes=3"),
+             ("mpich", 5, "nodes=2")]
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(*c) for c in NBC_CASES])
+def test_grid_rsend_nonblocking_and_persistent(request, flavour, np, topo):
+    """MPI_Ialltoall(v,w) interleaved with other collectives, out of order, and the
+    persistent forms on MPICH (MPI 4), all checked by test_nbc; then the blocking
+    forms over several communicators (test_coll)."""
+    env = {"MCOLL_TOPO": topo, "MCOLL_ALG_ALLTOALL_INTER": "grid_rsend",
+           "MCOLL_ALG_ALLTOALLV_INTER": "grid_rsend", "MCOLL_ALG_ALLTOALLW_INTER": "grid_rsend",
+           "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}
+    nbc = ["--colls", "alltoall,alltoallv,alltoallw,bcast,allreduce", "--groups", "6",
+           "--disorder", "3", "--max-bytes", "256K", "--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, BUILD.bin(flavour, "mcoll-test-nbc"), nbc), env, JOB_TIMEOUT)
+    assert check_passed(result, "test_nbc") > 0, result.describe()
+    if flavour == "mpich":
+        assert re.search(r"^test_nbc: forms:[a-z ]*persistent", result.stdout, re.M), result.describe()
+    calls, direct, grid_calls, control = inter_counts(result.stderr)
+    assert grid_calls == calls > 0 and control > 0, result.describe()
+    coll = ["--quick", "--iters", "1", "--colls", "alltoall,alltoallv,alltoallw", "--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, BUILD.bin(flavour, "mcoll-test-coll"), coll), env, JOB_TIMEOUT)
+    check_passed(result)
+    calls, direct, grid_calls, control = inter_counts(result.stderr)
+    assert grid_calls == calls > 0 and direct == 0, result.describe()
