@@ -98,6 +98,9 @@ const char mcoll__rules_builtin_json[] =
     "    {\"coll\": \"alltoall\", \"level\": \"node\", \"bytes\": [0, 32768], \"ranks_per_node\": [3, 4], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"shm_direct\"},\n"
     "    {\"coll\": \"alltoall\", \"level\": \"node\", \"bytes\": [32768, null], \"ranks_per_node\": [3, 4], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"pairwise_cma\"},\n"
     "    {\"coll\": \"alltoall\", \"level\": \"node\", \"bytes\": [0, 32768], \"ranks_per_node\": [5, 8], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"shm_direct\"},\n"
-    "    {\"coll\": \"alltoall\", \"level\": \"node\", \"bytes\": [32768, null], \"ranks_per_node\": [5, 8], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"pairwise_cma\"}\n"
+    "    {\"coll\": \"alltoall\", \"level\": \"node\", \"bytes\": [32768, null], \"ranks_per_node\": [5, 8], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"pairwise_cma\"},\n"
+    "    {\"coll\": \"alltoall\", \"level\": \"inter\", \"bytes\": [0, null], \"nodes\": [2, 2], \"alg\": \"direct\"},\n"
+    "    {\"coll\": \"alltoall\", \"level\": \"inter\", \"bytes\": [0, null], \"nodes\": [3, 4], \"alg\": \"direct\"},\n"
+    "    {\"coll\": \"alltoall\", \"level\": \"inter\", \"bytes\": [0, null], \"nodes\": [5, 8], \"alg\": \"direct\"}\n"
     "  ]\n"
     "}\n";

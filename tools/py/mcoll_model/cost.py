@@ -19,11 +19,11 @@ _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Pow: operator.pow}
 _CMPOPS = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
            ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
-_FUNCS = {"lg": F.lg, "ceil": math.ceil, "min": min, "max": max}
+_FUNCS = {"lg": F.lg, "ceil": math.ceil, "sqrt": math.sqrt, "min": min, "max": max}
 
 
 def evaluate(expr, env):
-    """Arithmetic, comparisons, and/or/not, and the functions lg/ceil/min/max over env;
+    """Arithmetic, comparisons, and/or/not, and the functions lg/ceil/sqrt/min/max over env;
     nothing else (the table is data, not code)."""
     def ev(node):
         if isinstance(node, ast.Expression):

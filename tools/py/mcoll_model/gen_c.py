@@ -20,7 +20,7 @@ KINDS = {  # term kind: (pricer member, argument count)
     "p2p": ("p2p", 2), "net": ("net", 2), "net_a2a": ("net_a2a", 2)}
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Lt: "<", ast.LtE: "<=",
         ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_FUNCS = {"lg": "mcoll_cost_lg", "ceil": "ceil", "min": "fmin", "max": "fmax"}
+_FUNCS = {"lg": "mcoll_cost_lg", "ceil": "ceil", "sqrt": "sqrt", "min": "fmin", "max": "fmax"}
 
 
 def c_expr(expr):
