@@ -3,6 +3,8 @@
 #ifndef MCOLL_TAGS_H
 #define MCOLL_TAGS_H
 
+#include "task/task.h"
+
 enum mcoll_tag {
   MCOLL_TAG_BARRIER = 1,
   MCOLL_TAG_BCAST,
@@ -10,6 +12,10 @@ enum mcoll_tag {
   MCOLL_TAG_ALLTOALL,
   MCOLL_TAG_REDUCE,
   MCOLL_TAG_ALLTOALL_GRID, /* grid_rsend's arrival messages (never matched by blocks) */
+  MCOLL_TAG_END
 };
+/* Calls of one communicator side by side send with these plus a multiple of the
+ * stride (task/task.h, mcoll__host_tag). */
+_Static_assert((int)MCOLL_TAG_END <= (int)MCOLL_TASK_TAG_STRIDE, "tags fit a call's stride");
 
 #endif

@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "core/fiber.h"
 #include "core/tls.h"
+#include "task/task.h"
 
 /* Runs every step even after an error, keeping the first: the node's other ranks
  * wait in the intra-node steps for this one, the other nodes' leaders in the
@@ -56,6 +57,13 @@ static void await_inter(struct inter_side *side, size_t pieces) {
   }
 }
 
+/* After its last intra-node step, a call with nothing left but inter-node steps
+ * (reduce's leader: up, then inter) is independent (task/task.h): the next calls of
+ * its communicator may begin their node steps beside its inter-node ones. */
+static void node_steps_over(const struct mcoll_hier_call *call) {
+  if (!call->steps->intra_down && !call->steps->finish) mcoll__task_independent();
+}
+
 /* The pieces, `ahead` of them up before the first down. ahead 0: up(i), inter(i),
  * down(i), piece after piece. ahead 1 (the overlapped order): every rank of the node
  * runs up(i+1) before down(i), so that the leader's inter-node step of piece i, on
@@ -71,6 +79,7 @@ static int run_pieces(struct mcoll_hier_call *call, int inter, size_t ahead,
   if (!call->piece || call->bytes <= call->piece) {
     int err = MPI_SUCCESS;
     if (steps->intra_up) keep_first(&err, steps->intra_up(call, 0, call->bytes));
+    node_steps_over(call);
     if (inter) keep_first(&err, steps->inter(call, 0, call->bytes));
     if (steps->intra_down) keep_first(&err, steps->intra_down(call, 0, call->bytes));
     return err;
@@ -87,6 +96,7 @@ static int run_pieces(struct mcoll_hier_call *call, int inter, size_t ahead,
     if (i < npieces && steps->intra_up) {
       keep_first(&err, steps->intra_up(call, piece_lo(call, i), piece_hi(call, i)));
       side.ups_done = i + 1;
+      if (i + 1 == npieces) node_steps_over(call);
       if (companion) mcoll__fiber_pump();
     }
     if (i < ahead) continue;
@@ -111,6 +121,10 @@ int mcoll__hier_run(struct mcoll_hier_call *call) {
   int inter = t->nnodes > 1 && t->local_rank == call->leader && steps->inter;
   int pieced = call->overlap && mcoll__cfg.INTER_OVERLAP && t->nnodes > 1 && call->piece &&
                call->bytes > call->piece;
+  /* A rank alone on its node has no node steps: the call's state is its own (its
+   * sequence numbers were taken before) and its messages carry the call's tags, so
+   * the later calls of its communicator may run beside it. */
+  if (t->nnodes > 1 && t->local_size == 1) mcoll__task_independent();
   struct mcoll_fiber *companion = NULL;
   if (pieced && inter) {
     companion = spare_companion ? spare_companion : mcoll__fiber_new(inter_main, NULL);

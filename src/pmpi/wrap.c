@@ -11,7 +11,12 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
     int err = MCOLL_HOST(Allreduce, Iallreduce, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
     mcoll__context_set_nbc(c, err == MPI_SUCCESS && all);
   }
-  if (c && c->nbc == MCOLL_NBC_YES) return c;
+  if (c && c->nbc == MCOLL_NBC_YES) {
+    /* The ranks start a communicator's tasks in one order and each enters here
+     * before the next may start (task/task.h): the same number everywhere. */
+    mcoll__task_number(c->tasks_entered++);
+    return c;
+  }
   /* Without a context, or with one shared with other communicators (whose calls may
    * come in another order on other ranks): the host MPI takes this call, and comm
    * gets its own context at its next blocking collective. The same on every rank:

@@ -14,6 +14,7 @@ int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status) {
 
 int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                      MPI_Comm comm) {
+  tag = mcoll__host_tag(tag);
   if (!must_not_block()) return PMPI_Send(buf, count, type, dest, tag, comm);
   MPI_Request req;
   return mcoll__host_wait(PMPI_Isend(buf, count, type, dest, tag, comm, &req), &req);
@@ -21,6 +22,7 @@ int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, in
 
 int mcoll__host_recv(void *buf, int count, MPI_Datatype type, int source, int tag,
                      MPI_Comm comm, MPI_Status *status) {
+  tag = mcoll__host_tag(tag);
   if (!must_not_block()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   MPI_Request req;
   return mcoll__host_wait(PMPI_Irecv(buf, count, type, source, tag, comm, &req), &req);
@@ -29,6 +31,8 @@ int mcoll__host_recv(void *buf, int count, MPI_Datatype type, int source, int ta
 int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                          int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
+  sendtag = mcoll__host_tag(sendtag);
+  recvtag = mcoll__host_tag(recvtag);
   if (!must_not_block())
     return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
                          recvtype, source, recvtag, comm, status);

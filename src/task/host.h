@@ -2,7 +2,8 @@
  * (inter-node phases, groups of leaders): the same signatures as PMPI_*. On the
  * caller's own stack with nothing else pending they are the host's blocking calls;
  * in a task they post the non-blocking form and yield until it completes; with tasks
- * pending they drive them while waiting. */
+ * pending they drive them while waiting. Their tags are the running call's
+ * (mcoll__host_tag): calls side by side never match each other's messages. */
 #ifndef MCOLL_TASK_HOST_H
 #define MCOLL_TASK_HOST_H
 

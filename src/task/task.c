@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/fiber.h"
 #include "core/host_progress.h"
 #include "core/tls.h"
@@ -25,6 +26,9 @@ struct mcoll_task {
   struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
   struct mcoll_call *call;   /* its guarded reduction call, while it yields (shm/call.h) */
   struct mcoll_task_keep keep; /* its copied arrays (not for a persistent start) */
+  int independent;           /* later calls of its lane may run beside it */
+  unsigned tag_slot;         /* its number among its lane's calls, modulo the window */
+  int beside;                /* it ran while an earlier call of its lane was in flight */
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
@@ -48,7 +52,8 @@ struct mcoll_persistent {
   struct mcoll_persistent *next;
 };
 
-/* The calls in flight of one communicator, oldest first: only the head runs. */
+/* The calls in flight of one communicator, oldest first: the head runs, and each
+ * later one while all ahead of it are independent (within the window). */
 struct lane {
   MPI_Comm comm;
   struct mcoll_task *head, *tail;
@@ -60,7 +65,7 @@ struct lane {
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lane *lanes;
 static atomic_int pending;
-static atomic_ulong started, finished_at_start;
+static atomic_ulong started, finished_at_start, side_by_side;
 static struct mcoll_persistent *persistents; /* under engine_lock */
 static MPI_Comm carrier_comm = MPI_COMM_NULL;  /* made by the first persistent request */
 static int carrier_tags;                       /* the last tag given (under engine_lock) */
@@ -91,6 +96,18 @@ static int resume(struct mcoll_task *t) {
   t->call = mcoll__call_current;
   mcoll__call_current = outer;
   return ended;
+}
+
+void mcoll__task_number(unsigned n) {
+  if (running) running->tag_slot = n % MCOLL_TASK_WINDOW;
+}
+
+void mcoll__task_independent(void) {
+  if (running) running->independent = 1;
+}
+
+int mcoll__host_tag(int tag) {
+  return running ? tag + MCOLL_TASK_TAG_STRIDE * (int)running->tag_slot : tag;
 }
 
 MPI_Request *mcoll__host_request(void) { return running ? &running->host_req : &thread_host_req; }
@@ -176,12 +193,14 @@ static struct lane *lane_of(MPI_Comm comm, int create) {
 
 static void persistent_destroy(struct mcoll_persistent *p);
 
-/* The head of l has finished: its request completes, the next call of the lane
- * starts. Under engine_lock. */
-static void finish_head(struct lane *l) {
-  struct mcoll_task *t = l->head;
-  l->head = t->next;
-  if (!l->head) l->tail = NULL;
+/* Task t of l has finished: its request completes (the calls of a lane may finish
+ * in any order). Under engine_lock. */
+static void finish(struct lane *l, struct mcoll_task *t) {
+  struct mcoll_task *prev = NULL;
+  for (struct mcoll_task *u = l->head; u != t; u = u->next) prev = u;
+  if (prev) prev->next = t->next;
+  else l->head = t->next;
+  if (l->tail == t) l->tail = prev;
   atomic_fetch_sub(&pending, 1);
   struct mcoll_persistent *p = t->persistent;
   if (p) {
@@ -213,13 +232,42 @@ static void persistent_destroy(struct mcoll_persistent *p) {
   free(p);
 }
 
-/* Resumes the heads of l until one yields; 1 if l is then empty. Under engine_lock. */
-static int run_lane(struct lane *l) {
-  while (l->head) {
-    if (!resume(l->head)) return 0;
-    finish_head(l);
-  }
+/* How many calls of one communicator may run side by side (MCOLL_TASK_WINDOW). */
+static int window(void) {
+  int w = mcoll__cfg.TASK_WINDOW;
+  return w < 1 ? 1 : w > MCOLL_TASK_WINDOW ? MCOLL_TASK_WINDOW : w;
+}
+
+/* Whether t may run now: every call ahead of it in its lane is independent, and
+ * fewer than the window. Under engine_lock. */
+static int may_run(const struct lane *l, const struct mcoll_task *t) {
+  int ahead = 0;
+  for (const struct mcoll_task *u = l->head; u != t; u = u->next)
+    if (!u->independent || ++ahead >= window()) return 0;
   return 1;
+}
+
+/* Resumes t; if it ends, completes it. 1 if it ended. Under engine_lock. */
+static int advance(struct lane *l, struct mcoll_task *t) {
+  if (t != l->head && !t->beside) {
+    t->beside = 1;
+    atomic_fetch_add_explicit(&side_by_side, 1, memory_order_relaxed);
+  }
+  if (!resume(t)) return 0;
+  finish(l, t);
+  return 1;
+}
+
+/* Resumes the calls of l that may run, oldest first; 1 if l is then empty. Under
+ * engine_lock. */
+static int run_lane(struct lane *l) {
+  struct mcoll_task *t = l->head;
+  while (t && may_run(l, t)) {
+    struct mcoll_task *next = t->next; /* (t may be completed and freed) */
+    advance(l, t);
+    t = next;
+  }
+  return l->head == NULL;
 }
 
 static void drop_empty_lanes(void) {
@@ -309,6 +357,9 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   t->persistent = NULL;
   t->call = NULL;
   t->keep.n = 0;
+  t->independent = 0;
+  t->tag_slot = 0;
+  t->beside = 0;
   atomic_init(&t->refs, 2);
   if (!atomic_load_explicit(&hooked, memory_order_relaxed) && !atomic_exchange(&hooked, 1))
     mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
@@ -316,8 +367,8 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   return t;
 }
 
-/* Appends t to comm's lane and, first in it, runs it now as far as it goes; 1 if it
- * finished then (*err: its result). Under engine_lock. */
+/* Appends t to comm's lane and, when it may run now (task/task.h: order), runs it
+ * as far as it goes; 1 if it finished then (*err: its result). Under engine_lock. */
 static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   struct lane *l = lane_of(comm, 1);
   if (!l) return -1;
@@ -327,9 +378,8 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   l->tail = t;
   int defer = defer_next;
   defer_next = 0;
-  if (l->head != t || mcoll__fiber_self() || defer || !resume(t)) return 0;
+  if (mcoll__fiber_self() || defer || !may_run(l, t) || !advance(l, t)) return 0;
   *err = t->err;
-  finish_head(l);
   if (!l->head) drop_empty_lanes();
   atomic_fetch_add(&finished_at_start, 1);
   return 1;
@@ -476,6 +526,6 @@ int mcoll__persistent_free(MPI_Request *req) {
 
 void mcoll__task_report(FILE *out) {
   unsigned long n = atomic_load(&started);
-  if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu\n", n,
-                 atomic_load(&finished_at_start));
+  if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu side by side=%lu\n", n,
+                 atomic_load(&finished_at_start), atomic_load(&side_by_side));
 }

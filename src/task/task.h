@@ -2,10 +2,14 @@
  * call, on a fiber (core/fiber.h): where the blocking call would wait, the task
  * yields, and the progress engine resumes it later.
  *
- * Order. The calls of one communicator run one after the other, in the order they
- * were started (which MPI makes the same on every rank); calls of different
- * communicators run side by side, so that the ranks may start them in different
- * orders. A blocking collective first completes what its communicator has in flight.
+ * Order. The calls of one communicator start in the order they were started (which
+ * MPI makes the same on every rank); a call runs beside the earlier calls of its
+ * communicator once each of them has declared itself independent
+ * (mcoll__task_independent), up to MCOLL_TASK_WINDOW calls (MCOLL_TASK_WINDOW
+ * parameter), else after them; a call that finishes completes at once, in any
+ * order. Calls of different communicators run side by side, so that the ranks may
+ * start them in different orders. A blocking collective first completes what its
+ * communicator has in flight.
  *
  * Requests. An MPI_I* call returns a generalized request of the host MPI
  * (MPI_Grequest_start), completed by the engine when the task ends: the host's own
@@ -55,6 +59,24 @@ int mcoll__tasks_pending(void);
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
 void mcoll__task_drain(MPI_Comm comm);
+
+/* Calls of one communicator that may run side by side, at most: their inter-node
+ * messages carry distinct tags (mcoll__host_tag). */
+enum { MCOLL_TASK_WINDOW = 4, MCOLL_TASK_TAG_STRIDE = 64 /* mcoll's tags are below it */ };
+
+/* Inside a task: the call's number among its communicator's tasks, the same on
+ * every rank (pmpi/wrap.c numbers them in the order they enter mcoll). */
+void mcoll__task_number(unsigned n);
+
+/* Inside a task: the call has taken every sequence number and generation it will use
+ * and from now on touches no state that a later call of its communicator uses in
+ * the same order on every rank (node protocols, the host MPI's collectives): later
+ * calls may start beside it. Outside a task: nothing. */
+void mcoll__task_independent(void);
+
+/* The tag of one of mcoll's own point-to-point messages (coll/tags.h) for the call
+ * this thread runs: calls side by side never match each other's messages. */
+int mcoll__host_tag(int tag);
 
 /* Inside a task: whether it runs on one (else the caller's own stack). */
 int mcoll__in_task(void);

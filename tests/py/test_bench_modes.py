@@ -155,3 +155,28 @@ def test_vary_parameter(flavour, tmp_path):
     assert int(counts["shm_slot"]) > 0 and int(counts["shm_pipeline"]) > 0, bcast.group(0)
     bad = run_job(mpiexec_argv(flavour, 2, program, [*SWEEP, "-V", "SHM_AREA=1M,2M"]), BASE_ENV, JOB_TIMEOUT)
     assert bad.returncode != 0 and "-V: mcoll not loaded, or not a parameter" in bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_burst_mode(flavour, tmp_path):
+    """-m burst: -K calls in flight on one communicator; one rank per (fake) node, so
+    mcoll's window side runs them side by side (task/task.h). Rows for every size with
+    positive medians of every side, each the median of its rounds' samples."""
+    out = tmp_path / "burst.json"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "burst", "-K", "4", "-C", "bcast,allreduce", "-b", "8", "-e", "4K", "-f", "16",
+            "-r", "3", "-n", "5", "-o", out]
+    result = run_job(mpiexec_argv(flavour, 2, program, args),
+                     {**BASE_ENV, "MCOLL_TOPO": "nodes=2"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["mode"] == "burst" and doc["calls_in_flight"] == 4 and doc["nprocs"] == 2
+    assert [(r["coll"], r["bytes"]) for r in doc["rows"]] == [
+        ("bcast", 8), ("bcast", 128), ("bcast", 2048), ("allreduce", 8), ("allreduce", 128),
+        ("allreduce", 2048)]
+    for row in doc["rows"]:
+        for side in ("host", "window_1", "window_4"):
+            samples = row[f"{side}_samples_us"]
+            assert len(samples) == 3 and all(positive(s) for s in samples)
+            assert row[f"{side}_us"] == pytest.approx(sorted(samples)[1], rel=1e-3)
+    assert re.search(r"^# burst: 2 ranks, 4 calls in flight", result.stdout, re.M), result.stdout

@@ -155,3 +155,46 @@ def test_nbc_pieces_overlap(request, flavour, np, topo, progress, build):
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
+
+
+SIDE_BY_SIDE = [("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "nodes=3", 1, None),
+                ("openmpi", 3, "nodes=2", 1, None), ("mpich", 5, "nodes=3", 0, None),
+                ("openmpi", 4, "nodes=4", 1, "asan"), ("mpich", 4, "nodes=4", 0, "window1"),
+                ("openmpi", 4, "nodes=2", 1, "leaders"), ("mpich", 6, "nodes=3", 0, "leaders")]
+
+
+@pytest.mark.parametrize("flavour,np,topo,progress,variant", [
+    flavour_param(f, n, t, p, v or "release", build=ASAN if v == "asan" else BUILD)
+    for f, n, t, p, v in SIDE_BY_SIDE])
+def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
+    """Several calls of one communicator in flight at once (task/task.h): a rank alone
+    on its (fake) node runs a hierarchical call beside the earlier ones of its
+    communicator once they are independent, with per-call tags between nodes; ranks
+    that share a node (nodes=2 at 3 ranks, nodes=3 at 5) keep theirs in order in the
+    same job, except a node leader whose call has only inter-node steps left
+    ("leaders": reduce and gather, whose last node step is the fold up). Results
+    checked as everywhere; rank 0's report must show calls side by side where it is
+    alone on its node or leads it in reduce/gather, and none with
+    MCOLL_TASK_WINDOW=1."""
+    tree = ASAN if variant == "asan" else BUILD
+    program = tree.bin(flavour, PROGRAM)
+    args = ["--groups", "24", "--disorder", "2", "--max-outstanding", "12", "--max-bytes", "256K",
+            "--seed", seed_for(request)]
+    env = {**nbc_env(topo, progress), "MCOLL_VERBOSE": "1"}
+    if variant == "window1":
+        env["MCOLL_TASK_WINDOW"] = "1"
+    if variant == "leaders":
+        args += ["--colls", "reduce,gather,gatherv,allreduce,bcast"]
+    if variant == "asan":
+        env.update({"MCOLL_BUILD_DIR": str(ASAN.path),
+                    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
+                    "UBSAN_OPTIONS": "print_stacktrace=1"})
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)
+    assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
+    beside = re.search(r"side by side=(\d+)", result.stderr)
+    assert beside, result.describe()
+    if variant == "window1":
+        assert int(beside.group(1)) == 0, result.describe()
+    elif topo == f"nodes={np}" or variant == "leaders":
+        assert int(beside.group(1)) > 0, result.describe()

@@ -179,6 +179,9 @@ void bench_idle(const struct run_info *ri, const struct options *o, MPI_Comm com
 /* -m tnbc (bench_tnbc.c): blocking alltoall/bcast of -e bytes followed by computation,
  * host vs. mcoll with T-NBC off and on, alternating; its own table and JSON. */
 void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm comm);
+/* -m burst (bench_burst.c): -K non-blocking calls in flight on one communicator, then
+ * Waitall; host vs. mcoll with its calls one after the other vs. side by side. */
+void bench_burst(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 /* --calibrate (-m calibrate): the whole job; writes the model's machine JSON (-o). */
 void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
@@ -194,7 +197,7 @@ void *bench_alloc_pages(size_t bytes);
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
 enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_TNBC,
-                  MODE_CALIBRATE };
+                  MODE_CALIBRATE, MODE_BURST };
 
 struct options {
     enum bench_mode mode;

@@ -20,6 +20,7 @@ const char *bench_mode_name(enum bench_mode mode)
     case MODE_IDLE: return "idle";
     case MODE_TNBC: return "tnbc";
     case MODE_CALIBRATE: return "calibrate";
+    case MODE_BURST: return "burst";
     default: return "back2back";
     }
 }

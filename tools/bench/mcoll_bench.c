@@ -256,7 +256,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate] [-K calls] [-I s] [-W n] [-a] [-P]\n"
+            "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate|burst] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -286,9 +286,12 @@ static void usage(void)
             "           calibrate (also --calibrate): the performance model's machine\n"
             "           file (-o): ping-pong per level, flag hand-offs, memcpy, CMA,\n"
             "           1..n concurrent copiers (tools/bench/bench_calibrate.c)\n"
+            "           burst: -K MPI_I<coll> in flight on one communicator, then\n"
+            "           Waitall; host, mcoll one call after the other, side by side\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
             "  -P       nbc mode: no persistent block (start + wait)\n"
-            "  -K       cold mode: calls timed per fresh communicator (default 100)\n"
+            "  -K       cold mode: calls timed per fresh communicator (default 100);\n"
+            "           burst mode: calls in flight (at most 64)\n"
             "  -I       idle mode: seconds asleep (default 10)\n"
             "  -W       idle mode: busy-loop iterations per round (default 2^25)\n"
             "collectives:");
@@ -385,6 +388,8 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_TNBC;
             else if (strcmp(optarg, "calibrate") == 0)
                 o->mode = MODE_CALIBRATE;
+            else if (strcmp(optarg, "burst") == 0)
+                o->mode = MODE_BURST;
             else
                 ok = false;
             break;
@@ -489,8 +494,8 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    if (o.mode == MODE_TNBC) {
-        bench_tnbc(&ri, &o, comm);
+    if (o.mode == MODE_TNBC || o.mode == MODE_BURST) {
+        (o.mode == MODE_TNBC ? bench_tnbc : bench_burst)(&ri, &o, comm);
         MPI_Finalize();
         return 0;
     }

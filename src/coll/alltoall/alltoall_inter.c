@@ -54,7 +54,7 @@ static int post_receives(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq) {
     int from = (me - s + n) % n;
     if (t->node_of[from] == t->node || a->recv[from].bytes == 0) continue;
     err = PMPI_Irecv(a->recv[from].ptr, (int)a->recv[from].bytes, MPI_BYTE, from,
-                     MCOLL_TAG_ALLTOALL, c->p2p, &reqs[(*nreq)++]);
+                     mcoll__host_tag(MCOLL_TAG_ALLTOALL), c->p2p, &reqs[(*nreq)++]);
   }
   return err;
 }
@@ -67,8 +67,8 @@ static int direct_start(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq) {
   for (int s = 1; s < n && err == MPI_SUCCESS; s++) {
     int to = (me + s) % n;
     if (t->node_of[to] == t->node || a->send[to].bytes == 0) continue;
-    err = PMPI_Isend(a->send[to].ptr, (int)a->send[to].bytes, MPI_BYTE, to, MCOLL_TAG_ALLTOALL,
-                     c->p2p, &reqs[(*nreq)++]);
+    err = PMPI_Isend(a->send[to].ptr, (int)a->send[to].bytes, MPI_BYTE, to,
+                     mcoll__host_tag(MCOLL_TAG_ALLTOALL), c->p2p, &reqs[(*nreq)++]);
   }
   return err;
 }
@@ -142,7 +142,7 @@ static int grid_rsend_start(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq) {
     if (sent >= GRID_IN_FLIGHT) err = mcoll__host_wait_one(slot, MPI_STATUS_IGNORE);
     if (err == MPI_SUCCESS)
       err = PMPI_Irsend(a->send[to].ptr, (int)a->send[to].bytes, MPI_BYTE, to,
-                        MCOLL_TAG_ALLTOALL, c->p2p, slot);
+                        mcoll__host_tag(MCOLL_TAG_ALLTOALL), c->p2p, slot);
     if (err == MPI_SUCCESS) sent++;
   }
   *nreq += sent < GRID_IN_FLIGHT ? sent : GRID_IN_FLIGHT;

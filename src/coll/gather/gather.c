@@ -54,8 +54,8 @@ static int root_receives(struct mcoll_comm *c, const struct mcoll_gather_args *a
     if (k == t->node) continue;
     err = mcoll__blocks_node_type(a->dst, t->node_of, k, &types[typed]);
     if (err != MPI_SUCCESS) break;
-    err = PMPI_Irecv(a->dst->base, 1, types[typed++], t->node_leader[k], MCOLL_TAG_GATHER_FAMILY,
-                     c->p2p, &req[posted]);
+    err = PMPI_Irecv(a->dst->base, 1, types[typed++], t->node_leader[k],
+                     mcoll__host_tag(MCOLL_TAG_GATHER_FAMILY), c->p2p, &req[posted]);
     if (err == MPI_SUCCESS) posted++;
   }
   int wait_err = posted ? mcoll__wait_all(posted, req) : MPI_SUCCESS;

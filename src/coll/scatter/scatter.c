@@ -47,12 +47,12 @@ static int root_sends(struct mcoll_comm *c, struct scatter_call *s) {
       if (t->node_of[r] == k) lens[m++] = (int)mcoll__block_len(src, r);
     used += m;
     if (s->a->v)
-      err = PMPI_Isend(lens, m, MPI_INT, leader, MCOLL_TAG_GATHER_FAMILY, c->p2p,
-                       &s->req[s->nreq++]);
+      err = PMPI_Isend(lens, m, MPI_INT, leader, mcoll__host_tag(MCOLL_TAG_GATHER_FAMILY),
+                       c->p2p, &s->req[s->nreq++]);
     if (err == MPI_SUCCESS) err = mcoll__blocks_node_type(src, t->node_of, k, &s->types[s->ntypes]);
     if (err != MPI_SUCCESS) break;
-    err = PMPI_Isend(src->base, 1, s->types[s->ntypes++], leader, MCOLL_TAG_GATHER_FAMILY, c->p2p,
-                     &s->req[s->nreq++]);
+    err = PMPI_Isend(src->base, 1, s->types[s->ntypes++], leader,
+                     mcoll__host_tag(MCOLL_TAG_GATHER_FAMILY), c->p2p, &s->req[s->nreq++]);
   }
   return err;
 }
