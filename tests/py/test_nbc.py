@@ -57,6 +57,13 @@ def topo_env(topo):
     return {"MCOLL_TOPO": topo} if topo and topo != "flat" else {}
 
 
+def asan_env():
+    """The ASan+UBSan build's library (leak checking off: both MPIs leak at exit on their own)."""
+    return {"MCOLL_BUILD_DIR": str(ASAN.path),
+            "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
+            "UBSAN_OPTIONS": "print_stacktrace=1"}
+
+
 def nbc_env(topo, progress):
     return {**BASE_ENV, **topo_env(topo), "MCOLL_PROGRESS_THREAD": str(progress)}
 
@@ -116,9 +123,7 @@ def test_nbc_asan(request, flavour, np, topo, progress):
     """The ASan+UBSan build (leak checking off: both MPIs leak at exit on their own)."""
     program = ASAN.bin(flavour, PROGRAM)
     args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
-    env = {**nbc_env(topo, progress), "MCOLL_BUILD_DIR": str(ASAN.path),
-           "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
-           "UBSAN_OPTIONS": "print_stacktrace=1"}
+    env = {**nbc_env(topo, progress), **asan_env()}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
@@ -149,9 +154,7 @@ def test_nbc_pieces_overlap(request, flavour, np, topo, progress, build):
             "--seed", seed_for(request)]
     env = {**nbc_env(topo, progress), "MCOLL_INTER_PIECE": "4096", "MCOLL_FALLBACK": "error"}
     if build == "asan":
-        env.update({"MCOLL_BUILD_DIR": str(ASAN.path),
-                    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
-                    "UBSAN_OPTIONS": "print_stacktrace=1"})
+        env.update(asan_env())
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
@@ -186,9 +189,7 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     if variant == "leaders":
         args += ["--colls", "reduce,gather,gatherv,allreduce,bcast"]
     if variant == "asan":
-        env.update({"MCOLL_BUILD_DIR": str(ASAN.path),
-                    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:verify_asan_link_order=0",
-                    "UBSAN_OPTIONS": "print_stacktrace=1"})
+        env.update(asan_env())
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
