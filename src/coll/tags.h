@@ -12,6 +12,8 @@ enum mcoll_tag {
   MCOLL_TAG_ALLTOALL,
   MCOLL_TAG_REDUCE,
   MCOLL_TAG_ALLTOALL_GRID, /* grid_rsend's arrival messages (never matched by blocks) */
+  MCOLL_TAG_BCAST_READY,   /* first_arrival: a node's leader tells the root, even calls */
+  MCOLL_TAG_BCAST_READY_ODD, /* and odd calls */
   MCOLL_TAG_END
 };
 /* Calls of one communicator side by side send with these plus a multiple of the

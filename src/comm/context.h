@@ -39,6 +39,7 @@ struct mcoll_comm {
    * other communicator may share it or them, and its calls run as tasks. */
   enum { MCOLL_NBC_UNKNOWN, MCOLL_NBC_YES, MCOLL_NBC_NO } nbc;
   unsigned tasks_entered; /* its calls that ran as tasks: each one's number (task/task.h) */
+  unsigned first_arrival_calls; /* bcasts by first_arrival (their parity: bcast_inter.c) */
   /* Choices that depend only on the communicator and the parameters, made at a
    * collective's first call and kept (coll/ numbers the slots): a slot is valid while
    * its epoch is the parameters' (mcoll__cfg.epoch). */

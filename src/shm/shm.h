@@ -65,6 +65,11 @@ struct mcoll_slot_ctl {
   char pad[MCOLL_LINE - 2 * sizeof(uint32_t) - sizeof(uint64_t)];
 };
 
+/* Bcast sequences whose first arrivals a node keeps: more than any rank of a node
+ * can run ahead of another (a bcast source stays within MCOLL_AREA_SLOTS calls of
+ * its readers). */
+#define MCOLL_CLAIMS 128
+
 struct mcoll_shm_header {
   uint64_t magic;
   _Atomic int32_t sleepers; /* waiters inside futex_wait: writers wake only if > 0 */
@@ -79,6 +84,9 @@ struct mcoll_shm_header {
   mcoll_flag barrier_arrived;
   mcoll_flag barrier_released;
   char barrier_pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
+  /* First arrivals (node/claim.h): per bcast sequence modulo MCOLL_CLAIMS, the
+   * sequence in the high half and the claiming rank in the low half. */
+  _Atomic uint64_t first_arrival[MCOLL_CLAIMS];
 };
 
 /* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the

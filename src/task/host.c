@@ -7,9 +7,7 @@ static int must_not_block(void) { return mcoll__in_task() || mcoll__tasks_pendin
 
 int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status) {
   if (!must_not_block()) return PMPI_Wait(req, status);
-  int err = mcoll__host_wait(MPI_SUCCESS, req);
-  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = err;
-  return err;
+  return mcoll__host_wait_status(MPI_SUCCESS, req, status);
 }
 
 int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
@@ -25,7 +23,8 @@ int mcoll__host_recv(void *buf, int count, MPI_Datatype type, int source, int ta
   tag = mcoll__host_tag(tag);
   if (!must_not_block()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
   MPI_Request req;
-  return mcoll__host_wait(PMPI_Irecv(buf, count, type, source, tag, comm, &req), &req);
+  return mcoll__host_wait_status(PMPI_Irecv(buf, count, type, source, tag, comm, &req), &req,
+                                 status);
 }
 
 int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
@@ -41,7 +40,7 @@ int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendty
   if (err != MPI_SUCCESS) return err;
   int send_err = mcoll__host_wait(PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm,
                                              &send), &send);
-  err = mcoll__host_wait(MPI_SUCCESS, &recv);
+  err = mcoll__host_wait_status(MPI_SUCCESS, &recv, status);
   return err != MPI_SUCCESS ? err : send_err;
 }
 

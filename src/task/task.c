@@ -316,16 +316,20 @@ void mcoll__task_drain(MPI_Comm comm) {
   }
 }
 
-int mcoll__host_wait(int err, MPI_Request *req) {
+int mcoll__host_wait_status(int err, MPI_Request *req, MPI_Status *status) {
   if (err != MPI_SUCCESS) return err;
   unsigned polls = 0;
   for (;;) {
     int done = 0;
-    err = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    err = PMPI_Test(req, &done, status);
     if (err != MPI_SUCCESS || done) return err;
     if (mcoll__fiber_self()) mcoll__fiber_yield();
     else idle_step(&polls);
   }
+}
+
+int mcoll__host_wait(int err, MPI_Request *req) {
+  return mcoll__host_wait_status(err, req, MPI_STATUS_IGNORE);
 }
 
 int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_request()); }

@@ -84,6 +84,8 @@ int mcoll__in_task(void);
 /* The host MPI's non-blocking call made with *req (err is what it returned), waited
  * for: inside a task by yielding, else by driving the engine and the host MPI. */
 int mcoll__host_wait(int err, MPI_Request *req);
+/* The same, filling *status (or MPI_STATUS_IGNORE) as PMPI_Wait would. */
+int mcoll__host_wait_status(int err, MPI_Request *req, MPI_Status *status);
 
 /* For a non-blocking host call made where a task or the caller would otherwise
  * block (pmpi/wrap.h's MCOLL_HOST): its request slot (the running task's, else the

@@ -11,6 +11,7 @@
 #include "coll/rules.h"
 #include "core/config.h"
 #include "hier/hier.h"
+#include "node/claim.h"
 
 /* A bcast that brings fewer bytes than a rank expects: MPICH reports it, Open MPI
  * does not (the bytes that came are in the buffer either way). */
@@ -118,6 +119,7 @@ static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
 
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
+  if (call->inter_alg == MCOLL_BCAST_INTER_FIRST) return mcoll__bcast_first_arrival(call, lo, hi);
   return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root, call->inter_alg);
 }
 
@@ -181,7 +183,14 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call, .overlap = 1};
   if (t->nnodes > 1) call.inter_alg = mcoll__bcast_inter_select(c, bytes < hc.piece ? bytes : hc.piece);
+  if (call.inter_alg == MCOLL_BCAST_INTER_FIRST && t->nnodes > 1) {
+    /* The CP bcast: away from the root's node, the first rank to arrive leads. */
+    call.parity = c->first_arrival_calls++ & 1;
+    if (t->node_of[root] != t->node && mcoll__node_has_peers(c))
+      call.source = hc.leader = mcoll__claim_first(&c->chan->shm, c->chan->bcast_seq + 1);
+  }
   mcoll__bcast_call_begin(&call);
   int err = mcoll__hier_run(&hc);
+  free(call.leaders);
   return err != MPI_SUCCESS ? err : call.error;
 }

@@ -17,11 +17,13 @@ enum mcoll_bcast_alg {
 enum mcoll_bcast_inter_alg {
   MCOLL_BCAST_INTER_BINOMIAL,
   MCOLL_BCAST_INTER_SAG,
+  MCOLL_BCAST_INTER_FIRST,
   MCOLL_BCAST_INTER_NALGS
 };
 
 /* One bcast as seen by one rank of a node. The node's source is the root on the
- * root's node, the node leader elsewhere (it receives from the other nodes). */
+ * root's node, the node leader elsewhere (it receives from the other nodes): its
+ * first rank to arrive with first_arrival (node/claim.h). */
 struct mcoll_bcast_call {
   struct mcoll_comm *c;
   char *buf;
@@ -38,6 +40,11 @@ struct mcoll_bcast_call {
    * on): its bcast sequence number, and the first generation and count of its
    * engine's own counter (the ring's chunks, the source's single-copy chunks). */
   uint32_t seq, base, gens;
+  /* first_arrival: the call's parity among its communicator's first_arrival calls
+   * (their announcements' tag), and at the root the other nodes' leaders in the
+   * order they announced themselves. */
+  unsigned parity;
+  int *leaders;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in
@@ -82,6 +89,9 @@ const struct mcoll_bcast_intra *mcoll__bcast_down_engine(const struct mcoll_comm
  * (MCOLL_BCAST_INTER_*). */
 int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_t hi, int root,
                                int alg);
+
+/* first_arrival's step between nodes for [lo, hi) of the call (bcast_inter.c). */
+int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t hi);
 
 /* bcast's selection step between nodes, for pieces of `piece` bytes (counted). */
 int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece);

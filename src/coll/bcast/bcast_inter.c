@@ -1,6 +1,9 @@
 /* Inter-node bcast among the nodes' leaders for this call (the root on its node,
- * local rank 0 elsewhere), over the host MPI's point-to-point: binomial tree, or
- * scatter then ring allgather (van de Geijn); bcast.c chooses. */
+ * local rank 0 elsewhere; with first_arrival the node's first rank to arrive), over
+ * the host MPI's point-to-point: binomial tree, scatter then ring allgather (van de
+ * Geijn), or the CP bcast's flat send in order of arrival; bcast.c chooses. */
+#include <stdlib.h>
+
 #include "task/host.h"
 #include "coll/bcast/bcast.h"
 #include "coll/registry.h"
@@ -11,6 +14,9 @@ const struct mcoll_coll_algs mcoll__bcast_inter_algs = {
         {"binomial", "binomial tree among the nodes' sources (small pieces)", 0, NULL},
         {"scatter_allgather", "binomial scatter of 1/p blocks, then a ring allgather (van de "
                               "Geijn; large pieces)", 0, NULL},
+        {"first_arrival", "CP bcast (seed 004): each node's first rank to arrive leads it and "
+                          "announces itself to the root, which sends to the nodes in order of "
+                          "arrival (flat)", 0, NULL},
     },
     MCOLL_BCAST_INTER_NALGS};
 
@@ -87,4 +93,48 @@ int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_
   size_t len = hi - lo;
   if (alg == MCOLL_BCAST_INTER_SAG) return scatter_allgather(c, buf + lo, len, root, me, p);
   return binomial(c, buf + lo, len, root, me, p);
+}
+
+/* CP bcast (seed 004). The root cannot know which rank of another node arrived first:
+ * that rank announces itself with an empty message (piece 0 only) and the root, which
+ * receives the announcements from any source, sends each piece to the nodes' leaders
+ * in the order they came. The announcements' tag alternates with the call's parity: a
+ * node whose leader of this call has its data may enter the next call and announce
+ * again before the root has heard from every node of this one (never two calls
+ * ahead: the root sends the next call's data only after this one's). */
+int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  struct mcoll_comm *c = call->c;
+  int others = c->topo.nnodes - 1, err = MPI_SUCCESS;
+  int ready = call->parity ? MCOLL_TAG_BCAST_READY_ODD : MCOLL_TAG_BCAST_READY;
+  if (c->rank != call->root) {
+    if (lo == 0)
+      err = mcoll__host_send(NULL, 0, MPI_BYTE, call->root, ready, c->p2p);
+    if (err != MPI_SUCCESS) return err;
+    return mcoll__host_recv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root, MCOLL_TAG_BCAST,
+                            c->p2p, MPI_STATUS_IGNORE);
+  }
+  MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)others);
+  if (!sends) return MPI_ERR_NO_MEM;
+  if (lo == 0 && !call->leaders) {
+    call->leaders = malloc(sizeof(int) * (size_t)others);
+    if (!call->leaders) err = MPI_ERR_NO_MEM;
+  }
+  int posted = 0;
+  for (int k = 0; k < others && err == MPI_SUCCESS; k++) {
+    if (lo == 0) {
+      MPI_Status status;
+      err = mcoll__host_recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, ready, c->p2p, &status);
+      if (err != MPI_SUCCESS) break;
+      call->leaders[k] = status.MPI_SOURCE;
+    }
+    err = PMPI_Isend(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->leaders[k],
+                     mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &sends[posted]);
+    if (err == MPI_SUCCESS) posted++;
+  }
+  for (int k = 0; k < posted; k++) {
+    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
+    if (err == MPI_SUCCESS) err = one;
+  }
+  free(sends);
+  return err;
 }
