@@ -182,6 +182,9 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
 /* -m burst (bench_burst.c): -K non-blocking calls in flight on one communicator, then
  * Waitall; host vs. mcoll with its calls one after the other vs. side by side. */
 void bench_burst(const struct run_info *ri, const struct options *o, MPI_Comm comm);
+/* -m arrival (bench_arrival.c): bcast under the arrival delays of -D, timed from the
+ * last arrival; host vs. mcoll's fixed leader vs. its first arrival between nodes. */
+void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 /* --calibrate (-m calibrate): the whole job; writes the model's machine JSON (-o). */
 void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm);
 
@@ -197,7 +200,7 @@ void *bench_alloc_pages(size_t bytes);
  * -K calls on a fresh communicator; latency: a barrier after every call, only the
  * calls timed (OSU's convention). */
 enum bench_mode { MODE_BACK_TO_BACK, MODE_COLD, MODE_LATENCY, MODE_NBC, MODE_IDLE, MODE_TNBC,
-                  MODE_CALIBRATE, MODE_BURST };
+                  MODE_CALIBRATE, MODE_BURST, MODE_ARRIVAL };
 
 struct options {
     enum bench_mode mode;
@@ -214,6 +217,7 @@ struct options {
     /* -V NAME=a,b: mcoll with parameter MCOLL_NAME at a (the native columns) and b */
     const char *vary_param;
     const char *vary[2];
+    const char *arrival; /* -D: arrival mode's delays (random:US, late:RANK:US) */
     double idle_seconds; /* -I: idle mode's sleep with nothing pending */
     long compute_work;   /* -W: idle mode's compute loop, iterations */
     bool nbc_mean;       /* -a: nbc mode's blocks average their calls (else median) */

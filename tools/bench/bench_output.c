@@ -21,6 +21,7 @@ const char *bench_mode_name(enum bench_mode mode)
     case MODE_TNBC: return "tnbc";
     case MODE_CALIBRATE: return "calibrate";
     case MODE_BURST: return "burst";
+    case MODE_ARRIVAL: return "arrival";
     default: return "back2back";
     }
 }

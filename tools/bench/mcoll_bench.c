@@ -256,7 +256,7 @@ static void usage(void)
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
             "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
-            "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate|burst] [-K calls] [-I s] [-W n] [-a] [-P]\n"
+            "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate|burst|arrival] [-D delays] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
             "  -n       timed calls per block (default: adapted to -T, at most -N)\n"
@@ -288,10 +288,14 @@ static void usage(void)
             "           1..n concurrent copiers (tools/bench/bench_calibrate.c)\n"
             "           burst: -K MPI_I<coll> in flight on one communicator, then\n"
             "           Waitall; host, mcoll one call after the other, side by side\n"
+            "           arrival: bcast after per-rank delays (-D), timed from the last\n"
+            "           arrival; host, mcoll fixed leader, mcoll first_arrival\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
             "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100);\n"
             "           burst mode: calls in flight (at most 64)\n"
+            "  -D       arrival mode: random:US (per rank and call, uniform) or\n"
+            "           late:RANK:US (default random:100)\n"
             "  -I       idle mode: seconds asleep (default 10)\n"
             "  -W       idle mode: busy-loop iterations per round (default 2^25)\n"
             "collectives:");
@@ -353,7 +357,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
             argv[i] = calibrate;
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:aPh")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:D:aPh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -371,6 +375,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
         case 'R': o->root = atoi(optarg); break;
         case 'o': o->json_path = optarg; break;
         case 'K': o->cold_calls = atoi(optarg); ok = o->cold_calls > 0; break;
+        case 'D': o->arrival = optarg; break;
         case 'I': o->idle_seconds = atof(optarg); ok = o->idle_seconds > 0; break;
         case 'W': o->compute_work = atol(optarg); ok = o->compute_work > 0; break;
         case 'm':
@@ -390,6 +395,8 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_CALIBRATE;
             else if (strcmp(optarg, "burst") == 0)
                 o->mode = MODE_BURST;
+            else if (strcmp(optarg, "arrival") == 0)
+                o->mode = MODE_ARRIVAL;
             else
                 ok = false;
             break;
@@ -494,8 +501,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    if (o.mode == MODE_TNBC || o.mode == MODE_BURST) {
-        (o.mode == MODE_TNBC ? bench_tnbc : bench_burst)(&ri, &o, comm);
+    if (o.mode == MODE_TNBC || o.mode == MODE_BURST || o.mode == MODE_ARRIVAL) {
+        (o.mode == MODE_TNBC    ? bench_tnbc
+         : o.mode == MODE_BURST ? bench_burst
+                                : bench_arrival)(&ri, &o, comm);
         MPI_Finalize();
         return 0;
     }
