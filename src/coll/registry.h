@@ -145,6 +145,10 @@ void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int al
 /* One control message of an inter-node algorithm (e.g. alltoall grid_rsend's
  * arrival messages): reported as control_msgs= on the .inter line. */
 void mcoll__count_control(enum mcoll_coll coll);
+/* A call whose node's inter-node step was led by another rank than the node's usual
+ * leader (local rank 0 away from the root: bcast's first_arrival): reported as
+ * other_leader= on the .inter line. */
+void mcoll__count_other_leader(enum mcoll_coll coll);
 /* No mcoll algorithm yet for this collective: straight to PMPI (not a fallback). */
 void mcoll__count_passthrough(enum mcoll_coll coll);
 /* Invalid arguments: PMPI raises the error the application expects. */

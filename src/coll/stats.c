@@ -12,6 +12,7 @@ struct coll_counters {
   atomic_ulong mixed;                 /* calls whose blocks took different algorithms */
   atomic_ulong blocks[MCOLL_MAX_ALGS]; /* their blocks, by algorithm */
   atomic_ulong control; /* control messages sent between nodes */
+  atomic_ulong other_leader; /* calls whose node leader was not its usual one */
   atomic_ulong passthrough;
   atomic_ulong invalid;
   atomic_ulong fallback[MCOLL_NREASONS];
@@ -44,6 +45,7 @@ void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks) {
     if (blocks[a]) atomic_fetch_add_explicit(&counters[coll].blocks[a], blocks[a], memory_order_relaxed);
 }
 void mcoll__count_control(enum mcoll_coll coll) { bump(&counters[coll].control); }
+void mcoll__count_other_leader(enum mcoll_coll coll) { bump(&counters[coll].other_leader); }
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
 
@@ -118,6 +120,7 @@ void mcoll__stats_report(FILE *out) {
       for (int a = 0; a < inter->nalgs; a++)
         fprintf(out, " %s=%lu", inter->algs[a].name, get(&k->inter[a]));
       if (get(&k->control)) fprintf(out, " control_msgs=%lu", get(&k->control));
+      if (get(&k->other_leader)) fprintf(out, " other_leader=%lu", get(&k->other_leader));
       fprintf(out, "\n");
     }
     for (int level = 0; level < MCOLL_NLEVELS; level++) {

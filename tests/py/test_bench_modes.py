@@ -180,3 +180,26 @@ def test_burst_mode(flavour, tmp_path):
             assert len(samples) == 3 and all(positive(s) for s in samples)
             assert row[f"{side}_us"] == pytest.approx(sorted(samples)[1], rel=1e-3)
     assert re.search(r"^# burst: 2 ranks, 4 calls in flight", result.stdout, re.M), result.stdout
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_arrival_mode(flavour, tmp_path):
+    """-m arrival: bcast after per-rank delays, timed from the last arrival; 4 ranks on
+    2 fake nodes, rank 2 (local rank 0 of the node without the root) late. Rows for
+    every size with positive medians of the three sides, each its rounds' median."""
+    out = tmp_path / "arrival.json"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "arrival", "-D", "late:2:300", "-b", "8", "-e", "4K", "-f", "16", "-r", "3",
+            "-n", "5", "-o", out]
+    result = run_job(mpiexec_argv(flavour, 4, program, args),
+                     {**BASE_ENV, "MCOLL_TOPO": "nodes=2"}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["mode"] == "arrival" and doc["delays"] == "late:2:300" and doc["nprocs"] == 4
+    assert [r["bytes"] for r in doc["rows"]] == [8, 128, 2048]
+    for row in doc["rows"]:
+        for side in ("host", "fixed_leader", "first_arrival"):
+            samples = row[f"{side}_samples_us"]
+            assert len(samples) == 3 and all(positive(s) for s in samples)
+            assert row[f"{side}_us"] == pytest.approx(sorted(samples)[1], rel=1e-3)
+    assert re.search(r"^# arrival: bcast, 4 ranks, delays late:2:300", result.stdout, re.M), result.stdout

@@ -206,6 +206,26 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
     mpijob.only_forced_fallbacks(result)
 
 
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_first_arrival_leads(flavour):
+    """The CP bcast (first_arrival, seed 004): with rank 0 -- local rank 0 of the node
+    that does not hold the root (2 fake nodes, root 2) -- 2 ms late before every call,
+    its node's first rank to arrive (rank 1) leads: rank 0's report counts nearly every
+    first_arrival call as led by another rank than local rank 0, and none for the fixed
+    leader (binomial), which the arrival mode alternates with it."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "arrival", "-D", "late:0:2000", "-R", "2", "-b", "8", "-e", "64", "-f", "8",
+            "-r", "3", "-n", "10"]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_TOPO": "nodes=2"}
+    result = run_job(mpiexec_argv(flavour, 4, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    inter = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+    first, fixed = inter.get("first_arrival", 0), inter.get("binomial", 0)
+    assert first > 0 and fixed > 0, f"{inter}\n{result.describe()}"
+    # rank 0 arrives first after an untimed warm-up call or when a barrier left it ahead
+    assert first * 0.8 <= inter.get("other_leader", 0) <= first, f"{inter}\n{result.describe()}"
+
+
 def test_info_lists_algorithms():
     for flavour in BUILD.flavours:
         algs = mpijob.mcoll_algorithms(BUILD, flavour)

@@ -186,8 +186,10 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   if (call.inter_alg == MCOLL_BCAST_INTER_FIRST && t->nnodes > 1) {
     /* The CP bcast: away from the root's node, the first rank to arrive leads. */
     call.parity = c->first_arrival_calls++ & 1;
-    if (t->node_of[root] != t->node && mcoll__node_has_peers(c))
+    if (t->node_of[root] != t->node && mcoll__node_has_peers(c)) {
       call.source = hc.leader = mcoll__claim_first(&c->chan->shm, c->chan->bcast_seq + 1);
+      if (call.source != 0) mcoll__count_other_leader(MCOLL_COLL_BCAST);
+    }
   }
   mcoll__bcast_call_begin(&call);
   int err = mcoll__hier_run(&hc);

@@ -107,8 +107,10 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
   int others = c->topo.nnodes - 1, err = MPI_SUCCESS;
   int ready = call->parity ? MCOLL_TAG_BCAST_READY_ODD : MCOLL_TAG_BCAST_READY;
   if (c->rank != call->root) {
-    if (lo == 0)
+    if (lo == 0) {
       err = mcoll__host_send(NULL, 0, MPI_BYTE, call->root, ready, c->p2p);
+      mcoll__count_control(MCOLL_COLL_BCAST);
+    }
     if (err != MPI_SUCCESS) return err;
     return mcoll__host_recv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root, MCOLL_TAG_BCAST,
                             c->p2p, MPI_STATUS_IGNORE);
