@@ -332,6 +332,17 @@ int mcoll__host_wait(int err, MPI_Request *req) {
   return mcoll__host_wait_status(err, req, MPI_STATUS_IGNORE);
 }
 
+int mcoll__host_wait_any(int n, MPI_Request *reqs, int *index, MPI_Status *status) {
+  unsigned polls = 0;
+  for (;;) {
+    int done = 0;
+    int err = PMPI_Testany(n, reqs, index, &done, status);
+    if (err != MPI_SUCCESS || done) return err;
+    if (mcoll__fiber_self()) mcoll__fiber_yield();
+    else idle_step(&polls);
+  }
+}
+
 int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_request()); }
 
 static void engine_progress_hook(void) { mcoll__progress(); }

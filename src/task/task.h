@@ -86,6 +86,8 @@ int mcoll__in_task(void);
 int mcoll__host_wait(int err, MPI_Request *req);
 /* The same, filling *status (or MPI_STATUS_IGNORE) as PMPI_Wait would. */
 int mcoll__host_wait_status(int err, MPI_Request *req, MPI_Status *status);
+/* PMPI_Waitany, waited for as mcoll__host_wait does. */
+int mcoll__host_wait_any(int n, MPI_Request *reqs, int *index, MPI_Status *status);
 
 /* For a non-blocking host call made where a task or the caller would otherwise
  * block (pmpi/wrap.h's MCOLL_HOST): its request slot (the running task's, else the

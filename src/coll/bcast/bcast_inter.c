@@ -95,10 +95,48 @@ int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_
   return binomial(c, buf + lo, len, root, me, p);
 }
 
+/* The root learns the other nodes' leaders of a call in the order they announce
+ * themselves: a receive from every rank of the other nodes (MPICH's receives from
+ * any source cost milliseconds where ranks outnumber cores); the first of a node to
+ * complete names its leader, and the node's other receives are cancelled (its other
+ * ranks do not announce this call). Piece 0 goes to each leader as soon as it is
+ * known. */
+static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MPI_Request *sends,
+                         int *posted) {
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  int n = 0, err = MPI_SUCCESS, root_node = t->node_of[call->root];
+  MPI_Request *anns = malloc(sizeof(MPI_Request) * (size_t)c->size);
+  int *from = malloc(sizeof(int) * (size_t)c->size);
+  if (!anns || !from) err = MPI_ERR_NO_MEM;
+  for (int r = 0; r < c->size && err == MPI_SUCCESS; r++) {
+    if (t->node_of[r] == root_node) continue;
+    from[n] = r;
+    err = PMPI_Irecv(NULL, 0, MPI_BYTE, r, mcoll__host_tag(ready), c->p2p, &anns[n]);
+    if (err == MPI_SUCCESS) n++;
+  }
+  for (int k = 0; k < t->nnodes - 1 && err == MPI_SUCCESS; k++) {
+    int i;
+    err = mcoll__host_wait_any(n, anns, &i, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS || i == MPI_UNDEFINED) break;
+    int leader = call->leaders[k] = from[i];
+    for (int j = 0; j < n; j++)
+      if (anns[j] != MPI_REQUEST_NULL && t->node_of[from[j]] == t->node_of[leader]) {
+        PMPI_Cancel(&anns[j]);
+        PMPI_Request_free(&anns[j]);
+      }
+    err = PMPI_Isend(call->buf, (int)hi, MPI_BYTE, leader, mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p,
+                     &sends[*posted]);
+    if (err == MPI_SUCCESS) (*posted)++;
+  }
+  free(anns);
+  free(from);
+  return err;
+}
+
 /* CP bcast (seed 004). The root cannot know which rank of another node arrived first:
- * that rank announces itself with an empty message (piece 0 only) and the root, which
- * receives the announcements from any source, sends each piece to the nodes' leaders
- * in the order they came. The announcements' tag alternates with the call's parity: a
+ * that rank announces itself with an empty message (piece 0 only) and the root
+ * (learn_leaders) sends each piece to the nodes' leaders in the order they came. The announcements' tag alternates with the call's parity: a
  * node whose leader of this call has its data may enter the next call and announce
  * again before the root has heard from every node of this one (never two calls
  * ahead: the root sends the next call's data only after this one's). */
@@ -112,26 +150,26 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
       mcoll__count_control(MCOLL_COLL_BCAST);
     }
     if (err != MPI_SUCCESS) return err;
-    return mcoll__host_recv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root, MCOLL_TAG_BCAST,
-                            c->p2p, MPI_STATUS_IGNORE);
+    /* Waited for yielding the core: the root must run to hear the announcement (an
+     * MPI that spins in a blocking receive holds the core it needs where ranks
+     * outnumber cores). */
+    MPI_Request req;
+    return mcoll__host_wait(PMPI_Irecv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root,
+                                       mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &req),
+                            &req);
   }
   MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)others);
   if (!sends) return MPI_ERR_NO_MEM;
-  if (lo == 0 && !call->leaders) {
-    call->leaders = malloc(sizeof(int) * (size_t)others);
-    if (!call->leaders) err = MPI_ERR_NO_MEM;
-  }
   int posted = 0;
-  for (int k = 0; k < others && err == MPI_SUCCESS; k++) {
-    if (lo == 0) {
-      MPI_Status status;
-      err = mcoll__host_recv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, ready, c->p2p, &status);
-      if (err != MPI_SUCCESS) break;
-      call->leaders[k] = status.MPI_SOURCE;
+  if (lo == 0) {
+    call->leaders = malloc(sizeof(int) * (size_t)others);
+    err = call->leaders ? learn_leaders(call, ready, hi, sends, &posted) : MPI_ERR_NO_MEM;
+  } else {
+    for (int k = 0; k < others && err == MPI_SUCCESS; k++) {
+      err = PMPI_Isend(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->leaders[k],
+                       mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &sends[posted]);
+      if (err == MPI_SUCCESS) posted++;
     }
-    err = PMPI_Isend(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->leaders[k],
-                     mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &sends[posted]);
-    if (err == MPI_SUCCESS) posted++;
   }
   for (int k = 0; k < posted; k++) {
     int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
