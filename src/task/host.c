@@ -10,6 +10,11 @@ int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status) {
   return mcoll__host_wait_status(MPI_SUCCESS, req, status);
 }
 
+int mcoll__host_wait_any_of(int n, MPI_Request *reqs, int *index) {
+  if (!must_not_block()) return PMPI_Waitany(n, reqs, index, MPI_STATUS_IGNORE);
+  return mcoll__host_wait_any(n, reqs, index, MPI_STATUS_IGNORE);
+}
+
 int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
                      MPI_Comm comm) {
   tag = mcoll__host_tag(tag);

@@ -17,6 +17,10 @@ int mcoll__host_sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                          int source, int recvtag, MPI_Comm comm, MPI_Status *status);
 int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status);
+/* MPI_Waitany on the caller's stack with nothing pending (the host's blocking wait:
+ * over TCP its polling loop notices arrivals sooner than a loop of tests), else
+ * waited for without blocking the thread. */
+int mcoll__host_wait_any_of(int n, MPI_Request *reqs, int *index);
 /* MPI_Comm_dup, as MPI_Comm_idup inside a task. */
 int mcoll__host_comm_dup(MPI_Comm comm, MPI_Comm *out);
 

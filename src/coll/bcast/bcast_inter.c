@@ -117,7 +117,7 @@ static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MP
   }
   for (int k = 0; k < t->nnodes - 1 && err == MPI_SUCCESS; k++) {
     int i;
-    err = mcoll__host_wait_any(n, anns, &i, MPI_STATUS_IGNORE);
+    err = mcoll__host_wait_any_of(n, anns, &i);
     if (err != MPI_SUCCESS || i == MPI_UNDEFINED) break;
     int leader = call->leaders[k] = from[i];
     for (int j = 0; j < n; j++)
@@ -150,13 +150,8 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
       mcoll__count_control(MCOLL_COLL_BCAST);
     }
     if (err != MPI_SUCCESS) return err;
-    /* Waited for yielding the core: the root must run to hear the announcement (an
-     * MPI that spins in a blocking receive holds the core it needs where ranks
-     * outnumber cores). */
-    MPI_Request req;
-    return mcoll__host_wait(PMPI_Irecv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root,
-                                       mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &req),
-                            &req);
+    return mcoll__host_recv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root, MCOLL_TAG_BCAST,
+                            c->p2p, MPI_STATUS_IGNORE);
   }
   MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)others);
   if (!sends) return MPI_ERR_NO_MEM;
