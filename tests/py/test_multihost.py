@@ -216,3 +216,25 @@ def test_alltoall_grid_rsend_multihost(hosts, request, flavour, ranks):
         counts = inter.get(coll, {})
         assert counts.get("calls", 0) > 0 and counts.get("grid_rsend") == counts["calls"], (coll, counts)
         assert counts.get("control_msgs", 0) > 0, (coll, counts)
+
+
+@pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1,2"), flavour_param("mpich", "1,2,1")])
+def test_bcast_first_arrival_multihost(hosts, request, flavour, ranks):
+    """Bcast with first_arrival forced between real hosts (the CP bcast: each host's
+    first rank to arrive leads it and announces itself to the root over TCP; the root's
+    receives from the other hosts' ranks that did not lead are cancelled): test_coll's
+    checks, blocking and non-blocking, and the report says first_arrival ran every
+    inter-node call with its announcements counted."""
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALG_BCAST_INTER": "first_arrival"}
+    for program_name in ("mcoll-test-coll", "mcoll-test-nbc"):
+        program = BUILD.bin(flavour, program_name)
+        name = program_name.replace("mcoll-", "").replace("-", "_")
+        if program_name == "mcoll-test-coll":
+            args = coll_args(flavour, ranks) + ["--colls", "bcast", "--seed", seed_for(request)]
+        else:
+            args = nbc_args(flavour, ranks) + ["--colls", "bcast", "--seed", seed_for(request)]
+        result = run_on_hosts(flavour, ranks, program, args, env, finished=rf"^{name}: \d+ checks, 0 errors$")
+        check_summary(result, name)
+        counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+        if program_name == "mcoll-test-coll":
+            assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
