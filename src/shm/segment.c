@@ -41,9 +41,8 @@
 _Static_assert(sizeof(struct mcoll_sync_line) == MCOLL_LINE, "sync line size");
 _Static_assert(sizeof(struct mcoll_data_line) == MCOLL_LINE, "data line size");
 _Static_assert(sizeof(struct mcoll_slot_ctl) == MCOLL_LINE, "slot line size");
-_Static_assert(sizeof(struct mcoll_shm_header) == 2 * MCOLL_LINE + MCOLL_CLAIMS * sizeof(uint64_t),
-               "header size");
-_Static_assert(MCOLL_CLAIMS * sizeof(uint64_t) % MCOLL_LINE == 0, "the header ends on a line");
+_Static_assert(sizeof(struct mcoll_shm_header) == 2 * MCOLL_LINE, "header size");
+_Static_assert(MCOLL_CLAIMS * sizeof(uint64_t) % MCOLL_LINE == 0, "the claims end on a line");
 _Static_assert(sizeof(struct mcoll_inline_line) == 64, "inline line: one cache line");
 
 #define MCOLL_SHM_MAGIC 0x6d636f6c6c736567ull /* "mcollseg" */
@@ -77,6 +76,8 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   off += sizeof(struct mcoll_slot_ctl) * (size_t)shm->nslots;
   size_t inline_off = off;
   off += sizeof(struct mcoll_inline_line) * MCOLL_INLINE_SLOTS * (size_t)local_size;
+  size_t claims_off = off;
+  off += sizeof(uint64_t) * MCOLL_CLAIMS;
   size_t slot_data_off = round_up(off, MCOLL_PAGE);
   off = slot_data_off + shm->chunk * (size_t)shm->nslots;
   shm->area_bytes = round_up((size_t)mcoll__cfg.SHM_AREA, MCOLL_PAGE);
@@ -89,6 +90,7 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   shm->data = (struct mcoll_data_line *)(base + data_off);
   shm->slot = (struct mcoll_slot_ctl *)(base + slot_off);
   shm->inline_line = (struct mcoll_inline_line *)(base + inline_off);
+  shm->first_arrival = (_Atomic uint64_t *)(base + claims_off);
   shm->slot_data = base + slot_data_off;
   shm->area = base + area_off;
 }

@@ -84,9 +84,6 @@ struct mcoll_shm_header {
   mcoll_flag barrier_arrived;
   mcoll_flag barrier_released;
   char barrier_pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
-  /* First arrivals (node/claim.h): per bcast sequence modulo MCOLL_CLAIMS, the
-   * sequence in the high half and the claiming rank in the low half. */
-  _Atomic uint64_t first_arrival[MCOLL_CLAIMS];
 };
 
 /* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the
@@ -112,6 +109,10 @@ struct mcoll_shm {
   struct mcoll_data_line *data; /* [local_size] */
   struct mcoll_slot_ctl *slot;  /* [nslots] */
   struct mcoll_inline_line *inline_line; /* [local_size][MCOLL_INLINE_SLOTS] */
+  /* First arrivals (node/claim.h): per bcast sequence modulo MCOLL_CLAIMS, the
+   * sequence in the high half and the claiming rank in the low half. After the
+   * lines above, so that their places in the segment stay as they were. */
+  _Atomic uint64_t *first_arrival; /* [MCOLL_CLAIMS] */
   char *slot_data;              /* nslots * chunk bytes */
   char *area;                   /* local_size * area_bytes: one area per rank */
   size_t area_bytes;
