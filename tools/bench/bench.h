@@ -160,6 +160,10 @@ void bench_persistent_init(const struct mpi_api *api, const struct row *r, MPI_R
 long bench_check_result(const struct row *r, const char *label);
 
 _Noreturn void bench_die(MPI_Comm comm, const char *what);
+/* For a bad option that every rank of MPI_COMM_WORLD meets alike: rank 0 says what,
+ * every rank finalizes and exits 1. An abort may kill the launcher's forwarding before
+ * the message gets out (MPICH's Hydra does, now and then). */
+_Noreturn void bench_usage_exit(const char *what);
 double bench_now(void);
 double *bench_alloc_doubles(int n);
 /* A barrier the waiting ranks sleep in (Ibarrier, tested every 0.2 ms), so that they

@@ -69,7 +69,7 @@ static void wait_until(double t)
         sched_yield();
 }
 
-static const struct mpi_api *side_api(int side, MPI_Comm comm)
+static const struct mpi_api *side_api(int side)
 {
     if (side == SIDE_HOST)
         return &bench_native_api;
@@ -78,7 +78,7 @@ static const struct mpi_api *side_api(int side, MPI_Comm comm)
         set_algorithm = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
     if (!set_algorithm ||
         set_algorithm("bcast.inter", side == SIDE_FIXED ? "binomial" : "first_arrival") != 0)
-        bench_die(comm, "-m arrival: mcoll not loaded, or without first_arrival");
+        bench_usage_exit("-m arrival: mcoll not loaded, or without first_arrival");
     return &bench_mcoll_api;
 }
 
@@ -111,7 +111,7 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
     PMPI_Comm_size(comm, &p);
     struct delays d;
     if (!parse_delays(o->arrival ? o->arrival : "random:100", &d))
-        bench_die(comm, "-D: random:US or late:RANK:US");
+        bench_usage_exit("-D: random:US or late:RANK:US");
     uint64_t rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(rank + 1);
     int iters = o->iters > 0 ? o->iters : 50, warmup = o->warmup >= 0 ? o->warmup : 5;
     FILE *json = rank == 0 && o->json_path ? fopen(o->json_path, "w") : NULL;
@@ -137,7 +137,7 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
             for (int turn = 0; turn < NSIDES; turn++) {
                 int side = (turn + round) % NSIDES;
                 samples[side * o->rounds + round] =
-                    time_calls(side_api(side, comm), &r, &d, warmup, iters, &rng);
+                    time_calls(side_api(side), &r, &d, warmup, iters, &rng);
             }
         double med[NSIDES];
         for (int s = 0; s < NSIDES; s++)

@@ -17,7 +17,7 @@
 enum { SIDE_HOST, SIDE_SERIAL, SIDE_WINDOW, NSIDES, BURST_MAX = 64 };
 static const char *const side_names[NSIDES] = {"host", "window_1", "window_4"};
 
-static const struct mpi_api *side_api(int side, MPI_Comm comm)
+static const struct mpi_api *side_api(int side)
 {
     if (side == SIDE_HOST)
         return &bench_native_api;
@@ -25,7 +25,7 @@ static const struct mpi_api *side_api(int side, MPI_Comm comm)
     if (!set_param)
         set_param = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_param");
     if (!set_param || set_param("TASK_WINDOW", side == SIDE_SERIAL ? "1" : "4") != 0)
-        bench_die(comm, "-m burst: mcoll not loaded, or without MCOLL_TASK_WINDOW");
+        bench_usage_exit("-m burst: mcoll not loaded, or without MCOLL_TASK_WINDOW");
     return &bench_mcoll_api;
 }
 
@@ -89,7 +89,7 @@ void bench_burst(const struct run_info *ri, const struct options *o, MPI_Comm co
                 for (int turn = 0; turn < NSIDES; turn++) {
                     int side = (turn + round) % NSIDES;
                     samples[side * o->rounds + round] =
-                        time_bursts(side_api(side, comm), rows, k, warmup, iters);
+                        time_bursts(side_api(side), rows, k, warmup, iters);
                 }
             double med[NSIDES];
             for (int s = 0; s < NSIDES; s++)

@@ -708,7 +708,7 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     if (nprocs < 2)
-        bench_die(comm, "--calibrate needs at least 2 ranks (ranks 0 and 1 on one node)");
+        bench_usage_exit("--calibrate needs at least 2 ranks (ranks 0 and 1 on one node)");
     struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds,
                             .cma_pair = NAN};
     for (int i = 0; i < NCMA_SIZES; i++)

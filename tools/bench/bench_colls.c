@@ -479,6 +479,16 @@ _Noreturn void bench_die(MPI_Comm comm, const char *what)
     abort();
 }
 
+_Noreturn void bench_usage_exit(const char *what)
+{
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr, "mcoll-bench: %s\n", what);
+    MPI_Finalize(); /* mcoll's, when loaded: it removes its shared memory */
+    exit(1);
+}
+
 void *bench_alloc_pages(size_t bytes)
 {
     size_t rounded = (bytes + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;

@@ -86,7 +86,7 @@ const struct mpi_api *bench_side_api(int side, const struct row *r, const struct
         if (!set_param)
             set_param = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_param");
         if (!set_param || set_param(o->vary_param, o->vary[side]) != 0)
-            bench_die(r->comm, "-V: mcoll not loaded, or not a parameter it can change while running");
+            bench_usage_exit("-V: mcoll not loaded, or not a parameter it can change while running");
         return &bench_mcoll_api;
     }
     if (!o->versus[0])
@@ -101,7 +101,7 @@ const struct mpi_api *bench_side_api(int side, const struct row *r, const struct
     if (!strncmp(alg, "inter.", 6))
         alg += 6;
     if (!set_algorithm || set_algorithm(coll, alg) != 0)
-        bench_die(r->comm, "-A: mcoll not loaded, or no such algorithm of this collective");
+        bench_usage_exit("-A: mcoll not loaded, or no such algorithm of this collective");
     return &bench_mcoll_api;
 }
 
