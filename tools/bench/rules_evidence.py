@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "py"))
-from mcoll_model import cost, machine as M  # noqa: E402
+from mcoll_model import compare, cost, machine as M  # noqa: E402
 
 COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan", "exscan",
          "allgather", "gather", "scatter", "alltoall"]
@@ -91,12 +91,13 @@ def summarize(directory, rules_path=None):
                 n = res["bytes"]
                 forced.setdefault(n, {})[alg] = (res["native_us"], res["mcoll_us"])
         for n in sorted(forced):
+            nm = 0 if coll == "barrier" else compare.model_bytes(coll, n, 2)  # the rules' bytes
             ok = {a: t for a, t in forced[n].items()
-                  if cost.node_cost(coll, a, m, 0 if coll == "barrier" else max(n, 1), table) is not None}
+                  if cost.node_cost(coll, a, m, max(nm, 1), table) is not None}
             if not ok:
                 continue
             ratios = {a: t[0] / t[1] for a, t in ok.items()}      # choice / forced, same job
-            pick = rules_pick(rules, coll, 0 if coll == "barrier" else n, 2)
+            pick = rules_pick(rules, coll, nm, 2)
             # the choice against every other algorithm (the pick forced against itself
             # measures the noise: ideally 1)
             others = {a: v for a, v in ratios.items() if a != pick} or ratios
@@ -106,6 +107,21 @@ def summarize(directory, rules_path=None):
                          "choice_us": statistics.median(t[0] for t in ok.values()),
                          "best_us": ok[best][1], "ratios": ratios})
     return rows
+
+
+def score(rows, rules):
+    """Another rules file judged on the same forced runs: at each point its pick's time
+    over the fastest forced algorithm's, t_pick / t_best = (t_choice / t_best) /
+    (t_choice / t_pick), each ratio from one job's alternation. None where the pick
+    was not measured there."""
+    out = []
+    for r in rows:
+        nm = 0 if r["coll"] == "barrier" else compare.model_bytes(r["coll"], r["bytes"], 2)
+        pick = rules_pick(rules, r["coll"], nm, 2)
+        best = max(r["ratios"].values())
+        ratio = best / r["ratios"][pick] if pick in r["ratios"] else None
+        out.append({**r, "pick": pick, "vs_best": ratio})
+    return out
 
 
 def _builtin_json():
@@ -137,6 +153,33 @@ def markdown(rows, title):
     return "\n".join(lines) + "\n"
 
 
+def score_markdown(rows, files):
+    judged = {}
+    for f in files:
+        rules = json.loads(_builtin_json() if f == "builtin" else Path(f).read_text())["rules"]
+        judged[f] = score(rows, rules)
+    names = [Path(f).stem for f in files]
+    lines = ["pick's time ÷ the fastest forced algorithm's (1.00: it is the fastest; "
+             "**bold**: more than 10% slower)", "",
+             "| collective | bytes | " + " | ".join(names) + " |",
+             "|---|---:|" + "---|" * len(files)]
+    for i, r in enumerate(rows):
+        cells = []
+        for f in files:
+            j = judged[f][i]
+            v = j["vs_best"]
+            cells.append("-" if v is None else (f"{j['pick']} **{v:.2f}**" if v > 1.10
+                                                 else f"{j['pick']} {v:.2f}"))
+        lines.append(f"| {r['coll']} | {r['bytes']} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for f, name in zip(files, names):
+        vals = [j["vs_best"] for j in judged[f] if j["vs_best"] is not None]
+        within = sum(1 for v in vals if v <= 1.10)
+        lines.append(f"- {name}: within 10% of the fastest at {within} of {len(vals)} points; "
+                     f"median {statistics.median(vals):.3f}, worst {max(vals):.2f}")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flavour", default="openmpi")
@@ -149,12 +192,18 @@ def main():
     ap.add_argument("--summarize", help="print the table from this directory's JSON")
     ap.add_argument("--rules", help="rules JSON to run with (MCOLL_RULES) and summarize by "
                     "(default: the built-in)")
+    ap.add_argument("--score", nargs="+", metavar="RULES",
+                    help="with --summarize: judge these rules files (JSON, or 'builtin') on the "
+                    "same runs: each pick's time over the fastest forced algorithm's")
     ap.add_argument("--md", help="write the markdown table here")
     ap.add_argument("--title", help="the table's heading (default: flavour, ranks, mode)")
     a = ap.parse_args()
     if not a.summarize:
         run(a)
     rows = summarize(a.summarize or a.out, a.rules)
+    if a.score:
+        print(score_markdown(rows, a.score))
+        return
     text = markdown(rows, a.title or f"{a.flavour}, 2 ranks, {a.mode} mode")
     if a.md:
         Path(a.md).write_text(text)

@@ -1,15 +1,19 @@
 """Command line: python3 -m mcoll_model (or bin/mcoll model) reproduce-002 | predict |
-compare | gen-c | algorithms."""
+compare | fit | gen-c | algorithms."""
 
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from . import compare as C, cost, gen_c, machine as M, predict as P, seed002
+from . import compare as C, cost, fit, gen_c, machine as M, predict as P, seed002
 
 
 def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["fit"]:  # its own parser (fit.py)
+        return fit.main(argv[1:])
     ap = argparse.ArgumentParser(prog="mcoll model", description=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
     rp = sub.add_parser("reproduce-002", help="seed 002's tables 5 and 6 against our evaluation")
@@ -30,6 +34,7 @@ def main(argv=None):
     co.add_argument("--results", "-r", required=True, nargs="+", help="mcoll-bench JSON file(s)")
     co.add_argument("--md", help="write the markdown table here (several results: appended)")
     co.add_argument("--png", help="write the plot here (first results file)")
+    sub.add_parser("fit", help="per-algorithm corrections from forced measurements (fit.py)")
     gc = sub.add_parser("gen-c", help="C cost functions generated from cost_table.json")
     gc.add_argument("-o", "--output", help="write here (default: stdout)")
     al = sub.add_parser("algorithms", help="list the cost table's algorithms")

@@ -128,8 +128,10 @@ def algorithms(coll, table=None):
     return list(table["node"][c]), list(table["inter"].get(c, {}))
 
 
-def node_cost(coll, alg, machine, nbytes, table=None):
-    """The node phase of algorithm alg (None if its needs do not hold here)."""
+def node_cost(coll, alg, machine, nbytes, table=None, corrected=True):
+    """The node phase of algorithm alg (None if its needs do not hold here). On one node
+    at the rank count the machine file's corrections were measured at, times the
+    algorithm's correction there (fit.py), unless corrected=False."""
     table = table or load_table()
     c = canonical(coll, table)
     entry = table["node"][c][alg]
@@ -138,7 +140,13 @@ def node_cost(coll, alg, machine, nbytes, table=None):
         return 0.0
     if "needs" in entry and not evaluate(entry["needs"], env):
         return None
-    return node_terms_us(entry["terms"], machine, env)
+    t = node_terms_us(entry["terms"], machine, env)
+    corr = machine.data.get("corrections")
+    if (corrected and corr and machine.topo["nodes"] == 1
+            and corr["ranks_per_node"] == machine.topo["ranks_per_node"]):
+        from . import fit
+        t *= fit.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
+    return t
 
 
 def costs(coll, machine, nbytes, table=None):

@@ -1,0 +1,114 @@
+"""`mcoll model fit`: per-algorithm corrections of the node cost functions, fitted on
+measurements where each algorithm was forced.
+
+The cost functions are built from a handful of machine parameters (a hand-off, copy,
+single-copy and fold bandwidths). That prices the algorithms the thresholds already
+chose within 10-15%, but an algorithm priced outside the sizes where it ran was 1.5-5x
+off (reductions at 32 KiB-2 MiB by flat/HSRA, the gather family by single copy at
+2 KiB): effects the terms do not carry (page faults of a fresh area, a peer's cache
+lines crossing, the system call's page pinning).
+
+A correction is the ratio measured / modelled of one algorithm at one size, the median
+over the runs given (each a `tools/bench/rules_evidence.py` directory: one job per
+forced algorithm, so an algorithm is measured at every size whatever the thresholds
+choose). Between measured sizes the factor is interpolated in log(size); beyond them it
+is the nearest one. It applies only at the rank count it was measured at: the machine
+file keeps it under "corrections" with that count, and cost.node_cost uses it there.
+"""
+
+import bisect
+import json
+import math
+import statistics
+from pathlib import Path
+
+from . import compare, cost
+
+SKIP = {"p2p"}  # the restrictions' fallback, never forced by the evidence tool
+
+
+def measured(dirs):
+    """{(coll, alg, model bytes): [forced µs of each run]} and the rank count of the runs."""
+    out, nprocs = {}, set()
+    for d in dirs:
+        for path in sorted(Path(d).glob("*-*.json")):
+            doc = json.loads(path.read_text())
+            if doc.get("tool") != "mcoll-bench" or not doc.get("versus"):
+                continue
+            alg = doc["versus"][1]
+            nprocs.add(doc["nprocs"])
+            for r in doc["results"]:
+                coll = r["coll"]
+                n = 0 if coll == "barrier" else compare.model_bytes(coll, r["bytes"], doc["nprocs"])
+                if r.get("mcoll_us"):
+                    out.setdefault((coll, alg, n), []).append(r["mcoll_us"])
+    if len(nprocs) > 1:
+        raise ValueError(f"runs of different rank counts: {sorted(nprocs)}")
+    return out, (nprocs.pop() if nprocs else None)
+
+
+def fit(dirs, machine, table=None):
+    """The corrections document for the machine (already at the runs' rank count)."""
+    table = table or cost.load_table()
+    points, nprocs = measured(dirs)
+    if nprocs != machine.topo["ranks_per_node"]:
+        raise ValueError(f"runs of {nprocs} ranks, machine of {machine.topo['ranks_per_node']}")
+    factors = {}
+    for (coll, alg, n), times in sorted(points.items()):
+        if alg in SKIP or alg not in table["node"].get(coll, {}):
+            continue
+        model = cost.node_cost(coll, alg, machine, max(n, 1), table, corrected=False)
+        if not model:
+            continue  # its needs do not hold: forcing it ran the normal choice
+        ratio = math.exp(statistics.median(math.log(t / model) for t in times))
+        factors.setdefault(coll, {}).setdefault(alg, []).append([n, round(ratio, 4)])
+    return {"ranks_per_node": nprocs, "runs": [str(d) for d in dirs], "factors": factors}
+
+
+def factor(corrections, coll, alg, nbytes):
+    """The interpolated correction (1 where there is none)."""
+    pts = corrections["factors"].get(coll, {}).get(alg)
+    if not pts:
+        return 1.0
+    xs = [math.log2(max(n, 1)) for n, _ in pts]
+    x = math.log2(max(nbytes, 1))
+    i = bisect.bisect_left(xs, x)
+    if i == 0:
+        return pts[0][1]
+    if i == len(xs):
+        return pts[-1][1]
+    w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+    return math.exp((1 - w) * math.log(pts[i - 1][1]) + w * math.log(pts[i][1]))
+
+
+def dumps_machine(data):
+    """The machine file's JSON, indented, with each algorithm's factors on one line."""
+    import re
+    text = json.dumps(data, indent=1)
+    return re.sub(r"\[\s*\[[\d.,\s\[\]]*?\]\s*\]",
+                  lambda m: re.sub(r"\s+", "", m.group(0)).replace(",", ", "), text) + "\n"
+
+
+def main(argv=None):
+    import argparse
+    from . import machine as M
+    ap = argparse.ArgumentParser(prog="mcoll model fit", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="rules_evidence.py result directories (one rank count)")
+    ap.add_argument("--machine", "-m", default="here", help="machine file to correct (default: here)")
+    ap.add_argument("--write", action="store_true",
+                    help="store the corrections in the machine file (else print them)")
+    a = ap.parse_args(argv)
+    path = M.resolve(a.machine)
+    data = json.loads(path.read_text())
+    _, nprocs = measured(a.runs)
+    m = M.load(a.machine, nodes=1, ranks_per_node=nprocs)
+    doc = fit(a.runs, m)
+    if not a.write:
+        print(json.dumps(doc, indent=1))
+        return 0
+    data["corrections"] = doc
+    path.write_text(dumps_machine(data))
+    print(f"{path}: corrections of {sum(len(v) for v in doc['factors'].values())} algorithms "
+          f"at {nprocs} ranks per node from {len(a.runs)} runs")
+    return 0
