@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rules' choice against every algorithm forced in turn, 2 ranks, one node.
+"""The rules' choice against every algorithm forced in turn, one node (2 ranks unless --np).
 
 For each collective and each of its node algorithms, one mcoll-bench job alternates
 mcoll's own choice (the rules in force: `mcoll_set_algorithm(coll, "auto")`) with the
@@ -52,9 +52,9 @@ def run(args):
             if alg in SKIP:
                 continue
             path = out / f"{coll}-{alg}.json"
-            argv = [str(ROOT / "bin" / "mcollrun"), "--mpi", args.flavour, "-np", "2", str(bench),
+            argv = [str(ROOT / "bin" / "mcollrun"), "--mpi", args.flavour, "-np", str(args.np), str(bench),
                     "-m", args.mode, "-C", coll, "-A", f"auto,{alg}", "-b", "8",
-                    "-e", args.max, "-f", "4", "-r", str(args.rounds), "-T", str(args.round_ms),
+                    "-e", args.max, "-f", str(args.factor), "-r", str(args.rounds), "-T", str(args.round_ms),
                     "-o", str(path)]
             if coll == "barrier":
                 argv[argv.index("-e") + 1] = "8"
@@ -78,7 +78,9 @@ def summarize(directory, rules_path=None):
     table = cost.load_table()
     rules = json.loads(Path(rules_path).read_text())["rules"] if rules_path else \
         json.loads(_builtin_json())["rules"]
-    m = M.load("here", nodes=1, ranks_per_node=2)
+    docs = list(directory.glob("*-*.json"))
+    np_ = json.loads(docs[0].read_text())["nprocs"] if docs else 2
+    m = M.load("here", nodes=1, ranks_per_node=np_)
     rows = []
     for coll in COLLS:
         forced = {}
@@ -91,18 +93,18 @@ def summarize(directory, rules_path=None):
                 n = res["bytes"]
                 forced.setdefault(n, {})[alg] = (res["native_us"], res["mcoll_us"])
         for n in sorted(forced):
-            nm = 0 if coll == "barrier" else compare.model_bytes(coll, n, 2)  # the rules' bytes
+            nm = 0 if coll == "barrier" else compare.model_bytes(coll, n, np_)  # the rules' bytes
             ok = {a: t for a, t in forced[n].items()
                   if cost.node_cost(coll, a, m, max(nm, 1), table) is not None}
             if not ok:
                 continue
             ratios = {a: t[0] / t[1] for a, t in ok.items()}      # choice / forced, same job
-            pick = rules_pick(rules, coll, nm, 2)
+            pick = rules_pick(rules, coll, nm, np_)
             # the choice against every other algorithm (the pick forced against itself
             # measures the noise: ideally 1)
             others = {a: v for a, v in ratios.items() if a != pick} or ratios
             best = max(others, key=others.get)
-            rows.append({"coll": coll, "bytes": n, "pick": pick, "best": best,
+            rows.append({"coll": coll, "bytes": n, "np": np_, "pick": pick, "best": best,
                          "ratio": others[best], "self": ratios.get(pick),
                          "choice_us": statistics.median(t[0] for t in ok.values()),
                          "best_us": ok[best][1], "ratios": ratios})
@@ -116,8 +118,8 @@ def score(rows, rules):
     was not measured there."""
     out = []
     for r in rows:
-        nm = 0 if r["coll"] == "barrier" else compare.model_bytes(r["coll"], r["bytes"], 2)
-        pick = rules_pick(rules, r["coll"], nm, 2)
+        nm = 0 if r["coll"] == "barrier" else compare.model_bytes(r["coll"], r["bytes"], r["np"])
+        pick = rules_pick(rules, r["coll"], nm, r["np"])
         best = max(r["ratios"].values())
         ratio = best / r["ratios"][pick] if pick in r["ratios"] else None
         out.append({**r, "pick": pick, "vs_best": ratio})
@@ -183,9 +185,11 @@ def score_markdown(rows, files):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flavour", default="openmpi")
+    ap.add_argument("--np", type=int, default=2, help="ranks (one node)")
     ap.add_argument("--out", help="directory for the JSON files")
     ap.add_argument("--mode", default="latency")
     ap.add_argument("--max", default="2M")
+    ap.add_argument("--factor", type=int, default=4, help="mcoll-bench -f: sizes 8, 8f, 8f^2, ...")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--round-ms", type=float, default=4, help="mcoll-bench -T")
     ap.add_argument("--colls", default=",".join(COLLS))
@@ -204,7 +208,7 @@ def main():
     if a.score:
         print(score_markdown(rows, a.score))
         return
-    text = markdown(rows, a.title or f"{a.flavour}, 2 ranks, {a.mode} mode")
+    text = markdown(rows, a.title or f"{a.flavour}, {rows[0]['np'] if rows else a.np} ranks, {a.mode} mode")
     if a.md:
         Path(a.md).write_text(text)
     print(text)

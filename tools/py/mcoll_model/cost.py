@@ -141,11 +141,11 @@ def node_cost(coll, alg, machine, nbytes, table=None, corrected=True):
     if "needs" in entry and not evaluate(entry["needs"], env):
         return None
     t = node_terms_us(entry["terms"], machine, env)
-    corr = machine.data.get("corrections")
-    if (corrected and corr and machine.topo["nodes"] == 1
-            and corr["ranks_per_node"] == machine.topo["ranks_per_node"]):
+    if corrected:
         from . import fit
-        t *= fit.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
+        corr = fit.for_machine(machine)
+        if corr:
+            t *= fit.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
     return t
 
 

@@ -12,8 +12,9 @@ A correction is the ratio measured / modelled of one algorithm at one size, the 
 over the runs given (each a `tools/bench/rules_evidence.py` directory: one job per
 forced algorithm, so an algorithm is measured at every size whatever the thresholds
 choose). Between measured sizes the factor is interpolated in log(size); beyond them it
-is the nearest one. It applies only at the rank count it was measured at: the machine
-file keeps it under "corrections" with that count, and cost.node_cost uses it there.
+is the nearest one. It applies only at the rank count it was measured at, on one node:
+the machine file keeps a list under "corrections", one entry per rank count, and
+cost.node_cost uses the entry of its rank count (for_machine).
 """
 
 import bisect
@@ -65,6 +66,16 @@ def fit(dirs, machine, table=None):
     return {"ranks_per_node": nprocs, "runs": [str(d) for d in dirs], "factors": factors}
 
 
+def for_machine(machine):
+    """The corrections measured at the machine's rank count on one node, or None."""
+    if machine.topo["nodes"] != 1:
+        return None
+    for entry in machine.data.get("corrections") or []:
+        if entry["ranks_per_node"] == machine.topo["ranks_per_node"]:
+            return entry
+    return None
+
+
 def factor(corrections, coll, alg, nbytes):
     """The interpolated correction (1 where there is none)."""
     pts = corrections["factors"].get(coll, {}).get(alg)
@@ -107,7 +118,8 @@ def main(argv=None):
     if not a.write:
         print(json.dumps(doc, indent=1))
         return 0
-    data["corrections"] = doc
+    others = [e for e in data.get("corrections") or [] if e["ranks_per_node"] != nprocs]
+    data["corrections"] = sorted(others + [doc], key=lambda e: e["ranks_per_node"])
     path.write_text(dumps_machine(data))
     print(f"{path}: corrections of {sum(len(v) for v in doc['factors'].values())} algorithms "
           f"at {nprocs} ranks per node from {len(a.runs)} runs")

@@ -61,7 +61,11 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
                                     # injection probability per cycle at a switch input
                                     # (seed 002 eq. 3); the law: rho/(1-rho) = x0 (P/p0)^gamma
                                     # for P ranks in the job; absent: nic/link bandwidth
-      }
+      },
+      "corrections": [              # per algorithm, measured / modelled (mcoll model fit)
+        {"ranks_per_node": r, "runs": ["bench/results/..."],
+         "factors": {coll: {alg: [[bytes, factor], ...]}}}
+      ]
     }
 """
 

@@ -136,8 +136,9 @@ def _off_windows(ranges, windows):
 def _calibrated_up_to(m, coll):
     """The largest size the machine's corrections measured coll at, when they were
     measured at its rank count on one node (fit.py); else None."""
-    corr = m.data.get("corrections")
-    if not corr or corr["ranks_per_node"] != m.topo["ranks_per_node"] or m.topo["nodes"] != 1:
+    from . import fit
+    corr = fit.for_machine(m)
+    if not corr:
         return None
     sizes = [n for pts in corr["factors"].get(coll, {}).values() for n, _ in pts]
     if coll == "barrier" and sizes:
