@@ -67,12 +67,16 @@ void mcoll__fallback(enum mcoll_coll coll, enum mcoll_fallback_reason why) {
 
 void mcoll__fallback_forced(enum mcoll_alg_level level, enum mcoll_coll coll, int alg, int need) {
   bump(&counters[coll].fallback[MCOLL_WHY_FORCED]);
-  bump(&counters[coll].forced_denied[level][alg][need]);
+  unsigned long before = atomic_fetch_add_explicit(&counters[coll].forced_denied[level][alg][need], 1,
+                                                   memory_order_relaxed);
   if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_SILENT) return;
+  /* Said once per process and reason (MCOLL_VERBOSE's report counts every call): a
+   * warning per call floods stderr and splits other ranks' lines. */
+  if (before > 0 && mcoll__cfg.fallback_policy != MCOLL_FALLBACK_ERROR) return;
   int rank = -1;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   fprintf(stderr, "mcoll: rank %d: %s%s%s: forced algorithm %s cannot run here (needs %s: %s); the "
-          "normal choice runs\n", rank, mcoll__coll_name(coll), level ? "." : "",
+          "normal choice runs (said once)\n", rank, mcoll__coll_name(coll), level ? "." : "",
           level ? mcoll__level_name(level) : "", mcoll__level_algs(level, coll)->algs[alg].name,
           mcoll__need_name(need), mcoll__need_text(need));
   if (mcoll__cfg.fallback_policy == MCOLL_FALLBACK_ERROR) {

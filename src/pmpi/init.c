@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/host_progress.h"
 #include "task/progress_thread.h"
@@ -15,12 +16,31 @@ static void report(void) {
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank != 0) return;
-  fprintf(stderr, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
-  mcoll__stats_report(stderr);
-  mcoll__context_report(stderr);
-  mcoll__task_report(stderr);
-  mcoll__tnbc_report(stderr);
-  fflush(stderr);
+  /* Built in memory and written one line per write(2): stderr is unbuffered, so a line
+   * made of several fprintf calls could be split by another rank's output on the
+   * launcher's shared stream (a test then misread the report). */
+  char *text = NULL;
+  size_t length = 0;
+  FILE *out = open_memstream(&text, &length);
+  if (!out) out = stderr;
+  fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
+  mcoll__stats_report(out);
+  mcoll__context_report(out);
+  mcoll__task_report(out);
+  mcoll__tnbc_report(out);
+  if (out == stderr) return;
+  fclose(out);
+  for (size_t at = 0; at < length;) {
+    const char *end = memchr(text + at, '\n', length - at);
+    size_t line = end ? (size_t)(end - (text + at)) + 1 : length - at;
+    for (size_t done = 0; done < line;) {
+      ssize_t n = write(STDERR_FILENO, text + at + done, line - done);
+      if (n <= 0) break;
+      done += (size_t)n;
+    }
+    at += line;
+  }
+  free(text);
 }
 
 /* The MPI this library was built for: flavour and major version. */

@@ -88,30 +88,36 @@ def test_here_is_calibrated_from_committed_runs():
     for corr in entries:
         for run in corr["runs"]:
             assert (ROOT / run).is_dir(), run
+        m = M.load("here", nodes=1, ranks_per_node=corr["ranks_per_node"])
         for coll, algs in table["node"].items():
             for alg in algs:
-                if alg != "p2p" and coll in corr["factors"]:
-                    assert alg in corr["factors"][coll], (coll, alg)
+                runs_here = cost.node_cost(coll, alg, m, 8, corrected=False) is not None
+                if alg != "p2p" and coll in corr["factors"] and runs_here:
+                    assert alg in corr["factors"][coll], (coll, alg, corr["ranks_per_node"])
         for pts in (p for algs in corr["factors"].values() for p in algs.values()):
-            assert all(0.1 < f < 10 for _, f in pts), pts   # a factor beyond that is a broken run
+            # beyond that a run is broken (oversubscribed, 4 ranks on 2 cores, the model
+            # underprices the scheduler's turns of small calls up to 11x)
+            assert all(0.05 < f < 20 for _, f in pts), pts
 
 
 def test_calibrated_tolerance_changes_only_the_calibrated_rank_count():
-    """With the corrections the built-in rules may leave today's thresholds at 2 ranks
-    (tolerance 10%); at 4 and 8 ranks and between nodes they keep them unless the model
-    is 3x sure, as before the corrections."""
+    """With the corrections the built-in rules may leave today's thresholds at the rank
+    counts they were measured at (tolerance 10%); at other counts and between nodes they
+    keep them unless the model is 3x sure, as before the corrections."""
     prior = json.loads(tune.PRIOR.read_text())["rules"]
     doc = tune.builtin()
     wide = tune.tune("here", (2, 4, 8), (2, 4, 8), tolerance=tune.BUILTIN_TOLERANCE, prior=tune.PRIOR)
-    calibrated = lambda e: e["level"] == "node" and e["ranks_per_node"] == [2, 2]
+    counts = [e["ranks_per_node"] for e in M.load("here").data["corrections"]]
+    calibrated = lambda e: e["level"] == "node" and e["ranks_per_node"][1] in counts
     assert [e for e in doc["rules"] if not calibrated(e)] == [e for e in wide["rules"] if not calibrated(e)]
     assert prior  # the thresholds exist to be kept or changed
-    m = M.load("here", nodes=1, ranks_per_node=2)
     for e in (e for e in doc["rules"] if calibrated(e) and e["coll"] != "barrier"):
+        m = M.load("here", nodes=1, ranks_per_node=e["ranks_per_node"][1])
         lo, hi = e["bytes"]
         top = tune._calibrated_up_to(m, e["coll"])
         n = max(lo, 1)
-        if n > top or (hi is not None and hi - lo < 4):
+        moved = e["coll"] == "bcast" and any(lo == w_hi + 1 for _, w_hi in tune.MISMATCH_WINDOWS)
+        if n > top or moved or (hi is not None and hi - lo < 4):
             continue
         costs = {a: t for a in cost.load_table()["node"][e["coll"]]
                  if a != "p2p" and (t := cost.node_cost(e["coll"], a, m, n)) is not None}
