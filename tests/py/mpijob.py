@@ -80,13 +80,18 @@ def _session_processes(sid):
     """Live pids whose session is sid: the launcher's descendants, even those that
     moved to another process group (zombies waiting to be reaped do not count)."""
     pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    # listdir, not Path.glob: glob stats each match, and a process that exits between
+    # the listing and the stat raised ProcessLookupError out of the sampler thread
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         if int(fields[3]) == sid and fields[0] != "Z":  # after "(comm)": state ppid pgrp session
-            pids.append(int(stat.parent.name))
+            pids.append(int(name))
     return pids
 
 
