@@ -6,9 +6,8 @@ by the other, so all their lines cross the cores on each call; with OSU's barrie
 after every call (mcoll-bench -m latency) that made 8 KiB bcast, gather(v),
 scatter(v), reduce and exscan 0.73-0.93x native, while single copy reads the
 owner's buffer in place, 1.3-2x native (bench/results/20261123-1037 and this
-branch's commit messages). Since the built-in rules at 2 ranks are the calibrated
-model's choice (README: Rules), bcast, gather(v), scatter(v) and exscan move to single
-copy below 4 KiB, so 4 KiB runs it too. The choice is deterministic: mcoll's report
+branch's commit messages). The built-in rules at 2 ranks are now the calibrated model's
+choice (README: Rules); its edges lie between 4 and 8 KiB. The choice is deterministic: mcoll's report
 (MCOLL_VERBOSE=1) says which algorithm ran each call. Below 8 KiB, and on larger
 nodes, the choice is the one it was (the areas win there back to back)."""
 
@@ -21,17 +20,17 @@ from test_mpi_coll import BASE_ENV, BUILD, flavour_param, seed_for
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
-# collective -> (algorithm at 4 KiB, algorithm from 8 KiB) at 2 ranks. The 4 KiB column
-# is the built-in rules' (src/coll/rules_builtin.c: single copy from 2602 B for bcast,
-# 3396/3868 B gather/scatter, 3986 B exscan; 4417-7031 B for the others). bcast runs
-# shm_slot up to 512 B (test_fresh_communicators_small_bcast_in_slots).
+# collective -> (algorithm at 4 KiB, algorithm from 8 KiB) at 2 ranks: the built-in
+# rules' (src/coll/rules_builtin.c: single copy from 5.3-7.8 KiB, where the model's worst
+# ratio over latency and back-to-back mode is lowest). bcast runs shm_slot up to 512 B
+# (test_fresh_communicators_small_bcast_in_slots).
 TWO_RANKS = {
-    "bcast": ("cma", "cma"),
-    "gather": ("cma", "cma"), "gatherv": ("cma", "cma"),
-    "scatter": ("cma", "cma"), "scatterv": ("cma", "cma"),
+    "bcast": ("shm_pipeline", "cma"),
+    "gather": ("area", "cma"), "gatherv": ("area", "cma"),
+    "scatter": ("area", "cma"), "scatterv": ("area", "cma"),
     "allgather": ("area", "cma"), "allgatherv": ("area", "cma"),
     "reduce": ("flat", "cma"), "allreduce": ("flat", "cma"),
-    "scan": ("flat", "cma"), "exscan": ("cma", "cma"),
+    "scan": ("flat", "cma"), "exscan": ("flat", "cma"),
 }
 # 4 KiB and 8 KiB, each call checked against the expected result (-c)
 SWEEP = ["-b", "4K", "-e", "8K", "-f", "2", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]

@@ -31,14 +31,9 @@ SKIP = {"p2p"}  # reductions over point-to-point: the restrictions' fallback, no
 
 
 def rules_pick(rules, coll, n, ranks):
-    for e in rules:
-        if e["coll"] != coll or e["level"] != "node":
-            continue
-        lo, hi = e["bytes"]
-        plo, phi = e.get("ranks_per_node", [0, None])
-        if n >= lo and (hi is None or n < hi) and ranks >= plo and (phi is None or ranks <= phi):
-            return e["alg"]
-    return None
+    """The node algorithm a rules list gives (absent ranges: no limit, as rules.c reads them)."""
+    from mcoll_model import tune
+    return tune.prior_pick(rules, coll, "node", n, ranks)
 
 
 def run(args):

@@ -128,10 +128,10 @@ def algorithms(coll, table=None):
     return list(table["node"][c]), list(table["inter"].get(c, {}))
 
 
-def node_cost(coll, alg, machine, nbytes, table=None, corrected=True):
+def node_cost(coll, alg, machine, nbytes, table=None, corrected=True, mode="latency"):
     """The node phase of algorithm alg (None if its needs do not hold here). On one node
     at the rank count the machine file's corrections were measured at, times the
-    algorithm's correction there (fit.py), unless corrected=False."""
+    algorithm's correction there in mode (fit.py), unless corrected=False."""
     table = table or load_table()
     c = canonical(coll, table)
     entry = table["node"][c][alg]
@@ -143,7 +143,7 @@ def node_cost(coll, alg, machine, nbytes, table=None, corrected=True):
     t = node_terms_us(entry["terms"], machine, env)
     if corrected:
         from . import fit
-        corr = fit.for_machine(machine)
+        corr = fit.for_machine(machine, mode)
         if corr:
             t *= fit.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
     return t

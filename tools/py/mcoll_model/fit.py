@@ -13,8 +13,11 @@ over the runs given (each a `tools/bench/rules_evidence.py` directory: one job p
 forced algorithm, so an algorithm is measured at every size whatever the thresholds
 choose). Between measured sizes the factor is interpolated in log(size); beyond them it
 is the nearest one. It applies only at the rank count it was measured at, on one node:
-the machine file keeps a list under "corrections", one entry per rank count, and
-cost.node_cost uses the entry of its rank count (for_machine).
+the machine file keeps a list under "corrections", one entry per rank count and
+mcoll-bench mode (`latency`: OSU's barrier after every call; `back2back`: calls in a row,
+where an algorithm whose root returns before its readers are done gains), and
+cost.node_cost uses the entry of its rank count and mode (for_machine). An entry without
+a mode is a latency one.
 """
 
 import bisect
@@ -29,8 +32,9 @@ SKIP = {"p2p"}  # the restrictions' fallback, never forced by the evidence tool
 
 
 def measured(dirs):
-    """{(coll, alg, model bytes): [forced µs of each run]} and the rank count of the runs."""
-    out, nprocs = {}, set()
+    """{(coll, alg, model bytes): [forced µs of each run]}, the rank count and the mode of
+    the runs."""
+    out, nprocs, modes = {}, set(), set()
     for d in dirs:
         for path in sorted(Path(d).glob("*-*.json")):
             doc = json.loads(path.read_text())
@@ -38,6 +42,7 @@ def measured(dirs):
                 continue
             alg = doc["versus"][1]
             nprocs.add(doc["nprocs"])
+            modes.add(doc.get("mode", "latency"))
             for r in doc["results"]:
                 coll = r["coll"]
                 n = 0 if coll == "barrier" else compare.model_bytes(coll, r["bytes"], doc["nprocs"])
@@ -45,13 +50,15 @@ def measured(dirs):
                     out.setdefault((coll, alg, n), []).append(r["mcoll_us"])
     if len(nprocs) > 1:
         raise ValueError(f"runs of different rank counts: {sorted(nprocs)}")
-    return out, (nprocs.pop() if nprocs else None)
+    if len(modes) > 1:
+        raise ValueError(f"runs of different modes: {sorted(modes)}")
+    return out, (nprocs.pop() if nprocs else None), (modes.pop() if modes else "latency")
 
 
 def fit(dirs, machine, table=None):
     """The corrections document for the machine (already at the runs' rank count)."""
     table = table or cost.load_table()
-    points, nprocs = measured(dirs)
+    points, nprocs, mode = measured(dirs)
     if nprocs != machine.topo["ranks_per_node"]:
         raise ValueError(f"runs of {nprocs} ranks, machine of {machine.topo['ranks_per_node']}")
     factors = {}
@@ -63,17 +70,30 @@ def fit(dirs, machine, table=None):
             continue  # its needs do not hold: forcing it ran the normal choice
         ratio = math.exp(statistics.median(math.log(t / model) for t in times))
         factors.setdefault(coll, {}).setdefault(alg, []).append([n, round(ratio, 4)])
-    return {"ranks_per_node": nprocs, "runs": [str(d) for d in dirs], "factors": factors}
+    return {"ranks_per_node": nprocs, "mode": mode, "runs": [str(d) for d in dirs],
+            "factors": factors}
 
 
-def for_machine(machine):
-    """The corrections measured at the machine's rank count on one node, or None."""
+def mode_of(entry):
+    return entry.get("mode", "latency")
+
+
+def for_machine(machine, mode="latency"):
+    """The corrections measured in mode at the machine's rank count on one node, or None."""
     if machine.topo["nodes"] != 1:
         return None
     for entry in machine.data.get("corrections") or []:
-        if entry["ranks_per_node"] == machine.topo["ranks_per_node"]:
+        if entry["ranks_per_node"] == machine.topo["ranks_per_node"] and mode_of(entry) == mode:
             return entry
     return None
+
+
+def modes_for(machine):
+    """The modes the machine's corrections were measured in at its rank count (latency
+    first), or ["latency"] when there are none."""
+    found = [mode_of(e) for e in machine.data.get("corrections") or []
+             if machine.topo["nodes"] == 1 and e["ranks_per_node"] == machine.topo["ranks_per_node"]]
+    return sorted(set(found) | {"latency"}, key=lambda m: (m != "latency", m))
 
 
 def factor(corrections, coll, alg, nbytes):
@@ -112,15 +132,16 @@ def main(argv=None):
     a = ap.parse_args(argv)
     path = M.resolve(a.machine)
     data = json.loads(path.read_text())
-    _, nprocs = measured(a.runs)
+    _, nprocs, mode = measured(a.runs)
     m = M.load(a.machine, nodes=1, ranks_per_node=nprocs)
     doc = fit(a.runs, m)
     if not a.write:
         print(json.dumps(doc, indent=1))
         return 0
-    others = [e for e in data.get("corrections") or [] if e["ranks_per_node"] != nprocs]
-    data["corrections"] = sorted(others + [doc], key=lambda e: e["ranks_per_node"])
+    others = [e for e in data.get("corrections") or []
+              if (e["ranks_per_node"], mode_of(e)) != (nprocs, mode)]
+    data["corrections"] = sorted(others + [doc], key=lambda e: (e["ranks_per_node"], mode_of(e) != "latency"))
     path.write_text(dumps_machine(data))
     print(f"{path}: corrections of {sum(len(v) for v in doc['factors'].values())} algorithms "
-          f"at {nprocs} ranks per node from {len(a.runs)} runs")
+          f"at {nprocs} ranks per node, {mode} mode, from {len(a.runs)} runs")
     return 0

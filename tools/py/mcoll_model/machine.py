@@ -63,8 +63,8 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
                                     # for P ranks in the job; absent: nic/link bandwidth
       },
       "corrections": [              # per algorithm, measured / modelled (mcoll model fit)
-        {"ranks_per_node": r, "runs": ["bench/results/..."],
-         "factors": {coll: {alg: [[bytes, factor], ...]}}}
+        {"ranks_per_node": r, "mode": "latency" | "back2back" (absent: latency),
+         "runs": ["bench/results/..."], "factors": {coll: {alg: [[bytes, factor], ...]}}}
       ]
     }
 """

@@ -11,7 +11,7 @@ of built-in rules (`--c`, src/coll/rules_builtin.c).
 import json
 from pathlib import Path
 
-from . import cost, machine as M
+from . import cost, fit, machine as M
 
 # Sizes the argmin is evaluated at before bisecting the crossovers: 2^(i/2) up to this.
 MAX_BYTES = 1 << 30
@@ -30,13 +30,30 @@ def _grid():
         i += 1
 
 
-def _node_costs(table, coll, m, n):
+def _node_costs(table, coll, m, n, mode="latency"):
     out = {}
     for alg in table["node"][coll]:
-        t = None if alg in SKIP_NODE else cost.node_cost(coll, alg, m, n, table)
+        t = None if alg in SKIP_NODE else cost.node_cost(coll, alg, m, n, table, mode=mode)
         if t is not None:
             out[alg] = t
     return out
+
+
+def _node_regrets(table, coll, m, n, modes):
+    """With one mode its costs; with several (corrections measured back to back as well
+    as in latency mode) each algorithm's worst ratio to the cheapest over the modes: an
+    algorithm that wins one mode and loses the other by more keeps its price there (at
+    2 ranks single copy at 4 KiB is 1.4x faster with a barrier after every call and 2.4x
+    slower back to back, where the areas let the root run ahead)."""
+    if len(modes) == 1:
+        return _node_costs(table, coll, m, n, modes[0])
+    regret = {}
+    for mode in modes:
+        c = _node_costs(table, coll, m, n, mode)
+        best = min(c.values())
+        for alg, t in c.items():
+            regret[alg] = max(regret.get(alg, 0.0), t / best)
+    return regret
 
 
 def _inter_costs(table, coll, m, n):
@@ -136,7 +153,6 @@ def _off_windows(ranges, windows):
 def _calibrated_up_to(m, coll):
     """The largest size the machine's corrections measured coll at, when they were
     measured at its rank count on one node (fit.py); else None."""
-    from . import fit
     corr = fit.for_machine(m)
     if not corr:
         return None
@@ -179,7 +195,8 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             top = _calibrated_up_to(m, coll) if calibrated_tolerance is not None else None
             tol = tolerance if top is None else \
                 (lambda n, top=top: calibrated_tolerance if n <= top else tolerance)
-            sizes = _ranges(lambda n, m=m: _node_costs(table, coll, m, n), tol,
+            modes = fit.modes_for(m) if top is not None else ["latency"]
+            sizes = _ranges(lambda n, m=m, modes=modes: _node_regrets(table, coll, m, n, modes), tol,
                             prior_for(coll, "node", r))
             if coll == "barrier":  # no bytes: its cost at any size
                 sizes = [(0, None, sizes[0][2])]
