@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Table of the old thresholds' algorithm against the new rules' choice (command.sh's
+"""Table of the old thresholds' algorithm against the new rules' choice (rules_ab.sh's
 JSON files): per MPI, mode, collective and size, the median over repetitions of each
 job's median time, and old/new (> 1: the new choice is faster)."""
 import json
@@ -8,7 +8,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-here = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent)
+if len(sys.argv) != 2:
+    sys.exit("usage: rules_ab_summary.py OUTDIR")
+here = Path(sys.argv[1])
 rows = defaultdict(list)
 for f in sorted(here.glob("*.json")):
     d = json.loads(f.read_text())
