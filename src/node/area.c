@@ -22,5 +22,32 @@ void mcoll__area_wait_posted(struct mcoll_channel *ch, int r, uint32_t gen) {
 }
 
 void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen) {
-  mcoll__flag_set(&ch->shm, &ch->shm.data[ch->shm.local_rank].done, gen);
+  mcoll_flag *done = &ch->shm.data[ch->shm.local_rank].done;
+  struct mcoll_area_reads *reads = &ch->area_reads;
+  if (!reads->n) {
+    mcoll__flag_set(&ch->shm, done, gen);
+    return;
+  }
+  for (int i = 0; i < reads->n; i++)
+    if (reads->gen[i] == gen) {
+      reads->gen[i] = reads->gen[--reads->n];
+      break;
+    }
+  if (mcoll__reached(gen, reads->marked)) reads->marked = gen;
+  uint32_t upto = reads->marked;
+  for (int i = 0; i < reads->n; i++)
+    if (!mcoll__reached(reads->gen[i] - 1, upto)) upto = reads->gen[i] - 1;
+  if (!mcoll__flag_test(done, upto)) mcoll__flag_set(&ch->shm, done, upto);
+}
+
+int mcoll__area_reading(struct mcoll_channel *ch, uint32_t gen) {
+  struct mcoll_area_reads *reads = &ch->area_reads;
+  if (reads->n == MCOLL_AREA_READERS) return 0;
+  /* Generations before gen are marked, or read by the calls listed: a later call's
+   * gen is above all of them. */
+  if (!reads->n)
+    reads->marked = atomic_load_explicit(&ch->shm.data[ch->shm.local_rank].done,
+                                         memory_order_relaxed);
+  reads->gen[reads->n++] = gen;
+  return 1;
 }

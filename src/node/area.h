@@ -4,7 +4,15 @@
  * area_gen, advanced identically on every rank of the node). A rank may write
  * generation g into its own area only when every peer has finished reading
  * generation g-1 (done >= g-1); it then posts g. A rank that has read all it needs
- * of generation g marks done = g, even if it read nothing. */
+ * of generation g marks done = g, even if it read nothing.
+ *
+ * Calls side by side (task/task.h). `posted` and `done` are one counter per rank, so
+ * they say "every generation up to here". A call that runs beside later ones has
+ * posted all it writes before they start (posts stay in generation order); if it
+ * still reads a generation it says so (mcoll__area_reading), and until it marks
+ * that one done, this rank's `done` stays below it, whatever the later calls mark.
+ * Only calls of one generation do this (node/slot.h), so a call never waits on its
+ * own marks. */
 #ifndef MCOLL_NODE_AREA_H
 #define MCOLL_NODE_AREA_H
 
@@ -38,6 +46,10 @@ static inline int mcoll__area_test_posted(const struct mcoll_channel *ch, int r,
 }
 /* I have read all I need of generation gen. */
 void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen);
+/* A call side by side with later ones has yet to read generation gen, the only one
+ * it reads: 0 if MCOLL_AREA_READERS calls already do (then it must not let later
+ * calls start). */
+int mcoll__area_reading(struct mcoll_channel *ch, uint32_t gen);
 
 /* Chunks of at most `area` bytes that a block of len bytes needs. */
 static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {

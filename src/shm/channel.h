@@ -19,6 +19,17 @@ struct mcoll_slot_run {
   uint32_t from, last, seen;
 };
 
+/* Calls in flight side by side on one channel (node/area.h): the area generations
+ * that some of them have yet to read, and the latest generation marked done by the
+ * others. This rank's `done` says the least of them: every generation up to it is
+ * read, whichever call owned it. */
+enum { MCOLL_AREA_READERS = 4 };
+struct mcoll_area_reads {
+  int n;
+  uint32_t gen[MCOLL_AREA_READERS];
+  uint32_t marked;
+};
+
 /* How a rank reads and writes a node peer's memory (node/peer.h). */
 enum mcoll_peer_mem {
   MCOLL_PEER_CMA,    /* processes: process_vm_readv/writev */
@@ -37,6 +48,7 @@ struct mcoll_channel {
   uint32_t area_gen;            /* generations of the per-rank areas (node/area.h) */
   struct mcoll_slot_run area_slots; /* runs of small area generations (node/slot.h) */
   struct mcoll_slot_run red_slots;  /* the same for the flat reduction's slots */
+  struct mcoll_area_reads area_reads; /* generations calls side by side still read */
   uint32_t *cma_ready;          /* [local_size] each rank's cma_ready counter */
   /* Identity and ownership (channel.c). */
   unsigned id;       /* agreed by the members when it was made: equal ids name one channel */

@@ -163,7 +163,14 @@ def test_nbc_pieces_overlap(request, flavour, np, topo, progress, build):
 SIDE_BY_SIDE = [("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "nodes=3", 1, None),
                 ("openmpi", 3, "nodes=2", 1, None), ("mpich", 5, "nodes=3", 0, None),
                 ("openmpi", 4, "nodes=4", 1, "asan"), ("mpich", 4, "nodes=4", 0, "window1"),
-                ("openmpi", 4, "nodes=2", 1, "leaders"), ("mpich", 6, "nodes=3", 0, "leaders")]
+                ("openmpi", 4, "nodes=2", 1, "leaders"), ("mpich", 6, "nodes=3", 0, "leaders"),
+                ("openmpi", 4, "flat", 0, "node"), ("mpich", 3, "flat", 1, "node"),
+                ("openmpi", 5, "flat", 1, "node"), ("mpich", 8, "flat", 0, "node"),
+                ("mpich", 4, "flat", 1, "asan"), ("openmpi", 3, "flat", 0, "window1")]
+# The collectives whose small calls let later ones run beside them inside the node
+# (coll/beside.h), at sizes that take their one-generation paths.
+NODE_BESIDE = ["--colls", "bcast,gather,gatherv,scatter,scatterv,allgather,alltoall,alltoallv",
+               "--max-bytes", "1K"]
 
 
 @pytest.mark.parametrize("flavour,np,topo,progress,variant", [
@@ -175,10 +182,12 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     communicator once they are independent, with per-call tags between nodes; ranks
     that share a node (nodes=2 at 3 ranks, nodes=3 at 5) keep theirs in order in the
     same job, except a node leader whose call has only inter-node steps left
-    ("leaders": reduce and gather, whose last node step is the fold up). Results
-    checked as everywhere; rank 0's report must show calls side by side where it is
-    alone on its node or leads it in reduce/gather, and none with
-    MCOLL_TASK_WINDOW=1."""
+    ("leaders": reduce and gather, whose last node step is the fold up). On one node
+    ("node"), a small bcast, gather(v), scatter(v), allgather or alltoall(v) lets the
+    later calls run once it has posted what it writes, while it still reads
+    (coll/beside.h). Results checked as everywhere; rank 0's report must show calls
+    side by side where it is alone on its node, leads it in reduce/gather, or runs
+    the small node calls, and none with MCOLL_TASK_WINDOW=1."""
     tree = ASAN if variant == "asan" else BUILD
     program = tree.bin(flavour, PROGRAM)
     args = ["--groups", "24", "--disorder", "2", "--max-outstanding", "12", "--max-bytes", "256K",
@@ -188,6 +197,8 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
         env["MCOLL_TASK_WINDOW"] = "1"
     if variant == "leaders":
         args += ["--colls", "reduce,gather,gatherv,allreduce,bcast"]
+    if variant == "node":
+        args += NODE_BESIDE
     if variant == "asan":
         env.update(asan_env())
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
@@ -197,5 +208,5 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     assert beside, result.describe()
     if variant == "window1":
         assert int(beside.group(1)) == 0, result.describe()
-    elif topo == f"nodes={np}" or variant == "leaders":
+    elif topo == f"nodes={np}" or variant in ("leaders", "node"):
         assert int(beside.group(1)) > 0, result.describe()

@@ -12,6 +12,8 @@
  *     the ring's length ahead (or half of it), to readers that take it a window at a
  *     time and stall now and then;
  *   - failure reporting of the peer-memory interface;
+ *   - calls side by side: generations marked done out of order, some still read by
+ *     calls in flight, and the rank's `done` that its peers wait on;
  * checking the data, the lags, and that every wait's test twin agrees with it.
  * Usage: mcoll-test-transport [ranks] [--break-slots | --break-hold | --break-ring]: the break
  * options leave out a wait, and the run must then fail (the test can fail).
@@ -303,6 +305,41 @@ static void test_failures(void) {
   CHECK(mcoll__peer_read_status(&ch, peer, buf, 0, 0) == 0, "an empty read");
 }
 
+/* Calls side by side (node/area.h): three calls of one generation each, g, g+1 and
+ * g+2, in flight at once, the first two still reading theirs (the third reads
+ * nothing), marked done in each of the 6 orders. This rank's `done` must never reach
+ * a generation still read, and must say the latest mark once nothing is read. */
+static void test_side_by_side(uint32_t g) {
+  static const int orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  const mcoll_flag *done = &ch.shm.data[me].done;
+  for (int k = 0; k < 6; k++, g += 3) {
+    mcoll__area_done(&ch, g - 1);
+    CHECK(mcoll__area_reading(&ch, g) && mcoll__area_reading(&ch, g + 1), "reading at %u", g);
+    int marked[3] = {0, 0, 0};
+    uint32_t latest = g - 1;
+    for (int i = 0; i < 3; i++) {
+      int call = orders[k][i];
+      mcoll__area_done(&ch, g + (uint32_t)call);
+      marked[call] = 1;
+      if (mcoll__reached(g + (uint32_t)call, latest)) latest = g + (uint32_t)call;
+      uint32_t expect = latest;
+      for (int r = 1; r >= 0; r--)
+        if (!marked[r] && mcoll__reached(expect, g + (uint32_t)r)) expect = g + (uint32_t)r - 1;
+      CHECK(atomic_load(done) == expect, "order %d, mark %d: done %u, expected %u", k, i,
+            atomic_load(done), expect);
+    }
+  }
+  /* As many readers as calls side by side may be, then no more. */
+  for (uint32_t i = 0; i < MCOLL_AREA_READERS; i++)
+    CHECK(mcoll__area_reading(&ch, g + i), "reader %u of %d", i, MCOLL_AREA_READERS);
+  CHECK(!mcoll__area_reading(&ch, g + MCOLL_AREA_READERS), "a reader beyond the window");
+  for (uint32_t i = MCOLL_AREA_READERS; i-- > 0;) mcoll__area_done(&ch, g + i);
+  g += MCOLL_AREA_READERS;
+  CHECK(atomic_load(done) == g - 1 && ch.area_reads.n == 0, "done %u after the window", atomic_load(done));
+  /* The peers did the same: their done reaches the last generation. */
+  mcoll__area_wait_free(&ch, g);
+}
+
 static int run_rank(void) {
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   ch.shm.local_rank = me;
@@ -328,6 +365,8 @@ static int run_rank(void) {
   }
   meet();
   test_publish_hold(MCOLL_PEER_SHARED, gen + HOLD_ROUNDS);
+  meet();
+  test_side_by_side(gen + 2 * HOLD_ROUNDS + 1);
   meet();
   return failures;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "coll/allgather/allgather.h"
+#include "coll/beside.h"
 #include "core/config.h"
 #include "node/area.h"
 #include "node/publish.h"
@@ -51,6 +52,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
     else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
       mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
     mcoll__area_post(c->chan, base + r);
+    if (small) mcoll__node_call_beside(c, 1, base + 1);
     if (r == 1 && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
     for (int s = 1; s < n; s++) {
       int j = (me + s) % n;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
+#include "coll/beside.h"
 #include "coll/move.h"
 #include "core/config.h"
 #include "node/area.h"
@@ -126,6 +127,7 @@ static void slot_exchange(struct mcoll_a2a *a) {
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
   mcoll__area_post(c->chan, gen);
+  mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
@@ -158,6 +160,7 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
+  mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
   mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, a->recv[peer].ptr,
                     a->recv[peer].bytes);
@@ -223,6 +226,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     }
   }
   mcoll__area_post(c->chan, gen);
+  mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
   /* Whoever has posted first, then the rest in pairwise order (see read_round). */
   uint64_t served = 0;

@@ -38,7 +38,9 @@ struct mcoll_bcast_call {
   int error;
   /* What the call took from the node's counters when it began (its own from then
    * on): its bcast sequence number, and the first generation and count of its
-   * engine's own counter (the ring's chunks, the source's single-copy chunks). */
+   * engine's own counter (the ring's chunks, the source's single-copy chunks; for
+   * the slot engine its one area generation, and how far its source may write
+   * ahead of the readers). */
   uint32_t seq, base, gens;
   /* first_arrival: the call's parity among its communicator's first_arrival calls
    * (their announcements' tag), and at the root the other nodes' leaders in the

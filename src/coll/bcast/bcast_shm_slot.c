@@ -24,10 +24,19 @@
  * 1.8-2.7x warm). */
 #include <string.h>
 
+#include "coll/beside.h"
 #include "coll/bcast/bcast.h"
 #include "coll/move.h"
 #include "core/config.h"
 
+
+/* Every rank takes the call's generation when it begins: a reader then lets the
+ * next calls start beside it (coll/beside.h) while it waits for the data. */
+static void begin(struct mcoll_bcast_call *call) {
+  struct mcoll_comm *c = call->c;
+  call->base = mcoll__slot_take(c->chan, &call->gens); /* gens: the source's lag */
+  if (c->topo.local_rank != call->source) mcoll__node_call_beside(c, 1, call->base);
+}
 
 /* The whole call is one piece (bcast.c chooses this only then). */
 static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
@@ -35,27 +44,27 @@ static void publish(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
-  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
+  uint32_t gen = call->base;
   mcoll__area_done(c->chan, gen); /* the source reads no one's area */
-  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, call->gens);
   struct mcoll_inline_line *line = mcoll__inline_line(shm, me, gen);
   line->len = (uint32_t)call->bytes;
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(line->data, call->buf, call->bytes);
   else memcpy(mcoll__slot_area(shm, me, gen), call->buf, call->bytes);
   mcoll__flag_set(shm, &line->stamp, gen);
+  mcoll__node_call_beside(c, 0, gen);
 }
 
 static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct mcoll_comm *c = call->c;
   const struct mcoll_shm *shm = &c->chan->shm;
-  uint32_t gen = mcoll__area_last(c->chan) + 1;
+  uint32_t gen = call->base;
   struct mcoll_inline_line *line = mcoll__inline_line(shm, call->source, gen);
   mcoll__flag_wait(shm, &line->stamp, gen);
-  /* The source's byte count is in the line: on a mismatch, leave before taking the
-   * generation (bcast.c reads it again with the source's count). */
+  /* The source's byte count is in the line: on a mismatch, leave without marking the
+   * generation done (bcast.c reads it again with the source's count). */
   if (call->check_bytes && line->len != call->bytes) return line->len;
-  mcoll__slot_take(c->chan, NULL); /* gen: now the call's own */
   if (call->bytes <= MCOLL_INLINE_MAX) memcpy(call->buf, line->data, call->bytes);
   else memcpy(call->buf, mcoll__slot_area(shm, call->source, gen), call->bytes);
   mcoll__area_done(c->chan, gen);
@@ -64,4 +73,4 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {NULL, publish, read_range, finish};
+const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {begin, publish, read_range, finish};

@@ -10,6 +10,7 @@
  * one_generation below), and back-to-back ones overlap. */
 #include <string.h>
 
+#include "coll/beside.h"
 #include "coll/gather/gather.h"
 #include "core/config.h"
 #include "node/area.h"
@@ -55,6 +56,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
   uint32_t gen = mcoll__slot_take(c->chan, NULL);
+  mcoll__node_call_beside(c, 1, gen);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
   for (int s = 1; s < n; s++) {
@@ -90,11 +92,13 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
+    mcoll__node_call_beside(c, 0, gen);
     return;
   }
   if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
   mcoll__area_post(c->chan, gen);
+  mcoll__node_call_beside(c, 0, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
   if (cma) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, gen);
 }

@@ -126,7 +126,7 @@ static void resync(struct mcoll_comm *c, uint32_t start_gen) {
   c->chan->area_gen = gen;
   mcoll__slot_run_end(&c->chan->red_slots, gen);
   if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
-  if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__flag_set(shm, &me->done, gen);
+  if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__area_done(c->chan, gen);
 }
 
 int mcoll__node_red(const struct mcoll_node_red *r, int alg) {

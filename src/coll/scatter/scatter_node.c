@@ -10,6 +10,7 @@
  * overlap. */
 #include <string.h>
 
+#include "coll/beside.h"
 #include "coll/scatter/scatter.h"
 #include "core/config.h"
 #include "node/area.h"
@@ -88,6 +89,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
     mcoll__inline_put(shm, mcoll__inline_line(shm, j, gen), gen, e, sizeof *e);
   }
   mcoll__area_post(c->chan, gen);
+  mcoll__node_call_beside(c, 0, gen);
   if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
   /* Single-copy readers read my buffer: keep it until they are done. */
   for (int j = 0; j < n && readers; j++)
@@ -172,6 +174,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
   uint32_t base = one_gen ? mcoll__slot_take(c->chan, NULL) - 1 : mcoll__area_last(c->chan);
+  if (one_gen) mcoll__node_call_beside(c, 1, base + 1);
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, s->mine, s->my_len);
     mcoll__area_done(c->chan, base + 1);
