@@ -183,9 +183,9 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     that share a node (nodes=2 at 3 ranks, nodes=3 at 5) keep theirs in order in the
     same job, except a node leader whose call has only inter-node steps left
     ("leaders": reduce and gather, whose last node step is the fold up). On one node
-    ("node"), a small bcast, gather(v), scatter(v), allgather or alltoall(v) lets the
-    later calls run once it has posted what it writes, while it still reads
-    (coll/beside.h). Results checked as everywhere; rank 0's report must show calls
+    ("node"), a small call lets the later ones run once it has posted what it writes
+    (bcast's source, gather's members, scatter's source), or while it still reads
+    (bcast's readers, allgather, alltoall(v)): coll/beside.h. Results checked as everywhere; rank 0's report must show calls
     side by side where it is alone on its node, leads it in reduce/gather, or runs
     the small node calls, and none with MCOLL_TASK_WINDOW=1."""
     tree = ASAN if variant == "asan" else BUILD

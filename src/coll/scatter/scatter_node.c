@@ -174,7 +174,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
   uint32_t base = one_gen ? mcoll__slot_take(c->chan, NULL) - 1 : mcoll__area_last(c->chan);
-  if (one_gen) mcoll__node_call_beside(c, 1, base + 1);
+  /* (Not beside later calls: a member only reads; see gather_node.c.) */
   if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
     mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, s->mine, s->my_len);
     mcoll__area_done(c->chan, base + 1);
