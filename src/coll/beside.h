@@ -8,10 +8,14 @@
  * MPI in the communicator's order (hier/hier.c decides there), so not there.
  *
  * Who does: writers once posted (bcast's source, gather's members, scatter's
- * source), and readers whose later calls write (bcast's readers, whose next call may
- * have another root; allgather and alltoall(v), where every rank writes: side by
- * side 1.2-1.7x faster in bursts of 8 at 4 ranks, bench/results/20261126-node-burst).
- * Not gather's sink or scatter's members: they only read, as their next call would. */
+ * source, a reduction's ranks that write into a slot of the flat engine), and readers
+ * whose later calls write (bcast's readers, whose next call may have another root;
+ * allgather, alltoall(v) and the flat reductions' readers, where every rank writes:
+ * side by side 1.2-1.7x faster in bursts of 8 at 4 ranks,
+ * bench/results/20261126-node-burst). Not gather's sink, scatter's members or a
+ * reduce's root: they only read, as their next call would. A reduction that let later
+ * calls start and then finds that the ranks disagree on its size leaves the node's
+ * counters where the later calls took them (coll/reduce/red_node.c: resync). */
 #ifndef MCOLL_BESIDE_H
 #define MCOLL_BESIDE_H
 
@@ -19,11 +23,18 @@
 #include "node/area.h"
 #include "task/task.h"
 
-/* reads: the call has yet to read generation gen (and will mark it done). */
-static inline void mcoll__node_call_beside(struct mcoll_comm *c, int reads, uint32_t gen) {
-  if (c->topo.nnodes != 1 || !mcoll__in_task()) return;
-  if (reads && !mcoll__area_reading(c->chan, gen)) return;
+/* Whether later calls could start beside this one (a task on a one-node communicator). */
+static inline int mcoll__node_beside_possible(const struct mcoll_comm *c) {
+  return c->topo.nnodes == 1 && mcoll__in_task();
+}
+
+/* reads: the call has yet to read generation gen (and will mark it done). 1 if later
+ * calls may now start. */
+static inline int mcoll__node_call_beside(struct mcoll_comm *c, int reads, uint32_t gen) {
+  if (!mcoll__node_beside_possible(c)) return 0;
+  if (reads && !mcoll__area_reading(c->chan, gen)) return 0;
   mcoll__task_independent();
+  return 1;
 }
 
 #endif

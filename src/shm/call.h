@@ -39,6 +39,8 @@ struct mcoll_call {
   uint32_t seq;    /* the call's first area generation */
   uint32_t digest;
   int published;   /* the descriptor is in my data line */
+  int beside;      /* later calls started beside it (coll/beside.h): the node's
+                    * counters have moved on with them */
   jmp_buf escape;
 };
 
@@ -63,6 +65,7 @@ static inline void mcoll__call_enter(struct mcoll_call *call, const struct mcoll
   call->seq = seq;
   call->digest = digest;
   call->published = 0;
+  call->beside = 0;
   mcoll__call_current = call;
 }
 

@@ -169,8 +169,8 @@ SIDE_BY_SIDE = [("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "nodes=3", 1, N
                 ("mpich", 4, "flat", 1, "asan"), ("openmpi", 3, "flat", 0, "window1")]
 # The collectives whose small calls let later ones run beside them inside the node
 # (coll/beside.h), at sizes that take their one-generation paths.
-NODE_BESIDE = ["--colls", "bcast,gather,gatherv,scatter,scatterv,allgather,alltoall,alltoallv",
-               "--max-bytes", "1K"]
+NODE_BESIDE = ["--colls", "bcast,gather,gatherv,scatter,scatterv,allgather,alltoall,alltoallv,"
+               "allreduce,reduce,reduce_scatter_block,scan,exscan", "--max-bytes", "1K"]
 
 
 @pytest.mark.parametrize("flavour,np,topo,progress,variant", [
@@ -184,8 +184,9 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     same job, except a node leader whose call has only inter-node steps left
     ("leaders": reduce and gather, whose last node step is the fold up). On one node
     ("node"), a small call lets the later ones run once it has posted what it writes
-    (bcast's source, gather's members, scatter's source), or while it still reads
-    (bcast's readers, allgather, alltoall(v)): coll/beside.h. Results checked as everywhere; rank 0's report must show calls
+    (bcast's source, gather's members, scatter's source, reduce's non-roots), or while
+    it still reads (bcast's readers, allgather, alltoall(v), the flat reductions):
+    coll/beside.h. Results checked as everywhere; rank 0's report must show calls
     side by side where it is alone on its node, leads it in reduce/gather, or runs
     the small node calls, and none with MCOLL_TASK_WINDOW=1."""
     tree = ASAN if variant == "asan" else BUILD

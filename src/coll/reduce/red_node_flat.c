@@ -17,6 +17,7 @@
  * Ranks that disagree on a call (an erroneous program) may then disagree on runs
  * too, so writers post even when their readers wait on stamps, and stamps are
  * waited for exactly: a larger value is data that another engine wrote there. */
+#include "coll/beside.h"
 #include "coll/move.h"
 #include "coll/reduce/red.h"
 #include "node/area.h"
@@ -144,6 +145,11 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
     if (slotted) s = slot_start(c, gen, span);
     else if (writes) mcoll__area_wait_free(c->chan, gen);
     if (writes) mcoll__node_chunk_in(&l, r, k, mcoll__rank_area(shm, me) + s.base);
+    /* A call that may let later ones start (coll/beside.h) puts its descriptor in its
+     * data line and log before it posts: its readers may then find this rank gone on
+     * to a later call, and its log must still say which digest this call had. */
+    if (slotted && writes && !mcoll__call_current->published && mcoll__node_beside_possible(c))
+      mcoll__call_publish(mcoll__call_current);
     /* Every slot call stamps its slot, so that later calls of the run may trust it. */
     if (slotted) {
       *digest_of(shm, me, &s) = mcoll__call_current->digest;
@@ -154,6 +160,8 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
     if (writes && s.stamped)
       atomic_store_explicit(&shm->data[me].posted, gen, memory_order_release);
     else if (writes) mcoll__area_post(c->chan, gen);
+    if (slotted && writes && mcoll__node_call_beside(c, need > 0, gen))
+      mcoll__call_current->beside = 1;
     for (int src = 0; src < need; src++) {
       if (src == me) continue;
       if (s.stamped) mcoll__flag_wait_exact(shm, stamp_of(shm, src, &s), gen);
