@@ -12,8 +12,8 @@ for r in ${REPS:-1 2}; do
     for f in openmpi mpich; do
       for m in back2back latency; do
         timeout 300 bin/mcollrun --mpi $f --build $d -np 2 $d/$f/bin/mcoll-bench \
-          -C bcast,gather,scatter,allgather,alltoall -b 8 -e ${MAXB:-4K} -f 8 -r 5 -m $m \
-          -o $OUT/$f-$b-$r-$m.json > /dev/null 2>&1
+          -C ${COLLS:-bcast,gather,scatter,allgather,alltoall} -b 8 -e ${MAXB:-4K} -f 8 -r 5 -m $m \
+          -o $OUT/${TAG:-}$f-$b-$r-$m.json > /dev/null 2>&1
       done
     done
   done

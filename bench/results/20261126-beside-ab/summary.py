@@ -8,7 +8,7 @@ from collections import defaultdict
 d = sys.argv[1]
 ratios = defaultdict(list)
 for path in glob.glob(os.path.join(d, "*.json")):
-    flavour, build, _rep, mode = os.path.basename(path)[:-5].split("-")
+    flavour, build, _rep, mode = os.path.basename(path)[:-5].split("-")[-4:]
     for row in json.load(open(path))["results"]:
         if row.get("native_us") and row.get("mcoll_us"):
             ratios[(flavour, mode, row["coll"], row["bytes"], build)].append(row["mcoll_us"] / row["native_us"])
