@@ -23,6 +23,11 @@
 #include "node/area.h"
 #include "task/task.h"
 
+/* A call side by side registers the generation it still reads: room for as many
+ * calls as may run side by side. */
+_Static_assert((int)MCOLL_AREA_READERS >= (int)MCOLL_TASK_WINDOW,
+               "a reading slot for every call of the task window");
+
 /* Whether later calls could start beside this one (a task on a one-node communicator). */
 static inline int mcoll__node_beside_possible(const struct mcoll_comm *c) {
   return c->topo.nnodes == 1 && mcoll__in_task();
