@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -26,6 +27,15 @@
  * with sanitizer redzones; only the pages a call reaches are ever touched. */
 enum { STACK_BYTES = 512 * 1024, STACK_POOL = 16 };
 
+/* A finished fiber waits in a pool for its next call with the scratch it had, up to
+ * this many bytes: large calls are few, and would otherwise pin memory per fiber. */
+enum { SCRATCH_KEPT = 1 << 20 };
+
+struct scratch {
+  void *mem[MCOLL_SCRATCH_KINDS];
+  size_t bytes[MCOLL_SCRATCH_KINDS];
+};
+
 struct mcoll_fiber {
   void *sp;                 /* saved stack pointer while not running */
   char *stack;              /* lowest usable byte (a guard page lies below) */
@@ -36,6 +46,7 @@ struct mcoll_fiber {
   struct mcoll_fiber *resumer;
   void *resumer_sp;
   struct mcoll_fiber *companion; /* driven from this fiber's waits (mcoll__fiber_pump) */
+  struct scratch scratch;
 #if !defined(__x86_64__)
   ucontext_t uc, resumer_uc;
 #endif
@@ -54,6 +65,7 @@ struct mcoll_fiber {
  * of the code on the thread's own stack. */
 static MCOLL_TLS struct mcoll_fiber *current;
 static MCOLL_TLS struct mcoll_fiber *thread_companion;
+static MCOLL_TLS struct scratch thread_scratch;
 
 /* ---- the switch ---------------------------------------------------------------- */
 #if defined(__x86_64__)
@@ -166,6 +178,12 @@ static void fiber_main(void) {
 #endif
     f->fn(f->arg);
     f->finished = 1;
+    for (int k = 0; k < MCOLL_SCRATCH_KINDS; k++)
+      if (f->scratch.bytes[k] > SCRATCH_KEPT) {
+        free(f->scratch.mem[k]);
+        f->scratch.mem[k] = NULL;
+        f->scratch.bytes[k] = 0;
+      }
     switch_to_resumer(f, 1);
     /* Reset and resumed with new work: mcoll__fiber_reset rebuilt the frame, so
      * control never comes back here. */
@@ -252,11 +270,26 @@ int mcoll__fiber_pump(void) {
 
 struct mcoll_fiber *mcoll__fiber_self(void) { return current; }
 
+void *mcoll__scratch(enum mcoll_scratch_kind kind, size_t bytes) {
+  struct scratch *s = current ? &current->scratch : &thread_scratch;
+  if (bytes > s->bytes[kind]) {
+    free(s->mem[kind]);
+    s->mem[kind] = malloc(bytes);
+    s->bytes[kind] = bytes;
+    if (!s->mem[kind]) { /* (no MPI here: the fiber unit test runs without it) */
+      fprintf(stderr, "mcoll: out of memory (%zu bytes of scratch)\n", bytes);
+      abort();
+    }
+  }
+  return s->mem[kind];
+}
+
 void mcoll__fiber_free(struct mcoll_fiber *f) {
   if (!f) return;
 #ifdef MCOLL_FIBER_TSAN
   __tsan_destroy_fiber(f->tsan_fiber);
 #endif
   stack_put(f->stack);
+  for (int k = 0; k < MCOLL_SCRATCH_KINDS; k++) free(f->scratch.mem[k]);
   free(f);
 }

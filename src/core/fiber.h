@@ -42,6 +42,14 @@ struct mcoll_fiber *mcoll__fiber_self(void);
 /* A finished (or never started) fiber runs fn(arg) on its next resume. */
 void mcoll__fiber_reset(struct mcoll_fiber *f, mcoll_fiber_fn fn, void *arg);
 
+/* Scratch memory of the code running here (this fiber, or the thread's own stack),
+ * of at least `bytes`, kept for its next use; contents are not kept. Never per thread
+ * alone: an algorithm that holds scratch across a wait may yield, and another task
+ * on this thread then runs the same algorithm. Each kind is a separate buffer, so
+ * one call may hold two. Aborts the job when memory runs out. */
+enum mcoll_scratch_kind { MCOLL_SCRATCH_PLAN, MCOLL_SCRATCH_DATA, MCOLL_SCRATCH_KINDS };
+void *mcoll__scratch(enum mcoll_scratch_kind kind, size_t bytes);
+
 /* Frees a fiber that is not running (its stack goes back to the pool). */
 void mcoll__fiber_free(struct mcoll_fiber *f);
 

@@ -211,3 +211,24 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
         assert int(beside.group(1)) == 0, result.describe()
     elif topo == f"nodes={np}" or variant in ("leaders", "node"):
         assert int(beside.group(1)) > 0, result.describe()
+
+
+REDUCTIONS = ["allreduce", "reduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan"]
+ENGINES = [("mpich", 2, "hsra", 0), ("openmpi", 4, "hsra", 1), ("mpich", 4, "cma", 1),
+           ("openmpi", 3, "cma", 0)]
+
+
+@pytest.mark.parametrize("flavour,np,alg,progress", [flavour_param(f, n, a, p) for f, n, a, p in ENGINES])
+def test_nbc_engines_across_communicators(request, flavour, np, alg, progress):
+    """Reductions of two communicators in flight at once, every one through a
+    multi-generation node engine (HSRA, CMA) that keeps scratch across its waits: a
+    task that waits there yields, and the other communicator's task runs the same
+    engine on the same thread. Scratch per thread instead of per fiber gave wrong
+    scan/exscan/user-op results and aliased MPI_Reduce_local buffers."""
+    program = BUILD.bin(flavour, PROGRAM)
+    args = ["--colls", ",".join(REDUCTIONS), "--comms", "world,dup", "--groups", "16",
+            "--disorder", "2", "--max-outstanding", "4", "--max-bytes", "256K",
+            "--seed", seed_for(request)]
+    env = {**nbc_env("flat", progress), **{f"MCOLL_ALG_{c.upper()}": alg for c in REDUCTIONS}}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)

@@ -4,7 +4,7 @@
  * rank order. No copy into the areas: a peer's input crosses between cores once
  * (twice through the areas: written there, then read), and an input the owner has
  * not changed since the last call is still in the reader's cache. Reads are cut
- * into CMA_CHUNK pieces through a per-thread scratch buffer.
+ * into CMA_CHUNK pieces through a scratch buffer (core/fiber.h).
  *
  * When one rank alone takes the whole result (reduce), the work is split instead:
  * rank j folds segment j of the vector over every rank's input and writes it into
@@ -19,24 +19,12 @@
 #include <stdlib.h>
 
 #include "coll/reduce/red.h"
-#include "core/tls.h"
+#include "core/fiber.h"
 #include "core/config.h"
 #include "node/area.h"
 #include "node/peer.h"
 #include "node/publish.h"
 #include "shm/call.h"
-
-static MCOLL_TLS char *scratch;
-static MCOLL_TLS size_t scratch_bytes;
-
-static char *scratch_get(size_t bytes) {
-  if (bytes > scratch_bytes) {
-    free(scratch);
-    scratch = mcoll__xmalloc(bytes);
-    scratch_bytes = bytes;
-  }
-  return scratch;
-}
 
 struct cma_call {
   const struct mcoll_node_red *r;
@@ -151,7 +139,7 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r) {
   }
   int split = one_taker(r);
   size_t own_bytes = copy ? r->count * t->extent : 0;
-  char *room = scratch_get(own_bytes + (split ? 2 : 1) * chunk * t->extent);
+  char *room = mcoll__scratch(MCOLL_SCRATCH_DATA, own_bytes + (split ? 2 : 1) * chunk * t->extent);
   struct cma_call k = {r, copy ? room : r->in, room + own_bytes, 0};
   if (copy) mcoll__red_copy(t, room, r->in, r->count);
 

@@ -21,10 +21,9 @@
  * Non-commutative ops keep rank order when each level's groups are contiguous
  * ranges of ranks (else the levels are not used); groups of a level must nest in
  * the next level's. */
-#include <stdlib.h>
 
 #include "coll/reduce/red.h"
-#include "core/tls.h"
+#include "core/fiber.h"
 #include "node/area.h"
 #include "shm/call.h"
 
@@ -35,19 +34,6 @@ struct plan {
   int *tail;                      /* [n] area holding the result of each rank's group so far */
   int *last;                      /* [n] scratch by group id */
 };
-
-/* Per-thread, kept: a call that leaves early (shm/call.h) must not leak. */
-static MCOLL_TLS int *tail_buf;
-static MCOLL_TLS size_t tail_cap;
-
-static int *tail_storage(size_t n) {
-  if (n > tail_cap) {
-    free(tail_buf);
-    tail_buf = mcoll__xmalloc(n * sizeof(int));
-    tail_cap = n;
-  }
-  return tail_buf;
-}
 
 static int contiguous(const struct mcoll_level *level, int n) {
   int changes = 0;
@@ -140,7 +126,8 @@ void mcoll__node_red_hsra(const struct mcoll_node_red *r) {
     mcoll__node_red_hsra_all(r);
     return;
   }
-  p.tail = tail_storage(2 * (size_t)n);
+  /* Scratch, not malloc: a call that leaves early (shm/call.h) must not leak. */
+  p.tail = mcoll__scratch(MCOLL_SCRATCH_PLAN, 2 * (size_t)n * sizeof(int));
   p.last = p.tail + n;
   int reads = r->out[0].upto > 0 || r->out[1].upto > 0;
   struct mcoll_node_layout l;
