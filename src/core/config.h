@@ -56,6 +56,7 @@
   X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
   X(TNBC_TRACE, STR, "", "T-NBC: record the first-touch order of received blocks per call site into <file>.<world rank> at exit (calls then complete before they return)") \
   X(TNBC_ORDER, STR, "", "T-NBC alltoall(v): send and receive blocks in the order of a trace file (<file>.<world rank>, else <file>), one rank of a node at a time") \
+  X(TEST_FINISH_DELAY_US, NUM, "0", "for tests only: microseconds the engine sleeps between the end of each non-blocking call and the completion of its request (widens that race window; 0 = none)") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 
 /* Each parameter's index (MCOLL_PARAM_<name>), for the rules' parameter overrides and

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/fiber.h"
@@ -201,7 +202,7 @@ static void finish(struct lane *l, struct mcoll_task *t) {
   if (prev) prev->next = t->next;
   else l->head = t->next;
   if (l->tail == t) l->tail = prev;
-  atomic_fetch_sub(&pending, 1);
+  if (mcoll__cfg.TEST_FINISH_DELAY_US) usleep((useconds_t)mcoll__cfg.TEST_FINISH_DELAY_US);
   struct mcoll_persistent *p = t->persistent;
   if (p) {
     /* The carrier completes before the start stops counting as busy: a thread that
@@ -212,11 +213,13 @@ static void finish(struct lane *l, struct mcoll_task *t) {
     atomic_fetch_sub(&persistent_active, 1);
     if (p->freed) persistent_destroy(p);
     task_unref(t);
-    task_unref(t);
-    return;
+  } else {
+    PMPI_Grequest_complete(t->req);
   }
-  MPI_Request req = t->req;
-  PMPI_Grequest_complete(req);
+  /* Last: a thread that sees nothing pending hands its completion calls to the host
+   * directly (pmpi/nbc.c), which must then find the carrier started: an inactive one
+   * is ignored by MPI_Waitany (MPI_UNDEFINED) and "complete" for MPI_Wait. */
+  atomic_fetch_sub(&pending, 1);
   task_unref(t);
 }
 
@@ -293,7 +296,7 @@ void mcoll__progress(void) {
   pthread_mutex_unlock(&engine_lock);
 }
 
-int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_relaxed) != 0; }
+int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
 
 int mcoll__in_task(void) { return mcoll__fiber_self() != NULL; }
 
