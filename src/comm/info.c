@@ -1,11 +1,9 @@
 /* The public query API (include/mcoll.h). */
 #include <stdio.h>
 
-#include "coll/registry.h"
-#include "core/config.h"
 #include "comm/context.h"
+#include "core/config.h"
 #include "mcoll.h"
-
 
 MCOLL_EXPORT const char *mcoll_version(void) { return "0.1.0"; }
 

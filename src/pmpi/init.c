@@ -138,7 +138,8 @@ void mcoll__started(void) {
   }
   int world_rank = 0;
   PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  mcoll__tnbc_start(world_rank); /* (needs the progress thread) */
+  /* (needs the progress thread) */
+  mcoll__tnbc_start(world_rank, &(struct mcoll_tnbc_collectives){MPI_Allreduce, MPI_Bcast});
 }
 
 void mcoll__finishing(void) {

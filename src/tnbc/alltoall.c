@@ -151,7 +151,7 @@ static int schedule_order(struct mcoll_tnbc_call *call, MPI_Comm comm, struct pr
   }
   PMPI_Comm_rank(pc->dup, &me);
   memcpy(agreed, recv_order, sizeof *agreed * (size_t)p);
-  MPI_Bcast(agreed, p, MPI_INT, 0, comm);
+  mcoll__tnbc_colls.bcast(agreed, p, MPI_INT, 0, comm);
   int *position = agreed + p;
   for (int k = 0; k < p; k++) position[agreed[k]] = k;
   if (!pc->turn) pc->turn = turn_setup(pc->dup);

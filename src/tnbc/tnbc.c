@@ -26,7 +26,7 @@
 
 int mcoll__tnbc_active;
 MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
-atomic_int mcoll__tnbc_unsettled;
+struct mcoll_tnbc_collectives mcoll__tnbc_colls;
 
 /* Sub-messages per call: more blocks than this are grouped (the handler's table is a
  * fixed array, read without locks). Calls: every MPI call settles the pending ones,
@@ -81,8 +81,6 @@ static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t page_size = 4096;
 static void bufs_free(void);
 static int mem_fd = -1; /* /proc/self/mem, for writing into protected pages */
-struct sigaction mcoll__tnbc_app_segv; /* the handler before ours (the application's) */
-int mcoll__tnbc_handler_installed;
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t value) {
   return syscall(SYS_futex, (uint32_t *)word, op, value, NULL, NULL, 0);
@@ -250,7 +248,8 @@ static void ensure_altstack(void) {
 /* ---- start and stop ---------------------------------------------------------------- */
 static void before_fork(void) { mcoll__tnbc_wait_all(); }
 
-void mcoll__tnbc_start(int rank) {
+void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls) {
+  mcoll__tnbc_colls = *colls;
   mcoll__config_load();
   if (!mcoll__cfg.TNBC || mcoll__cfg.DISABLE) return;
   mcoll__tnbc_trace_start(rank);
@@ -280,6 +279,7 @@ void mcoll__tnbc_start(int rank) {
   static int atfork_done;
   if (!atfork_done) pthread_atfork(before_fork, NULL, NULL);
   atfork_done = 1;
+  mcoll__libc_guard_install(&(struct mcoll_libc_guard){mcoll__tnbc_wait_range, mcoll__tnbc_forget});
   mcoll__tnbc_handler_installed = 1;
   mcoll__tnbc_active = 1;
   was_on = 1;
@@ -320,12 +320,11 @@ static int on_my_stack(uintptr_t lo, uintptr_t hi) {
   return lo < stack_hi && hi > stack_lo;
 }
 
-/* Ranges found private and writable, until freed or unmapped (interpose.c forgets
+/* Ranges found private and writable, until freed or unmapped (libc/interpose.c forgets
  * them): reading /proc/self/maps costs ~100 µs, buffers are reused call after call. */
 enum { KNOWN = 8 };
 static struct { uintptr_t lo, hi; } known[KNOWN];
 static int known_next;
-atomic_int mcoll__tnbc_known_any;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void mcoll__tnbc_forget(uintptr_t lo, uintptr_t hi) {
@@ -631,7 +630,7 @@ static void write_protected(uintptr_t dst, const char *src, size_t len) {
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
       /* Unmapped behind mcoll's back (a munmap that did not come through
-       * interpose.c): nobody can read it any more. */
+       * libc/interpose.c): nobody can read it any more. */
       if (n < 0 && (errno == EIO || errno == EFAULT)) return;
       fprintf(stderr, "mcoll: T-NBC: writing into the protected buffer failed (%s)\n",
               strerror(errno));
@@ -784,7 +783,7 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
 
 int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm) {
   struct mcoll_tnbc_caller caller = mcoll__tnbc_caller;
-  int err = MPI_Allreduce(mine, all, n, MPI_INT, MPI_MIN, comm);
+  int err = mcoll__tnbc_colls.allreduce(mine, all, n, MPI_INT, MPI_MIN, comm);
   mcoll__tnbc_caller = caller;
   return err;
 }

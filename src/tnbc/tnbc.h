@@ -14,7 +14,7 @@
  * shared mapping, not contiguous) runs the same protocol and waits before returning.
  *
  * Settling. Every later MPI call mcoll wraps, and free/realloc/munmap/read/write/...
- * of a pending buffer (tnbc/interpose.c), first waits for the pending calls. */
+ * of a pending buffer (libc/interpose.c), first waits for the pending calls. */
 #ifndef MCOLL_TNBC_H
 #define MCOLL_TNBC_H
 
@@ -25,15 +25,26 @@
 #include <stdint.h>
 
 #include "core/tls.h"
+#include "libc/interpose.h"
 #include "task/task.h"
 
 /* 1 once T-NBC is on (MCOLL_TNBC=1 and a progress thread runs): one load per call. */
 extern int mcoll__tnbc_active;
-/* T-NBC calls not yet settled. */
-extern atomic_int mcoll__tnbc_unsettled;
+/* (The calls not yet settled: mcoll__tnbc_unsettled, libc/interpose.h.) */
+
+/* The small collectives of T-NBC's own protocol (agreements, an order to follow), on
+ * the caller's communicator: mcoll's MPI_Allreduce and MPI_Bcast, which complete the
+ * communicator's calls in flight first. Their wrappers sit above T-NBC, so they are
+ * handed down at start. */
+struct mcoll_tnbc_collectives {
+  int (*allreduce)(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm);
+  int (*bcast)(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm);
+};
+extern struct mcoll_tnbc_collectives mcoll__tnbc_colls;
 
 /* At start-up, after the progress thread (pmpi/init.c); says why not when it cannot. */
-void mcoll__tnbc_start(int rank);
+void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls);
 /* Before MPI_Finalize: settles and removes the handler. */
 void mcoll__tnbc_stop(void);
 

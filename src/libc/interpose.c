@@ -1,13 +1,8 @@
 /* T-NBC hazards outside MPI: libc calls that would meet a protected receive buffer
  * wait for its sub-messages first (the kernel returns EFAULT instead of faulting,
- * and free/realloc/munmap would hand protected pages back). Each costs one load
- * while no T-NBC call is pending.
- *
- * Interposed here: free, realloc, munmap; read, readv, recv, recvfrom, fread (into
- * the buffer); write, writev, send, sendto, fwrite (from it); process_vm_readv/
- * writev (local side); sigaction and signal for SIGSEGV, which keep mcoll's handler
- * in front and chain to the application's. fork waits through pthread_atfork
- * (tnbc.c). */
+ * and free/realloc/munmap would hand protected pages back); sigaction and signal
+ * for SIGSEGV keep T-NBC's handler in front and chain to the application's. fork
+ * waits through pthread_atfork (tnbc/tnbc.c). See libc/interpose.h. */
 #include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
@@ -18,22 +13,32 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "libc/interpose.h"
 #include "mcoll.h"
-#include "tnbc/tnbc.h"
-#include "tnbc/tnbc_internal.h"
+
+atomic_int mcoll__tnbc_unsettled;
+atomic_int mcoll__tnbc_known_any;
+struct sigaction mcoll__tnbc_app_segv;
+int mcoll__tnbc_handler_installed;
+
+/* Set once by T-NBC's start, before anything can be pending; read by the calls below
+ * only when a counter says so. */
+static struct mcoll_libc_guard guard;
+
+void mcoll__libc_guard_install(const struct mcoll_libc_guard *g) { guard = *g; }
 
 /* Sanitizer builds: their runtimes interpose these functions first, and call
  * sigaction themselves before they are initialised (an instrumented override of it
  * would crash at start-up); T-NBC stays off there (tnbc.c), so nothing is defined. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define MCOLL_TNBC_NO_INTERPOSE 1
+#define MCOLL_NO_INTERPOSE 1
 #endif
 
 extern void __libc_free(void *);
 extern void *__libc_realloc(void *, size_t);
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
-#ifndef MCOLL_TNBC_NO_INTERPOSE
+#ifndef MCOLL_NO_INTERPOSE
 static void (*next_free)(void *);
 static void *(*next_realloc)(void *, size_t);
 static ssize_t (*next_read)(int, void *, size_t);
@@ -77,10 +82,16 @@ static inline int pending(void) {
 
 /* By address only: the compiler takes a buffer passed on from read() for one not
  * yet written, which the wait never reads. */
-static void wait_buf(uintptr_t buf, size_t n) { mcoll__tnbc_wait_range(buf, n); }
+static void wait_buf(uintptr_t buf, size_t n) {
+  if (guard.wait_range) guard.wait_range(buf, n);
+}
 
 static void wait_iov(const struct iovec *iov, int n) {
-  for (int i = 0; i < n; i++) mcoll__tnbc_wait_range((uintptr_t)iov[i].iov_base, iov[i].iov_len);
+  for (int i = 0; i < n; i++) wait_buf((uintptr_t)iov[i].iov_base, iov[i].iov_len);
+}
+
+static void forget(uintptr_t lo, uintptr_t hi) {
+  if (guard.forget) guard.forget(lo, hi);
 }
 
 /* ---- memory given back -------------------------------------------------------------- */
@@ -89,8 +100,8 @@ static void guard_block(void *p) {
   int busy = pending(), known = atomic_load_explicit(&mcoll__tnbc_known_any, memory_order_relaxed);
   if (!p || (!busy && !known)) return;
   uintptr_t lo = (uintptr_t)p - 2 * sizeof(size_t), hi = (uintptr_t)p + malloc_usable_size(p);
-  if (busy) mcoll__tnbc_wait_range(lo, hi - lo);
-  if (known) mcoll__tnbc_forget(lo, hi);
+  if (busy) wait_buf(lo, hi - lo);
+  if (known) forget(lo, hi);
 }
 
 MCOLL_EXPORT void free(void *p) {
@@ -106,7 +117,7 @@ MCOLL_EXPORT void *realloc(void *p, size_t n) {
 MCOLL_EXPORT int munmap(void *addr, size_t len) {
   if (pending()) wait_buf((uintptr_t)addr, len);
   if (atomic_load_explicit(&mcoll__tnbc_known_any, memory_order_relaxed))
-    mcoll__tnbc_forget((uintptr_t)addr, (uintptr_t)addr + len);
+    forget((uintptr_t)addr, (uintptr_t)addr + len);
   return (int)syscall(SYS_munmap, addr, len);
 }
 
@@ -184,14 +195,14 @@ MCOLL_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec *local, uns
 
 /* ---- the application's SIGSEGV handler ---------------------------------------------- */
 int mcoll__tnbc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-#ifdef MCOLL_TNBC_NO_INTERPOSE
+#ifdef MCOLL_NO_INTERPOSE
   return sigaction(sig, act, old);
 #else
   return (next_sigaction ? next_sigaction : __sigaction)(sig, act, old);
 #endif
 }
 
-#ifndef MCOLL_TNBC_NO_INTERPOSE
+#ifndef MCOLL_NO_INTERPOSE
 /* While mcoll's handler is installed, the application's SIGSEGV handler is kept
  * behind it (called for every fault that is not T-NBC's), and reported back as the
  * current one. */
