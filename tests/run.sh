@@ -5,4 +5,5 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" --asan --tsan
 cd "$root"
-exec python3 -m pytest -q -rs tests/py "$@"
+# (--durations: the slowest tests, for keeping CI short)
+exec python3 -m pytest -q -rs --durations=30 tests/py "$@"
