@@ -211,7 +211,7 @@ def test_first_arrival_leads(flavour):
     """The CP bcast (first_arrival, seed 004): with rank 0 -- local rank 0 of the node
     that does not hold the root (2 fake nodes, root 2) -- 2 ms late before every call,
     its node's first rank to arrive (rank 1) leads: rank 0's report counts most
-    first_arrival call as led by another rank than local rank 0, and none for the fixed
+    first_arrival calls as led by another rank than local rank 0, and none for the fixed
     leader (binomial), which the arrival mode alternates with it."""
     program = BUILD.bin(flavour, "mcoll-bench")
     args = ["-m", "arrival", "-D", "late:0:2000", "-R", "2", "-b", "8", "-e", "64", "-f", "8",
