@@ -9,8 +9,9 @@ algorithm when no forced algorithm beats it by more than 10%: max over algorithm
 t_choice / t_forced <= 1.10. Algorithms whose restrictions do not hold at a size (the
 cost table's needs) are left out there (forcing them runs the normal choice).
 
-    tools/bench/rules_evidence.py --flavour openmpi --out bench/results/STAMP-rules-openmpi
+    tools/bench/rules_evidence.py --flavour openmpi --out bench/raw/STAMP-rules-openmpi
     tools/bench/rules_evidence.py --summarize DIR     # the table again from DIR's JSON
+                                                      # (or from its bundle: record.py condense)
 """
 
 import argparse
@@ -23,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "py"))
-from mcoll_model import compare, cost, machine as M  # noqa: E402
+from mcoll_model import compare, cost, machine as M, runs  # noqa: E402
 
 COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan", "exscan",
          "allgather", "gather", "scatter", "alltoall"]
@@ -69,21 +70,19 @@ def run(args):
 
 
 def summarize(directory, rules_path=None):
-    directory = Path(directory)
     table = cost.load_table()
     rules = json.loads(Path(rules_path).read_text())["rules"] if rules_path else \
         json.loads(_builtin_json())["rules"]
-    docs = list(directory.glob("*-*.json"))
-    np_ = json.loads(docs[0].read_text())["nprocs"] if docs else 2
+    docs = {name: doc for name, doc in runs.docs(directory) if doc.get("versus")}
+    np_ = next(iter(docs.values()))["nprocs"] if docs else 2
     m = M.load("here", nodes=1, ranks_per_node=np_)
     rows = []
     for coll in COLLS:
         forced = {}
         for alg in table["node"][coll]:
-            path = directory / f"{coll}-{alg}.json"
-            if not path.exists():
+            doc = docs.get(f"{coll}-{alg}")
+            if doc is None:
                 continue
-            doc = json.loads(path.read_text())
             for res in doc["results"]:
                 n = res["bytes"]
                 forced.setdefault(n, {})[alg] = (res["native_us"], res["mcoll_us"])
@@ -188,7 +187,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--round-ms", type=float, default=4, help="mcoll-bench -T")
     ap.add_argument("--colls", default=",".join(COLLS))
-    ap.add_argument("--summarize", help="print the table from this directory's JSON")
+    ap.add_argument("--summarize", help="print the table from this directory's JSON (or a bundle)")
     ap.add_argument("--rules", help="rules JSON to run with (MCOLL_RULES) and summarize by "
                     "(default: the built-in)")
     ap.add_argument("--score", nargs="+", metavar="RULES",

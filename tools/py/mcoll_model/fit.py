@@ -9,8 +9,8 @@ off (reductions at 32 KiB-2 MiB by flat/HSRA, the gather family by single copy a
 lines crossing, the system call's page pinning).
 
 A correction is the ratio measured / modelled of one algorithm at one size, the median
-over the runs given (each a `tools/bench/rules_evidence.py` directory: one job per
-forced algorithm, so an algorithm is measured at every size whatever the thresholds
+over the runs given (each a `tools/bench/rules_evidence.py` directory, or its bundle
+made by tools/bench/record.py: one job per forced algorithm, so an algorithm is measured at every size whatever the thresholds
 choose). Between measured sizes the factor is interpolated in log(size); beyond them it
 is the nearest one. It applies only at the rank count it was measured at, on one node:
 the machine file keeps a list under "corrections", one entry per rank count and
@@ -26,7 +26,7 @@ import math
 import statistics
 from pathlib import Path
 
-from . import compare, cost
+from . import compare, cost, runs as runs_mod
 
 SKIP = {"p2p"}  # the restrictions' fallback, never forced by the evidence tool
 
@@ -36,9 +36,8 @@ def measured(dirs):
     the runs."""
     out, nprocs, modes = {}, set(), set()
     for d in dirs:
-        for path in sorted(Path(d).glob("*-*.json")):
-            doc = json.loads(path.read_text())
-            if doc.get("tool") != "mcoll-bench" or not doc.get("versus"):
+        for _, doc in runs_mod.docs(d):
+            if not doc.get("versus"):
                 continue
             alg = doc["versus"][1]
             nprocs.add(doc["nprocs"])
