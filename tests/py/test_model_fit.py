@@ -136,7 +136,7 @@ def test_here_is_calibrated_from_committed_runs():
     table = cost.load_table()
     for corr in entries:
         for run in corr["runs"]:
-            assert (ROOT / run).is_dir(), run
+            assert (ROOT / run).is_file(), run
         m = M.load("here", nodes=1, ranks_per_node=corr["ranks_per_node"])
         for coll, algs in table["node"].items():
             for alg in algs:

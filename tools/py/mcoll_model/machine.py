@@ -64,7 +64,7 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
       },
       "corrections": [              # per algorithm, measured / modelled (mcoll model fit)
         {"ranks_per_node": r, "mode": "latency" | "back2back" (absent: latency),
-         "runs": ["bench/results/..."], "factors": {coll: {alg: [[bytes, factor], ...]}}}
+         "runs": ["tools/py/mcoll_model/calibration/..."], "factors": {coll: {alg: [[bytes, factor], ...]}}}
       ]
     }
 """
@@ -78,7 +78,7 @@ HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"
 
 # Uncalibrated defaults: numbers of the order of this project's 2-core test machine
-# (README: single copy ~10 GB/s, a flag hand-off ~0.1 µs, a scheduler turn ~5 µs).
+# (docs/architecture.md, the machine: single copy ~10 GB/s, a flag hand-off ~0.1 µs, a scheduler turn ~5 µs).
 DEFAULTS = {
     "name": "defaults",
     "topology": {"nodes": 1, "ranks_per_node": 2, "cores_per_node": 2,
