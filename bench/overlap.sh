@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The hierarchical overlap (issue 9 part 3) measured against itself: mcoll-bench -V
+# The hierarchical overlap measured against itself: mcoll-bench -V
 # INTER_OVERLAP=0,1 alternates the leader's inter-node steps in sequence (the "native"
 # columns) and on a companion fiber (the "mcoll" columns) in one job, on fake nodes
 # (MCOLL_TOPO=nodes=2, 4 ranks; this machine has 2 cores). Writes
-# bench/results/<stamp>-overlap-<flavour>.json/.txt and <stamp>-overlap-command.txt.
+# bench/raw/<stamp>-overlap-<flavour>.json/.txt and <stamp>-overlap-command.txt.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-results=$root/bench/results
+results=$root/bench/raw
 stamp=$(date +%Y%m%d-%H%M)
 build=${MCOLL_BUILD_DIR:-$root/build}
 cmd="$results/$stamp-overlap-command.txt"

@@ -2,7 +2,8 @@
 # bench/run.sh: the benchmark of record. Builds mcoll (scripts/setup.sh), then for every
 # MPI flavour built runs mcoll-bench under mcollrun -- the host MPI's collectives and
 # mcoll's, alternating in one job -- at 2 ranks bound to cores and at 4 and 8 ranks
-# (oversubscribed on this machine, unbound), and writes to bench/results/:
+# (oversubscribed on this machine, unbound), and writes to bench/raw/ (ignored by git;
+# tools/bench/record.py turns a run into a record under bench/records/):
 #   <stamp>-<flavour>-np<N>.json   results (tools/py/mcoll_report.py reads them)
 #   <stamp>-<flavour>-np<N>.txt    the table mcoll-bench printed
 #   <stamp>-<flavour>-np<N>-<mode>.json/.txt   the same for the modes cold and latency
@@ -45,7 +46,7 @@
 #   --no-check  do not check results (mcoll-bench -c is on by default)
 #   --no-setup  use the existing build instead of running scripts/setup.sh
 #   --no-mcoll  plain mpiexec, no preload: the pipeline without the library (ratios ~1)
-#   --results   write there instead of bench/results (env MCOLL_BENCH_RESULTS): trial
+#   --results   write there instead of bench/raw (env MCOLL_BENCH_RESULTS): trial
 #               runs that are not the benchmark of record
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
@@ -60,7 +61,7 @@ progress_threads=${MCOLL_BENCH_PROGRESS_THREADS:-0 1}
 idle_pairs=${MCOLL_BENCH_IDLE_PAIRS:-7}
 idle_seconds=${MCOLL_BENCH_IDLE_SECONDS:-10}
 build=$root/build
-results=${MCOLL_BENCH_RESULTS:-$root/bench/results}
+results=${MCOLL_BENCH_RESULTS:-$root/bench/raw}
 check=1 setup=1 preload=1
 while [[ $# -gt 0 ]]; do
   case $1 in

@@ -2,7 +2,7 @@
 # testhosts-bench.sh: mcoll vs the host MPI across test hosts (scripts/testhosts.sh):
 # mcoll-bench alternates the host MPI's collective (PMPI_*) and mcoll's (MPI_*) in one
 # job, round by round, so both see the same load. Makes the hosts, removes them at the
-# end (also on error or Ctrl-C), writes to bench/results/:
+# end (also on error or Ctrl-C), writes to bench/raw/ (ignored by git):
 #   <stamp>-<tag>-command.txt               this command, the machine's load, the layouts
 #   <stamp>-hosts-<flavour>-<layout>.json   mcoll-bench -o
 #   <stamp>-hosts-<flavour>-<layout>.txt    the table it printed
@@ -22,7 +22,7 @@ here=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 flavours="openmpi mpich"
 layouts="2,2"
 colls=barrier,bcast,allreduce,allgather,alltoall
-results=$here/bench/results
+results=$here/bench/raw
 qdisc=
 tag=hosts
 envs=()

@@ -1,6 +1,6 @@
 /* The rules loader: a small JSON subset parser (objects, arrays, strings, numbers,
  * true/false/null; no new dependency), the entries indexed per collective and level,
- * and the one lookup, mcoll__rules_pick. Format (README, "Rules"):
+ * and the one lookup, mcoll__rules_pick. Format (docs/model.md, "Rules"):
  *   {"rules": [{"coll": "bcast", "level": "node", "bytes": [0, 8192],
  *               "ranks_per_node": [2, 2], "nodes": [1, null], "ranks": [1, null],
  *               "levels": [0, 0], "oversubscribed": false,

@@ -5,9 +5,9 @@ Through the areas or the ring, every call's bytes are written by one core and re
 by the other, so all their lines cross the cores on each call; with OSU's barrier
 after every call (mcoll-bench -m latency) that made 8 KiB bcast, gather(v),
 scatter(v), reduce and exscan 0.73-0.93x native, while single copy reads the
-owner's buffer in place, 1.3-2x native (bench/results/20261123-1037 and this
-branch's commit messages). The built-in rules at 2 ranks are now the calibrated model's
-choice (README: Rules); its edges lie between 5.3 and 7.8 KiB, so 4 KiB keeps the
+owner's buffer in place, 1.3-2x native (measured 2026-11-23: bench/results/20261123-1037
+in the git history). The built-in rules at 2 ranks are now the calibrated model's
+choice (docs/model.md); its edges lie between 5.3 and 7.8 KiB, so 4 KiB keeps the
 areas/ring (they win there back to back) and 8 KiB runs single copy. The choice is
 deterministic: mcoll's report (MCOLL_VERBOSE=1) says which algorithm ran each call. On
 larger nodes the choice is the one it was."""
@@ -121,7 +121,7 @@ def test_two_ranks_small_alltoall_chooses_pair_inline(flavour):
     """2 ranks: alltoall(v) blocks of 32 B go pair_inline, 64 B (past the line's 56)
     keep shm_direct (alltoall) and pairwise_cma (alltoallv); 4 ranks keep them at 32 B.
     OSU's latency mode before, Open MPI: alltoallv 8/32 B 0.99/0.87x native
-    (bench/results/20261123-1327)."""
+    (measured 2026-11-23: bench/results/20261123-1327 in the git history)."""
     sweep = ["-b", "32", "-e", "64", "-f", "2", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]
     report, result = bench_report(flavour, 2, ["alltoall", "alltoallv"], sweep)
     for coll, other in (("alltoall", "shm_direct"), ("alltoallv", "pairwise_cma")):

@@ -4,7 +4,7 @@ For every collective of the cost table, every ranks-per-node count asked for (on
 and every node count asked for (between nodes), the cheapest algorithm by the cost
 functions over message sizes, merged into size ranges whose edges are the model's
 crossovers (found by bisection between grid sizes). The output is the rules JSON the
-C loader reads (src/coll/rules.c; format in README "Rules"), or that JSON as the C file
+C loader reads (src/coll/rules.c; format in docs/model.md, "Rules"), or that JSON as the C file
 of built-in rules (`--c`, src/coll/rules_builtin.c).
 """
 
@@ -229,7 +229,7 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             "_doc": "bytes [lo, hi): bcast the message, reductions the vector, the gather "
                     "family and alltoall one block; ranks_per_node, nodes and levels inclusive; "
                     "null: no limit; oversubscribed: more ranks than cores on the node. "
-                    "First matching entry wins. README: Rules.",
+                    "First matching entry wins. docs/model.md: Rules.",
             "rules": rules}
 
 
@@ -239,7 +239,7 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
 #   algorithm forced at every size, fit.py), the corrected model is within the noise of
 #   the measurements: it changes a choice that is more than 10% slower (the target).
 # - Elsewhere (4 and 8 ranks, between nodes) the uncorrected model is 1.5-5x off for
-#   algorithms priced outside the sizes where they ran (bench/results/*-rules-*): there
+#   algorithms priced outside the sizes where they ran (bench/records/rules/): there
 #   only a 3x cheaper price changes a measured choice.
 BUILTIN_TOLERANCE = 2.0
 BUILTIN_CALIBRATED_TOLERANCE = 0.10
