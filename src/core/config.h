@@ -48,9 +48,9 @@
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
   X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \
   X(PROGRESS_THREAD, STR, "0", "0 | 1 | auto: a thread that progresses non-blocking collectives while the application computes; 1 and auto ask the host MPI for MPI_THREAD_MULTIPLE (the application is told the level it asked for) and run the thread when granted (1 also warns when not)") \
-  X(NBC, NUM, "1", "1: MPI_I* collectives run as mcoll tasks on communicators whose ranks agree (see README); 0: the host MPI's") \
+  X(NBC, NUM, "1", "1: MPI_I* collectives run as mcoll tasks on communicators whose ranks agree (docs/nonblocking.md); 0: the host MPI's") \
   X(TASK_WINDOW, NUM, "4", "MPI_I* calls of one communicator that may run side by side, 1-4, where each declares itself independent (task/task.h; 1: one after the other)") \
-  X(TNBC, NUM, "0", "1: T-NBC, blocking bcast/alltoall/allgather/allreduce return early with the receive buffer's pages protected until their data is in (needs MCOLL_PROGRESS_THREAD=1 and MPI_THREAD_MULTIPLE; see README)") \
+  X(TNBC, NUM, "0", "1: T-NBC, blocking bcast/alltoall/allgather/allreduce return early with the receive buffer's pages protected until their data is in (needs MCOLL_PROGRESS_THREAD=1 and MPI_THREAD_MULTIPLE; docs/tnbc.md)") \
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
   X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
