@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,45 @@ def find_build(name):
     path = ROOT / name
     flavours = tuple(f for f in FLAVOURS if (path / f / "lib" / "libmcoll.so").exists())
     return Build(name, path, flavours)
+
+
+BUILD = find_build("build")
+ASAN = find_build("build-asan")
+TSAN = find_build("build-tsan")
+# An unintended fallback to the host MPI aborts the job.
+BASE_ENV = {"MCOLL_FALLBACK": "error"}
+# The full tier (tests/run.sh --full): sanitizer builds, test hosts, every rank count,
+# topology and forced algorithm. Unmarked tests form the default tier.
+FULL = pytest.mark.full
+
+
+def flavour_param(flavour, *values, build=BUILD, skip=None, full=False, id=None):
+    """A test parameter set whose first value is an MPI flavour: skipped when that
+    flavour is not built in build (or with skip), in the full tier when full or when
+    build is a sanitizer build."""
+    full = full or build is not BUILD
+    if flavour not in build.flavours:
+        skip = f"{build.name}/{flavour}/lib/libmcoll.so not built"
+    marks = [pytest.mark.skip(reason=skip)] if skip else []
+    if full:
+        marks.append(FULL)
+    return pytest.param(flavour, *values, marks=marks,
+                        id=id or "-".join(map(str, (flavour, *values))))
+
+
+def flavour_params(*rest_lists, build=BUILD, full=False):
+    """flavour_param for each flavour crossed with each tuple of further values."""
+    return [flavour_param(f, *rest, build=build, full=full) for f in FLAVOURS for rest in rest_lists]
+
+
+def seed_for(request):
+    """The test's seed: MCOLL_TEST_SEED, or one derived from the test's name."""
+    return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))
+
+
+def topo_env(topo):
+    """MCOLL_TOPO for a fake hierarchy ("nodes=2,sockets=2"); none for "flat"/None."""
+    return {"MCOLL_TOPO": topo} if topo and topo != "flat" else {}
 
 
 @dataclasses.dataclass

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from mpijob import mpiexec_argv, run_job
-from test_mpi_coll import BASE_ENV, BUILD, flavour_param
+from mpijob import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -35,6 +35,7 @@ def positive(value):
     return value is not None and math.isfinite(value) and value > 0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_cold_mode(flavour, tmp_path):
     doc, stdout = run_bench(flavour, tmp_path, ["-m", "cold", "-K", "5"])
@@ -102,6 +103,7 @@ def test_nbc_mode(flavour, tmp_path):
         assert r["ratio"] == pytest.approx(r["native_us"] / r["mcoll_us"], rel=1e-3)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_idle_mode(flavour, tmp_path):
     out = tmp_path / "idle.json"
@@ -127,6 +129,7 @@ def test_idle_mode(flavour, tmp_path):
     assert "compute_ms median" in result.stdout
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param("mpich")])
 def test_nbc_mode_without_persistent_block(flavour, tmp_path):
     doc, _ = run_bench(flavour, tmp_path, ["-m", "nbc", "-P", "-n", "10", "-w", "1"])
@@ -136,6 +139,7 @@ def test_nbc_mode_without_persistent_block(flavour, tmp_path):
         assert positive(r["mcoll_post_wait_us"]) and positive(r["native_blocking_us"])
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_vary_parameter(flavour, tmp_path):
     """-V NAME=a,b: both sides are mcoll, with MCOLL_NAME set to a and to b before each
@@ -157,6 +161,7 @@ def test_vary_parameter(flavour, tmp_path):
     assert bad.returncode != 0 and "-V: mcoll not loaded, or not a parameter" in bad.stdout + bad.stderr
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_burst_mode(flavour, tmp_path):
     """-m burst: -K calls in flight on one communicator; one rank per (fake) node, so
@@ -182,6 +187,7 @@ def test_burst_mode(flavour, tmp_path):
     assert re.search(r"^# burst: 2 ranks, 4 calls in flight", result.stdout, re.M), result.stdout
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_arrival_mode(flavour, tmp_path):
     """-m arrival: bcast after per-rank delays, timed from the last arrival; 4 ranks on

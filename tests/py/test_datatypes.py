@@ -12,25 +12,14 @@ included); they are skipped when the machine has less than 12 GiB available.
 """
 
 import difflib
-import os
 
 import pytest
 
 import mpijob
-from mpijob import check_passed, mpiexec_argv, run_job
+from mpijob import ASAN, BASE_ENV, BUILD, check_passed, flavour_param, mpiexec_argv, run_job
 
-BUILD = mpijob.find_build("build")
-ASAN = mpijob.find_build("build-asan")
-BASE_ENV = {"MCOLL_FALLBACK": "error"}
 PROGRAM = "mcoll-test-datatypes"
 CHECKED = "test_datatypes"
-
-
-def flavour_param(flavour, *values, build=BUILD):
-    marks = []
-    if flavour not in build.flavours:
-        marks = [pytest.mark.skip(reason=f"{build.name}/{flavour}/lib/libmcoll.so not built")]
-    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
 
 
 def run_case(flavour, np, case, env=None, timeout=120, build=BUILD):
@@ -44,8 +33,8 @@ def run_case(flavour, np, case, env=None, timeout=120, build=BUILD):
     return result, check_passed(result, CHECKED)
 
 
-LAYOUT_RUNS = [flavour_param(f, np, topo) for f in mpijob.FLAVOURS
-               for np, topo in ((2, ""), (3, ""), (4, ""), (4, "nodes=2"))]
+LAYOUT_RUNS = [flavour_param(f, np, topo, full=(np, topo) not in ((2, ""), (4, "nodes=2")))
+               for f in mpijob.FLAVOURS for np, topo in ((2, ""), (3, ""), (4, ""), (4, "nodes=2"))]
 
 
 @pytest.mark.parametrize("flavour,np,topo", LAYOUT_RUNS)
@@ -76,6 +65,7 @@ def test_bcast_mpi_bottom_absolute_struct(flavour, alg):
     run_case(flavour, 3, "bottom", env)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f, build=ASAN) for f in mpijob.FLAVOURS])
 def test_layouts_asan(flavour):
     """The layout walk and the packing helpers under ASan/UBSan (type references
@@ -111,6 +101,7 @@ def enough_memory(gib):
     return int(info["MemAvailable"].split()[0]) >= gib * (1 << 20)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_bigmem_bcast_type_beyond_int_max(flavour):
     """BIG MEMORY (2 ranks, ~4.1 GiB): bcast of one MPI_Type_contiguous of
@@ -120,6 +111,7 @@ def test_bigmem_bcast_type_beyond_int_max(flavour):
     run_case(flavour, 2, "bigtype", timeout=180)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_bigmem_gather_packed_payload_beyond_int_max(flavour):
     """BIG MEMORY (2 ranks, ~8.2 GiB at peak): gather of 2 x an hvector of 1025 MiB

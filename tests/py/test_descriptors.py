@@ -20,7 +20,7 @@ import pytest
 
 import mpijob
 from mpijob import mpiexec_argv, parse_forced_denied, parse_verbose_report, run_job
-from test_mpi_coll import BASE_ENV, BUILD, flavour_param
+from mpijob import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 CALLS = ["-n", "10", "-w", "0", "-r", "1", "-c"]  # 10 checked mcoll calls per job
@@ -85,6 +85,7 @@ def test_info_prints_restrictions():
         assert "uniform" in needs["alltoallv"]["bruck"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,situation", cases())
 def test_forced_runs_exactly_or_reports(flavour, situation):
     coll, size, env, holds = SITUATIONS[situation]
@@ -142,6 +143,7 @@ def test_bcast_selection_by_size(flavour):
     assert n >= 10 and counts == expected, f"{counts}\n{result.describe()}"
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param("openmpi"), flavour_param("mpich")])
 def test_forced_between_nodes(flavour):
     """Algorithms between nodes are registered per level with restrictions as data:

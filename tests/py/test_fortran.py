@@ -38,7 +38,8 @@ def programs(tmp_path_factory):
     return built
 
 
-@pytest.mark.parametrize("np", [1, 2, 3, 4])
+@pytest.mark.parametrize("np", [pytest.param(1, marks=mpijob.FULL), pytest.param(2, marks=mpijob.FULL), 3,
+                                pytest.param(4, marks=mpijob.FULL)])
 @pytest.mark.parametrize("binding", list(BINDINGS))
 @pytest.mark.parametrize("flavour", mpijob.FLAVOURS)
 def test_fortran(programs, flavour, binding, np):

@@ -47,6 +47,7 @@ def wheel_build(request):
     return flavour, build
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("np,topo", [(2, None), (3, None), (4, "nodes=2")])
 def test_correctness_on_wheel_mpi(wheel_build, np, topo):
     flavour, build = wheel_build
@@ -84,6 +85,7 @@ def intel_runtime():
     return venv, compat
 
 
+@pytest.mark.full
 @pytest.mark.skipif("mpich" not in BUILD.flavours, reason="build/mpich not built")
 def test_correctness_on_intel_mpi_runtime(intel_runtime):
     """The MPICH build of mcoll and a program built with Debian's MPICH, run by Intel

@@ -101,6 +101,7 @@ def test_find_package(prefix, flavour, tmp_path):
     check_taken_over(result)
 
 
+@pytest.mark.full
 @pytest.mark.skipif(set(BUILD.flavours) != {"openmpi", "mpich"}, reason="needs both flavours built")
 @pytest.mark.parametrize("program_mpi,library", [("mpich", "openmpi"), ("openmpi", "mpich")])
 def test_library_of_the_other_mpi(program_mpi, library, tmp_path):

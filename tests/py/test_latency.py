@@ -17,7 +17,7 @@ import re
 import pytest
 
 from mpijob import check_passed, mpiexec_argv, parse_verbose_report, run_job
-from test_mpi_coll import BASE_ENV, BUILD, flavour_param, seed_for
+from mpijob import BASE_ENV, BUILD, flavour_param, seed_for
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -57,6 +57,7 @@ def test_two_ranks_single_copy_from_8k(flavour):
             f"{coll} at 2 ranks: 4 KiB should run {small}, 8 KiB {mid}: {counts}")
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_pair_threshold_off_keeps_areas(flavour):
     """MCOLL_PAIR_CMA_MIN=0: gather, scatter and allgather keep their own thresholds."""
@@ -68,6 +69,7 @@ def test_pair_threshold_off_keeps_areas(flavour):
             f"{coll}: {counts}\n{result.describe()}")
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_larger_nodes_keep_their_thresholds(flavour):
     """Only nodes of two ranks were measured: 4 ranks at 8 KiB keep the areas/ring."""
@@ -80,6 +82,7 @@ def test_larger_nodes_keep_their_thresholds(flavour):
             f"{coll} at 4 ranks: {counts}\n{result.describe()}")
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_fresh_communicators_small_bcast_in_slots(flavour):
     """Cold start: small bcasts on fresh communicators, each with its own context
@@ -100,6 +103,7 @@ def test_fresh_communicators_small_bcast_in_slots(flavour):
     assert int(built.group(3)) >= 12 and built.group(4) == "0", result.describe()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_two_ranks_small_alltoall_pair_lines(request, flavour):
     """Two ranks, blocks between them of at most 56 B: alltoall(v,w) send each block in

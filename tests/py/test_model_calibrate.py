@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from mpijob import ROOT, mpiexec_argv, run_job
-from test_mpi_coll import BASE_ENV, BUILD, flavour_param
+from mpijob import BASE_ENV, BUILD, flavour_param
 
 sys.path.insert(0, str(ROOT / "tools" / "py"))
 from mcoll_model import cost, machine as M  # noqa: E402
@@ -21,6 +21,7 @@ def finite_positive(v):
     return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param("openmpi"), flavour_param("mpich")])
 def test_calibrate_writes_a_machine_file(flavour, tmp_path):
     out = tmp_path / "machine.json"

@@ -9,31 +9,15 @@ test_coll with another seed than the one derived from each test's name.
 
 import difflib
 import functools
-import os
 import re
-import zlib
 
 import pytest
 
 import mpijob
-from mpijob import check_passed, mpiexec_argv, parse_verbose_report, run_job
+from mpijob import (ASAN, BASE_ENV, BUILD, check_passed, flavour_param, mpiexec_argv,
+                    parse_verbose_report, run_job, seed_for, topo_env)
 
-BUILD = mpijob.find_build("build")
-ASAN = mpijob.find_build("build-asan")
-BASE_ENV = {"MCOLL_FALLBACK": "error"}
 JOB_TIMEOUT = 300
-
-
-def flavour_param(flavour, *values, build=BUILD, skip=None):
-    """A test parameter set, skipped when the flavour is not built in build (or skip)."""
-    if flavour not in build.flavours:
-        skip = f"{build.name}/{flavour}/lib/libmcoll.so not built"
-    marks = [pytest.mark.skip(reason=skip)] if skip else []
-    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
-
-
-def seed_for(request):
-    return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))
 
 
 def coll_args(flavour, np):
@@ -52,10 +36,6 @@ ALL_COLLS = ("barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv
              "reduce_scatter", "reduce_scatter_block", "scan", "exscan")
 
 
-def topo_env(topo):
-    return {"MCOLL_TOPO": topo} if topo else {}
-
-
 # Each fake hierarchy under both MPIs; every rank count 1-8 under Open MPI, most of
 # them under MPICH (slow when oversubscribed, see coll_args).
 MATRIX = [
@@ -69,9 +49,14 @@ MATRIX = [
     ("mpich", 4, "nodes=2,sockets=2"), ("mpich", 5, None), ("mpich", 6, "nodes=3"),
     ("mpich", 7, "sockets=2"), ("mpich", 8, "nodes=2"),
 ]
+# The default tier: 1-5 ranks, each fake hierarchy once, both MPIs.
+DEFAULT_MATRIX = {("openmpi", 1, None), ("openmpi", 2, None), ("openmpi", 3, "nodes=3"),
+                  ("openmpi", 4, "nodes=2,sockets=2"), ("openmpi", 5, "sockets=2"),
+                  ("mpich", 1, None), ("mpich", 2, "nodes=2"), ("mpich", 3, "sockets=2")}
 
 
-@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in MATRIX])
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat", full=(f, n, t) not in DEFAULT_MATRIX)
+                                             for f, n, t in MATRIX])
 def test_coll(request, flavour, np, topo):
     topo = None if topo == "flat" else topo
     program = BUILD.bin(flavour, "mcoll-test-coll")
@@ -83,6 +68,7 @@ def test_coll(request, flavour, np, topo):
 LARGE = [("openmpi", 3, "nodes=2"), ("mpich", 2, None)]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in LARGE])
 def test_coll_large_messages(request, flavour, np, topo):
     """Half of the cases between 1 and 8 MiB (the other runs stop at 1 MiB)."""
@@ -94,6 +80,7 @@ def test_coll_large_messages(request, flavour, np, topo):
     check_passed(result)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in
                                               [("openmpi", 3, None), ("mpich", 3, "nodes=2")]])
 def test_reduce_split_single_copy(request, flavour, np, topo):
@@ -111,6 +98,7 @@ def test_reduce_split_single_copy(request, flavour, np, topo):
     mpijob.only_forced_fallbacks(result)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat") for f, n, t in
                                               [("openmpi", 5, None), ("mpich", 4, "sockets=2")]])
 def test_coll_as_if_enough_cores(request, flavour, np, topo):
@@ -124,6 +112,7 @@ def test_coll_as_if_enough_cores(request, flavour, np, topo):
     check_passed(result)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t) for f, n, t in
                                               [("openmpi", 5, "nodes=3"), ("mpich", 3, "nodes=2")]])
 def test_coll_pieces_overlap(request, flavour, np, topo):
@@ -149,18 +138,23 @@ def registered_algorithms(flavour):
     the v/w forms: test_descriptors checks that forcing it there is a reported fallback."""
     found = {"bcast": {"shm_pipeline": set(), "cma": {"cma"}}}
     if flavour in BUILD.flavours:
+        # pytest.fail (a BaseException) too: a broken mcoll-info becomes one failing
+        # case instead of silently fewer cases or a collection error of the whole file
         try:
-            for coll, algs in mpijob.mcoll_restrictions(BUILD, flavour).items():
-                found.setdefault(coll, {}).update(algs)
-        except BaseException:  # collection must survive a broken mcoll-info: its own test fails
-            pass
+            listed = mpijob.mcoll_restrictions(BUILD, flavour)
+        except BaseException as e:  # noqa: B036
+            return [("mcoll-info", "unreadable", None, str(e)[:2000])]
+        if len(listed) < len(ALL_COLLS):
+            return [("mcoll-info", "unreadable", None, f"{len(listed)} collectives listed: {listed}")]
+        for coll, algs in listed.items():
+            found.setdefault(coll, {}).update(algs)
     pairs = []
     for coll, algs in sorted(found.items()):
         for alg, needs in sorted(algs.items()):
             skip = f"registry: {alg} needs uniform blocks" if "uniform" in needs and coll != "alltoall" else None
             if coll.endswith(".inter") and len(algs) == 1:
                 skip = "the only algorithm between nodes: every multi-node test runs it"
-            pairs.append((coll, alg, skip))
+            pairs.append((coll, alg, skip, None))
     return pairs
 
 
@@ -173,10 +167,13 @@ FORCED_INTER = {"openmpi": (5, "nodes=3"), "mpich": (3, "nodes=2")}
 TWO_RANK_ALGS = {"pair_inline"}
 
 
-@pytest.mark.parametrize("flavour,np,topo,coll,alg", [
-    flavour_param(f, n, t or "flat", coll, alg, skip=skip)
-    for f, n, t in FORCED for coll, alg, skip in registered_algorithms(f)])
-def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
+@pytest.mark.full
+@pytest.mark.parametrize("flavour,np,topo,coll,alg,broken", [
+    flavour_param(f, n, t or "flat", coll, alg, broken, skip=skip, id=f"{f}-{n}-{t or 'flat'}-{coll}-{alg}")
+    for f, n, t in FORCED for coll, alg, skip, broken in registered_algorithms(f)])
+def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg, broken):
+    if broken:
+        pytest.fail(f"the registry could not be read from mcoll-info: {broken}")
     topo = None if topo == "flat" else topo
     if alg in TWO_RANK_ALGS and topo is None:
         np = 2
@@ -206,6 +203,7 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg):
     mpijob.only_forced_fallbacks(result)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_first_arrival_leads(flavour):
     """The CP bcast (first_arrival, seed 004): with rank 0 -- local rank 0 of the node
@@ -302,6 +300,7 @@ def test_disabled_passes_through(request, flavour):
 ASAN_RUNS = [("openmpi", 4, "nodes=2"), ("mpich", 3, "sockets=2")]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t, build=ASAN) for f, n, t in ASAN_RUNS])
 def test_coll_asan(request, flavour, np, topo):
     """The ASan+UBSan build; leak checking off: both MPIs leak at exit on their own.
@@ -337,7 +336,8 @@ KILL_RUNS = [("openmpi", None, 20, {}), ("openmpi", "nodes=2", 37, {}),
 
 @pytest.mark.parametrize("flavour,topo,kill_after,extra", [
     pytest.param(f, t, k, e, id=f"{f}-{t or 'flat'}-after{k}{''.join('-' + v for v in e.values())}",
-                 marks=[] if f in BUILD.flavours else [pytest.mark.skip(reason=f"build/{f} not built")])
+                 marks=([] if f in BUILD.flavours else [pytest.mark.skip(reason=f"build/{f} not built")])
+                 + ([mpijob.FULL] if t or e else []))
     for f, t, k, e in KILL_RUNS])
 def test_killed_rank(flavour, topo, kill_after, extra):
     """A rank SIGKILLed in a bcast loop: the job ends within 30 s with an error and
@@ -350,6 +350,7 @@ def test_killed_rank(flavour, topo, kill_after, extra):
     assert re.search(r"kills itself after iteration", result.stderr), result.describe()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_mixed_blocks_recorded(request, flavour):
     """A v-collective whose blocks take different paths in the node (some through the

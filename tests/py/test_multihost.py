@@ -26,6 +26,8 @@ import pytest
 import mpijob
 from mpijob import ROOT, check_passed, run_job
 
+# Test hosts (network namespaces, root only) are for the full tier.
+pytestmark = pytest.mark.full
 TESTHOSTS = ROOT / "scripts" / "testhosts.sh"
 BUILD = mpijob.find_build("build")
 BASE_ENV = {"MCOLL_FALLBACK": "error"}

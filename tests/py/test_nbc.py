@@ -13,31 +13,13 @@ hard timeout (mpijob.run_job) and must leave no /dev/shm/mcoll-* file.
 Set MCOLL_TEST_SEED to run with another seed than the one derived from each test's name.
 """
 
-import os
 import re
-import zlib
 
 import pytest
 
-import mpijob
-from mpijob import check_passed, mpiexec_argv, run_job
-
-BUILD = mpijob.find_build("build")
-ASAN = mpijob.find_build("build-asan")
-BASE_ENV = {"MCOLL_FALLBACK": "error"}
+from mpijob import ASAN, BASE_ENV, BUILD, check_passed, flavour_param, mpiexec_argv, run_job, seed_for
 JOB_TIMEOUT = 240
 PROGRAM = "mcoll-test-nbc"
-
-
-def flavour_param(flavour, *values, build=BUILD):
-    marks = []
-    if flavour not in build.flavours:
-        marks = [pytest.mark.skip(reason=f"{build.name}/{flavour}/lib/libmcoll.so not built")]
-    return pytest.param(flavour, *values, marks=marks, id="-".join(map(str, (flavour, *values))))
-
-
-def seed_for(request):
-    return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))
 
 
 def nbc_args(flavour, np):
@@ -91,9 +73,12 @@ MATRIX = [
     ("mpich", 1, "flat", 1), ("mpich", 2, "nodes=2", 0), ("mpich", 3, "nodes=2", 1),
     ("mpich", 4, "flat", 0), ("mpich", 5, "nodes=2", 0), ("mpich", 8, "nodes=2", 1),
 ]
+DEFAULT_MATRIX = {("openmpi", 2, "nodes=2", 1), ("openmpi", 4, "nodes=2", 0),
+                  ("mpich", 2, "nodes=2", 0), ("mpich", 3, "nodes=2", 1)}
 
 
-@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p) for f, n, t, p in MATRIX])
+@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p, full=(f, n, t, p) not in DEFAULT_MATRIX)
+                                                      for f, n, t, p in MATRIX])
 def test_nbc(request, flavour, np, topo, progress):
     program = BUILD.bin(flavour, PROGRAM)
     args = nbc_args(flavour, np) + ["--seed", seed_for(request)]
@@ -104,7 +89,7 @@ def test_nbc(request, flavour, np, topo, progress):
 HEAVY = [("openmpi", 3, "nodes=2", 0), ("mpich", 2, "flat", 1)]
 
 
-@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p) for f, n, t, p in HEAVY])
+@pytest.mark.parametrize("flavour,np,topo,progress", [flavour_param(f, n, t, p, full=True) for f, n, t, p in HEAVY])
 def test_nbc_heavy(request, flavour, np, topo, progress):
     """Messages up to 4 MiB, a third of the single calls above 1 MiB, more groups."""
     program = BUILD.bin(flavour, PROGRAM)
@@ -129,7 +114,7 @@ def test_nbc_asan(request, flavour, np, topo, progress):
     assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
 
 
-@pytest.mark.parametrize("flavour,np", [flavour_param(f, n) for f, n in [("openmpi", 4), ("mpich", 3)]])
+@pytest.mark.parametrize("flavour,np", [flavour_param("openmpi", 4), flavour_param("mpich", 3, full=True)])
 def test_nbc_native(request, flavour, np):
     """Without mcoll: the program and its host-MPI workarounds hold on the plain MPI."""
     program = BUILD.bin(flavour, PROGRAM)
@@ -143,7 +128,7 @@ PIECES = [("openmpi", 5, "nodes=3", 1, None), ("mpich", 3, "nodes=2", 0, None),
 
 
 @pytest.mark.parametrize("flavour,np,topo,progress,build", [
-    flavour_param(f, n, t, p, b or "release", build=ASAN if b else BUILD) for f, n, t, p, b in PIECES])
+    flavour_param(f, n, t, p, b or "release", build=ASAN if b else BUILD, full=True) for f, n, t, p, b in PIECES])
 def test_nbc_pieces_overlap(request, flavour, np, topo, progress, build):
     """Hierarchical calls in many pieces (MCOLL_INTER_PIECE=4 KiB): the node leader's
     inter-node steps run on a companion fiber nested in the task's fiber (hier.c),
@@ -167,6 +152,7 @@ SIDE_BY_SIDE = [("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "nodes=3", 1, N
                 ("openmpi", 4, "flat", 0, "node"), ("mpich", 3, "flat", 1, "node"),
                 ("openmpi", 5, "flat", 1, "node"), ("mpich", 8, "flat", 0, "node"),
                 ("openmpi", 4, "flat", 1, "asan"), ("openmpi", 3, "flat", 0, "window1")]
+DEFAULT_SIDE_BY_SIDE = {("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "flat", 1, "node")}
 # The collectives whose small calls let later ones run beside them inside the node
 # (coll/beside.h), at sizes that take their one-generation paths.
 NODE_BESIDE = ["--colls", "bcast,gather,gatherv,scatter,scatterv,allgather,alltoall,alltoallv,"
@@ -174,7 +160,8 @@ NODE_BESIDE = ["--colls", "bcast,gather,gatherv,scatter,scatterv,allgather,allto
 
 
 @pytest.mark.parametrize("flavour,np,topo,progress,variant", [
-    flavour_param(f, n, t, p, v or "release", build=ASAN if v == "asan" else BUILD)
+    flavour_param(f, n, t, p, v or "release", build=ASAN if v == "asan" else BUILD,
+                  full=(f, n, t, p, v) not in DEFAULT_SIDE_BY_SIDE)
     for f, n, t, p, v in SIDE_BY_SIDE])
 def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
     """Several calls of one communicator in flight at once (task/task.h): a rank alone
@@ -218,7 +205,7 @@ ENGINES = [("mpich", 2, "hsra", 0), ("openmpi", 4, "hsra", 1), ("mpich", 4, "cma
            ("openmpi", 3, "cma", 0)]
 
 
-@pytest.mark.parametrize("flavour,np,alg,progress", [flavour_param(f, n, a, p) for f, n, a, p in ENGINES])
+@pytest.mark.parametrize("flavour,np,alg,progress", [flavour_param(f, n, a, p, full=n > 3) for f, n, a, p in ENGINES])
 def test_nbc_engines_across_communicators(request, flavour, np, alg, progress):
     """Reductions of two communicators in flight at once, every one through a
     multi-generation node engine (HSRA, CMA) that keeps scratch across its waits: a
@@ -237,7 +224,7 @@ def test_nbc_engines_across_communicators(request, flavour, np, alg, progress):
 LATE_COMPLETION = [("mpich", 2, 1), ("mpich", 3, 1), ("openmpi", 2, 1)]
 
 
-@pytest.mark.parametrize("flavour,np,progress", [flavour_param(f, n, p) for f, n, p in LATE_COMPLETION])
+@pytest.mark.parametrize("flavour,np,progress", [flavour_param(f, n, p, full=n > 2) for f, n, p in LATE_COMPLETION])
 def test_nbc_late_completion(request, flavour, np, progress):
     """The progress thread completes a call while the application is in MPI_Wait*
     or MPI_Start: MCOLL_TEST_FINISH_DELAY_US widens the window between a task's end

@@ -25,7 +25,8 @@ def params():
         marks = [pytest.mark.skip(reason=skip)] if skip else []
         for np in (2, 4):
             for mode in ("plain", "late", "thread-multiple"):
-                cases.append(pytest.param(flavour, np, mode, marks=marks, id=f"{flavour}-{np}-{mode}"))
+                cases.append(pytest.param(flavour, np, mode, id=f"{flavour}-{np}-{mode}",
+                                          marks=marks + ([mpijob.FULL] if np > 2 else [])))
     return cases
 
 

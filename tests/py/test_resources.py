@@ -131,6 +131,7 @@ def mcoll_data_races(log_prefix):
     return races
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [
     pytest.param(f, marks=[pytest.mark.skip(reason="MPICH 4.0 (ch4:ucx) crashes under TSan")] if f == "mpich"
                  else [] if f in TSAN.flavours else

@@ -36,6 +36,7 @@ CYCLES = 5
 def params(threads):
     for flavour, np, topo in CASES:
         marks = [] if flavour in BUILD.flavours else [pytest.mark.skip(reason=f"{flavour} not built")]
+        marks += [] if np == 2 else [mpijob.FULL]
         yield pytest.param(flavour, np, topo, threads, marks=marks,
                            id=f"{flavour}-{np}-{topo or 'flat'}-{threads}")
 
@@ -64,6 +65,7 @@ def expected_contexts(np, threads, cycles):
     return (3, 4 + cycles) if np == 2 else (3 + cycles, 4)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,topo,threads",
                          [p for p in params("single") if p.values[2] in (None, "nodes=2")][:4] +
                          [*params("multiple")][:1])

@@ -25,7 +25,7 @@ def flavours():
 
 
 @pytest.mark.parametrize("progress_thread", ["0", "1"])
-@pytest.mark.parametrize("np", [2, 3])
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=mpijob.FULL)])
 @pytest.mark.parametrize("flavour", flavours())
 def test_threads_collectives(flavour, np, progress_thread):
     argv = mpiexec_argv(flavour, np, BUILD.bin(flavour, PROGRAM), [3, 30])
@@ -51,6 +51,7 @@ def test_threads_fresh_world_after_threads(flavour):
         check_done(result)
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [
     pytest.param(f, marks=[pytest.mark.skip(reason="MPICH 4.0 (ch4:ucx) crashes under TSan")] if f == "mpich"
                  else [] if f in TSAN.flavours else

@@ -48,8 +48,13 @@ def flavour_marks(flavour):
     return [pytest.mark.skip(reason=f"build/{flavour}/lib/libmcoll.so not built")]
 
 
+# The default tier's hazards (2 ranks, both MPIs); every case at 2 and 3 ranks in the full tier.
+DEFAULT_CASES = ("touch", "free", "read", "thread", "colls", "alltoallv")
+
+
 def params(nps=(2, 3)):
-    return [pytest.param(f, np, case, marks=flavour_marks(f), id=f"{f}-{np}-{case}")
+    return [pytest.param(f, np, case, id=f"{f}-{np}-{case}",
+                         marks=flavour_marks(f) + ([] if np == 2 and case in DEFAULT_CASES else [mpijob.FULL]))
             for f in mpijob.FLAVOURS for np in nps for case in CASES]
 
 
@@ -81,6 +86,7 @@ def test_tnbc_hazard(flavour, np, case):
         assert counts["waits"] > 0, counts
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np,case", params(nps=(2,)))
 def test_tnbc_reference(flavour, np, case):
     """The same checks with T-NBC off and natively (the program is the reference)."""
@@ -100,6 +106,7 @@ def test_tnbc_needs_progress_thread(flavour):
     assert tnbc_counts(result.stderr)["calls"] == 0
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
 def test_tnbc_bench_mode(flavour, tmp_path):
     """mcoll-bench -m tnbc: every side and scenario of both collectives in the JSON,
@@ -125,6 +132,7 @@ def test_tnbc_bench_mode(flavour, tmp_path):
         assert (r["model_s"] != 0) == (r["side"] == "tnbc_on" and r["scenario"] != "call"), r
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,app,args", [
     pytest.param(f, app, args, marks=flavour_marks(f), id=f"{f}-{app}")
     for f in mpijob.FLAVOURS for app, args in (("ft-like", ["32", "2"]), ("is-like", ["16", "2"]))])
@@ -139,6 +147,7 @@ def test_tnbc_miniapps(flavour, app, args):
     assert native.returncode == 0 and " verified" in native.stdout, native.describe()
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np", [pytest.param(f, np, marks=flavour_marks(f), id=f"{f}-{np}")
                                         for f in mpijob.FLAVOURS for np in (2, 3)])
 def test_tnbc_openmp(flavour, np, tmp_path):

@@ -63,7 +63,7 @@ def ints(text):
     return [int(x) for x in text.split(",")] if text else []
 
 
-PARAMS = [pytest.param(f, np, marks=flavour_marks(f), id=f"{f}-{np}")
+PARAMS = [pytest.param(f, np, marks=flavour_marks(f) + ([] if np == 2 else [mpijob.FULL]), id=f"{f}-{np}")
           for f in mpijob.FLAVOURS for np in (2, 3, 4)]
 
 
@@ -84,6 +84,7 @@ def test_trace_records_read_order(flavour, np, tmp_path):
     assert len(keys[0]) == 1 and keys[0] == keys[1], keys
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,np", PARAMS)
 def test_order_sets_completion_order(flavour, np, tmp_path):
     """Two orders: each rank's own trace (the read order), and one file for all ranks
@@ -117,6 +118,7 @@ TRACED_CASES = ["touch", "late", "free", "realloc", "munmap", "next", "read", "t
                 "fork", "exit", "alltoallv", "allgatherv", "colls"]
 
 
+@pytest.mark.full
 @pytest.mark.parametrize("flavour,case", [pytest.param(f, c, marks=flavour_marks(f), id=f"{f}-{c}")
                                           for f in mpijob.FLAVOURS for c in TRACED_CASES])
 def test_hazards_while_tracing(flavour, case, tmp_path):

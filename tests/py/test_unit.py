@@ -7,7 +7,8 @@ import pytest
 
 import mpijob
 
-BUILDS = ["build", "build-asan", "build-tsan"]
+# The sanitizer builds are made for the full tier only.
+BUILDS = ["build", pytest.param("build-asan", marks=mpijob.FULL), pytest.param("build-tsan", marks=mpijob.FULL)]
 
 
 @pytest.mark.parametrize("build", BUILDS)
