@@ -17,6 +17,7 @@
 # bench/raw/ (ignored by git); a record keeps the summary (tools/bench/record.py).
 set -euo pipefail
 usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+all_args="$*"
 kind=${1:-}; shift || usage
 root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 reps=${REPS:-3} flavours=${FLAVOURS:-openmpi mpich} nps=${NPS:-2}
@@ -59,5 +60,5 @@ case $kind in
     done ;;
   *) usage ;;
 esac
-{ echo "# $0 $kind $* ($(git -C "$root" rev-parse --short HEAD), $(date -u +%FT%TZ))"
+{ echo "# $0 $all_args ($(git -C "$root" rev-parse --short HEAD), $(date -u +%FT%TZ))"
   echo "# REPS=$reps FLAVOURS=\"$flavours\" NPS=\"$nps\" MODES=\"$modes\" ROUNDS=$rounds"; } >> "$out/command.txt"
