@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
     /* The communicator runs non-blocking calls as mcoll tasks only once its ranks
      * agreed on it (one non-blocking call) and a blocking call built its context.
      * mcoll's requests are generalized requests, whose errors the host MPIs raise
-     * on MPI_COMM_WORLD's handler, not the communicator's (README: known gap). */
+     * on MPI_COMM_WORLD's handler, not the communicator's (docs/usage.md: a known gap). */
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int one = rank, *got = malloc(sizeof(int) * 2 * (size_t)size);
     MPI_Request req[3];
