@@ -48,6 +48,7 @@ def wheel_build(request):
 
 
 @pytest.mark.full
+@pytest.mark.clients
 @pytest.mark.parametrize("np,topo", [(2, None), (3, None), (4, "nodes=2")])
 def test_correctness_on_wheel_mpi(wheel_build, np, topo):
     flavour, build = wheel_build
@@ -86,6 +87,7 @@ def intel_runtime():
 
 
 @pytest.mark.full
+@pytest.mark.clients
 @pytest.mark.skipif("mpich" not in BUILD.flavours, reason="build/mpich not built")
 def test_correctness_on_intel_mpi_runtime(intel_runtime):
     """The MPICH build of mcoll and a program built with Debian's MPICH, run by Intel

@@ -47,6 +47,7 @@ def flavour_param(flavour):
 
 
 @pytest.mark.full
+@pytest.mark.clients
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_mpi4py_collective_tests(flavour):
     prepared = run_job([str(SCRIPT), "--prepare", flavour], env=script_env(),

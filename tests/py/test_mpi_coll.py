@@ -49,10 +49,12 @@ MATRIX = [
     ("mpich", 4, "nodes=2,sockets=2"), ("mpich", 5, None), ("mpich", 6, "nodes=3"),
     ("mpich", 7, "sockets=2"), ("mpich", 8, "nodes=2"),
 ]
-# The default tier: 1-5 ranks, each fake hierarchy once, both MPIs.
+# The default tier: every rank count 1-8, each fake hierarchy, both MPIs.
 DEFAULT_MATRIX = {("openmpi", 1, None), ("openmpi", 2, None), ("openmpi", 3, "nodes=3"),
                   ("openmpi", 4, "nodes=2,sockets=2"), ("openmpi", 5, "sockets=2"),
-                  ("mpich", 1, None), ("mpich", 2, "nodes=2"), ("mpich", 3, "sockets=2")}
+                  ("openmpi", 6, "nodes=2,sockets=2"), ("openmpi", 7, None), ("openmpi", 8, "nodes=3"),
+                  ("mpich", 1, None), ("mpich", 2, "nodes=2"), ("mpich", 3, "sockets=2"),
+                  ("mpich", 5, None), ("mpich", 8, "nodes=2")}
 
 
 @pytest.mark.parametrize("flavour,np,topo", [flavour_param(f, n, t or "flat", full=(f, n, t) not in DEFAULT_MATRIX)

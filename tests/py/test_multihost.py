@@ -27,7 +27,7 @@ import mpijob
 from mpijob import ROOT, check_passed, run_job
 
 # Test hosts (network namespaces, root only) are for the full tier.
-pytestmark = pytest.mark.full
+pytestmark = [pytest.mark.full, pytest.mark.hosts]
 TESTHOSTS = ROOT / "scripts" / "testhosts.sh"
 BUILD = mpijob.find_build("build")
 BASE_ENV = {"MCOLL_FALLBACK": "error"}
