@@ -7,15 +7,15 @@
  * rank's `done` until it is read. Between nodes a call's later steps may use the host
  * MPI in the communicator's order (hier/hier.c decides there), so not there.
  *
- * Who does: writers once posted (bcast's source, gather's members, scatter's
- * source, a reduction's ranks that write into a slot of the flat engine), and readers
- * whose later calls write (bcast's readers, whose next call may have another root;
+ * Who does: writers once posted (bcast's source, gather's members, scatter's source,
+ * a reduction's ranks that write into a slot of the flat engine), and readers whose
+ * later calls write (bcast's readers, whose next call may have another root;
  * allgather, alltoall(v) and the flat reductions' readers, where every rank writes:
- * side by side 1.2-1.7x faster in bursts of 8 at 4 ranks,
- * bench/results/20261126-node-burst). Not gather's sink, scatter's members or a
- * reduce's root: they only read, as their next call would. A reduction that let later
- * calls start and then finds that the ranks disagree on its size leaves the node's
- * counters where the later calls took them (coll/reduce/red_node.c: resync). */
+ * side by side pays there: bench/records/burst/node.md). Not gather's sink,
+ * scatter's members or a reduce's root: they only read, as their next call would. A
+ * reduction that let later calls start and then finds that the ranks disagree on its
+ * size leaves the node's counters where the later calls took them
+ * (coll/reduce/red_node.c: resync). */
 #ifndef MCOLL_BESIDE_H
 #define MCOLL_BESIDE_H
 

@@ -30,9 +30,8 @@ enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
  * node of two ranks MCOLL_PAIR_CMA_MIN where that is lower. There every block an
  * area carries is written by one core and read by the other, so each call moves all
  * its lines across the cores; single copy reads the owner's buffer instead, which
- * its reader often still holds in cache (OSU's latency mode, 2 ranks, 8-16 KiB:
- * gather/scatter/allgather 1.1-2.3x faster than through the areas, back to back
- * 1.05-1.8x; below 8 KiB the areas win back to back, 0.4x). */
+ * its reader often still holds in cache (MCOLL_PAIR_CMA_MIN in docs/performance.md;
+ * below it the areas win back to back). */
 static inline size_t mcoll__move_cma_min(const struct mcoll_comm *c, size_t cma_min) {
   size_t pair = mcoll__cfg.PAIR_CMA_MIN > 0 ? (size_t)mcoll__cfg.PAIR_CMA_MIN : 0;
   if (c->topo.local_size <= 2 && pair > 0 && pair < cma_min) return pair;

@@ -88,7 +88,8 @@ struct mcoll_alg_info {
   const char *name;
   const char *desc;
   unsigned needs; /* MCOLL_NEED_* bits: restrictions, as data */
-  /* Cost model slot (a later issue): predicted time for the facts; NULL = none yet. */
+  /* Cost model slot: predicted time for the facts; NULL = none (the rules carry the
+   * model's choices instead). */
   double (*cost)(const struct mcoll_facts *facts);
 };
 

@@ -4,10 +4,10 @@
  * blocking call (run on the caller's own stack, where waits spin/yield/sleep) and
  * the non-blocking one (run on a fiber, driven by the progress engine).
  *
- * Why fibers and not state machines: 24 engines with ~85 waits inside loops would
- * each become a hand-written state machine (MPICH keeps a second copy of its shm
+ * Why fibers and not state machines: every engine, with its waits inside loops, would
+ * become a hand-written state machine (MPICH keeps a second copy of its shm
  * collectives for that); a fiber keeps one copy. A switch is 6 saved registers and a
- * stack pointer (~20 ns per switch here, tests/unit/test_fiber.c); a fiber's stack is
+ * stack pointer (cheap next to any wait: tests/unit/test_fiber.c); a fiber's stack is
  * mapped once and reused from a pool, touched only as deep as the call goes. */
 #ifndef MCOLL_FIBER_H
 #define MCOLL_FIBER_H

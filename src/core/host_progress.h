@@ -14,8 +14,8 @@ void mcoll__host_progress_init(void);
 void mcoll__host_progress_finalize(void);
 
 /* Runs the host MPI's progress engine once (a PMPI_Iprobe that never matches:
- * Open MPI's and MPICH's iprobe drive their progress engine when nothing matches;
- * 0.03-0.1 µs here). Call it only from the thread inside the MPI call (any thread
+ * Open MPI's and MPICH's iprobe drive their progress engine when nothing matches,
+ * and cheaply). Call it only from the thread inside the MPI call (any thread
  * level allows that), and not in the first polls of a wait. */
 void mcoll__host_progress(void);
 

@@ -1,4 +1,4 @@
-/* MAHCAF (seed 004): one skeleton for hierarchical collectives.
+/* MAHCAF (docs/architecture.md): one skeleton for hierarchical collectives.
  *
  * A collective is cut into pieces of `piece` bytes; every piece goes through an
  * intra-node step up (towards the node's leader for this call), an inter-node step

@@ -1,6 +1,6 @@
 /* First arrival: the first rank of a node to enter a call claims it, and every rank
- * of the node learns which one did (the CP bcast, seed 004: the first rank to arrive
- * leads its node's inter-node step, so a late rank delays only itself).
+ * of the node learns which one did (the CP bcast, docs/architecture.md: the first
+ * rank to arrive leads its node's inter-node step, so a late rank delays only itself).
  *
  * The call is named by a sequence number that every rank of the node takes alike
  * (the channel's bcast_seq). Its word is first_arrival[seq % MCOLL_CLAIMS] of the

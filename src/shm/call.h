@@ -11,8 +11,8 @@
  * MCOLL_CALL_LOG descriptors by sequence for readers that look after it has gone
  * on; the flat engine's slot calls carry the digest beside the stamp instead and
  * publish nothing in the data line unless they have to wait long: a store to a line
- * that an ahead peer keeps reading costs a cache-line transfer (reduce, 2 ranks,
- * 512 B: +30% with a descriptor stored at every call's start and end). Readers
+ * that an ahead peer keeps reading costs a cache-line transfer, a large share of a
+ * small call (hence no descriptor at every call's start and end). Readers
  * compare the descriptor beside the flag they waited on (mcoll__call_check), and a
  * waiter past the spin publishes its own and compares every peer's
  * (mcoll__call_poll, from the flag waits).

@@ -48,8 +48,8 @@ static void load_lines(const char *start, size_t len) {
 
 /* Mapped pages are not yet cached lines: the kernel zeroed them while it allocated
  * 16 MiB, so the first call on each slot still misses to memory for every line it
- * writes or reads and walks the page tables for the slot's page (2 ranks, cold
- * allgather/alltoall 8-512 B: calls 1-100 ~1.5x warm). Loading the lines the
+ * writes or reads and walks the page tables for the slot's page (so a fresh
+ * communicator's first calls run well behind warm ones). Loading the lines the
  * small calls touch first -- the control and inline lines, the first line of each
  * ring slot and the first lines of each area slot -- brings them and their pages'
  * translations in at set-up, where the 128 slots' misses overlap. */
@@ -72,8 +72,8 @@ void mcoll__shm_prefault(const struct mcoll_shm *shm) {
   /* Control, slot and inline lines: everything up to the ring's data. */
   populate(shm->base, (size_t)(shm->slot_data - (char *)shm->base), 1);
   /* The ring: any rank may be a bcast's source, every other rank reads. Its pages
-   * are new (allocating and zeroing them is most of the cost: 8 MiB, ~2.5 ms of CPU,
-   * mapping them again ~0.6 ms): each rank starts at its own share, so that the
+   * are new (allocating and zeroing them is most of the cost, several times that of
+   * mapping them again): each rank starts at its own share, so that the
    * ranks allocate different pages at the same time. */
   size_t per_slot = (size_t)mcoll__cfg.SHM_PREFAULT < shm->chunk ? (size_t)mcoll__cfg.SHM_PREFAULT
                                                                  : shm->chunk;

@@ -11,13 +11,13 @@
  * page (by default all of the ring and of the areas); then loads into this rank's
  * cache the lines small calls touch first (control and inline lines, each ring
  * slot's first line, the first lines of each area slot: shm/prefault.c, warm_lines).
- * Without it each of the first 128 calls takes the page faults of its fresh slot:
- * 2 ranks, bcast 8 B 3.5 us instead of 0.45, 32 KiB 28 us instead of 4.7. Call on
+ * Without it each of the first 128 calls takes the page faults of its fresh slot,
+ * several times a warm call's time (docs/performance.md, MCOLL_SHM_PREFAULT). Call on
  * every rank of the node once the segment is mapped and each rank has touched its
  * own area (after mcoll__shm_attach); it changes no byte of the segment, so it may
  * run while peers already use it. Does nothing with MCOLL_SHM_PREFAULT=0.
- * Cost, 2 ranks, the 8 MiB ring and two 4 MiB areas whole: ~5 ms of CPU in all,
- * mostly page allocation. */
+ * Cost: CPU time in proportion to the pages mapped, mostly page allocation, once per
+ * segment at set-up. */
 void mcoll__shm_prefault(const struct mcoll_shm *shm);
 
 #endif

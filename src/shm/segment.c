@@ -17,10 +17,10 @@
  *    failure means the host MPI for that communicator on every rank, the reason
  *    printed with MCOLL_VERBOSE.
  * Reserved pages are real memory, so a process keeps at most MCOLL_SHM_MAX of
- * segments; communicators beyond use the host MPI. Not done yet (issue 8, defect
- * 7): lazily made, right-sized ring/areas or a per-node pool shared safely by
- * communicators of the same node, which would bring the cost of an extra
- * communicator from a segment (16-42 MiB reserved at 2-8 ranks) to a few KiB. */
+ * segments; communicators beyond use the host MPI. Communicators over the same node
+ * processes share one segment (shm/channel.h); any other set of node processes
+ * reserves a whole one (16-42 MiB at 2-8 ranks): ring and areas are not sized to
+ * what a communicator's calls use. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -50,10 +50,11 @@ _Static_assert(sizeof(struct mcoll_inline_line) == 64, "inline line: one cache l
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* Ring geometry: a window of S slots read by rotating groups of k readers (seed 000
- * §4.2), at least two windows so the writer fills one while the other is read, and
- * some 128 slots in all, so that a source of small bcasts may run many calls ahead
- * of readers that are not running (oversubscribed nodes). */
+/* Ring geometry: a window of S slots read by rotating groups of k readers (bounded
+ * concurrency: docs/architecture.md), at least two windows so the writer fills one
+ * while the other is read, and some 128 slots in all, so that a source of small
+ * bcasts may run many calls ahead of readers that are not running (oversubscribed
+ * nodes). */
 static void ring_geometry(int local_size, struct mcoll_shm *shm) {
   int readers = local_size > 1 ? local_size - 1 : 1;
   int groups = (readers + (int)mcoll__cfg.BCAST_K - 1) / (int)mcoll__cfg.BCAST_K;
@@ -311,8 +312,8 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   shm->data[shm->local_rank].world_rank = world_rank;
   long cpus = mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
   shm->oversubscribed = real_node_size > cpus;
-  /* A poll costs ~27 ns (pause) here: 64 of them held the core 1.7 µs that a
-   * rank sharing it could have used (8 ranks on 2 cores, barrier 12 -> 9 µs). */
+  /* A spinning rank holds a core that, oversubscribed, the rank it waits for may
+   * need: spin less there (MCOLL_SPIN_OVERSUBSCRIBED in docs/performance.md). */
   shm->spin = (int)(shm->oversubscribed ? mcoll__cfg.SPIN_OVERSUBSCRIBED : mcoll__cfg.SPIN);
   /* Map the pages the first calls use, so that they take no page faults. */
   mcoll__shm_prefault(shm);

@@ -1,6 +1,7 @@
-/* Waiting on a flag: spin briefly (a cache-line round trip is ~0.1 µs), then
- * yield (0.6 µs, and ranks here are often oversubscribed), then sleep on a futex
- * (a wake-up costs 23-53 µs, so only after a long wait). Once past the spin, let
+/* Waiting on a flag: spin briefly (a running writer's flag arrives within a
+ * cache-line round trip), then yield (cheap, and an oversubscribed writer needs the
+ * core), then sleep on a futex (a wake-up costs far more than a yield, so only after
+ * a long wait; the costs: docs/architecture.md). Once past the spin, let
  * the host MPI progress every 32 polls: the application's point-to-point traffic
  * may need this rank (a rendezvous send to a receive it posted before the
  * collective), and its peer may be blocked in that send rather than coming here.
@@ -144,7 +145,8 @@ static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
       continue;
     }
     /* Long wait: sleep until a writer wakes us, or at most 10 ms, after which the
-     * host MPI progresses again (a wake-up and 32 yields cost ~30 µs, 0.3%). */
+     * host MPI progresses again (long enough that a wake-up and 32 yields are a small
+     * share of it). */
     struct timespec timeout = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
     atomic_fetch_add(&shm->hdr->sleepers, 1);
     value = atomic_load(flag);

@@ -1,6 +1,6 @@
 /* T-NBC's alltoall(v) schedule (tnbc.h): point-to-point messages on a private
  * duplicate of the communicator, each source's block published the moment it is in,
- * so that a program reading block 0 first waits for block 0 only (the seed's
+ * so that a program reading block 0 first waits for block 0 only (T-NBC's
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
 #include <fcntl.h>
@@ -57,7 +57,7 @@ static struct private_comm *private_comm(MPI_Comm comm) {
 }
 
 /* ---- priorities (MCOLL_TNBC_ORDER) ----------------------------------------------------
- * The seed's node-level coordination (its figure 4): where every rank reads its
+ * The T-NBC paper's node-level coordination (its figure 4): where every rank reads its
  * received blocks in one order (SPMD programs; the order of rank 0's trace is taken
  * for all), the node's rank whose block is read first sends all its blocks alone on
  * the node's links; the node's other ranks start theirs when it is done, all at once
@@ -65,9 +65,8 @@ static struct private_comm *private_comm(MPI_Comm comm) {
  * reads first after one rank's sends instead of at the end of the whole exchange.
  * Meanwhile the others only receive: their receives are posted first, in their own
  * trace's order, and tested while they wait, so no rank waits on another without
- * progressing. (Handing the links over rank by rank in the whole order was tried
- * first: on this oversubscribed 2-core machine each hand-over costs a scheduler
- * wake-up, and MPICH at 4 ranks was 1.4-3x slower; see bench/results/20261123-2052-tnbc-order.)
+ * progressing. (Not rank by rank through the whole order: where ranks share cores
+ * each hand-over costs a scheduler wake-up, more than the order gains; docs/tnbc.md.)
  *
  * The hand-over is a counter in a page shared by the node's ranks (a memfd of the
  * node's first rank, mapped by the others through /proc/<pid>/fd: no name in

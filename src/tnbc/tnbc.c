@@ -321,7 +321,8 @@ static int on_my_stack(uintptr_t lo, uintptr_t hi) {
 }
 
 /* Ranges found private and writable, until freed or unmapped (libc/interpose.c forgets
- * them): reading /proc/self/maps costs ~100 µs, buffers are reused call after call. */
+ * them): reading /proc/self/maps costs more than a small call, and buffers are
+ * reused call after call. */
 enum { KNOWN = 8 };
 static struct { uintptr_t lo, hi; } known[KNOWN];
 static int known_next;

@@ -1,4 +1,4 @@
-/* T-NBC: transparent non-blocking collectives (seed 003, SPECS.md). With MCOLL_TNBC=1
+/* T-NBC: transparent non-blocking collectives (docs/tnbc.md). With MCOLL_TNBC=1
  * a blocking collective of at least MCOLL_TNBC_MIN bytes per block returns after its
  * init phase: the send data is copied, the first and last page of the receive buffer
  * are completed, the rest is received by a task (task/task.h) into a bounce buffer

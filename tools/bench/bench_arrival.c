@@ -1,10 +1,10 @@
 /* mcoll-bench's arrival mode (-m arrival): bcast under unbalanced process arrival
- * (the CP bcast's measurement, seed 004). Before every call each rank waits its own
- * delay (-D random:US: drawn per rank and call, uniform in [0, US); -D late:RANK:US:
- * that rank alone), then calls; the time that counts is from the LAST arrival to the
- * last completion, max(completion) - max(arrival), on the one clock every rank of this
- * machine shares (CLOCK_MONOTONIC: test hosts are namespaces of one kernel). A
- * barrier before every call.
+ * (the CP bcast's measurement, docs/architecture.md). Before every call each rank
+ * waits its own delay (-D random:US: drawn per rank and call, uniform in [0, US); -D
+ * late:RANK:US: that rank alone), then calls; the time that counts is from the LAST
+ * arrival to the last completion, max(completion) - max(arrival), on the one clock
+ * every rank of this machine shares (CLOCK_MONOTONIC: test hosts are namespaces of
+ * one kernel). A barrier before every call.
  *
  * Three sides take turns in every round, in a rotating order: the host MPI's
  * MPI_Bcast, mcoll with the fixed leader between nodes (binomial: local rank 0 leads

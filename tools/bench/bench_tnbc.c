@@ -1,5 +1,5 @@
-/* -m tnbc: overlap of a blocking collective with the computation after it (issue 10
- * part 4, the seed's table 1). One job, three sides alternating in every round: the
+/* -m tnbc: overlap of a blocking collective with the computation after it (the T-NBC
+ * paper's table 1, docs/tnbc.md). One job, three sides alternating in every round: the
  * host MPI (PMPI_*), mcoll with T-NBC off and on (toggled through mcoll_tnbc_enable,
  * found with dlsym; without it only the first two).
  *

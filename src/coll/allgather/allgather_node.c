@@ -5,7 +5,7 @@
  * generation base+t each rank writes its chunk t into its own area (a single-copy
  * rank publishes its buffer in the first), posts, then copies the others' chunks
  * out in the order me+1, me+2, ...: at each step every source has one reader
- * (seed 000 §4.2, bounded concurrency), and marks the generation done. Small calls
+ * (bounded concurrency, docs/architecture.md), and marks the generation done. Small calls
  * use slots of the areas so that back-to-back calls overlap (node/slot.h). */
 #include <string.h>
 

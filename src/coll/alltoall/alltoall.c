@@ -121,8 +121,8 @@ static int choose(const struct mcoll_a2a *a) {
   }
   /* Where no rule covers the call: the thresholds. */
   if (alg < 0 && mcoll__node_has_peers(c) && pair) alg = MCOLL_A2A_PAIR_INLINE;
-  /* Measured at 2 and 4 ranks: through the areas up to ~256 KiB blocks, single
-   * copy above (alltoallv/w decide per block, inside pairwise_cma). */
+  /* Small blocks through the areas, single copy from cma_min(), the crossover measured
+   * at 2 and 4 ranks (alltoallv/w decide per block, inside pairwise_cma). */
   if (alg < 0) {
     int large = !a->uniform || a->block >= cma_min();
     if (!large) alg = MCOLL_A2A_SHM_DIRECT;

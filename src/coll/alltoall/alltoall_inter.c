@@ -5,19 +5,19 @@
  * together). Peers are visited in rank distance order, as in a pairwise exchange,
  * so that not every rank targets the same peer first.
  *
- * grid_rsend (SPECS.md, seed 001): the ranks form a grid of ceil(√N) columns;
- * each rank posts all its receives, then tells its row it has (empty messages),
- * then, once its whole row has posted, tells its column. After both phases every
- * rank knows every receive of the call is posted, with 2(√N−1) control messages
- * per rank instead of a rendezvous handshake per block, and sends its blocks with
- * MPI_Rsend (legal: the matching receive is known to be posted), at most
- * GRID_IN_FLIGHT at a time. A short last row (N not a multiple of the column
+ * grid_rsend (the 2√N alltoall, docs/architecture.md): the ranks form a grid of
+ * ceil(√N) columns; each rank posts all its receives, then tells its row it has
+ * (empty messages), then, once its whole row has posted, tells its column. After
+ * both phases every rank knows every receive of the call is posted, with 2(√N−1)
+ * control messages per rank instead of a rendezvous handshake per block, and sends
+ * its blocks with MPI_Rsend (legal: the matching receive is known to be posted), at
+ * most GRID_IN_FLIGHT at a time. A short last row (N not a multiple of the column
  * count, e.g. N prime): its rank j hears from rank (r, j) of every full row and
  * tells ranks (r, c) of the full rows for every c ≡ j (mod its length); a full-row
  * rank (r, c) hears about the last row from (last, c mod length). Control messages
  * of all ranks together, with C columns, R rows, L ranks in the last row:
- *   (R−1)·C·(C−1) + L·(L−1) + (R−1)·(C·(R−1) + L)
- * (tests/py/test_alltoall_grid.py checks this against the count the report prints). */
+ * (R−1)·C·(C−1) + L·(L−1) + (R−1)·(C·(R−1) + L) (tests/py/test_alltoall_grid.py
+ * checks this against the count the report prints). */
 #include "coll/alltoall/alltoall.h"
 #include "coll/facts.h"
 #include "coll/tags.h"
@@ -41,8 +41,8 @@ const struct mcoll_coll_algs mcoll__alltoallw_inter_algs = {
 
 int mcoll__a2a_inter_choose(const struct mcoll_a2a *a) {
   struct mcoll_facts facts = mcoll__facts(a->c, a->uniform ? a->block : 0);
-  /* direct stays preferred: measured across test hosts (bench/results/, the -sqrt- runs),
-   * grid_rsend did not win at 2-4 hosts; it is there to be forced and measured. */
+  /* direct stays preferred: grid_rsend pays only under NIC contention and lost every
+   * run across the test hosts (docs/performance.md); it is there to be forced. */
   return mcoll__inter_select(a->coll, &facts, MCOLL_A2A_INTER_DIRECT);
 }
 

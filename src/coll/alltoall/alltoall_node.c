@@ -6,11 +6,11 @@
  * reads them straight from the sender's buffer (single copy), whole or a tile per
  * round.
  *
- * The algorithms differ only in the fragment: shm_direct uses all of the area,
- * tiled uses cache-sized tiles and two halves of the area (round r writes half
- * r mod 2 while peers may still read the other), so writer and readers work on
- * data that is still in the shared cache (seed 000 §4.3). On the 2-core machine
- * this was measured no faster than one large fragment: the per-round
+ * The algorithms differ only in the fragment: shm_direct uses all of the area, tiled
+ * uses cache-sized tiles and two halves of the area (round r writes half r mod 2
+ * while peers may still read the other), so writer and readers work on data that is
+ * still in the shared cache (the cache-tiled alltoall, docs/architecture.md). On the
+ * 2-core machine this was measured no faster than one large fragment: the per-round
  * synchronisation costs more than the cache saves.
  *
  * Alltoallv/w: the rounds needed depend on block sizes no rank knows in full, so
@@ -183,8 +183,8 @@ static size_t v_table_bytes(int m) {
 
 /* The same on every rank of the node: the engine (the node's choice), the shape, and
  * oversubscription: running ahead pays where peers are not running; with a core
- * each, ranks run in step and the whole area, still in the caches, is faster (2
- * ranks, 4 KiB blocks: 0.57 us against 0.72 us through the slots). */
+ * each, ranks run in step and the whole area, still in the caches, is faster
+ * than the slots. */
 static int one_generation_v(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   return !a->uniform && a->c->chan->shm.oversubscribed && a->c->chan->cma_ok && e->cma_min != SIZE_MAX &&
          e->cma_frag == SIZE_MAX &&

@@ -1,15 +1,15 @@
 /* Barriers, instances of the MAHCAF template, with a dissemination barrier among
  * node leaders in between their intra-node phases.
  *
- * hier (seed 000 §4.1): gather up the node's levels and scatter back down through
- * one queue of cache-line entries (a rank's arrive and release share its line).
+ * hier (the single-queue barrier, docs/architecture.md): gather up the node's levels
+ * and scatter back down through one queue of cache-line entries (a rank's arrive and
+ * release share its line).
  *
  * counter, for nodes with more ranks than cores: every rank adds one to a shared
  * count; on a single node the last to arrive releases everyone. The tree needs
  * each parent scheduled in turn to pass arrivals up and releases down, a scheduler
- * round each when ranks share a core (4 ranks on 2 cores: 8.4 µs, Open MPI's own
- * 5.5 µs); with the count, whichever rank is running when the last one arrives goes
- * on. */
+ * round each when ranks share a core (then slower than the host MPI's own barrier);
+ * with the count, whichever rank is running when the last one arrives goes on. */
 #include "task/host.h"
 #include "coll/rules.h"
 #include "coll/barrier/barrier.h"

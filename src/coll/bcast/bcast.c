@@ -72,9 +72,9 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   }
   /* Where no rule covers the call: the thresholds. */
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
-   * barrier follows each call (OSU's latency): 2 ranks, 32-512 KiB, 1.2-1.4x native
-   * where the ring gives 0.5x (the ring wins back-to-back from ~1 MiB and below
-   * 32 KiB). Measured on 2-rank nodes only, so larger nodes keep the ring. */
+   * barrier follows each call (OSU's latency), where the ring falls behind native;
+   * the ring keeps small and large calls (MCOLL_BCAST_CMA_MIN/MAX in
+   * docs/performance.md). Measured on 2-rank nodes only: larger nodes keep the ring. */
   if (cma_by_size(c, bytes, 1)) return MCOLL_BCAST_CMA;
   if (c->topo.nlevels > 0 && bytes <= (size_t)mcoll__cfg.BCAST_TREE_MAX)
     return MCOLL_BCAST_SHM_TREE;

@@ -14,7 +14,7 @@ const struct mcoll_coll_algs mcoll__bcast_inter_algs = {
         {"binomial", "binomial tree among the nodes' sources (small pieces)", 0, NULL},
         {"scatter_allgather", "binomial scatter of 1/p blocks, then a ring allgather (van de "
                               "Geijn; large pieces)", 0, NULL},
-        {"first_arrival", "CP bcast (seed 004): each node's first rank to arrive leads it and "
+        {"first_arrival", "CP bcast (docs/architecture.md): each node's first rank to arrive leads it and "
                           "announces itself to the root, which sends to the nodes in order of "
                           "arrival (flat)", 0, NULL},
     },
@@ -134,7 +134,7 @@ static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MP
   return err;
 }
 
-/* CP bcast (seed 004). The root cannot know which rank of another node arrived first:
+/* CP bcast (docs/architecture.md). The root cannot know which rank of another node arrived first:
  * that rank announces itself with an empty message (piece 0 only) and the root
  * (learn_leaders) sends each piece to the nodes' leaders in the order they came. The announcements' tag alternates with the call's parity: a
  * node whose leader of this call has its data may enter the next call and announce

@@ -1,4 +1,5 @@
-/* Intra-node bcast through the segment's ring of slots (seed 000 §4.2).
+/* Intra-node bcast through the segment's ring of slots (bounded concurrency:
+ * docs/architecture.md).
  *
  * The source copies chunk after chunk into the node's ring (node/ring.h); chunk i
  * of the call has generation base+i+1 and goes in once every reader is done with
@@ -9,9 +10,10 @@
  * Between calls the source may run the whole ring ahead. Within a long call on a
  * node with a core per rank it keeps at most MCOLL_BCAST_AHEAD bytes ahead of the
  * readers and writes with plain stores, so that a chunk is still in cache when it
- * is read: 2 ranks, 4 MiB went from ~300 to ~150 µs against streaming the chunks
- * to memory across the whole ring. With more ranks than cores the readers are
- * often not running, and the source had better finish its copies meanwhile. */
+ * is read, faster than streaming the chunks to memory across the whole ring
+ * (MCOLL_BCAST_AHEAD in docs/performance.md). With more ranks than cores the
+ * readers are often not running, and the source had better finish its copies
+ * meanwhile. */
 #include <string.h>
 
 #include "coll/bcast/bcast.h"

@@ -8,20 +8,18 @@
  * MCOLL_AREA_SLOTS - 1 generations ahead of its readers.
  *
  * Against the ring (bcast_shm_pipeline.c), whose slots lie a chunk (64 KiB) apart,
- * consecutive calls touch consecutive lines of one or two pages: the first calls on
- * a fresh communicator each brought a new ring slot -- a new page (a TLB walk) and
- * cold lines, on both ranks -- and ran 1.7-2.4x slower than warm ones (2 ranks,
- * 8-512 B, bench/results/20261123-1037*); the ring also synchronises through three
- * lines (slot control, data, the readers' consumed flags) where this takes one.
+ * consecutive calls touch consecutive lines of one or two pages, where through the
+ * ring the first calls on a fresh communicator each bring a new ring slot -- a new
+ * page (a TLB walk) and cold lines, on both ranks -- and run well behind warm ones;
+ * the ring also synchronises through three lines (slot control, data, the readers'
+ * consumed flags) where this takes one.
  *
  * The slots' first lines are loaded at set-up (shm/prefault.c, warm_lines), so the
- * first calls find them cached. Each call used to prefetch the next slot's first
- * line instead: warm, that moved the line between the cores where the source writes
- * it next (2 ranks, MPICH, latency mode 512 B: 0.42 us with it, 0.37 without,
- * native 0.41); cold calls 1-100 of 128/512 B are 0.96-1.05x warm either way on a
- * quiet host (bench/results/20261123-i8perf.md). On a busy host the other processes
- * evict the set-up's lines and the prefetch did better there (1.1-1.3x against
- * 1.8-2.7x warm). */
+ * first calls find them cached. No call prefetches the next slot's first line: warm,
+ * that would move the line away from the core where the source writes it next, a
+ * cost on every call, to help only a communicator's first calls, which the set-up's
+ * loading serves as well on a quiet host (on a busy one other processes may evict
+ * those lines again). */
 #include <string.h>
 
 #include "coll/beside.h"

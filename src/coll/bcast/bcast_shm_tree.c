@@ -1,4 +1,4 @@
-/* Intra-node bcast down a tree over the node's levels (seed 000 §4.2, small
+/* Intra-node bcast down a tree over the node's levels (small
  * messages): the source posts the data in its area; in every level group that
  * does not hold the source, the group's leader copies it from its parent's area
  * into its own (on its own NUMA domain) for its members. Without levels the tree

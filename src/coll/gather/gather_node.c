@@ -56,8 +56,7 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, n = shm->local_size;
   /* (Not beside later calls: a sink only reads, and the next call's sink would too;
-   * side by side it cost 8-26% in bursts of 8 at 4 ranks, bench/results/
-   * 20261126-node-burst.) */
+   * side by side only slowed bursts of calls down: bench/records/burst/node.md.) */
   uint32_t gen = mcoll__slot_take(c->chan, NULL);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);

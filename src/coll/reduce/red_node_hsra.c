@@ -1,5 +1,4 @@
-/* HSRA: hierarchical segmented reduction in the node's areas (seed 004; SPECS.md
- * "MAHCAF and HSRA").
+/* HSRA: hierarchical segmented reduction in the node's areas (docs/architecture.md).
  *
  * Chunk by chunk, every rank copies its input into its area. Then, stage by stage
  * (one per level of the node, finest first, then the whole node), the members of a

@@ -4,7 +4,7 @@
  * table: the call's round count, and per node rank where its part lies (an offset
  * in the area, or in the source's published buffer for single-copy ranks). Round r
  * gives every area-moved rank at most q bytes, q = what fits divided among them.
- * Single-copy readers go in groups of MCOLL_BCAST_K (seed 000 §4.2: bounded
+ * Single-copy readers go in groups of MCOLL_BCAST_K (bounded
  * concurrency on one source buffer); group g starts when group g-1 is done. Most
  * calls need only one generation (one_generation below), and back-to-back ones
  * overlap. */
