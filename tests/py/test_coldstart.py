@@ -1,4 +1,4 @@
-"""Cold start (issue 8, defect 11): the first calls on a fresh communicator take no
+"""Cold start: the first calls on a fresh communicator take no
 page faults in mcoll's segment, so they run at the speed of warm calls.
 tests/mpi/test_coldstart.c counts each rank's minor faults (getrusage) over the first
 100 calls of bcast, reductions, allgather, gather, scatter and alltoall after a

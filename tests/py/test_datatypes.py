@@ -1,5 +1,5 @@
 """Datatypes mcoll must not take for plain bytes, datatypes and payloads beyond
-INT_MAX bytes, and erroneous op/type pairs of the reductions (issue 8, defects 3-5),
+INT_MAX bytes, and erroneous op/type pairs of the reductions,
 with tests/mpi/test_datatypes.c.
 
 Every job runs under a hard timeout with MCOLL_FALLBACK=error: none of these cases

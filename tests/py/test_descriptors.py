@@ -1,4 +1,4 @@
-"""Algorithm descriptors (issue 9, part 4): every algorithm's restrictions are data in
+"""Algorithm descriptors: every algorithm's restrictions are data in
 its record (coll/registry.h), printed by mcoll-info. This test reads them from there,
 forces each algorithm of a few collectives (MCOLL_ALG_<COLL>) in situations where
 each restriction holds or not, and checks in the MCOLL_VERBOSE report that

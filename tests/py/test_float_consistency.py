@@ -1,4 +1,4 @@
-"""Floating-point reductions give every rank the same bits (issue 8, defect 2).
+"""Floating-point reductions give every rank the same bits.
 
 tests/mpi/test_float_consistency.c sums floats and doubles of mixed magnitudes with
 random signs (the order of the terms changes the result) from 1 to 1M elements:

@@ -1,4 +1,4 @@
-"""Latency mode at 2 ranks (issue 8, defect 11): from 8 KiB, calls on a node of two
+"""Latency mode at 2 ranks: from 8 KiB, calls on a node of two
 ranks move their data by single copy (CMA) instead of through the segment.
 
 Through the areas or the ring, every call's bytes are written by one core and read

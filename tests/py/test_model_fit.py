@@ -1,5 +1,5 @@
 """The model's corrections from forced runs (tools/py/mcoll_model/fit.py) and how `mcoll
-tune` uses them (issue 11, part 5): pure Python, no MPI."""
+tune` uses them: pure Python, no MPI."""
 
 import json
 import sys

@@ -208,7 +208,7 @@ def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg, broken):
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_first_arrival_leads(flavour):
-    """The CP bcast (first_arrival, seed 004): with rank 0 -- local rank 0 of the node
+    """The CP bcast (first_arrival, docs/architecture.md): with rank 0 -- local rank 0 of the node
     that does not hold the root (2 fake nodes, root 2) -- 2 ms late before every call,
     its node's first rank to arrive (rank 1) leads: rank 0's report counts most
     first_arrival calls as led by another rank than local rank 0, and none for the fixed

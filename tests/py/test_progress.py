@@ -1,4 +1,4 @@
-"""A collective must let the host MPI progress (issue 8, defect 1): a rank waiting
+"""A collective must let the host MPI progress: a rank waiting
 inside an mcoll collective keeps the application's point-to-point moving, so a
 rendezvous send to a receive posted before the collective completes instead of
 deadlocking. tests/mpi/test_progress.c runs barrier, allreduce, bcast, reduce and

@@ -1,4 +1,4 @@
-"""Node segments and per-communicator state (issue 8, defects 6-9): a small /dev/shm,
+"""Node segments and per-communicator state: a small /dev/shm,
 the memory and context ids that live communicators cost,
 a rank killed inside the segment set-up, ranks that disagree on the segment layout,
 out-of-bounds parameters, and threads that each use their own communicator at once.

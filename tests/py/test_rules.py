@@ -1,4 +1,4 @@
-"""Rules (issue 11 part 5): `mcoll tune` writes them from the model, the library reads
+"""Rules: `mcoll tune` writes them from the model, the library reads
 them (src/coll/rules.c: MCOLL_RULES=<file>, else the built-in src/coll/rules_builtin.c)
 and its choice functions follow them; MCOLL_ALG_<COLL> and parameters the user set win;
 `mcollrun --info` shows the rules in force."""

@@ -1,4 +1,4 @@
-"""Communicators with identical groups share one mcoll context (issue 8, defect 7):
+"""Communicators with identical groups share one mcoll context:
 interleaved calls over several dups stay correct, a freed dup leaves the others
 working, a reordered split keeps its own context, and with MPI_THREAD_MULTIPLE
 nothing is shared. Node channels (segment and sequence numbers) are shared by
