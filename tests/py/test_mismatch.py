@@ -1,5 +1,4 @@
-"""Erroneous programs whose ranks disagree on a collective's size (issue 8,
-defect 10), run by tests/mpi/test_mismatch.c on a communicator with
+"""Erroneous programs whose ranks disagree on a collective's size, run by tests/mpi/test_mismatch.c on a communicator with
 MPI_ERRORS_RETURN.
 
 bcast: the root sends more bytes than the others expect (natively MPI_ERR_TRUNCATE

@@ -1,4 +1,4 @@
-"""The node transport layer (src/node/, issue 9 part 1) stays the one place that
+"""The node transport layer (src/node/) stays the one place that
 touches peer memory, and stays below the algorithms: these greps keep it so."""
 
 import re

@@ -1,4 +1,4 @@
-"""T-NBC (src/tnbc, issue 10): blocking alltoall/bcast/allgather/allreduce return
+"""T-NBC (src/tnbc): blocking alltoall/bcast/allgather/allreduce return
 early with their receive buffers protected. tests/mpi/test_tnbc.c runs one hazard per
 job and checks every received word against values each rank computes; here each case
 runs on both MPIs with T-NBC on (and the report must show that buffers were really
