@@ -1,5 +1,5 @@
-"""Erroneous programs whose ranks disagree on a collective's size, run by tests/mpi/test_mismatch.c on a communicator with
-MPI_ERRORS_RETURN.
+"""Erroneous programs whose ranks disagree on a collective's size,
+run by tests/mpi/test_mismatch.c on a communicator with MPI_ERRORS_RETURN.
 
 bcast: the root sends more bytes than the others expect (natively MPI_ERR_TRUNCATE
 on the others, MPI_SUCCESS at the root) or fewer (natively MPI_ERR_OTHER on
