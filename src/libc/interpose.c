@@ -167,7 +167,7 @@ MCOLL_EXPORT int munmap(void *addr, size_t len) {
 /* The application's protection holds once the pages' data is in (T-NBC unprotects
  * each page as its data arrives, and never after). */
 MCOLL_EXPORT int mprotect(void *addr, size_t len, int prot) {
-  if (pending()) wait_buf((uintptr_t)addr, len, MCOLL_LIBC_RELEASES);
+  if (pending()) wait_buf((uintptr_t)addr, len, MCOLL_LIBC_PROTECTS);
   return mcoll__libc_mprotect(addr, len, prot);
 }
 

@@ -27,9 +27,15 @@ extern atomic_int mcoll__tnbc_known_any;
 /* How an interposed call uses the memory it waits for: a call that only reads it
  * needs no wait for a send buffer's read-only pages (whose sends may need the
  * calling thread's own progress inside the host MPI: the host writes from them);
- * one that writes it waits for those too; one that gives the pages back or changes
- * their protection (free, munmap, mprotect) takes them out of T-NBC's hands. */
-enum mcoll_libc_access { MCOLL_LIBC_READS, MCOLL_LIBC_WRITES, MCOLL_LIBC_RELEASES };
+ * one that writes it waits for those too; one that gives the pages back (free,
+ * munmap) takes them out of T-NBC's hands; one that protects them (mprotect) also
+ * makes their faults the application's. */
+enum mcoll_libc_access {
+  MCOLL_LIBC_READS,
+  MCOLL_LIBC_WRITES,
+  MCOLL_LIBC_RELEASES,
+  MCOLL_LIBC_PROTECTS
+};
 
 /* What T-NBC does for the interposed calls (installed before either counter above
  * becomes nonzero). */

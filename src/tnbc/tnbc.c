@@ -33,7 +33,7 @@ struct mcoll_tnbc_collectives mcoll__tnbc_colls;
  * pending ones of that thread, so one per application thread is in flight at a time;
  * spare records leave room for the handler of a just-settled call to finish reading
  * its table. */
-enum { MAX_SUBS = 1024, MAX_CALLS = 32 };
+enum { MAX_SUBS = 1024, MAX_CALLS = 32, APP_RANGES = 4 };
 enum { CALL_FREE, CALL_BUILDING, CALL_POSTED };
 
 struct sub {
@@ -64,6 +64,10 @@ struct mcoll_tnbc_call {
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   int nsubs;
   struct sub subs[MAX_SUBS];
+  /* Ranges the application mprotect()ed while the call was pending: faults there are
+   * its own (the last one grows to cover any beyond APP_RANGES). */
+  _Atomic int napp;
+  struct { uintptr_t lo, hi; } app[APP_RANGES];
   /* The send buffer, read-only while its messages go out (instead of a copy): its
    * whole pages [slo, shi) and one sub-message per destination block. */
   uintptr_t slo, shi;
@@ -118,6 +122,8 @@ static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
       futex(&subs[i].done, FUTEX_WAIT_PRIVATE, 0);
 }
 
+static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi);
+
 /* Waits for the sub-messages of posted calls over [lo, hi) that `access` cannot use
  * yet (a read-only send page can be read); 1 if any overlapped. */
 static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access) {
@@ -125,25 +131,56 @@ static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access) 
   for (int c = 0; c < MAX_CALLS; c++) {
     struct mcoll_tnbc_call *call = &calls[c];
     if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
+    int overlaps = 0;
     if (hi > call->plo && lo < call->phi) {
-      found = 1;
+      overlaps = 1;
       wait_done(call->subs, call->nsubs, lo, hi);
       if (call->tracing) { /* (the data is in, only protected: a system call may use it) */
         uintptr_t rlo = page_down(lo > call->plo ? lo : call->plo);
         uintptr_t rhi = page_up(hi < call->phi ? hi : call->phi);
         /* free, munmap, mprotect: no page of the call is touched again (the pages may
          * be reused, or protected by the application) */
-        if (access == MCOLL_LIBC_RELEASES) rlo = call->plo, rhi = call->phi;
+        if (access >= MCOLL_LIBC_RELEASES) rlo = call->plo, rhi = call->phi;
         mcoll__libc_mprotect((void *)rlo, rhi - rlo, PROT_READ | PROT_WRITE);
         if (rlo <= call->plo && rhi >= call->phi) call->phi = call->plo;
       }
     }
     if (access != MCOLL_LIBC_READS && hi > call->slo && lo < call->shi) {
-      found = 1;
+      overlaps = 1;
       wait_done(call->ssubs, call->nssubs, lo, hi);
     }
+    if (overlaps && access == MCOLL_LIBC_PROTECTS) app_protects(call, lo, hi);
+    found |= overlaps;
   }
   return found;
+}
+
+/* From the application's thread (mprotect): [lo, hi) of call is the application's to
+ * protect from now on. Read by the handler without locks: the range is written
+ * before it is counted. */
+static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi) {
+  int n = atomic_load_explicit(&call->napp, memory_order_relaxed);
+  if (n == APP_RANGES) {
+    if (lo < call->app[n - 1].lo) call->app[n - 1].lo = lo;
+    if (hi > call->app[n - 1].hi) call->app[n - 1].hi = hi;
+    return;
+  }
+  call->app[n].lo = lo;
+  call->app[n].hi = hi;
+  atomic_store_explicit(&call->napp, n + 1, memory_order_release);
+}
+
+/* Whether a fault at a belongs to the application's own protection of a pending
+ * call's pages. */
+static int app_protected(uintptr_t a) {
+  for (int c = 0; c < MAX_CALLS; c++) {
+    struct mcoll_tnbc_call *call = &calls[c];
+    if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
+    int n = atomic_load_explicit(&call->napp, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+      if (a >= call->app[i].lo && a < call->app[i].hi) return 1;
+  }
+  return 0;
 }
 
 int mcoll__tnbc_wait_range(uintptr_t lo, size_t len, enum mcoll_libc_access access) {
@@ -214,12 +251,13 @@ static void trace_end(struct mcoll_tnbc_call *call) {
 static void on_segv(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
-  if (!mcoll__fiber_self() && trace_fault(a)) {
+  int mine = !mcoll__fiber_self() && !app_protected(a);
+  if (mine && trace_fault(a)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     errno = saved;
     return;
   }
-  if (!mcoll__fiber_self() && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES)) {
+  if (mine && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     mcoll__libc_mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
     errno = saved;
@@ -514,6 +552,7 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
   }
   call->owner = &this_thread;
   atomic_store(&call->ready, 0);
+  atomic_store(&call->napp, 0);
   call->user = (uintptr_t)recvbuf;
   call->bytes = bytes;
   call->nowned = 0;
