@@ -62,6 +62,7 @@
 static int rank, size, errors;
 static size_t block = 256 * 1024; /* bytes per alltoall block */
 static int nthreads = 2;         /* case threads */
+static int compute_spins = 3000000; /* case compute: the work between call and read */
 
 #define FAIL(...)                                                                 \
   do {                                                                            \
@@ -580,7 +581,7 @@ static void case_compute(void) {
        * allreduce) */
       MPI_Alltoall(send, (int)(block / 4), MPI_UINT32_T, recv, (int)(block / 4), MPI_UINT32_T,
                    MPI_COMM_WORLD);
-      spin(100000);
+      spin(compute_spins);
       check_all(recv, 80 + iter, "compute");
       double mine = rank + 1.0, sum = 0;
       MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -778,6 +779,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--block")) block = (size_t)atol(argv[i + 1]) & ~(size_t)3;
     if (!strcmp(argv[i], "--threads")) nthreads = atoi(argv[i + 1]);
     if (!strcmp(argv[i], "--iters")) thread_iters = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--spin")) compute_spins = atoi(argv[i + 1]);
   }
   if (!strcmp(which, "exit")) {
     uint32_t *recv = malloc(block * size);

@@ -42,6 +42,7 @@ CASES = {
     "sigblock": (True, None),
     "syscalls": (True, None),
     "mprotect": (True, None),
+    "compute": (True, None),
 }
 
 
