@@ -540,6 +540,11 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, in
 
 static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *target) {
   mcoll__tnbc_settle_pending();
+  /* Pages of another thread's pending call (handed over by the application, which
+   * synchronised with that thread by other means) get their data first: this call's
+   * protection and that call's unprotection must not cross. */
+  if (recvbuf && atomic_load(&mcoll__tnbc_unsettled))
+    mcoll__tnbc_wait_range((uintptr_t)recvbuf, bytes, MCOLL_LIBC_WRITES);
   struct mcoll_tnbc_call *call = NULL;
   for (int i = 0; i < MAX_CALLS && !call; i++) {
     int expected = CALL_FREE;
@@ -594,6 +599,8 @@ const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *
       (call->own_target && slo < page_up(call->user + call->bytes) && shi > page_down(call->user)) ||
       !mcoll__tnbc_protectable((void *)sendbuf, bytes))
     return NULL;
+  if (atomic_load(&mcoll__tnbc_unsettled)) /* (as in call_new) */
+    mcoll__tnbc_wait_range(lo, bytes, MCOLL_LIBC_WRITES);
   int *order = malloc(sizeof *order * (size_t)n);
   if (!order) return NULL;
   int m = 0;
