@@ -121,3 +121,39 @@ SETTLED(Win_post, (MPI_Group group, int assert, MPI_Win win), (group, assert, wi
 SETTLED(Win_start, (MPI_Group group, int assert, MPI_Win win), (group, assert, win))
 SETTLED(Win_lock, (int type, int rank, int assert, MPI_Win win), (type, rank, assert, win))
 SETTLED(Win_lock_all, (int assert, MPI_Win win), (assert, win))
+
+/* Neighbourhood collectives (the host's own: point-to-point underneath). */
+#define NEIGHBOR_GATHER_PARAMS                                                                     \
+  (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,        \
+   MPI_Datatype recvtype, MPI_Comm comm)
+#define NEIGHBOR_GATHER_ARGS (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+#define NEIGHBOR_GATHERV_PARAMS                                                                    \
+  (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,                       \
+   const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+#define NEIGHBOR_GATHERV_ARGS (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+#define NEIGHBOR_ALLTOALLV_PARAMS                                                                  \
+  (const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,        \
+   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+#define NEIGHBOR_ALLTOALLV_ARGS                                                                    \
+  (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
+#define NEIGHBOR_ALLTOALLW_PARAMS                                                                  \
+  (const void *sendbuf, const int sendcounts[], const MPI_Aint sdispls[],                          \
+   const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const MPI_Aint rdispls[], \
+   const MPI_Datatype recvtypes[], MPI_Comm comm)
+#define NEIGHBOR_ALLTOALLW_ARGS                                                                    \
+  (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm)
+#define WITH_REQ(...) (__VA_ARGS__, MPI_Request *req)
+#define STRIP(...) __VA_ARGS__
+#define IPARAMS(params) WITH_REQ(STRIP params)
+#define IARGS(args) (STRIP args, req)
+
+SETTLED(Neighbor_allgather, NEIGHBOR_GATHER_PARAMS, NEIGHBOR_GATHER_ARGS)
+SETTLED(Neighbor_alltoall, NEIGHBOR_GATHER_PARAMS, NEIGHBOR_GATHER_ARGS)
+SETTLED(Neighbor_allgatherv, NEIGHBOR_GATHERV_PARAMS, NEIGHBOR_GATHERV_ARGS)
+SETTLED(Neighbor_alltoallv, NEIGHBOR_ALLTOALLV_PARAMS, NEIGHBOR_ALLTOALLV_ARGS)
+SETTLED(Neighbor_alltoallw, NEIGHBOR_ALLTOALLW_PARAMS, NEIGHBOR_ALLTOALLW_ARGS)
+SETTLED(Ineighbor_allgather, IPARAMS(NEIGHBOR_GATHER_PARAMS), IARGS(NEIGHBOR_GATHER_ARGS))
+SETTLED(Ineighbor_alltoall, IPARAMS(NEIGHBOR_GATHER_PARAMS), IARGS(NEIGHBOR_GATHER_ARGS))
+SETTLED(Ineighbor_allgatherv, IPARAMS(NEIGHBOR_GATHERV_PARAMS), IARGS(NEIGHBOR_GATHERV_ARGS))
+SETTLED(Ineighbor_alltoallv, IPARAMS(NEIGHBOR_ALLTOALLV_PARAMS), IARGS(NEIGHBOR_ALLTOALLV_ARGS))
+SETTLED(Ineighbor_alltoallw, IPARAMS(NEIGHBOR_ALLTOALLW_PARAMS), IARGS(NEIGHBOR_ALLTOALLW_ARGS))
