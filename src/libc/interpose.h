@@ -1,6 +1,10 @@
 /* The libc calls that T-NBC (tnbc/tnbc.h) must see, interposed by the library:
- * free, realloc, munmap; read, readv, recv, recvfrom, fread; write, writev, send,
- * sendto, fwrite; process_vm_readv/writev; sigaction and signal for SIGSEGV.
+ * free, realloc, munmap, mprotect; read, readv, pread(v), recv, recvfrom, recvmsg,
+ * fread; write, writev, pwrite(v), send, sendto, sendmsg, fwrite;
+ * process_vm_readv/writev; open, openat, pipe, pipe2 (retried on EFAULT); sigaction
+ * and signal for SIGSEGV; pthread_sigmask and sigprocmask, which cannot block SIGSEGV
+ * while MCOLL_TNBC is set (a fault on a protected page in a thread that blocks it
+ * would kill the process: the kernel forces the default action).
  *
  * Why a layer of its own, at the bottom: every other file of mcoll calls free(), so
  * the interposed calls must depend on nothing above them. They read T-NBC's state,
@@ -20,11 +24,25 @@ extern atomic_int mcoll__tnbc_unsettled;
 /* Nonzero once T-NBC remembers ranges it found protectable: free and munmap tell it. */
 extern atomic_int mcoll__tnbc_known_any;
 
+/* How an interposed call uses the memory it waits for: a call that only reads it
+ * needs no wait for a send buffer's read-only pages (whose sends may need the
+ * calling thread's own progress inside the host MPI: the host writes from them);
+ * one that writes it waits for those too; one that gives the pages back (free,
+ * munmap) takes them out of T-NBC's hands; one that protects them (mprotect) also
+ * makes their faults the application's. */
+enum mcoll_libc_access {
+  MCOLL_LIBC_READS,
+  MCOLL_LIBC_WRITES,
+  MCOLL_LIBC_RELEASES,
+  MCOLL_LIBC_PROTECTS
+};
+
 /* What T-NBC does for the interposed calls (installed before either counter above
  * becomes nonzero). */
 struct mcoll_libc_guard {
-  /* Waits until no pending call has protected bytes in [lo, lo + len). */
-  int (*wait_range)(uintptr_t lo, size_t len);
+  /* Waits until no pending call has bytes in [lo, lo + len) that `access` cannot
+   * use yet. */
+  int (*wait_range)(uintptr_t lo, size_t len, enum mcoll_libc_access access);
   /* Forgets the protectable ranges that meet [lo, hi). */
   void (*forget)(uintptr_t lo, uintptr_t hi);
 };
@@ -36,5 +54,8 @@ extern struct sigaction mcoll__tnbc_app_segv;
 extern int mcoll__tnbc_handler_installed;
 /* The libc's own sigaction. */
 int mcoll__tnbc_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* The kernel's mprotect, for T-NBC's own protection changes (the interposed one
+ * waits for pending pages). */
+int mcoll__libc_mprotect(void *addr, size_t len, int prot);
 
 #endif

@@ -29,10 +29,11 @@ MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
 struct mcoll_tnbc_collectives mcoll__tnbc_colls;
 
 /* Sub-messages per call: more blocks than this are grouped (the handler's table is a
- * fixed array, read without locks). Calls: every MPI call settles the pending ones,
- * so one is in flight at a time; a few records leave room for the handler of a
- * just-settled call to finish reading its table. */
-enum { MAX_SUBS = 1024, MAX_CALLS = 4 };
+ * fixed array, read without locks). Calls: every MPI call of a thread settles the
+ * pending ones of that thread, so one per application thread is in flight at a time;
+ * spare records leave room for the handler of a just-settled call to finish reading
+ * its table. */
+enum { MAX_SUBS = 1024, MAX_CALLS = 32, APP_RANGES = 4 };
 enum { CALL_FREE, CALL_BUILDING, CALL_POSTED };
 
 struct sub {
@@ -44,6 +45,11 @@ struct sub {
 
 struct mcoll_tnbc_call {
   _Atomic int state;
+  /* Settled by the thread that made it (owner), never by another thread's calls: two
+   * threads' calls may each need the peer's call of the other thread. ready: posted
+   * to the end (settle may take it); settling: a settle has taken it. */
+  const void *owner;
+  _Atomic int ready, settling;
   uintptr_t user;         /* the receive buffer */
   size_t bytes;
   uintptr_t plo, phi;     /* its whole pages, protected while posted (plo == phi: none) */
@@ -58,6 +64,10 @@ struct mcoll_tnbc_call {
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   int nsubs;
   struct sub subs[MAX_SUBS];
+  /* Ranges the application mprotect()ed while the call was pending: faults there are
+   * its own (the last one grows to cover any beyond APP_RANGES). */
+  _Atomic int napp;
+  struct { uintptr_t lo, hi; } app[APP_RANGES];
   /* The send buffer, read-only while its messages go out (instead of a copy): its
    * whole pages [slo, shi) and one sub-message per destination block. */
   uintptr_t slo, shi;
@@ -77,7 +87,8 @@ static struct mcoll_tnbc_call calls[MAX_CALLS];
  * that waited for a sub-message, interposed calls that waited. */
 static atomic_ulong n_calls, n_protected, n_faults, n_waits;
 static int was_on;
-static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Its address names the calling thread. */
+static MCOLL_TLS char this_thread;
 static uintptr_t page_size = 4096;
 static void bufs_free(void);
 static int mem_fd = -1; /* /proc/self/mem, for writing into protected pages */
@@ -111,41 +122,77 @@ static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
       futex(&subs[i].done, FUTEX_WAIT_PRIVATE, 0);
 }
 
-/* Waits for the sub-messages of posted calls over [lo, hi); 1 if any overlapped. */
-static int wait_subs(uintptr_t lo, uintptr_t hi) {
+static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi);
+
+/* Waits for the sub-messages of posted calls over [lo, hi) that `access` cannot use
+ * yet (a read-only send page can be read); 1 if any overlapped. */
+static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access) {
   int found = 0;
   for (int c = 0; c < MAX_CALLS; c++) {
     struct mcoll_tnbc_call *call = &calls[c];
     if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
+    int overlaps = 0;
     if (hi > call->plo && lo < call->phi) {
-      found = 1;
+      overlaps = 1;
       wait_done(call->subs, call->nsubs, lo, hi);
       if (call->tracing) { /* (the data is in, only protected: a system call may use it) */
         uintptr_t rlo = page_down(lo > call->plo ? lo : call->plo);
         uintptr_t rhi = page_up(hi < call->phi ? hi : call->phi);
-        mprotect((void *)rlo, rhi - rlo, PROT_READ | PROT_WRITE);
-        /* all of it (free, munmap): trace_end must not touch pages that may be reused */
-        if (lo <= call->plo && hi >= call->phi) call->phi = call->plo;
+        /* free, munmap, mprotect: no page of the call is touched again (the pages may
+         * be reused, or protected by the application) */
+        if (access >= MCOLL_LIBC_RELEASES) rlo = call->plo, rhi = call->phi;
+        mcoll__libc_mprotect((void *)rlo, rhi - rlo, PROT_READ | PROT_WRITE);
+        if (rlo <= call->plo && rhi >= call->phi) call->phi = call->plo;
       }
     }
-    if (hi > call->slo && lo < call->shi) {
-      found = 1;
+    if (access != MCOLL_LIBC_READS && hi > call->slo && lo < call->shi) {
+      overlaps = 1;
       wait_done(call->ssubs, call->nssubs, lo, hi);
     }
+    if (overlaps && access == MCOLL_LIBC_PROTECTS) app_protects(call, lo, hi);
+    found |= overlaps;
   }
   return found;
 }
 
-int mcoll__tnbc_wait_range(uintptr_t lo, size_t len) {
+/* From the application's thread (mprotect): [lo, hi) of call is the application's to
+ * protect from now on. Read by the handler without locks: the range is written
+ * before it is counted. */
+static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi) {
+  int n = atomic_load_explicit(&call->napp, memory_order_relaxed);
+  if (n == APP_RANGES) {
+    if (lo < call->app[n - 1].lo) call->app[n - 1].lo = lo;
+    if (hi > call->app[n - 1].hi) call->app[n - 1].hi = hi;
+    return;
+  }
+  call->app[n].lo = lo;
+  call->app[n].hi = hi;
+  atomic_store_explicit(&call->napp, n + 1, memory_order_release);
+}
+
+/* Whether a fault at a belongs to the application's own protection of a pending
+ * call's pages. */
+static int app_protected(uintptr_t a) {
+  for (int c = 0; c < MAX_CALLS; c++) {
+    struct mcoll_tnbc_call *call = &calls[c];
+    if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
+    int n = atomic_load_explicit(&call->napp, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+      if (a >= call->app[i].lo && a < call->app[i].hi) return 1;
+  }
+  return 0;
+}
+
+int mcoll__tnbc_wait_range(uintptr_t lo, size_t len, enum mcoll_libc_access access) {
   /* A task (or the progress thread running one) must not wait for itself. */
   if (!atomic_load_explicit(&mcoll__tnbc_unsettled, memory_order_acquire) || mcoll__fiber_self())
     return 0;
-  int waited = wait_subs(lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len);
+  int waited = wait_subs(lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len, access);
   if (waited) atomic_fetch_add_explicit(&n_waits, 1, memory_order_relaxed);
   return waited;
 }
 
-void mcoll__tnbc_wait_all(void) { mcoll__tnbc_wait_range(0, SIZE_MAX); }
+void mcoll__tnbc_wait_all(void) { mcoll__tnbc_wait_range(0, SIZE_MAX, MCOLL_LIBC_WRITES); }
 
 /* ---- trace (MCOLL_TNBC_TRACE) ------------------------------------------------------ */
 /* Sub-message i of a traced call is touched: recorded once (lock-free: the handler
@@ -157,7 +204,7 @@ static void trace_touch(struct mcoll_tnbc_call *call, int i) {
   int k = atomic_fetch_add_explicit(&call->ntouched, 1, memory_order_relaxed);
   if (k < MAX_SUBS) call->touched[k] = s->index;
   uintptr_t lo = page_up(s->lo), hi = page_down(s->hi);
-  if (lo < hi) mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+  if (lo < hi) mcoll__libc_mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
 }
 
 /* A fault at a in a traced call's pages: 1 once recorded and readable. */
@@ -169,7 +216,7 @@ static int trace_fault(uintptr_t a) {
       continue;
     int i = first_sub_after(call, a);
     if (i < call->nsubs && call->subs[i].lo <= a) trace_touch(call, i);
-    mprotect((void *)page_down(a), page_size, PROT_READ | PROT_WRITE);
+    mcoll__libc_mprotect((void *)page_down(a), page_size, PROT_READ | PROT_WRITE);
     return 1;
   }
   return 0;
@@ -181,7 +228,7 @@ static int trace_protect(struct mcoll_tnbc_call *call, uintptr_t plo, uintptr_t 
     atomic_store_explicit(&call->subs[i].done, 1, memory_order_relaxed);
     atomic_store_explicit(&call->subs[i].touched, 0, memory_order_relaxed);
   }
-  if (mprotect((void *)plo, phi - plo, PROT_NONE) != 0) return 0;
+  if (mcoll__libc_mprotect((void *)plo, phi - plo, PROT_NONE) != 0) return 0;
   call->plo = plo;
   call->phi = phi;
   call->tracing = 1;
@@ -190,7 +237,7 @@ static int trace_protect(struct mcoll_tnbc_call *call, uintptr_t plo, uintptr_t 
 
 /* The traced call settles: readable again, its orders into the trace. */
 static void trace_end(struct mcoll_tnbc_call *call) {
-  mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
+  mcoll__libc_mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
   call->tracing = 0;
   int nt = atomic_load(&call->ntouched), nd = atomic_load(&call->ndone);
   mcoll__tnbc_trace_add(&call->site, call->touched, nt < MAX_SUBS ? nt : MAX_SUBS, call->done_order,
@@ -204,14 +251,15 @@ static void trace_end(struct mcoll_tnbc_call *call) {
 static void on_segv(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   uintptr_t a = (uintptr_t)si->si_addr, page = page_down(a);
-  if (!mcoll__fiber_self() && trace_fault(a)) {
+  int mine = !mcoll__fiber_self() && !app_protected(a);
+  if (mine && trace_fault(a)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     errno = saved;
     return;
   }
-  if (!mcoll__fiber_self() && wait_subs(page, page + page_size)) {
+  if (mine && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
-    mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
+    mcoll__libc_mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
     errno = saved;
     return;
   }
@@ -289,7 +337,7 @@ void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls) {
 
 void mcoll__tnbc_stop(void) {
   if (!mcoll__tnbc_active) return;
-  mcoll__tnbc_settle();
+  mcoll__tnbc_settle_all();
   mcoll__tnbc_trace_stop();
   mcoll__tnbc_active = 0;
   /* The application's handler again (it may have set one since: kept in app_segv). */
@@ -493,6 +541,11 @@ struct mcoll_tnbc_call *mcoll__tnbc_begin_ranges(void *recvbuf, size_t bytes, in
 
 static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *target) {
   mcoll__tnbc_settle_pending();
+  /* Pages of another thread's pending call (handed over by the application, which
+   * synchronised with that thread by other means) get their data first: this call's
+   * protection and that call's unprotection must not cross. */
+  if (recvbuf && atomic_load(&mcoll__tnbc_unsettled))
+    mcoll__tnbc_wait_range((uintptr_t)recvbuf, bytes, MCOLL_LIBC_WRITES);
   struct mcoll_tnbc_call *call = NULL;
   for (int i = 0; i < MAX_CALLS && !call; i++) {
     int expected = CALL_FREE;
@@ -503,6 +556,9 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
     fprintf(stderr, "mcoll: T-NBC: more than %d calls in flight\n", MAX_CALLS);
     abort();
   }
+  call->owner = &this_thread;
+  atomic_store(&call->ready, 0);
+  atomic_store(&call->napp, 0);
   call->user = (uintptr_t)recvbuf;
   call->bytes = bytes;
   call->nowned = 0;
@@ -544,6 +600,8 @@ const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *
       (call->own_target && slo < page_up(call->user + call->bytes) && shi > page_down(call->user)) ||
       !mcoll__tnbc_protectable((void *)sendbuf, bytes))
     return NULL;
+  if (atomic_load(&mcoll__tnbc_unsettled)) /* (as in call_new) */
+    mcoll__tnbc_wait_range(lo, bytes, MCOLL_LIBC_WRITES);
   int *order = malloc(sizeof *order * (size_t)n);
   if (!order) return NULL;
   int m = 0;
@@ -586,7 +644,7 @@ void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len) {
   for (int i = first_after(call->ssubs, call->nssubs, lo); i < call->nssubs && call->ssubs[i].lo < hi; i++) {
     struct sub *sb = &call->ssubs[i];
     if (atomic_load_explicit(&sb->done, memory_order_relaxed)) continue;
-    mprotect((void *)sb->lo, sb->hi - sb->lo, PROT_READ | PROT_WRITE);
+    mcoll__libc_mprotect((void *)sb->lo, sb->hi - sb->lo, PROT_READ | PROT_WRITE);
     atomic_store_explicit(&sb->done, 1, memory_order_release);
     futex(&sb->done, FUTEX_WAKE_PRIVATE, INT_MAX);
   }
@@ -672,7 +730,7 @@ void mcoll__tnbc_publish(struct mcoll_tnbc_call *call, size_t off, size_t len) {
     if (uhi > s->hi && i + 1 < call->nsubs &&
         !atomic_load_explicit(&call->subs[i + 1].done, memory_order_acquire))
       uhi -= page_size;
-    if (ulo < uhi) mprotect((void *)ulo, uhi - ulo, PROT_READ | PROT_WRITE);
+    if (ulo < uhi) mcoll__libc_mprotect((void *)ulo, uhi - ulo, PROT_READ | PROT_WRITE);
     atomic_store_explicit(&s->done, 1, memory_order_release);
     futex(&s->done, FUTEX_WAKE_PRIVATE, INT_MAX);
   }
@@ -713,18 +771,31 @@ static int settle_one(struct mcoll_tnbc_call *call) {
   return err;
 }
 
-void mcoll__tnbc_settle(void) {
+/* Settles the ready calls of this thread, or of every thread (then also waits for
+ * those another thread is settling). */
+static void settle_calls(int every_thread) {
   if (mcoll__fiber_self()) return;
-  pthread_mutex_lock(&settle_lock);
   for (int i = 0; i < MAX_CALLS; i++) {
     struct mcoll_tnbc_call *call = &calls[i];
-    if (atomic_load(&call->state) != CALL_POSTED) continue;
+    if (atomic_load(&call->state) != CALL_POSTED || !atomic_load(&call->ready) ||
+        (!every_thread && call->owner != &this_thread))
+      continue;
+    int idle = 0;
+    if (!atomic_compare_exchange_strong(&call->settling, &idle, 1)) {
+      while (every_thread && atomic_load(&call->settling)) sched_yield();
+      continue;
+    }
     settle_one(call);
+    atomic_store(&call->ready, 0);
+    atomic_store(&call->settling, 0);
     atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
     atomic_fetch_sub(&mcoll__tnbc_unsettled, 1);
   }
-  pthread_mutex_unlock(&settle_lock);
 }
+
+void mcoll__tnbc_settle(void) { settle_calls(0); }
+
+void mcoll__tnbc_settle_all(void) { settle_calls(1); }
 
 int mcoll__tnbc_post(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task_fn fn,
                      const void *args, size_t args_bytes) {
@@ -736,13 +807,12 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   call->fn = fn;
   memcpy(call->args, args, args_bytes);
   if (mcoll__tnbc_tracing) site_fill(call, comm);
-  pthread_mutex_lock(&settle_lock);
   atomic_store_explicit(&call->state, CALL_POSTED, memory_order_release);
   atomic_fetch_add(&mcoll__tnbc_unsettled, 1);
   if (call->plo < call->phi &&
-      mprotect((void *)call->plo, call->phi - call->plo, PROT_NONE) != 0)
+      mcoll__libc_mprotect((void *)call->plo, call->phi - call->plo, PROT_NONE) != 0)
     call->plo = call->phi = 0; /* (then received into the bounce buffer and copied) */
-  if (call->slo < call->shi && mprotect((void *)call->slo, call->shi - call->slo, PROT_READ) != 0)
+  if (call->slo < call->shi && mcoll__libc_mprotect((void *)call->slo, call->shi - call->slo, PROT_READ) != 0)
     call->slo = call->shi = 0; /* (it stays writable: the caller copied nothing, so wait) */
   int waits = call->user && call->plo >= call->phi;
   atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
@@ -751,8 +821,8 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   int err = mcoll__task_start(comm, call_task, &call, sizeof call, NULL, &call->req);
   if (err != MPI_SUCCESS) {
     /* Nothing started: the buffer as it was. */
-    if (call->plo < call->phi) mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
-    if (call->slo < call->shi) mprotect((void *)call->slo, call->shi - call->slo, PROT_READ | PROT_WRITE);
+    if (call->plo < call->phi) mcoll__libc_mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
+    if (call->slo < call->shi) mcoll__libc_mprotect((void *)call->slo, call->shi - call->slo, PROT_READ | PROT_WRITE);
     call->plo = call->phi = 0;
     call->slo = call->shi = 0;
     call->nsubs = 0;
@@ -776,9 +846,10 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     if (!traced || err != MPI_SUCCESS || !trace_protect(call, trace_lo, trace_hi)) {
       atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
       atomic_fetch_sub(&mcoll__tnbc_unsettled, 1);
+      return err;
     }
   }
-  pthread_mutex_unlock(&settle_lock);
+  atomic_store_explicit(&call->ready, 1, memory_order_release);
   return err;
 }
 
@@ -834,7 +905,7 @@ void mcoll__tnbc_report(FILE *out) {
  * calls of one job, once it could start; returns whether it is on now. */
 MCOLL_EXPORT int mcoll_tnbc_enable(int on) {
   if (!was_on || mcoll__fiber_self()) return 0;
-  mcoll__tnbc_settle();
+  mcoll__tnbc_settle_all();
   mcoll__tnbc_active = on != 0 && mem_fd >= 0;
   return mcoll__tnbc_active;
 }

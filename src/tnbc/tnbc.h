@@ -13,8 +13,9 @@
  * collective of its own; a rank that cannot protect its buffer (on its stack, in a
  * shared mapping, not contiguous) runs the same protocol and waits before returning.
  *
- * Settling. Every later MPI call mcoll wraps, and free/realloc/munmap/read/write/...
- * of a pending buffer (libc/interpose.c), first waits for the pending calls. */
+ * Settling. Every later MPI call mcoll wraps first waits for the pending calls of its
+ * thread; free/realloc/munmap/mprotect/read/write/... of a pending buffer
+ * (libc/interpose.c) wait for the sub-messages they touch. */
 #ifndef MCOLL_TNBC_H
 #define MCOLL_TNBC_H
 
@@ -54,16 +55,23 @@ int mcoll_tnbc_enable(int on);
 /* Counts for the MCOLL_VERBOSE report (when MCOLL_TNBC is set). */
 void mcoll__tnbc_report(FILE *out);
 
-/* Waits for every pending T-NBC call and frees what it held; from the application's
- * threads (not from a task). */
+/* Waits for the pending T-NBC calls this thread made and frees what they held; from
+ * the application's threads (not from a task). Not the other threads' calls: each
+ * may need a peer's call that the peer makes on the thread matching this one, after
+ * the call this thread is making now. A buffer of another thread's pending call
+ * passed to this thread's MPI call is waited for where mcoll or this process touch
+ * it (the handler, the interposed calls), not where a peer reads it by single copy. */
 void mcoll__tnbc_settle(void);
+/* The same for every thread's calls (MPI_Finalize, switching T-NBC off). */
+void mcoll__tnbc_settle_all(void);
 static inline void mcoll__tnbc_settle_pending(void) {
   if (atomic_load_explicit(&mcoll__tnbc_unsettled, memory_order_acquire)) mcoll__tnbc_settle();
 }
 
-/* Waits (futex, no MPI) until no pending call has protected bytes in [addr, addr+len);
- * 0 if nothing had to wait. Safe in a signal handler and in free. */
-int mcoll__tnbc_wait_range(uintptr_t addr, size_t len);
+/* Waits (futex, no MPI) until no pending call has bytes in [addr, addr+len) that
+ * `access` cannot use yet (libc/interpose.h); 0 if nothing had to wait. Safe in a
+ * signal handler and in free. */
+int mcoll__tnbc_wait_range(uintptr_t addr, size_t len, enum mcoll_libc_access access);
 
 /* The blocking call entering T-NBC, for the trace (MCOLL_TNBC_TRACE/ORDER): its
  * return address into the application and its name. The wrapper of every collective

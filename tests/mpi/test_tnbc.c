@@ -28,6 +28,17 @@
  *   colls     allgather and allreduce (SUM of doubles), each also in place
  *   alltoallv blocks of different sizes placed in reverse rank order with gaps, read
  *             in address order (gaps keep their bytes)
+ *   compute   blocks of 64 KiB to 1 MiB: clear the receive buffer, alltoall, compute, read
+ *             the result, allreduce of one double (across hosts over TCP: the host MPI
+ *             writes the in-place send buffer on the caller's thread)
+ *   threads   --threads N application threads (MPI_THREAD_MULTIPLE), each on its own
+ *             duplicate of MPI_COMM_WORLD: blocking alltoalls and allreduces
+ *   sigblock  a thread that blocks every signal reads the receive buffer
+ *   syscalls  right after an alltoall: MPI_File_write_at of the receive buffer, pwrite(),
+ *             sendmsg() from it, open() of a path received in it, pipe() with its fd
+ *             array in it
+ *   mprotect  the application makes the receive buffer read-only right after the call:
+ *             the data is right and a write faults into its own handler
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -48,6 +61,8 @@
 
 static int rank, size, errors;
 static size_t block = 256 * 1024; /* bytes per alltoall block */
+static int nthreads = 2;         /* case threads */
+static int compute_spins = 3000000; /* case compute: the work between call and read */
 
 #define FAIL(...)                                                                 \
   do {                                                                            \
@@ -112,15 +127,18 @@ static int source_of(size_t i, const int *counts, const int *displs) {
   return -1;
 }
 
-static uint32_t *alltoall_into(uint32_t *recv, int iter) {
+static uint32_t *alltoall_on(uint32_t *recv, int iter, MPI_Comm comm) {
   uint32_t *send = malloc(block * size);
   fill_send(send, iter);
-  MPI_Alltoall(send, (int)(block / 4), MPI_UINT32_T, recv, (int)(block / 4), MPI_UINT32_T,
-               MPI_COMM_WORLD);
+  MPI_Alltoall(send, (int)(block / 4), MPI_UINT32_T, recv, (int)(block / 4), MPI_UINT32_T, comm);
   /* The send buffer may change at once (T-NBC copied it). */
   memset(send, 0xEE, block * size);
   free(send);
   return recv;
+}
+
+static uint32_t *alltoall_into(uint32_t *recv, int iter) {
+  return alltoall_on(recv, iter, MPI_COMM_WORLD);
 }
 
 /* Unrelated work, so that the call is still in flight when the buffer is used. */
@@ -552,13 +570,217 @@ static void case_openmp(void) {
 #endif
 }
 
+static void case_compute(void) {
+  size_t saved = block;
+  for (block = 64 * 1024; block <= 1024 * 1024; block *= 2) {
+    uint32_t *recv = malloc(block * size), *send = malloc(block * size);
+    for (int iter = 0; iter < 2; iter++) {
+      fill_send(send, 80 + iter);
+      memset(recv, 0, block * size);
+      /* (the send buffer stays as it is: its blocks may still be going out in the
+       * allreduce) */
+      MPI_Alltoall(send, (int)(block / 4), MPI_UINT32_T, recv, (int)(block / 4), MPI_UINT32_T,
+                   MPI_COMM_WORLD);
+      spin(compute_spins);
+      check_all(recv, 80 + iter, "compute");
+      double mine = rank + 1.0, sum = 0;
+      MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      if (sum != size * (size + 1) / 2.0) FAIL("compute: allreduce gave %g", sum);
+    }
+    free(send);
+    free(recv);
+  }
+  block = saved;
+}
+
+/* One application thread of case_threads: blocking calls on its own communicator. */
+static MPI_Comm thread_comms[64];
+static int thread_iters = 4;
+static void *thread_calls(void *arg) {
+  int t = (int)(intptr_t)arg;
+  uint32_t *recv = malloc(block * size);
+  for (int k = 0; k < thread_iters; k++) {
+    int iter = 100 + t * 64 + k;
+    alltoall_on(recv, iter, thread_comms[t]);
+    check_all(recv, iter, "threads");
+    double mine = rank + t, sum = 0;
+    MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, thread_comms[t]);
+    if (sum != size * (size - 1) / 2.0 + (double)size * t) FAIL("threads: allreduce %d gave %g", t, sum);
+  }
+  free(recv);
+  return NULL;
+}
+
+static void case_threads(void) {
+  int provided;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    FAIL("threads: MPI_THREAD_MULTIPLE not provided (%d)", provided);
+    return;
+  }
+  if (nthreads > 64) nthreads = 64;
+  for (int t = 0; t < nthreads; t++) MPI_Comm_dup(MPI_COMM_WORLD, &thread_comms[t]);
+  pthread_t th[64];
+  for (int t = 0; t < nthreads; t++) pthread_create(&th[t], NULL, thread_calls, (void *)(intptr_t)t);
+  for (int t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < nthreads; t++) MPI_Comm_free(&thread_comms[t]);
+}
+
+/* A helper thread that blocks every signal (as thread pools do) reads the buffer. */
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
+static uint32_t *go_buf;
+static int go_iter = -1;
+static void *blocked_reader(void *arg) {
+  (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_mutex_lock(&go_lock);
+  while (go_iter < 0) pthread_cond_wait(&go_cond, &go_lock);
+  pthread_mutex_unlock(&go_lock);
+  check_all(go_buf, go_iter, "sigblock");
+  return NULL;
+}
+
+static void case_sigblock(void) {
+  uint32_t *recv = malloc(block * size);
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_reader, NULL);
+  alltoall_into(recv, 90);
+  pthread_mutex_lock(&go_lock);
+  go_buf = recv;
+  go_iter = 90;
+  pthread_cond_signal(&go_cond);
+  pthread_mutex_unlock(&go_lock);
+  pthread_join(t, NULL);
+  free(recv);
+}
+
+/* System calls and MPI-IO on a receive buffer right after the call. */
+static void case_syscalls(void) {
+  size_t bytes = block * size, words = block / 4;
+  uint32_t *recv = malloc(bytes), *back = malloc(bytes);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/test_tnbc_sys_%d_%d", (int)getpid(), rank);
+  /* MPI_File_write_at */
+  MPI_File fh;
+  if (MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_RDWR, MPI_INFO_NULL, &fh) != MPI_SUCCESS) {
+    FAIL("syscalls: MPI_File_open %s", path);
+    return;
+  }
+  alltoall_into(recv, 60);
+  MPI_Status st;
+  int count = -1, err = MPI_File_write_at(fh, 0, recv, (int)bytes, MPI_BYTE, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  if (err != MPI_SUCCESS || count != (int)bytes) FAIL("syscalls: MPI_File_write_at: error %d, %d of %zu bytes", err, count, bytes);
+  memset(back, 0, bytes);
+  MPI_File_read_at(fh, 0, back, (int)bytes, MPI_BYTE, &st);
+  check_all(back, 60, "MPI_File_write_at");
+  MPI_File_close(&fh);
+  /* pwrite */
+  int fd = open(path, O_RDWR);
+  alltoall_into(recv, 61);
+  ssize_t n = pwrite(fd, recv, bytes, 0);
+  if (n != (ssize_t)bytes) FAIL("syscalls: pwrite: %zd of %zu bytes (%s)", n, bytes, strerror(errno));
+  memset(back, 0, bytes);
+  if (pread(fd, back, bytes, 0) != (ssize_t)bytes) FAIL("syscalls: pread back");
+  check_all(back, 61, "pwrite");
+  close(fd);
+  unlink(path);
+  /* sendmsg from the middle of the last block */
+  int sv[2];
+  socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+  alltoall_into(recv, 62);
+  size_t part = 16384, from = (size_t)(size - 1) * words + words / 2;
+  struct iovec iov = {.iov_base = recv + from, .iov_len = part};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+  n = sendmsg(sv[0], &msg, 0);
+  if (n != (ssize_t)part) FAIL("syscalls: sendmsg: %zd (%s)", n, strerror(errno));
+  else if (recvfrom(sv[1], back, part, MSG_WAITALL, NULL, NULL) != (ssize_t)part) FAIL("syscalls: recv of the sendmsg");
+  else
+    for (size_t i = 0; i < part / 4; i++)
+      if (back[i] != value(size - 1, rank, words / 2 + i, 62)) {
+        FAIL("syscalls: sendmsg word %zu", i);
+        break;
+      }
+  close(sv[0]);
+  close(sv[1]);
+  /* open() of a path each sender put in the middle of its block */
+  uint32_t *send = malloc(bytes);
+  fill_send(send, 63);
+  for (int d = 0; d < size; d++) strcpy((char *)(send + d * words + words / 2), "/dev/null");
+  MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words, MPI_UINT32_T, MPI_COMM_WORLD);
+  free(send);
+  fd = open((char *)(recv + (size_t)(size - 1) * words + words / 2), O_RDONLY);
+  if (fd < 0) FAIL("syscalls: open of a received path: %s", strerror(errno));
+  else close(fd);
+  /* pipe() with its fd array in the middle of the last block */
+  alltoall_into(recv, 64);
+  int *fds = (int *)(recv + (size_t)(size - 1) * words + words / 2);
+  if (pipe(fds) != 0) FAIL("syscalls: pipe: %s", strerror(errno));
+  else {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  for (size_t i = 0; i < words; i++)
+    if ((i < words / 2 || i >= words / 2 + 2) && recv[(size_t)(size - 1) * words + i] != value(size - 1, rank, i, 64)) {
+      FAIL("syscalls: pipe: word %zu of the last block", i);
+      break;
+    }
+  free(back);
+  free(recv);
+}
+
+/* Whether writing at faults into the application's handler. */
+static int write_faults(volatile char *at) {
+  int faults = (int)app_faults;
+  if (sigsetjmp(handler_jump, 1) == 0) *at = 1;
+  return (int)app_faults != faults;
+}
+
+/* The application's own mprotect of a receive buffer still in flight holds. */
+static void case_mprotect(void) {
+  struct sigaction sa = {.sa_sigaction = app_handler, .sa_flags = SA_SIGINFO}, old;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &old);
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  for (int iter = 0; iter < 3; iter++) {
+    uint32_t *recv = malloc(block * size);
+    uintptr_t lo = ((uintptr_t)recv + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)recv + block * size) & ~(page - 1);
+    alltoall_into(recv, 70 + iter);
+    if (mprotect((void *)lo, hi - lo, PROT_READ) != 0) FAIL("mprotect: %s", strerror(errno));
+    check_all(recv, 70 + iter, "mprotect");
+    /* writes into the read-only pages fault into the application's handler */
+    for (uintptr_t at = lo; at < hi; at += (hi - lo) / 4 & ~(page - 1))
+      if (!write_faults((volatile char *)at)) {
+        FAIL("mprotect: page at offset %zu writable in round %d", (size_t)(at - (uintptr_t)recv), iter);
+        break;
+      }
+    check_all(recv, 70 + iter, "mprotect after");
+    mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+    free(recv);
+  }
+  sigaction(SIGSEGV, &old, NULL);
+}
+
 int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
+  const char *which = argc > 1 ? argv[1] : "touch";
+  if (!strcmp(which, "threads")) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const char *which = argc > 1 ? argv[1] : "touch";
-  for (int i = 2; i + 1 < argc; i += 2)
+  for (int i = 2; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--block")) block = (size_t)atol(argv[i + 1]) & ~(size_t)3;
+    if (!strcmp(argv[i], "--threads")) nthreads = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--iters")) thread_iters = atoi(argv[i + 1]);
+    if (!strcmp(argv[i], "--spin")) compute_spins = atoi(argv[i + 1]);
+  }
   if (!strcmp(which, "exit")) {
     uint32_t *recv = malloc(block * size);
     alltoall_into(recv, 16);
@@ -573,7 +795,8 @@ int main(int argc, char **argv) {
       {"shared", case_shared}, {"handler", case_handler}, {"fork", case_fork},
       {"noncontig", case_noncontig}, {"colls", case_colls},
       {"alltoallv", case_alltoallv}, {"order", case_order}, {"allgatherv", case_allgatherv},
-      {"openmp", case_openmp},
+      {"openmp", case_openmp}, {"compute", case_compute}, {"threads", case_threads},
+      {"sigblock", case_sigblock}, {"syscalls", case_syscalls}, {"mprotect", case_mprotect},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)

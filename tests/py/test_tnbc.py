@@ -39,6 +39,10 @@ CASES = {
     "colls": (True, None),
     "alltoallv": (True, None),
     "allgatherv": (True, None),
+    "sigblock": (True, None),
+    "syscalls": (True, None),
+    "mprotect": (True, None),
+    "compute": (True, None),
 }
 
 
@@ -183,3 +187,46 @@ def test_tnbc_openmp(flavour, np, tmp_path):
         touched = re.search(r"touched=(\S*)", line[0]).group(1)
         assert sorted(map(int, touched.split(","))) == list(range(np)), line
 
+
+
+@pytest.mark.parametrize("flavour,case", [pytest.param(f, c, marks=flavour_marks(f), id=f"{f}-{c}")
+                                          for f in mpijob.FLAVOURS
+                                          for c in ("sigblock", "syscalls", "mprotect")])
+def test_tnbc_hazard_traced(flavour, case, tmp_path):
+    """The hazards whose data usually arrives before the program looks, under
+    MCOLL_TNBC_TRACE (the pages stay protected after the data is in, so every look
+    meets a protected page): a thread that blocks every signal reads the buffer;
+    MPI_File_write_at, pwrite, sendmsg, open of a received path and pipe with its fd
+    array in the buffer; the application's own mprotect(PROT_READ) holds."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    env = dict(ON, MCOLL_TNBC_TRACE=str(tmp_path / "trace"))
+    result = run_job(mpiexec_argv(flavour, 2, program, [case]), env, JOB_TIMEOUT)
+    passed(result, case)
+    assert tnbc_counts(result.stderr)["protected"] > 0, result.stderr[-2000:]
+
+
+def run_threads(flavour, threads, iters):
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    argv = mpiexec_argv(flavour, 2, program, ["threads", "--threads", threads, "--iters", iters])
+    result = run_job(argv, ON, JOB_TIMEOUT)
+    passed(result, "threads")
+    counts = tnbc_counts(result.stderr)
+    assert counts["protected"] > 0, counts
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_threads(flavour):
+    """Six application threads (MPI_THREAD_MULTIPLE), each on its own duplicate of
+    MPI_COMM_WORLD, blocking alltoalls and allreduces: a call settles only its own
+    thread's pending calls (settling another thread's call, which needs the peer's
+    call from the thread matching this one, deadlocked)."""
+    run_threads(flavour, 6, 8)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("flavour,threads,run", [
+    pytest.param(f, t, r, marks=flavour_marks(f), id=f"{f}-{t}-{r}")
+    for f in mpijob.FLAVOURS for t in (2, 6) for r in range(5)])
+def test_tnbc_threads_repeated(flavour, threads, run):
+    """The same, repeated (two threads deadlocked in about half the runs)."""
+    run_threads(flavour, threads, 20 if threads == 2 else 8)
