@@ -274,6 +274,8 @@ run_job() {
   fi
   local seconds=$job_timeout
   [[ $limit -gt $seconds ]] && seconds=$limit
+  local shm_before
+  shm_before=$(mcoll_shm_files)
   (
     cd "$logs"
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -287,7 +289,21 @@ run_job() {
   job_pid=""
   left_behind=$(kill_tagged)
   job_seconds=$seconds
+  # mcoll's shared-memory files (mcoll-<creator pid>-...) new since the start whose
+  # creator is gone: this job's, left by a crashed or killed rank. Removed, so that
+  # one failure does not leave files behind; other jobs' files have live creators.
+  left_shm=""
+  local name pid
+  for name in $(comm -13 <(echo "$shm_before") <(mcoll_shm_files)); do
+    pid=${name#mcoll-}; pid=${pid%%-*}
+    if [[ $pid =~ ^[0-9]+$ ]] && ! kill -0 "$pid" 2>/dev/null; then
+      rm -f "/dev/shm/$name"
+      left_shm+="$name "
+    fi
+  done
 }
+
+mcoll_shm_files() { (cd /dev/shm && ls -d mcoll-* 2>/dev/null | sort) || true; }
 
 # Verdict on a job: "PASS" or "FAIL <why>".
 verdict() {
@@ -295,6 +311,7 @@ verdict() {
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "FAIL timeout after ${job_seconds}s"; return; fi
   if [[ -n $left_behind ]]; then echo "FAIL processes left behind: $left_behind"; return; fi
   if [[ $rc -ne 0 ]]; then echo "FAIL exit code $rc"; return; fi
+  if [[ -n $left_shm ]]; then echo "FAIL shared-memory files left in /dev/shm: $left_shm"; return; fi
   if ! grep -qE '^ *No Errors *$' "$logfile"; then echo "FAIL no 'No Errors' line"; return; fi
   if [[ $mode == mcoll ]] && ! grep -q '^mcoll: report of rank 0' "$logfile"; then
     echo "FAIL no MCOLL_VERBOSE report (was mcoll preloaded?)"; return
@@ -383,8 +400,8 @@ for flavour in "${flavours[@]}"; do
     count[$result]=$((count[$result] + 1))
     log "$line => $result"
     table+=("$(printf '%-8s %-40s %3s  %s' "$flavour" "$name" "$np" "$result")")
-    [[ $result == MCOLL-FAIL ]] && echo "MCOLL-FAIL $flavour $name np=$np: $(failure_excerpt "$mlog")" >>"$summary_file"
-    [[ $result == native-fail ]] && echo "native-fail $flavour $name np=$np" >>"$summary_file"
+    [[ $result == MCOLL-FAIL ]] && echo "MCOLL-FAIL $flavour $name np=$np: ${v#FAIL }: $(failure_excerpt "$mlog")" >>"$summary_file"
+    [[ $result == native-fail ]] && echo "native-fail $flavour $name np=$np: ${nv#FAIL }" >>"$summary_file"
   done < <(entries)
   [[ ${count[MCOLL-FAIL]} -gt 0 ]] && mcoll_failed=1
   if [[ $alg_calls -eq 0 && ${count[pass]} -gt 0 ]]; then
