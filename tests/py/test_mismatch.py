@@ -152,6 +152,23 @@ def test_reduction_counts_mismatch_reported(flavour, np, case, sizes):
     check_reduction_mismatch(flavour, np, case, sizes)
 
 
+# Each edge of the reduction rules at 2 ranks, straddled (allreduce flat | cma at
+# 5649 B, cma | hsra at 1 MiB and 1.9 MiB; reduce flat | cma at 7815 B, cma | hsra at
+# 2 MiB; scan, exscan and reduce_scatter flat | cma at 5341, 6108 and 9064 B): the
+# call descriptors (shm/call.h) carry the engine, so these are reported, not hung.
+RED_EDGE_CASES = [("allreduce-counts", "4000:8000"), ("allreduce-counts", "1000000:1500000"),
+                  ("allreduce-counts", "1800000:2000000"), ("reduce-counts", "6000:9000"),
+                  ("reduce-counts-root-big", "6000:9000"), ("reduce-counts", "1500000:3000000"),
+                  ("scan-counts", "4000:8000"), ("exscan-counts", "5000:8000"),
+                  ("reduce-scatter-block-counts", "8000:12000")]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("flavour,case,sizes", flavour_params(*RED_EDGE_CASES))
+def test_reduction_counts_mismatch_across_algorithm_edges(flavour, case, sizes):
+    check_reduction_mismatch(flavour, 2, case, sizes)
+
+
 # 4 ranks with a core each (MCOLL_CORES): flat up to 1K, HSRA above, so 1K vs 2K
 # crosses RED_FLAT_MAX.
 @pytest.mark.parametrize("flavour,case", flavour_params(*[(case,) for case in RED_CASES]))
