@@ -115,7 +115,7 @@ static void check_host_mpi(void) {
 static atomic_int started_once, finished_once;
 void mcoll__before_init(void) { check_host_mpi(); }
 
-/* MCOLL_PROGRESS_THREAD: 0 (none), 1 or auto. */
+/* MCOLL_PROGRESS_THREAD: 0 (none), 1 or auto (the default). */
 static int progress_thread_wanted(void) {
   mcoll__config_load();
   return !mcoll__cfg.DISABLE && strcmp(mcoll__cfg.PROGRESS_THREAD, "0") != 0 &&
@@ -129,7 +129,11 @@ void mcoll__started(void) {
   if (progress_thread_wanted()) {
     int provided = MPI_THREAD_SINGLE, rank = 0;
     PMPI_Query_thread(&provided);
-    if (provided == MPI_THREAD_MULTIPLE) mcoll__progress_thread_start();
+    /* 1 (and T-NBC, which needs it from the first call): now; auto: when a
+     * non-blocking collective is first left pending. */
+    int now = strcmp(mcoll__cfg.PROGRESS_THREAD, "auto") != 0 || mcoll__cfg.TNBC;
+    if (provided == MPI_THREAD_MULTIPLE && now) mcoll__progress_thread_start();
+    else if (provided == MPI_THREAD_MULTIPLE) mcoll__progress_thread_on_demand();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (!mcoll__progress_thread_running() && strcmp(mcoll__cfg.PROGRESS_THREAD,
                                                     "1") == 0 && rank == 0)
@@ -154,7 +158,8 @@ void mcoll__finishing(void) {
 }
 
 /* With a progress thread wanted, mcoll asks the host for MPI_THREAD_MULTIPLE (its
- * thread calls the host MPI) and tells the application what it asked for, at most
+ * thread calls the host MPI, also while an application of MPI_THREAD_SINGLE or
+ * FUNNELED is inside the host) and tells the application what it asked for, at most
  * what the host granted; MPI_Query_thread says the same. */
 static int init_thread(int *argc, char ***argv, int required, int *provided) {
   check_host_mpi();

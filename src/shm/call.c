@@ -46,6 +46,10 @@ void mcoll__call_check(int x, int strict) {
 void mcoll__call_poll(const struct mcoll_shm *shm) {
   struct mcoll_call *call = mcoll__call_current;
   if (!call || call->shm != shm) return;
+  if (call->strayed) {
+    if (call->strayed(call)) mcoll__call_escape();
+    return;
+  }
   if (!call->published) mcoll__call_publish(call);
   for (int x = 0; x < shm->local_size; x++) {
     if (x == shm->local_rank) continue;

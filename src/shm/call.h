@@ -41,6 +41,10 @@ struct mcoll_call {
   int published;   /* the descriptor is in my data line */
   int beside;      /* later calls started beside it (coll/beside.h): the node's
                     * counters have moved on with them */
+  /* Instead of the descriptors: a call that publishes none (a bcast reader) leaves
+   * when this says that the call's flags will never come. */
+  int (*strayed)(const struct mcoll_call *call);
+  const void *strayed_arg;
   jmp_buf escape;
 };
 
@@ -66,6 +70,7 @@ static inline void mcoll__call_enter(struct mcoll_call *call, const struct mcoll
   call->digest = digest;
   call->published = 0;
   call->beside = 0;
+  call->strayed = NULL;
   mcoll__call_current = call;
 }
 

@@ -79,6 +79,8 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   off += sizeof(struct mcoll_inline_line) * MCOLL_INLINE_SLOTS * (size_t)local_size;
   size_t claims_off = off;
   off += sizeof(uint64_t) * MCOLL_CLAIMS;
+  size_t sent_off = off;
+  off += sizeof(uint64_t) * 2 * MCOLL_CLAIMS * (size_t)local_size;
   size_t slot_data_off = round_up(off, MCOLL_PAGE);
   off = slot_data_off + shm->chunk * (size_t)shm->nslots;
   shm->area_bytes = round_up((size_t)mcoll__cfg.SHM_AREA, MCOLL_PAGE);
@@ -92,6 +94,7 @@ static void layout(struct mcoll_shm *shm, int local_size) {
   shm->slot = (struct mcoll_slot_ctl *)(base + slot_off);
   shm->inline_line = (struct mcoll_inline_line *)(base + inline_off);
   shm->first_arrival = (_Atomic uint64_t *)(base + claims_off);
+  shm->bcast_sent = (_Atomic uint64_t *)(base + sent_off);
   shm->slot_data = base + slot_data_off;
   shm->area = base + area_off;
 }

@@ -113,6 +113,10 @@ struct mcoll_shm {
    * sequence in the high half and the claiming rank in the low half. After the
    * lines above, so that their places in the segment stay as they were. */
   _Atomic uint64_t *first_arrival; /* [MCOLL_CLAIMS] */
+  /* What a one-node bcast's source sends (coll/bcast/bcast.c, strayed): per source
+   * (only it writes its lines) and bcast sequence modulo MCOLL_CLAIMS, its bytes,
+   * then the sequence in the high half and its engine + 1 in the low half. */
+  _Atomic uint64_t *bcast_sent; /* [local_size][MCOLL_CLAIMS][2] */
   char *slot_data;              /* nslots * chunk bytes */
   char *area;                   /* local_size * area_bytes: one area per rank */
   size_t area_bytes;

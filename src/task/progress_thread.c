@@ -48,18 +48,38 @@ static void *progress_main(void *arg) {
   return NULL;
 }
 
+/* Serialises starts (application threads may leave tasks pending at once) and a
+ * start against the stop. */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int mcoll__progress_thread_start(void) {
-  if (atomic_load(&running)) return 0;
-  atomic_store(&stopping, 0);
-  if (pthread_create(&thread, NULL, progress_main, NULL) != 0) return -1;
-  atomic_store(&running, 1);
-  mcoll__task_set_waker(wake_thread);
-  return 0;
+  pthread_mutex_lock(&start_lock);
+  int err = 0;
+  if (!atomic_load(&running)) {
+    atomic_store(&stopping, 0);
+    err = pthread_create(&thread, NULL, progress_main, NULL) != 0 ? -1 : 0;
+    if (!err) atomic_store(&running, 1);
+  }
+  pthread_mutex_unlock(&start_lock);
+  if (!err) mcoll__task_set_waker(wake_thread);
+  return err;
 }
 
+/* The waker until the thread runs: the first task left pending starts it. (A failed
+ * start leaves things as with no thread: pending calls progress in mcoll's calls.) */
+static void start_and_wake(void) {
+  if (mcoll__progress_thread_start() == 0) wake_thread();
+  else mcoll__task_set_waker(NULL);
+}
+
+void mcoll__progress_thread_on_demand(void) { mcoll__task_set_waker(start_and_wake); }
+
 void mcoll__progress_thread_stop(void) {
-  if (!atomic_exchange(&running, 0)) return;
   mcoll__task_set_waker(NULL);
+  pthread_mutex_lock(&start_lock);
+  int was_running = atomic_exchange(&running, 0);
+  pthread_mutex_unlock(&start_lock);
+  if (!was_running) return;
   atomic_store(&stopping, 1);
   wake_thread();
   pthread_join(thread, NULL);

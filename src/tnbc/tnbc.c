@@ -306,7 +306,7 @@ void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls) {
   why = "a sanitizer build (its runtime interposes free, read, ... before mcoll)";
 #else
   if (!mcoll__progress_thread_running())
-    why = "no progress thread (set MCOLL_PROGRESS_THREAD=1; the host MPI must grant "
+    why = "no progress thread (MCOLL_PROGRESS_THREAD=0, or the host MPI did not grant "
           "MPI_THREAD_MULTIPLE)";
   else if ((mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0)
     why = "/proc/self/mem cannot be opened for writing";

@@ -10,9 +10,15 @@
  * killed by its timeout names the case that hung.
  *
  * usage: test_progress [--thread single|funneled|serialized|multiple]
- *                      [--late-ms N] [case-substring ...]
+ *                      [--late-ms N] [--pending HOST-CALL] [case-substring ...]
  *   --late-ms N  senders sleep N ms before sending, so that the receivers are
  *                already asleep (futex) in the collective when the message comes
+ *   --pending HOST-CALL  instead: an MPI_Iallreduce must progress while its rank is
+ *                blocked in a call that only the host MPI runs (MPI's progress
+ *                rule): rank 0 posts it, then makes HOST-CALL (sendrecv_replace,
+ *                comm_dup, comm_split, win_fence, or all: each in turn) with the
+ *                others, who wait for their MPI_Iallreduce first, which needs rank
+ *                0's part; the application must be told the thread level it asked for
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -121,6 +127,61 @@ static void run_case(enum coll coll, size_t msg_bytes, size_t coll_bytes) {
   free(out);
 }
 
+/* --pending: rank 0 has its MPI_Iallreduce in flight while it makes host_call, which
+ * the others make only once their own MPI_Iallreduce has completed. A token from
+ * rank 0 (sent after its post) makes the others post after it, so that rank 0's
+ * part cannot be done at its post. */
+static void run_pending(const char *host_call, MPI_Win win) {
+  enum { N = 1 << 17 /* 1 MiB */ };
+  if (rank == 0) {
+    printf("start pending iallreduce across %s\n", host_call);
+    fflush(stdout);
+  }
+  double *in = malloc(N * sizeof(double)), *out = malloc(N * sizeof(double));
+  for (int i = 0; i < N; i++) in[i] = (double)(rank + 1) * (double)(i % 1000 + 1);
+  /* On its own communicator, which a first matched call has set up (mcoll hands a
+   * first non-blocking call on a communicator to the host MPI). */
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Allreduce(in, out, N, MPI_DOUBLE, MPI_SUM, comm);
+  MPI_Request rq;
+  int token = 1;
+  if (rank == 0) {
+    MPI_Iallreduce(in, out, N, MPI_DOUBLE, MPI_SUM, comm, &rq);
+    for (int r = 1; r < size; r++) MPI_Send(&token, 1, MPI_INT, r, TAG, MPI_COMM_WORLD);
+  } else {
+    MPI_Recv(&token, 1, MPI_INT, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Iallreduce(in, out, N, MPI_DOUBLE, MPI_SUM, comm, &rq);
+    MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  }
+  if (!strcmp(host_call, "sendrecv_replace")) {
+    int partner = rank == 0 ? 1 : rank == 1 ? 0 : -1, value = rank;
+    if (partner >= 0) {
+      MPI_Sendrecv_replace(&value, 1, MPI_INT, partner, TAG, partner, TAG, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE);
+      check(value == partner, "sendrecv_replace value", host_call);
+    }
+  } else if (!strcmp(host_call, "comm_dup") || !strcmp(host_call, "comm_split")) {
+    MPI_Comm made;
+    if (!strcmp(host_call, "comm_dup")) MPI_Comm_dup(MPI_COMM_WORLD, &made);
+    else MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &made);
+    int made_size = 0;
+    MPI_Comm_size(made, &made_size);
+    check(made_size == size, "new communicator's size", host_call);
+    MPI_Comm_free(&made);
+  } else {
+    MPI_Win_fence(0, win);
+  }
+  if (rank == 0) MPI_Wait(&rq, MPI_STATUS_IGNORE);
+  double sum_ranks = (double)size * (size + 1) / 2;
+  size_t bad = 0;
+  for (int i = 0; i < N; i++) bad += out[i] != sum_ranks * (double)(i % 1000 + 1);
+  check(bad == 0, "iallreduce result", host_call);
+  MPI_Comm_free(&comm);
+  free(in);
+  free(out);
+}
+
 static int nfilters;
 static char **filters;
 
@@ -133,6 +194,7 @@ static int wanted(enum coll coll) {
 
 int main(int argc, char **argv) {
   int required = MPI_THREAD_SINGLE;
+  const char *pending_call = NULL;
   filters = calloc((size_t)argc, sizeof *filters);
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--thread") && i + 1 < argc) {
@@ -143,6 +205,8 @@ int main(int argc, char **argv) {
                                             : MPI_THREAD_SINGLE;
     } else if (!strcmp(argv[i], "--late-ms") && i + 1 < argc) {
       late_ms = atoi(argv[++i]);
+    } else if (!strcmp(argv[i], "--pending") && i + 1 < argc) {
+      pending_call = argv[++i];
     } else {
       filters[nfilters++] = argv[i];
     }
@@ -152,6 +216,21 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
 
+  if (pending_call) {
+    check(provided == required, "thread level provided", "init");
+    /* The window exists before the call in flight (its creation is collective too). */
+    MPI_Win win;
+    static int exposed;
+    MPI_Win_create(&exposed, sizeof exposed, sizeof exposed, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    static const char *const host_calls[] = {"sendrecv_replace", "comm_dup", "comm_split",
+                                             "win_fence"};
+    for (size_t k = 0; k < sizeof host_calls / sizeof host_calls[0]; k++)
+      if (!strcmp(pending_call, "all") || !strcmp(pending_call, host_calls[k]))
+        run_pending(host_calls[k], win);
+    MPI_Win_free(&win);
+    nfilters = -1; /* (no p2p cases) */
+  }
+
   /* From below the hosts' eager limits to well above them (rendezvous). */
   static const size_t msg_sizes[] = {512, 4096, 16384, 65536, 1 << 20};
   static const struct {
@@ -160,7 +239,7 @@ int main(int argc, char **argv) {
   } colls[] = {{BARRIER, 0},          {ALLREDUCE, 64},           {BCAST, 64},
                {REDUCE, 64},          {BCAST, 1 << 20},          {ALLREDUCE, 1 << 20},
                {ALLGATHER, 64 << 10}};
-  for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+  for (size_t c = 0; nfilters >= 0 && c < sizeof colls / sizeof colls[0]; c++) {
     if (!wanted(colls[c].coll)) continue;
     for (size_t m = 0; m < sizeof msg_sizes / sizeof msg_sizes[0]; m++) run_case(colls[c].coll, msg_sizes[m], colls[c].bytes);
   }

@@ -88,6 +88,31 @@ def test_bcast_mismatch_reported_as_natively(flavour, np, case, nbytes):
         assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"
 
 
+# Sizes on both sides of each edge of the bcast rules at 2 ranks (slot | pipeline at
+# 513 B, pipeline | single copy at 5547 B, single copy | pipeline at 2 MiB): the
+# root and the readers then run different engines, and the readers must follow the
+# root's instead of waiting for flags that never come.
+BCAST_EDGE_SIZES = ("400:800", "4000:8000", "1500000:3000000")
+
+
+def bcast_edge_params():
+    cases = []
+    for param in flavour_params(*[(case, sizes) for case in ("bcast-longer", "bcast-shorter")
+                                  for sizes in BCAST_EDGE_SIZES]):
+        big = param.values[2] == BCAST_EDGE_SIZES[-1]
+        cases.append(pytest.param(*param.values, marks=[*param.marks, *([pytest.mark.full] if big else [])],
+                                  id=param.id))
+    return cases
+
+
+@pytest.mark.parametrize("flavour,case,sizes", bcast_edge_params())
+def test_bcast_mismatch_across_algorithm_edges(flavour, case, sizes):
+    result = run_mismatch(flavour, 2, case, sizes, mcoll=True)
+    got = check_mcoll_run(result, 2)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert got == expected_bcast(flavour, 2, case), result.describe()
+
+
 # Count pairs (bytes) on both sides of each threshold: 56-byte inline line, flat's
 # RED_FLAT_MAX (1K, at 4 ranks with a core each), flat's slots (32K - 64) and
 # RED_CMA_MIN (32K), RED_CMA_MAX (1M, single copy vs HSRA at 2 ranks).
@@ -120,6 +145,23 @@ def check_reduction_mismatch(flavour, np, case, sizes, env=None):
                                         default=lambda np, c, s: np == 2 and s in ("8:16", "524288:2097152")))
 def test_reduction_counts_mismatch_reported(flavour, np, case, sizes):
     check_reduction_mismatch(flavour, np, case, sizes)
+
+
+# Each edge of the reduction rules at 2 ranks, straddled (allreduce flat | cma at
+# 5649 B, cma | hsra at 1 MiB and 1.9 MiB; reduce flat | cma at 7815 B, cma | hsra at
+# 2 MiB; scan, exscan and reduce_scatter flat | cma at 5341, 6108 and 9064 B): the
+# call descriptors (shm/call.h) carry the engine, so these are reported, not hung.
+RED_EDGE_CASES = [("allreduce-counts", "4000:8000"), ("allreduce-counts", "1000000:1500000"),
+                  ("allreduce-counts", "1800000:2000000"), ("reduce-counts", "6000:9000"),
+                  ("reduce-counts-root-big", "6000:9000"), ("reduce-counts", "1500000:3000000"),
+                  ("scan-counts", "4000:8000"), ("exscan-counts", "5000:8000"),
+                  ("reduce-scatter-block-counts", "8000:12000")]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("flavour,case,sizes", flavour_params(*RED_EDGE_CASES))
+def test_reduction_counts_mismatch_across_algorithm_edges(flavour, case, sizes):
+    check_reduction_mismatch(flavour, 2, case, sizes)
 
 
 # 4 ranks with a core each (MCOLL_CORES): flat up to 1K, HSRA above, so 1K vs 2K

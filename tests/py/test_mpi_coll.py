@@ -274,6 +274,27 @@ def test_large_count_api(request, flavour):
             f"{coll}: not every call ran in mcoll: {counts}\n{result.describe()}")
 
 
+@pytest.mark.parametrize("flavour", [flavour_param(f, skip=None if f == "mpich" else
+                                                   "Open MPI 4.1 is MPI 3.1: no _c functions")
+                                     for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("mcoll", [True, False], ids=["mcoll", "native"])
+def test_large_count_v_far_displacements(flavour, mcoll):
+    """MPI_Gatherv_c, MPI_Scatterv_c, MPI_Allgatherv_c and MPI_Alltoallv_c where only
+    rank 0 places its blocks above INT_MAX (2 ranks, 64 B blocks in a 4 GiB
+    MAP_NORESERVE buffer): every rank must go the same way, and under mcoll that is
+    mcoll's (the far rank through a packed copy)."""
+    program = BUILD.bin(flavour, "mcoll-test-large-displs")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"} if mcoll else {}
+    result = run_job(mpiexec_argv(flavour, 2, program, mcoll=mcoll), env, 60)
+    check_passed(result, "test_large_displs")
+    if mcoll:
+        report = parse_verbose_report(result.stderr)
+        for coll in ("gatherv", "scatterv", "allgatherv", "alltoallv"):
+            counts = report.get(coll, {})
+            algs = sum(v for k, v in counts.items() if k not in ("calls", "fallback", "passthrough"))
+            assert counts.get("calls", 0) == 2 and algs == 2, f"{coll}: {counts}\n{result.describe()}"
+
+
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
 def test_linked_build(request, flavour):
     """mcoll linked with -lmcoll ahead of the MPI, started by the plain mpiexec."""

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "hier/hier.h"
 #include "node/claim.h"
+#include "shm/call.h"
 
 /* A bcast that brings fewer bytes than a rank expects: MPICH reports it, Open MPI
  * does not (the bytes that came are in the buffer either way). */
@@ -144,10 +145,74 @@ static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) 
   call->bytes = source_bytes; /* finish() accounts for the chunks the source sent */
 }
 
+/* The call's entry of what its source sends. */
+static _Atomic uint64_t *bcast_sent(const struct mcoll_bcast_call *call) {
+  size_t entry = (size_t)call->source * MCOLL_CLAIMS + call->seq % MCOLL_CLAIMS;
+  return &call->c->chan->shm.bcast_sent[2 * entry];
+}
+
+/* The engine of a bcast (its index in intra_steps), or -1. */
+static int engine_of(const struct mcoll_bcast_intra *intra) {
+  for (int alg = 0; alg < MCOLL_BCAST_NALGS; alg++)
+    if (intra_steps[alg] == intra) return alg;
+  return -1;
+}
+
 void mcoll__bcast_call_begin(struct mcoll_bcast_call *call) {
   if (!mcoll__node_has_peers(call->c)) return;
   call->seq = ++call->c->chan->bcast_seq;
   if (call->intra->begin) call->intra->begin(call);
+  if (call->check_bytes && call->c->topo.local_rank == call->source) {
+    /* For readers that wait in another engine (strayed): two stores to a line of
+     * this rank's, which they read only once their wait has gone past its spin. */
+    _Atomic uint64_t *sent = bcast_sent(call);
+    atomic_store_explicit(&sent[0], call->bytes, memory_order_relaxed);
+    atomic_store_explicit(&sent[1], (uint64_t)call->seq << 32 | (uint32_t)(engine_of(call->intra) + 1),
+                          memory_order_release);
+  }
+}
+
+/* A reader's wait past its spin: whether its source is in this call with another
+ * engine (sizes that straddle an algorithm's edge: then the flags it waits for
+ * never come); *alg and *bytes: the source's. */
+static int source_engine(const struct mcoll_bcast_call *call, int *alg, size_t *bytes) {
+  const _Atomic uint64_t *sent = bcast_sent(call);
+  uint64_t word = atomic_load_explicit(&sent[1], memory_order_acquire);
+  if ((uint32_t)(word >> 32) != call->seq) return 0;
+  *alg = (int)(uint32_t)word - 1;
+  *bytes = (size_t)atomic_load_explicit(&sent[0], memory_order_relaxed);
+  return *alg >= 0 && *alg < MCOLL_BCAST_NALGS && intra_steps[*alg] != call->intra;
+}
+
+static int strayed(const struct mcoll_call *guard) {
+  int alg;
+  size_t bytes;
+  return source_engine(guard->strayed_arg, &alg, &bytes);
+}
+
+/* After a strayed reader's escape: reads the source's bytes by the source's engine
+ * (as read_mismatched does within one engine). */
+__attribute__((noinline, cold)) static void read_by_source_engine(struct mcoll_bcast_call *call) {
+  int alg = 0;
+  size_t source_bytes = 0;
+  source_engine(call, &alg, &source_bytes);
+  call->intra->abandon(call);
+  char *scratch = malloc(source_bytes ? source_bytes : 1);
+  if (!scratch) {
+    fprintf(stderr, "mcoll: bcast: out of memory for the %zu bytes of a mismatched bcast; aborting\n",
+            source_bytes);
+    PMPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  struct mcoll_bcast_call as_sent = *call;
+  as_sent.buf = scratch;
+  as_sent.bytes = source_bytes;
+  as_sent.intra = intra_steps[alg];
+  if (as_sent.intra->begin) as_sent.intra->begin(&as_sent);
+  as_sent.intra->read(&as_sent, 0, source_bytes);
+  as_sent.intra->finish(&as_sent);
+  memcpy(call->buf, scratch, source_bytes < call->bytes ? source_bytes : call->bytes);
+  free(scratch);
+  call->error = source_bytes > call->bytes ? MPI_ERR_TRUNCATE : MCOLL_BCAST_SHORTER_ERROR;
 }
 
 static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
@@ -192,7 +257,24 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
     }
   }
   mcoll__bcast_call_begin(&call);
+  /* One node: a reader whose source went by another engine leaves its wait (the
+   * guard) and reads by the source's. */
+  struct mcoll_call guard;
+  int guarded = call.check_bytes && call.intra->abandon && mcoll__node_has_peers(c) &&
+                t->local_rank != call.source && !mcoll__call_current;
+  if (guarded) {
+    mcoll__call_enter(&guard, &c->chan->shm, call.seq, 0);
+    guard.strayed = strayed;
+    guard.strayed_arg = &call;
+    if (setjmp(guard.escape) != 0) {
+      mcoll__call_leave();
+      read_by_source_engine(&call);
+      if (call.leaders) free(call.leaders);
+      return call.error;
+    }
+  }
   int err = mcoll__hier_run(&hc);
+  if (guarded) mcoll__call_leave();
   if (call.leaders) free(call.leaders); /* (free is interposed under T-NBC: not on the hot path) */
   return err != MPI_SUCCESS ? err : call.error;
 }

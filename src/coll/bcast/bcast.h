@@ -42,6 +42,7 @@ struct mcoll_bcast_call {
    * the slot engine its one area generation, and how far its source may write
    * ahead of the readers). */
   uint32_t seq, base, gens;
+  struct mcoll_slot_run slot_run; /* the slot engine's run before begin (abandon) */
   /* first_arrival: the call's parity among its communicator's first_arrival calls
    * (their announcements' tag), and at the root the other nodes' leaders in the
    * order they announced themselves. */
@@ -59,6 +60,11 @@ struct mcoll_bcast_intra {
    * another count, that count, having read and consumed nothing (lo is then 0). */
   size_t (*read)(const struct mcoll_bcast_call *call, size_t lo, size_t hi);
   void (*finish)(const struct mcoll_bcast_call *call);
+  /* A reader that waits in this engine while its source broadcasts another count
+   * with another engine (an erroneous program whose sizes straddle an algorithm's
+   * edge): gives back what begin took, before it reads by the source's engine.
+   * NULL: such a reader is not noticed. */
+  void (*abandon)(struct mcoll_bcast_call *call);
 };
 
 /* The call begins on its node: takes its sequence number and its engine's

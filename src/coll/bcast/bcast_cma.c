@@ -72,4 +72,8 @@ static void begin(struct mcoll_bcast_call *call) {
   *ready += call->gens;
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_cma = {begin, publish, read_range, finish};
+static void abandon(struct mcoll_bcast_call *call) {
+  call->c->chan->cma_ready[call->source] -= call->gens;
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_cma = {begin, publish, read_range, finish, abandon};

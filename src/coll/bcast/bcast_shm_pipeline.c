@@ -103,4 +103,7 @@ static void finish(const struct mcoll_bcast_call *call) {
   ch->ring_gen += nchunks - call->gens;
 }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {begin, publish, read_range, finish};
+static void abandon(struct mcoll_bcast_call *call) { call->c->chan->ring_gen -= call->gens; }
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline = {begin, publish, read_range, finish,
+                                                            abandon};

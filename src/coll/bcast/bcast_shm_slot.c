@@ -32,6 +32,7 @@
  * next calls start beside it (coll/beside.h) while it waits for the data. */
 static void begin(struct mcoll_bcast_call *call) {
   struct mcoll_comm *c = call->c;
+  call->slot_run = c->chan->area_slots;
   call->base = mcoll__slot_take(c->chan, &call->gens); /* gens: the source's lag */
   if (c->topo.local_rank != call->source) mcoll__node_call_beside(c, 1, call->base);
 }
@@ -71,4 +72,13 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {begin, publish, read_range, finish};
+/* The generation goes back to the channel as if never taken (the reader marked
+ * nothing of it). */
+static void abandon(struct mcoll_bcast_call *call) {
+  struct mcoll_channel *ch = call->c->chan;
+  ch->area_gen = call->base - 1;
+  ch->area_slots = call->slot_run;
+}
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {begin, publish, read_range, finish,
+                                                        abandon};

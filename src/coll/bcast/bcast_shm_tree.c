@@ -77,4 +77,4 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {NULL, publish, read_range, finish};
+const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {NULL, publish, read_range, finish, NULL};
