@@ -105,7 +105,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int send
   int nbc = mcoll__nbc_on();
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                                                   displs, recvtype, comm, info, nbc ? &host : request);
+                                                   displs, recvtype, comm, info,
+                                                   nbc ? &host : request);
   if (!nbc) return err;
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};

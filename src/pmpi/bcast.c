@@ -61,7 +61,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype
                                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
   int nbc = mcoll__nbc_on();
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
-  int err = MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info, nbc ? &host : request);
+  int err = MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info,
+                                              nbc ? &host : request);
   if (!nbc) return err;
   struct bcast_args a = {buf, count, type, root, comm};
   return mcoll__persistent_make(err, &host, bcast_task, &a, sizeof a,

@@ -101,7 +101,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcou
   int nbc = mcoll__nbc_on();
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                                                displs, recvtype, root, comm, info, nbc ? &host : request);
+                                                displs, recvtype, root, comm, info,
+                                                nbc ? &host : request);
   if (!nbc) return err;
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm};

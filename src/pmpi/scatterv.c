@@ -101,7 +101,8 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int 
   int nbc = mcoll__nbc_on();
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                                                 recvcount, recvtype, root, comm, info, nbc ? &host : request);
+                                                 recvcount, recvtype, root, comm, info,
+                                                 nbc ? &host : request);
   if (!nbc) return err;
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                             root, comm};
