@@ -80,11 +80,14 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgather_init)(const void *sendbuf, int sendc
                                                   int recvcount, MPI_Datatype recvtype,
                                                   MPI_Comm comm, MPI_Info info,
                                                   MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                 recvtype, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                  recvtype, comm, info, nbc ? &host : request);
+  if (!nbc) return err;
   struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__persistent_init(comm, allgather_task, &a, sizeof a, NULL, request);
+  return mcoll__persistent_make(err, &host, allgather_task, &a, sizeof a,
+                                offsetof(struct allgather_args, comm), NULL, request);
 }
 #endif
 

@@ -102,14 +102,18 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int send
                                                    const int recvcounts[], const int displs[],
                                                    MPI_Datatype recvtype, MPI_Comm comm,
                                                    MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                                                  displs, recvtype, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                                   displs, recvtype, comm, info,
+                                                   nbc ? &host : request);
+  if (!nbc) return err;
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, allgatherv_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, allgatherv_task, &a, sizeof a,
+                                offsetof(struct allgatherv_args, comm), &keep, request);
 }
 #endif
 

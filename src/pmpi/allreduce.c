@@ -53,11 +53,14 @@ MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, M
 MCOLL_EXPORT int MCOLL_PERSISTENT(Allreduce_init)(const void *sendbuf, void *recvbuf, int count,
                                                   MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                                   MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Allreduce_init)(sendbuf, recvbuf, count, type, op, comm, info,
-                                                 request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Allreduce_init)(sendbuf, recvbuf, count, type, op, comm, info,
+                                                  nbc ? &host : request);
+  if (!nbc) return err;
   struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
-  return mcoll__persistent_init(comm, allreduce_task, &a, sizeof a, NULL, request);
+  return mcoll__persistent_make(err, &host, allreduce_task, &a, sizeof a,
+                                offsetof(struct allreduce_args, comm), NULL, request);
 }
 #endif
 

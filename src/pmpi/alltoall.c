@@ -84,11 +84,14 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoall_init)(const void *sendbuf, int sendco
                                                  int recvcount, MPI_Datatype recvtype,
                                                  MPI_Comm comm, MPI_Info info,
                                                  MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Alltoall_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                recvtype, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Alltoall_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                                 recvtype, comm, info, nbc ? &host : request);
+  if (!nbc) return err;
   struct alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__persistent_init(comm, alltoall_task, &a, sizeof a, NULL, request);
+  return mcoll__persistent_make(err, &host, alltoall_task, &a, sizeof a,
+                                offsetof(struct alltoall_args, comm), NULL, request);
 }
 #endif
 

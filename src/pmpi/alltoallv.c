@@ -108,15 +108,18 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int
                                                   const int rdispls[], MPI_Datatype recvtype,
                                                   MPI_Comm comm, MPI_Info info,
                                                   MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                                                 recvcounts, rdispls, recvtype, comm, info,
-                                                 request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                                  recvcounts, rdispls, recvtype, comm, info,
+                                                  nbc ? &host : request);
+  if (!nbc) return err;
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, alltoallv_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, alltoallv_task, &a, sizeof a,
+                                offsetof(struct alltoallv_args, comm), &keep, request);
 }
 #endif
 

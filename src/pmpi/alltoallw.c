@@ -98,14 +98,17 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int
                                                   const int recvcounts[], const int rdispls[],
                                                   const MPI_Datatype recvtypes[], MPI_Comm comm,
                                                   MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
-                                                 recvcounts, rdispls, recvtypes, comm, info,
-                                                 request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                                  recvcounts, rdispls, recvtypes, comm, info,
+                                                  nbc ? &host : request);
+  if (!nbc) return err;
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                              recvtypes, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, alltoallw_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, alltoallw_task, &a, sizeof a,
+                                offsetof(struct alltoallw_args, comm), &keep, request);
 }
 #endif

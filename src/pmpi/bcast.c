@@ -59,10 +59,14 @@ MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, M
 /* MPI_Bcast_init: the same task, built once and started by MPI_Start. */
 MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype type, int root,
                                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info,
+                                              nbc ? &host : request);
+  if (!nbc) return err;
   struct bcast_args a = {buf, count, type, root, comm};
-  return mcoll__persistent_init(comm, bcast_task, &a, sizeof a, NULL, request);
+  return mcoll__persistent_make(err, &host, bcast_task, &a, sizeof a,
+                                offsetof(struct bcast_args, comm), NULL, request);
 }
 #endif
 

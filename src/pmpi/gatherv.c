@@ -98,13 +98,17 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Gatherv_init)(const void *sendbuf, int sendcou
                                                 const int recvcounts[], const int displs[],
                                                 MPI_Datatype recvtype, int root, MPI_Comm comm,
                                                 MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                                               displs, recvtype, root, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Gatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                                displs, recvtype, root, comm, info,
+                                                nbc ? &host : request);
+  if (!nbc) return err;
   struct gatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, gatherv_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, gatherv_task, &a, sizeof a,
+                                offsetof(struct gatherv_args, comm), &keep, request);
 }
 #endif

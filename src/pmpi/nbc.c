@@ -24,6 +24,35 @@ static int busy_in(int n, const MPI_Request reqs[]) {
   return 0;
 }
 
+/* A persistent start that failed completes its carrier like any other (task.c):
+ * the completion calls below report its error in place of the carrier's, in the
+ * return code and the status, as the host does for its own requests. Without such an
+ * error each check is one load. */
+static int start_error(MPI_Request req, int err, MPI_Status *status) {
+  int failed = mcoll__persistent_take_error(req);
+  if (failed == MPI_SUCCESS) return err;
+  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = failed;
+  return failed;
+}
+
+/* The same for n completed entries of an array call (which[k]: the index of the
+ * k-th, or NULL: k itself): MPI_ERR_IN_STATUS with each entry's status, or the error
+ * itself when the statuses are ignored. */
+static int start_errors(int n, const MPI_Request reqs[], const int which[], int err,
+                        MPI_Status statuses[]) {
+  int failed = MPI_SUCCESS;
+  for (int k = 0; k < n; k++) {
+    int e = mcoll__persistent_take_error(reqs[which ? which[k] : k]);
+    if (e == MPI_SUCCESS) continue;
+    if (failed == MPI_SUCCESS && statuses != MPI_STATUSES_IGNORE && err == MPI_SUCCESS)
+      for (int j = 0; j < n; j++) statuses[j].MPI_ERROR = MPI_SUCCESS;
+    failed = e;
+    if (statuses != MPI_STATUSES_IGNORE) statuses[k].MPI_ERROR = e;
+  }
+  if (failed == MPI_SUCCESS) return err;
+  return statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed;
+}
+
 /* A copy of reqs with the busy persistent ones as MPI_REQUEST_NULL, for the host's
  * Test{any,some}; busy[i] says which (the host gives back every other entry; a busy
  * one may complete meanwhile, and keeps its handle). */
@@ -64,7 +93,10 @@ static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status 
   }
   int err = PMPI_Testany(n, m.copy, index, flag, status);
   unmask(&m, n, reqs);
-  if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && m.nbusy) *flag = 0;
+  if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && m.nbusy) {
+    *flag = 0;
+    mcoll__host_progress(); /* (the host may skip it for an array of inactive requests) */
+  }
   return err;
 }
 
@@ -78,41 +110,66 @@ static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
   }
   int err = PMPI_Testsome(n, m.copy, outcount, indices, statuses);
   unmask(&m, n, reqs);
-  if (err == MPI_SUCCESS && *outcount == MPI_UNDEFINED && m.nbusy) *outcount = 0;
+  if (err == MPI_SUCCESS && *outcount == MPI_UNDEFINED && m.nbusy) {
+    *outcount = 0;
+    mcoll__host_progress(); /* (as in testany) */
+  }
   return err;
+}
+
+static int one_done(MPI_Request req, int err, MPI_Status *status) {
+  return mcoll__persistent_errors_pending() ? start_error(req, err, status) : err;
+}
+
+static int all_done(int n, const MPI_Request reqs[], int err, MPI_Status statuses[]) {
+  return mcoll__persistent_errors_pending() ? start_errors(n, reqs, NULL, err, statuses) : err;
+}
+
+static int any_done(const MPI_Request reqs[], int index, int err, MPI_Status *status) {
+  return index == MPI_UNDEFINED ? err : one_done(reqs[index], err, status);
+}
+
+static int some_done(const MPI_Request reqs[], int outcount, const int indices[], int err,
+                     MPI_Status statuses[]) {
+  if (outcount == MPI_UNDEFINED || !mcoll__persistent_errors_pending()) return err;
+  return start_errors(outcount, reqs, indices, err, statuses);
 }
 
 MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) return PMPI_Wait(req, status);
+  MPI_Request handle = *req; /* (a persistent one keeps it) */
+  if (!mcoll__tasks_pending()) return one_done(handle, PMPI_Wait(req, status), status);
   unsigned polls = 0;
   while (mcoll__persistent_busy(*req)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Test(req, &done, status);
-    if (err != MPI_SUCCESS || done) return err;
+    if (err != MPI_SUCCESS || done) return one_done(handle, err, status);
     idle(&polls);
   }
 }
 
 MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) return PMPI_Waitall(n, reqs, statuses);
+  if (!mcoll__tasks_pending()) return all_done(n, reqs, PMPI_Waitall(n, reqs, statuses), statuses);
   unsigned polls = 0;
   while (busy_in(n, reqs)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
-    if (err != MPI_SUCCESS || done) return err;
+    if (err != MPI_SUCCESS || done) return all_done(n, reqs, err, statuses);
     idle(&polls);
   }
 }
 
 MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) return PMPI_Waitany(n, reqs, index, status);
+  if (!mcoll__tasks_pending()) {
+    int err = PMPI_Waitany(n, reqs, index, status);
+    return any_done(reqs, *index, err, status);
+  }
   unsigned polls = 0;
   for (;;) {
     int done = 0, err = testany(n, reqs, index, &done, status);
-    if (err != MPI_SUCCESS || done) return err;
+    if (err != MPI_SUCCESS || done) return done ? any_done(reqs, *index, err, status) : err;
     idle(&polls);
   }
 }
@@ -120,46 +177,57 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
 MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  if (!mcoll__tasks_pending()) {
+    int err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+    return some_done(reqs, *outcount, indices, err, statuses);
+  }
   unsigned polls = 0;
   for (;;) {
     int err = testsome(n, reqs, outcount, indices, statuses);
-    if (err != MPI_SUCCESS || *outcount != 0) return err; /* (MPI_UNDEFINED: none active) */
+    if (err != MPI_SUCCESS || *outcount != 0) /* (MPI_UNDEFINED: none active) */
+      return some_done(reqs, *outcount, indices, err, statuses);
     idle(&polls);
   }
+}
+
+/* A busy persistent request's test: the engine and the host MPI progress (natively
+ * a test does), and it is not complete. */
+static int busy_test(int *flag) {
+  mcoll__host_progress();
+  *flag = 0;
+  return MPI_SUCCESS;
 }
 
 MCOLL_EXPORT int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
-  if (mcoll__persistent_busy(*req)) {
-    *flag = 0;
-    return MPI_SUCCESS;
-  }
-  return PMPI_Test(req, flag, status);
+  if (mcoll__persistent_busy(*req)) return busy_test(flag);
+  MPI_Request handle = *req;
+  int err = PMPI_Test(req, flag, status);
+  return *flag ? one_done(handle, err, status) : err;
 }
 
 MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
-  if (busy_in(n, reqs)) {
-    *flag = 0;
-    return MPI_SUCCESS;
-  }
-  return PMPI_Testall(n, reqs, flag, statuses);
+  if (busy_in(n, reqs)) return busy_test(flag);
+  int err = PMPI_Testall(n, reqs, flag, statuses);
+  return *flag ? all_done(n, reqs, err, statuses) : err;
 }
 
 MCOLL_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
-  return testany(n, reqs, index, flag, status);
+  int err = testany(n, reqs, index, flag, status);
+  return *flag ? any_done(reqs, *index, err, status) : err;
 }
 
 MCOLL_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
-  return testsome(n, reqs, outcount, indices, statuses);
+  int err = testsome(n, reqs, outcount, indices, statuses);
+  return some_done(reqs, *outcount, indices, err, statuses);
 }
 
 MCOLL_EXPORT int MPI_Start(MPI_Request *req) {
@@ -181,10 +249,7 @@ MCOLL_EXPORT int MPI_Startall(int n, MPI_Request reqs[]) {
 MCOLL_EXPORT int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
-  if (mcoll__persistent_busy(req)) {
-    *flag = 0;
-    return MPI_SUCCESS;
-  }
+  if (mcoll__persistent_busy(req)) return busy_test(flag);
   return PMPI_Request_get_status(req, flag, status);
 }
 

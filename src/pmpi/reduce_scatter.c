@@ -63,12 +63,15 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void
                                                        const int recvcounts[], MPI_Datatype type,
                                                        MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                        MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm,
-                                                      info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm,
+                                                       info, nbc ? &host : request);
+  if (!nbc) return err;
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, reduce_scatter_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, reduce_scatter_task, &a, sizeof a,
+                                offsetof(struct reduce_scatter_args, comm), &keep, request);
 }
 #endif

@@ -98,13 +98,17 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Scatterv_init)(const void *sendbuf, const int 
                                                  void *recvbuf, int recvcount,
                                                  MPI_Datatype recvtype, int root, MPI_Comm comm,
                                                  MPI_Info info, MPI_Request *request) {
-  if (!mcoll__nbc_on())
-    return MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                                                recvcount, recvtype, root, comm, info, request);
+  int nbc = mcoll__nbc_on();
+  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
+  int err = MCOLL_PERSISTENT_HOST(Scatterv_init)(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                                 recvcount, recvtype, root, comm, info,
+                                                 nbc ? &host : request);
+  if (!nbc) return err;
   struct scatterv_args a = {sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                             root, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
-  return mcoll__persistent_init(comm, scatterv_task, &a, sizeof a, &keep, request);
+  return mcoll__persistent_make(err, &host, scatterv_task, &a, sizeof a,
+                                offsetof(struct scatterv_args, comm), &keep, request);
 }
 #endif

@@ -1,6 +1,8 @@
 /* What the wrappers share that is not inline (pmpi/wrap.h). */
 #include "pmpi/wrap.h"
 
+#include <string.h>
+
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   int exists = 0;
   struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
@@ -38,4 +40,38 @@ int mcoll__is_root(MPI_Comm comm, int root) {
   if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
   if (inter) return root == MPI_ROOT;
   return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
+}
+
+/* A persistent request's own communicator: MPI matches persistent collectives in
+ * the order of their initialisations, and the ranks may start them in any order;
+ * mcoll runs a communicator's calls in the order they start (task/task.h). On a
+ * duplicate made at init, the same point on every rank, the starts of one request
+ * meet only one another, and calls of different communicators run side by side.
+ * Its context is built there too (set-up may block, which a start may not): the
+ * starts run mcoll's algorithms. The duplicate also keeps the call valid when the
+ * application frees its communicator before the request (legal). Idup, waited for
+ * while the engine runs: tasks pending here may be what the other ranks wait for. */
+int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, void *args,
+                           size_t args_bytes, size_t comm_offset, struct mcoll_task_keep *keep,
+                           MPI_Request *request) {
+  if (host_err != MPI_SUCCESS) {
+    mcoll__task_keep_free(keep);
+    return host_err;
+  }
+  PMPI_Request_free(host);
+  MPI_Comm comm, own = MPI_COMM_NULL;
+  memcpy(&comm, (char *)args + comm_offset, sizeof comm);
+  MPI_Request dup;
+  int err = mcoll__host_wait(PMPI_Comm_idup(comm, &own, &dup), &dup);
+  if (err != MPI_SUCCESS) {
+    mcoll__task_keep_free(keep);
+    return err;
+  }
+  mcoll__context_wish_own(own);
+  enum mcoll_fallback_reason why;
+  (void)mcoll__comm_get(own, &why); /* (without one its starts go to the host MPI) */
+  memcpy((char *)args + comm_offset, &own, sizeof own);
+  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, request);
+  if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
+  return err;
 }

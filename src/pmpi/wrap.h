@@ -5,6 +5,7 @@
 #define MCOLL_WRAP_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 #include "coll/registry.h"
 #include "core/config.h"
@@ -119,15 +120,28 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
 #define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)                                                  \
   MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL),           \
                                                  MPI_Info info, MPI_Request *request) {             \
-    if (!mcoll__nbc_on())                                                                           \
-      return MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,      \
-                                                request);                                           \
+    int nbc = mcoll__nbc_on();                                                                      \
+    MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */           \
+    int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,     \
+                                                 nbc ? &host : request);                            \
+    if (!nbc) return err;                                                                           \
     struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
-    return mcoll__persistent_init(comm, lower##_task, &a, sizeof a, NULL, request);                 \
+    return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,                           \
+                                  offsetof(struct lower##_args, comm), NULL, request);              \
   }
 #else
 #define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
 #endif
+
+/* The rest of an MPI_<Coll>_init once the host MPI's own init of the same call has
+ * run (host_err, *host): that checks the arguments and raises errors through the
+ * communicator's handler as natively; an error is returned (keep freed), else the
+ * host's request is freed unused and task/task.h's persistent request is made from
+ * args (whose communicator is the MPI_Comm at comm_offset) on a communicator of its
+ * own (wrap.c). */
+int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, void *args,
+                           size_t args_bytes, size_t comm_offset, struct mcoll_task_keep *keep,
+                           MPI_Request *request);
 
 /* Entries of a v/w collective's arrays: the group's size (the remote group's on an
  * intercommunicator); 0 for an invalid communicator (nothing is copied). */

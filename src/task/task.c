@@ -39,9 +39,11 @@ struct mcoll_task {
  * completed, so that the host's MPI_Wait and MPI_Test find it complete exactly then;
  * until then mcoll's wrappers of those calls hold it back (pmpi/nbc.c). (A receive
  * from MPI_PROC_NULL would complete by itself, but MPICH's Testany/Waitany/Testsome
- * take such a request for an inactive one and never report it.) */
+ * take such a request for an inactive one and never report it.) The error of a
+ * start waits in err until a completion call reports it in place of the carrier's
+ * (pmpi/nbc.c). */
 struct mcoll_persistent {
-  MPI_Comm comm;
+  MPI_Comm comm;             /* its own communicator, freed with it (task/task.h) */
   mcoll_task_fn fn;
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   size_t args_bytes;
@@ -50,6 +52,7 @@ struct mcoll_persistent {
   int tag;                   /* the carrier's */
   struct mcoll_task *active; /* the start in flight, or NULL */
   int freed;                 /* MPI_Request_free came while active */
+  int err;                   /* the last start's error, until reported */
   struct mcoll_persistent *next;
 };
 
@@ -79,6 +82,7 @@ static void wake_progress(void) {
   if (fn) fn();
 }
 static atomic_int persistent_active;        /* starts in flight */
+static atomic_int persistent_errors;        /* errors of completed starts not yet reported */
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
@@ -129,14 +133,14 @@ const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size
   return copy;
 }
 
-static void keep_free(struct mcoll_task_keep *keep) {
-  for (int i = 0; i < keep->n; i++) free(keep->mem[i]);
-  keep->n = 0;
+void mcoll__task_keep_free(struct mcoll_task_keep *keep) {
+  for (int i = 0; keep && i < keep->n; i++) free(keep->mem[i]);
+  if (keep) keep->n = 0;
 }
 
 static void task_unref(struct mcoll_task *t) {
   if (atomic_fetch_sub(&t->refs, 1) != 1) return;
-  keep_free(&t->keep);
+  mcoll__task_keep_free(&t->keep);
   if (nspare < SPARE_TASKS) {
     t->next = spare_tasks;
     spare_tasks = t;
@@ -207,6 +211,10 @@ static void finish(struct lane *l, struct mcoll_task *t) {
   if (p) {
     /* The carrier completes before the start stops counting as busy: a thread that
      * sees it idle (pmpi/nbc.c, partly without the lock) finds it complete. */
+    if (t->err != MPI_SUCCESS) {
+      p->err = t->err;
+      atomic_fetch_add(&persistent_errors, 1);
+    }
     PMPI_Start(&p->carrier);
     PMPI_Send(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm); /* (eager, and already matched) */
     p->active = NULL;
@@ -230,8 +238,10 @@ static void persistent_destroy(struct mcoll_persistent *p) {
       *link = p->next;
       break;
     }
+  if (p->err != MPI_SUCCESS) atomic_fetch_sub(&persistent_errors, 1);
   PMPI_Request_free(&p->carrier);
-  keep_free(&p->keep);
+  PMPI_Comm_free(&p->comm);
+  mcoll__task_keep_free(&p->keep);
   free(p);
 }
 
@@ -407,13 +417,13 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
                       struct mcoll_task_keep *keep, MPI_Request *req) {
   struct mcoll_task *t = task_new(fn, args, args_bytes);
   if (!t) {
-    if (keep) keep_free(keep);
+    mcoll__task_keep_free(keep);
     return MPI_ERR_NO_MEM;
   }
   if (keep) t->keep = *keep;
   int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
   if (err != MPI_SUCCESS) {
-    keep_free(&t->keep);
+    mcoll__task_keep_free(&t->keep);
     mcoll__fiber_free(t->fiber);
     free(t);
     return err;
@@ -461,6 +471,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   struct mcoll_persistent *p = calloc(1, sizeof *p);
   if (!p || args_bytes > sizeof p->args) {
     free(p);
+    mcoll__task_keep_free(keep);
     return MPI_ERR_NO_MEM;
   }
   pthread_mutex_lock(&engine_lock);
@@ -471,6 +482,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
     err = PMPI_Recv_init(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm, &p->carrier);
   if (err != MPI_SUCCESS) {
     free(p);
+    mcoll__task_keep_free(keep);
     return err;
   }
   p->comm = comm;
@@ -507,6 +519,10 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
     *err = p->active ? MPI_ERR_REQUEST : MPI_ERR_NO_MEM; /* (started twice: erroneous) */
     return 1;
   }
+  if (p->err != MPI_SUCCESS) { /* (an error nobody asked for goes with the next start) */
+    p->err = MPI_SUCCESS;
+    atomic_fetch_sub(&persistent_errors, 1);
+  }
   t->persistent = p;
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
@@ -525,6 +541,25 @@ int mcoll__persistent_busy(MPI_Request req) {
   int busy = p && p->active;
   pthread_mutex_unlock(&engine_lock);
   return busy;
+}
+
+int mcoll__persistent_errors_pending(void) {
+  return atomic_load_explicit(&persistent_errors, memory_order_relaxed) != 0;
+}
+
+int mcoll__persistent_take_error(MPI_Request req) {
+  if (req == MPI_REQUEST_NULL || !atomic_load_explicit(&persistent_errors, memory_order_acquire))
+    return MPI_SUCCESS;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistent_of(req);
+  int err = MPI_SUCCESS;
+  if (p && !p->active && p->err != MPI_SUCCESS) {
+    err = p->err;
+    p->err = MPI_SUCCESS;
+    atomic_fetch_sub(&persistent_errors, 1);
+  }
+  pthread_mutex_unlock(&engine_lock);
+  return err;
 }
 
 int mcoll__persistent_any_busy(void) {

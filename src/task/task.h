@@ -39,6 +39,8 @@ struct mcoll_task_keep {
 /* A copy of src (bytes) owned by keep, or src itself when there is nothing to copy
  * (NULL, empty) or no memory. */
 const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size_t bytes);
+/* Frees the copies of keep (NULL: nothing). */
+void mcoll__task_keep_free(struct mcoll_task_keep *keep);
 
 /* Starts fn(args) for communicator comm and returns its request in *req. The task
  * runs at once, as far as it can, when comm has nothing else in flight. An error
@@ -101,15 +103,23 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
 
 /* Persistent collectives (MPI-4 MPI_<Coll>_init, or Open MPI's MPIX_<Coll>_init):
  * the request in *req is a host persistent request that mcoll recognises (see
- * task.c). start: 1 if *req was one (then *err: the start's result); busy: a start
- * of req is in flight; any_busy: of any; free: 1 if *req was one (freed now, or when
- * its start in flight completes). */
+ * task.c). init: comm is the request's own communicator (pmpi/wrap.c: a duplicate
+ * made at init, which args name), owned by it from then on: its starts match one
+ * another only, whatever order the ranks start requests in, and it outlives the
+ * application's communicator; on an error keep is freed. start: 1 if *req was one
+ * (then *err: the start's result); busy: a start of req is in flight; any_busy: of
+ * any; free: 1 if *req was one (freed now, or when its start in flight completes).
+ * errors_pending: some completed start failed and no completion call reported it
+ * yet (one load); take_error: that error if req is such a request (then cleared),
+ * else MPI_SUCCESS. */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                            struct mcoll_task_keep *keep, MPI_Request *req);
 int mcoll__persistent_start(MPI_Request *req, int *err);
 int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);
 int mcoll__persistent_free(MPI_Request *req);
+int mcoll__persistent_errors_pending(void);
+int mcoll__persistent_take_error(MPI_Request req);
 
 /* Called (outside the engine's lock) when a started task is left pending: the
  * progress thread's wake-up; NULL: none. */

@@ -1,0 +1,329 @@
+/* test_persistent: persistent collectives (MPI-4's MPI_<Coll>_init, or Open MPI's
+ * MPIX_<Coll>_init) in the situations where they differ from MPI_I* calls. One case
+ * per run, named on the command line; rank 0 prints one line per result, the same
+ * natively and under mcoll, so that the two runs can be compared line by line.
+ *
+ *   progress-<call>  the completion call <call> (test, testall, testany, testsome,
+ *                    get_status) on a started persistent barrier must let the host
+ *                    MPI progress: rank 1 is blocked in a 1 MiB MPI_Send to rank 0,
+ *                    which posted the receive before and polls the barrier
+ *   order            MPI_Bcast_init, then MPI_Barrier_init on one communicator;
+ *                    rank 0 starts the bcast first, the others the barrier
+ *                    (collectives match in the order of their initialisation)
+ *   init-errors      MPI_<Coll>_init with invalid arguments (MPI_ERRORS_RETURN):
+ *                    the class each returns at init
+ *   truncate         a bcast whose root sends 32 KiB and the others expect 16 KiB:
+ *                    the class MPI_Wait returns
+ *   freed-comm       MPI_Allreduce_init on a duplicate of MPI_COMM_WORLD, which is
+ *                    freed at once; then three start/wait with new inputs
+ *
+ * Every run has a deadline (--deadline seconds, default 30): SIGALRM ends a hung
+ * job quickly. Ends with "test_persistent: <n> checks, <m> errors".
+ *
+ * usage: test_persistent [--deadline S] case
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* gcc takes MPI_STATUSES_IGNORE for an array of size 0 */
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+
+#if MPI_VERSION >= 4
+#define PERSISTENT(name) MPI_##name##_init
+#elif defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PERSISTENT(name) MPIX_##name##_init
+#endif
+#endif
+
+enum { TAG = 5 };
+
+static int rank, size;
+static long checks, errors;
+
+static void check(int ok, const char *what) {
+  checks++;
+  if (!ok) {
+    errors++;
+    fprintf(stderr, "test_persistent: rank %d: %s\n", rank, what);
+  }
+}
+
+static const char *class_name(int rc) {
+  static char other[32];
+  int cls = MPI_SUCCESS;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
+  switch (cls) {
+  case MPI_SUCCESS: return "MPI_SUCCESS";
+  case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+  case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
+  case MPI_ERR_COMM: return "MPI_ERR_COMM";
+  case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
+  case MPI_ERR_OP: return "MPI_ERR_OP";
+  case MPI_ERR_ARG: return "MPI_ERR_ARG";
+  case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+  case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+  case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+  case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+  default: snprintf(other, sizeof other, "class %d", cls); return other;
+  }
+}
+
+/* Rank 0 prints "<what>: <class>" and the ranks whose class differs from its own. */
+static void report(const char *what, int rc) {
+  char mine[32], theirs[32];
+  snprintf(mine, sizeof mine, "%s", class_name(rc));
+  if (rank != 0) {
+    MPI_Send(mine, sizeof mine, MPI_CHAR, 0, TAG, MPI_COMM_WORLD);
+    return;
+  }
+  printf("%s: %s", what, mine);
+  for (int r = 1; r < size; r++) {
+    MPI_Recv(theirs, sizeof theirs, MPI_CHAR, r, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (strcmp(theirs, mine) != 0) printf(" (rank %d: %s)", r, theirs);
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+#ifdef PERSISTENT
+/* A blocking, a non-blocking and a blocking call on comm: under mcoll, comm then has
+ * a context of its own that runs non-blocking calls (else the host MPI takes them). */
+static void warm_up(MPI_Comm comm) {
+  MPI_Request req;
+  MPI_Barrier(comm);
+  MPI_Ibarrier(comm, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  MPI_Barrier(comm);
+}
+
+/* ---- progress-<call> ------------------------------------------------------------- */
+enum { MSG_BYTES = 1 << 20 };
+
+/* One poll of the barrier's request req with the completion call named how. */
+static int poll_once(const char *how, MPI_Request *req) {
+  int flag = 0, index = -1, outcount = 0, indices[1];
+  if (!strcmp(how, "test")) MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+  else if (!strcmp(how, "testall")) MPI_Testall(1, req, &flag, MPI_STATUSES_IGNORE);
+  else if (!strcmp(how, "testany")) MPI_Testany(1, req, &index, &flag, MPI_STATUS_IGNORE);
+  else if (!strcmp(how, "testsome")) {
+    MPI_Testsome(1, req, &outcount, indices, MPI_STATUSES_IGNORE);
+    flag = outcount == 1;
+  } else if (!strcmp(how, "get_status")) {
+    MPI_Request_get_status(*req, &flag, MPI_STATUS_IGNORE);
+    if (flag) MPI_Wait(req, MPI_STATUS_IGNORE); /* (get_status leaves it active) */
+  } else {
+    fprintf(stderr, "test_persistent: unknown completion call %s\n", how);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return flag;
+}
+
+static void case_progress(const char *how) {
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  warm_up(comm);
+  MPI_Request barrier, recv = MPI_REQUEST_NULL;
+  PERSISTENT(Barrier)(comm, MPI_INFO_NULL, &barrier);
+  char *msg = calloc(MSG_BYTES, 1);
+  for (int round = 0; round < 3; round++) {
+    if (rank == 0) MPI_Irecv(msg, MSG_BYTES, MPI_CHAR, 1, TAG, MPI_COMM_WORLD, &recv);
+    MPI_Barrier(MPI_COMM_WORLD); /* the receive is posted before the send starts */
+    if (rank == 1) {
+      memset(msg, 'a' + round, MSG_BYTES);
+      MPI_Send(msg, MSG_BYTES, MPI_CHAR, 0, TAG, MPI_COMM_WORLD);
+    }
+    MPI_Start(&barrier);
+    if (rank == 0)
+      while (!poll_once(how, &barrier)) {
+      }
+    else
+      MPI_Wait(&barrier, MPI_STATUS_IGNORE);
+    if (rank == 0) {
+      MPI_Wait(&recv, MPI_STATUS_IGNORE);
+      check(msg[0] == 'a' + round && msg[MSG_BYTES - 1] == 'a' + round, "received message wrong");
+    }
+  }
+  MPI_Request_free(&barrier);
+  free(msg);
+  MPI_Comm_free(&comm);
+  if (rank == 0) printf("progress-%s: done\n", how);
+}
+
+/* ---- order -------------------------------------------------------------------------- */
+static void case_order(void) {
+  enum { N = 4096 };
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  warm_up(comm);
+  int *buf = malloc(N * sizeof *buf);
+  MPI_Request reqs[2];
+  PERSISTENT(Bcast)(buf, N, MPI_INT, 0, comm, MPI_INFO_NULL, &reqs[0]);
+  PERSISTENT(Barrier)(comm, MPI_INFO_NULL, &reqs[1]);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) buf[i] = rank == 0 ? i * 3 + round : -1;
+    if (rank == 0) {
+      MPI_Start(&reqs[0]);
+      MPI_Start(&reqs[1]);
+    } else {
+      MPI_Start(&reqs[1]);
+      MPI_Start(&reqs[0]);
+    }
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += buf[i] != i * 3 + round;
+    check(bad == 0, "bcast started after the barrier: data wrong");
+  }
+  MPI_Request_free(&reqs[0]);
+  MPI_Request_free(&reqs[1]);
+  free(buf);
+  MPI_Comm_free(&comm);
+  if (rank == 0) printf("order: done\n");
+}
+
+/* ---- init-errors -------------------------------------------------------------------- */
+static void case_init_errors(void) {
+  enum { N = 8 };
+  int in[N] = {0}, out[N];
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* (MPI_COMM_NULL's errors) */
+  struct {
+    const char *name;
+    int rc;
+    MPI_Request req;
+  } cases[6];
+  int n = 0;
+#define INIT_CASE(label, call)                                                                     \
+  do {                                                                                             \
+    cases[n].name = label;                                                                         \
+    cases[n].req = MPI_REQUEST_NULL;                                                               \
+    cases[n].rc = call;                                                                            \
+    n++;                                                                                           \
+  } while (0)
+  INIT_CASE("allreduce_init op=MPI_OP_NULL",
+            PERSISTENT(Allreduce)(in, out, N, MPI_INT, MPI_OP_NULL, comm, MPI_INFO_NULL, &cases[n].req));
+  INIT_CASE("allreduce_init count=-1",
+            PERSISTENT(Allreduce)(in, out, -1, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &cases[n].req));
+  INIT_CASE("allreduce_init comm=MPI_COMM_NULL",
+            PERSISTENT(Allreduce)(in, out, N, MPI_INT, MPI_SUM, MPI_COMM_NULL, MPI_INFO_NULL,
+                                  &cases[n].req));
+  INIT_CASE("allreduce_init type=MPI_DATATYPE_NULL",
+            PERSISTENT(Allreduce)(in, out, N, MPI_DATATYPE_NULL, MPI_SUM, comm, MPI_INFO_NULL,
+                                  &cases[n].req));
+  INIT_CASE("bcast_init root=size",
+            PERSISTENT(Bcast)(out, N, MPI_INT, size, comm, MPI_INFO_NULL, &cases[n].req));
+  INIT_CASE("barrier_init comm=MPI_COMM_NULL",
+            PERSISTENT(Barrier)(MPI_COMM_NULL, MPI_INFO_NULL, &cases[n].req));
+#undef INIT_CASE
+  for (int k = 0; k < n; k++) {
+    report(cases[k].name, cases[k].rc);
+    /* (an init that wrongly succeeded leaves a request, which must go) */
+    if (cases[k].req != MPI_REQUEST_NULL) MPI_Request_free(&cases[k].req);
+  }
+  MPI_Comm_free(&comm);
+}
+
+/* ---- truncate ----------------------------------------------------------------------- */
+static void case_truncate(void) {
+  enum { ROOT_BYTES = 32 * 1024, READER_BYTES = 16 * 1024 };
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  char *buf = calloc(ROOT_BYTES, 1);
+  MPI_Request req;
+  int rc = PERSISTENT(Bcast)(buf, rank == 0 ? ROOT_BYTES : READER_BYTES, MPI_BYTE, 0, comm,
+                             MPI_INFO_NULL, &req);
+  report("truncate: init", rc);
+  if (rc == MPI_SUCCESS) {
+    rc = MPI_Start(&req);
+    report("truncate: start", rc);
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    report("truncate: wait", rc);
+    MPI_Request_free(&req);
+  }
+  free(buf);
+  MPI_Comm_free(&comm);
+}
+
+/* ---- freed-comm --------------------------------------------------------------------- */
+static void case_freed_comm(void) {
+  enum { N = 1000 };
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  int *in = malloc(N * sizeof *in), *out = malloc(N * sizeof *out);
+  MPI_Request req;
+  PERSISTENT(Allreduce)(in, out, N, MPI_INT, MPI_SUM, comm, MPI_INFO_NULL, &req);
+  MPI_Comm_free(&comm); /* legal: the request keeps what it needs */
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < N; i++) {
+      in[i] = (rank + 1) * (i + round);
+      out[i] = -1;
+    }
+    MPI_Start(&req);
+    int rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    check(rc == MPI_SUCCESS, "wait failed");
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += out[i] != size * (size + 1) / 2 * (i + round);
+    check(bad == 0, "allreduce on a freed communicator: result wrong");
+  }
+  MPI_Request_free(&req);
+  free(in);
+  free(out);
+  if (rank == 0) printf("freed-comm: done\n");
+}
+#endif
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int deadline = 30, arg = 1;
+  if (arg + 1 < argc && !strcmp(argv[arg], "--deadline")) {
+    deadline = atoi(argv[arg + 1]);
+    arg += 2;
+  }
+  if (arg >= argc) {
+    if (rank == 0) fprintf(stderr, "usage: test_persistent [--deadline S] case\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *name = argv[arg];
+  alarm((unsigned)deadline); /* (SIGALRM ends a hung rank, and mpiexec the job) */
+#ifdef PERSISTENT
+  if (!strncmp(name, "progress-", 9)) {
+    if (size < 2) {
+      if (rank == 0) fprintf(stderr, "test_persistent: progress needs 2 ranks\n");
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    case_progress(name + 9);
+  } else if (!strcmp(name, "order")) {
+    case_order();
+  } else if (!strcmp(name, "init-errors")) {
+    case_init_errors();
+  } else if (!strcmp(name, "truncate")) {
+    case_truncate();
+  } else if (!strcmp(name, "freed-comm")) {
+    case_freed_comm();
+  } else {
+    if (rank == 0) fprintf(stderr, "test_persistent: unknown case %s\n", name);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+#else
+  if (rank == 0) printf("test_persistent: no persistent collectives in this MPI\n");
+  (void)name;
+#endif
+  long totals[2] = {checks, errors}, sums[2];
+  MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_persistent: %ld checks, %ld errors\n", sums[0], sums[1]);
+  MPI_Finalize();
+  return 0;
+}

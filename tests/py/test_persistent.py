@@ -1,0 +1,111 @@
+"""Persistent collectives (tests/mpi/test_persistent.c: MPI-4's MPI_<Coll>_init on
+MPICH, Open MPI's MPIX_<Coll>_init), natively and under mcoll, on both MPIs:
+
+- a test of a started persistent collective lets the host MPI progress (rank 1 is
+  blocked in a 1 MiB MPI_Send that only rank 0's progress completes);
+- persistent collectives match in the order of their initialisation, whatever order
+  the ranks start them in (MPICH's coll/p_order);
+- invalid arguments are reported at init with the native class, and a truncating
+  bcast at the wait;
+- a request outlives the communicator it was made on (freed before its starts).
+
+Every job is short; the program's own deadline (SIGALRM) ends a hang in seconds."""
+
+import re
+
+import pytest
+
+import mpijob
+from mpijob import check_passed, mpiexec_argv, run_job
+
+BUILD = mpijob.find_build("build")
+PROGRAM = "mcoll-test-persistent"
+DEADLINE = 20
+JOB_TIMEOUT = 60
+COMPLETION_CALLS = ["test", "testall", "testany", "testsome", "get_status"]
+
+
+def params(*rest_lists):
+    cases = []
+    for flavour in mpijob.FLAVOURS:
+        skip = None if flavour in BUILD.flavours else f"build/{flavour}/lib/libmcoll.so not built"
+        marks = [pytest.mark.skip(reason=skip)] if skip else []
+        for rest in rest_lists or [()]:
+            cases.append(pytest.param(flavour, *rest, marks=marks, id="-".join(map(str, (flavour, *rest)))))
+    return cases
+
+
+def run(flavour, np, case, mcoll):
+    program = BUILD.bin(flavour, PROGRAM)
+    argv = mpiexec_argv(flavour, np, program, ["--deadline", DEADLINE, case], mcoll=mcoll)
+    return run_job(argv, {"MCOLL_FALLBACK": "error"} if mcoll else {}, JOB_TIMEOUT)
+
+
+def check_case(result, case):
+    where = "under mcoll" if "mcollrun" in " ".join(result.argv) else "natively"
+    assert re.search(rf"^{re.escape(case)}: done$", result.stdout, re.M), \
+        f"{case} did not finish {where} (a hang ends at the {DEADLINE} s deadline)\n{result.describe()}"
+    check_passed(result, "test_persistent")
+
+
+def classes(result):
+    """{line label: (rank 0's class, {rank: class} of the others that differ)}"""
+    got = {}
+    for m in re.finditer(r"^(.*): (MPI_\w+|class \d+)((?: \(rank \d+: \S+\))*)$", result.stdout, re.M):
+        got[m.group(1)] = (m.group(2), dict((int(r), c) for r, c in re.findall(r"rank (\d+): ([^)]+)\)", m.group(3))))
+    return got
+
+
+@pytest.mark.parametrize("flavour,call", params(*[(c,) for c in COMPLETION_CALLS]))
+def test_test_progresses_host(flavour, call):
+    """MPI_Test and its siblings on a busy persistent request progress the host MPI
+    (natively once per MPI, with MPI_Test: the program is legal; MPICH 4.0's own
+    MPI_Testall raises an error on a persistent collective)."""
+    case = f"progress-{call}"
+    if call == "test":
+        check_case(run(flavour, 2, case, mcoll=False), case)
+    check_case(run(flavour, 2, case, mcoll=True), case)
+
+
+@pytest.mark.parametrize("flavour,np", params((2,)))
+def test_start_order(flavour, np):
+    """Bcast_init then Barrier_init; rank 0 starts the bcast first, the others the barrier."""
+    check_case(run(flavour, np, "order", mcoll=False), "order")
+    check_case(run(flavour, np, "order", mcoll=True), "order")
+
+
+@pytest.mark.parametrize("flavour", params())
+def test_init_errors_same_as_native(flavour):
+    """Invalid arguments: the same class at init as natively, on every rank."""
+    native = run(flavour, 2, "init-errors", mcoll=False)
+    with_mcoll = run(flavour, 2, "init-errors", mcoll=True)
+    check_passed(native, "test_persistent")
+    check_passed(with_mcoll, "test_persistent")
+    expected = classes(native)
+    assert len(expected) == 6 and all(c != "MPI_SUCCESS" for c, _ in expected.values()), native.describe()
+    assert classes(with_mcoll) == expected, f"native:\n{native.stdout}\nwith mcoll:\n{with_mcoll.describe()}"
+
+
+@pytest.mark.parametrize("flavour,np", params((2,), (3,)))
+def test_truncate_reported_at_wait(flavour, np):
+    """Root 32 KiB, readers 16 KiB: MPI_Wait returns MPI_ERR_TRUNCATE on the readers
+    (natively MPICH says MPI_ERR_OTHER there; Open MPI's own aborts the job)."""
+    result = run(flavour, np, "truncate", mcoll=True)
+    check_passed(result, "test_persistent")
+    got = classes(result)
+    assert got.get("truncate: init") == ("MPI_SUCCESS", {}), result.describe()
+    assert got.get("truncate: start") == ("MPI_SUCCESS", {}), result.describe()
+    readers = {r: "MPI_ERR_TRUNCATE" for r in range(1, np)}
+    assert got.get("truncate: wait") == ("MPI_SUCCESS", readers), result.describe()
+    if flavour == "mpich":
+        native = classes(run(flavour, np, "truncate", mcoll=False))
+        assert native.get("truncate: wait") == ("MPI_SUCCESS", {r: "MPI_ERR_OTHER" for r in range(1, np)}), native
+
+
+@pytest.mark.parametrize("flavour", params())
+def test_request_outlives_comm(flavour):
+    """Allreduce_init on a duplicate that is freed at once; three start/wait after
+    (natively Open MPI 4.1 crashes: compared with MPICH only)."""
+    if flavour == "mpich":
+        check_case(run(flavour, 2, "freed-comm", mcoll=False), "freed-comm")
+    check_case(run(flavour, 2, "freed-comm", mcoll=True), "freed-comm")
