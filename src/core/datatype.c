@@ -233,7 +233,7 @@ int mcoll__type_info(MPI_Datatype type, struct mcoll_type_info *out) {
 
 /* ---- op/type pairs ------------------------------------------------------------- */
 
-static int is_predefined_op(MPI_Op op) {
+int mcoll__op_predefined(MPI_Op op) {
   return op == MPI_MAX || op == MPI_MIN || op == MPI_SUM || op == MPI_PROD || op == MPI_LAND ||
          op == MPI_BAND || op == MPI_LOR || op == MPI_BOR || op == MPI_LXOR || op == MPI_BXOR ||
          op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
@@ -250,7 +250,7 @@ static MCOLL_TLS unsigned pair_cache_epoch, pair_next;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int mcoll__op_type_valid(MPI_Datatype type, MPI_Op op) {
-  if (!is_predefined_op(op)) return 1; /* user ops take any type */
+  if (!mcoll__op_predefined(op)) return 1; /* user ops take any type */
   unsigned epoch = atomic_load_explicit(&type_epoch, memory_order_acquire);
   if (epoch != pair_cache_epoch) {
     memset(pair_cache, 0, sizeof pair_cache);

@@ -39,6 +39,9 @@ int mcoll__pack_move(void *buf, int count, MPI_Datatype type, char *packed, int 
  * dropped when a derived type is freed). */
 int mcoll__op_type_valid(MPI_Datatype type, MPI_Op op);
 
+/* Whether op is one of MPI's predefined reduction ops. */
+int mcoll__op_predefined(MPI_Op op);
+
 /* At MPI_Finalize: frees what mcoll__type_info made. */
 void mcoll__types_release(void);
 

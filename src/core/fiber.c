@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "core/tls.h"
@@ -23,9 +24,25 @@
 #include <ucontext.h>
 #endif
 
-/* Room for the host MPI's calls made from an algorithm (pack, reduce_local, progress)
- * with sanitizer redzones; only the pages a call reaches are ever touched. */
-enum { STACK_BYTES = 512 * 1024, STACK_POOL = 16 };
+/* A fiber runs the host MPI's calls made from an algorithm (pack, reduce_local,
+ * progress) and the application's reduction functions, which natively run on the
+ * caller's thread stack: a fiber's stack is as large as a thread's (RLIMIT_STACK,
+ * within bounds). It is reserved address space only: the pages a call reaches are
+ * the only ones ever touched. */
+enum { STACK_MIN = 512 * 1024, STACK_MAX = 64 << 20, STACK_UNLIMITED = 8 << 20, STACK_POOL = 16 };
+static size_t stack_bytes; /* set once, before the first stack (stack_bytes_init) */
+static pthread_once_t stack_bytes_once = PTHREAD_ONCE_INIT;
+
+static void stack_bytes_init(void) {
+  struct rlimit limit;
+  size_t bytes = STACK_UNLIMITED;
+  if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    bytes = limit.rlim_cur < STACK_MIN ? STACK_MIN
+            : limit.rlim_cur > STACK_MAX ? STACK_MAX
+                                          : (size_t)limit.rlim_cur;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  stack_bytes = (bytes + page - 1) / page * page;
+}
 
 /* A finished fiber waits in a pool for its next call with the scratch it had, up to
  * this many bytes: large calls are few, and would otherwise pin memory per fiber. */
@@ -113,7 +130,7 @@ static void prepare_stack(struct mcoll_fiber *f) {
   /* The frame mcoll__fiber_switch pops: control words, six registers, then the
    * return address fiber_main; above it a dummy return address for fiber_main, so
    * that its entry sees the stack as after a call (rsp = 8 mod 16). */
-  uintptr_t top = ((uintptr_t)f->stack + STACK_BYTES) & ~(uintptr_t)15;
+  uintptr_t top = ((uintptr_t)f->stack + stack_bytes) & ~(uintptr_t)15;
   uint64_t *p = (uint64_t *)top;
   *--p = 0;                        /* fiber_main's return address: never used */
   *--p = (uint64_t)(uintptr_t)fiber_main;
@@ -123,7 +140,7 @@ static void prepare_stack(struct mcoll_fiber *f) {
 #else
   getcontext(&f->uc);
   f->uc.uc_stack.ss_sp = f->stack;
-  f->uc.uc_stack.ss_size = STACK_BYTES;
+  f->uc.uc_stack.ss_size = stack_bytes;
   f->uc.uc_link = NULL;
   makecontext(&f->uc, fiber_main, 0);
 #endif
@@ -133,7 +150,7 @@ static void prepare_stack(struct mcoll_fiber *f) {
 static void switch_to_fiber(struct mcoll_fiber *f) {
 #ifdef MCOLL_FIBER_ASAN
   void *resumer_fake_stack; /* this frame outlives the switch: a local does */
-  __sanitizer_start_switch_fiber(&resumer_fake_stack, f->stack, STACK_BYTES);
+  __sanitizer_start_switch_fiber(&resumer_fake_stack, f->stack, stack_bytes);
 #endif
 #ifdef MCOLL_FIBER_TSAN
   f->resumer_tsan = __tsan_get_current_fiber();
@@ -196,12 +213,13 @@ static char *stack_pool[STACK_POOL];
 static int pool_count;
 
 static char *stack_get(void) {
+  pthread_once(&stack_bytes_once, stack_bytes_init);
   pthread_mutex_lock(&pool_lock);
   char *s = pool_count ? stack_pool[--pool_count] : NULL;
   pthread_mutex_unlock(&pool_lock);
   if (s) return s;
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  char *m = mmap(NULL, STACK_BYTES + page, PROT_READ | PROT_WRITE,
+  char *m = mmap(NULL, stack_bytes + page, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return NULL;
   mprotect(m, page, PROT_NONE); /* an overflow faults instead of corrupting memory */
@@ -217,7 +235,7 @@ static void stack_put(char *s) {
   pthread_mutex_unlock(&pool_lock);
   if (s) {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    munmap(s - page, STACK_BYTES + page);
+    munmap(s - page, stack_bytes + page);
   }
 }
 

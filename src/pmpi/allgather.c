@@ -15,7 +15,7 @@ static int allgather_run(const void *sendbuf, int sendcount, MPI_Datatype sendty
   int in_place = sendbuf == MPI_IN_PLACE;
   struct mcoll_bytes send;
   struct mcoll_blocks dst;
-  if (recvcount < 0 || recvtype == MPI_DATATYPE_NULL ||
+  if (mcoll__bufs_aliased(sendbuf, recvbuf) || recvcount < 0 || recvtype == MPI_DATATYPE_NULL ||
       mcoll__blocks_describe(&dst, recvbuf, c->size, recvcount, NULL, NULL, recvtype) !=
           MPI_SUCCESS ||
       (!in_place && (sendcount < 0 || sendtype == MPI_DATATYPE_NULL ||
@@ -66,7 +66,7 @@ static int allgather_task(const void *args) {
 MCOLL_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                 void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
   struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
@@ -80,7 +80,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgather_init)(const void *sendbuf, int sendc
                                                   int recvcount, MPI_Datatype recvtype,
                                                   MPI_Comm comm, MPI_Info info,
                                                   MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                   recvtype, comm, info, nbc ? &host : request);
@@ -101,7 +101,7 @@ static int allgather_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendt
                           int *err) {
   enum { E = MCOLL_TNBC_EDGE };
   int inter = 1, tsize = 0, p = 0, rank = 0;
-  if (recvbuf == MPI_IN_PLACE || comm == MPI_COMM_NULL || recvcount <= 0 ||
+  if (recvbuf == MPI_IN_PLACE || sendbuf == recvbuf || comm == MPI_COMM_NULL || recvcount <= 0 ||
       PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
       PMPI_Type_size(recvtype, &tsize) != MPI_SUCCESS || tsize <= 0 ||
       PMPI_Comm_size(comm, &p) != MPI_SUCCESS || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)

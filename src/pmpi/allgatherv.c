@@ -23,7 +23,8 @@ static int allgatherv_run(const void *sendbuf, int sendcount, MPI_Datatype sendt
   int in_place = sendbuf == MPI_IN_PLACE;
   struct mcoll_bytes send;
   struct mcoll_blocks dst;
-  if (!counts_valid(recvcounts, displs, c->size) || recvtype == MPI_DATATYPE_NULL ||
+  if (mcoll__bufs_aliased(sendbuf, recvbuf) || !counts_valid(recvcounts, displs, c->size) ||
+      recvtype == MPI_DATATYPE_NULL ||
       mcoll__blocks_describe(&dst, recvbuf, c->size, 0, recvcounts, displs, recvtype) !=
           MPI_SUCCESS ||
       (!in_place && (sendcount < 0 || sendtype == MPI_DATATYPE_NULL ||
@@ -85,7 +86,7 @@ static void keep_arrays(struct allgatherv_args *a, struct mcoll_task_keep *keep)
 MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                  void *recvbuf, const int recvcounts[], const int displs[],
                                  MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
   struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
@@ -102,7 +103,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int send
                                                    const int recvcounts[], const int displs[],
                                                    MPI_Datatype recvtype, MPI_Comm comm,
                                                    MPI_Info info, MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Allgatherv_init)(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                                                    displs, recvtype, comm, info,
@@ -129,7 +130,8 @@ static int allgatherv_tnbc(const void *sendbuf, int sendcount, MPI_Datatype send
                            MPI_Datatype recvtype, MPI_Comm comm, int *err) {
   enum { E = MCOLL_TNBC_EDGE };
   int inter = 1, p = 0, rank = 0, rsize = 0;
-  if (recvbuf == MPI_IN_PLACE || comm == MPI_COMM_NULL || !recvcounts || !displs ||
+  if (recvbuf == MPI_IN_PLACE || sendbuf == recvbuf || comm == MPI_COMM_NULL || !recvcounts ||
+      !displs ||
       PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
       PMPI_Comm_size(comm, &p) != MPI_SUCCESS || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
       p > MCOLL_TNBC_MAX_RANKS)

@@ -43,7 +43,8 @@ static int allreduce_task(const void *args) {
 
 MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
                                 MPI_Op op, MPI_Comm comm, MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
+  if (!mcoll__nbc_on(comm))
+    return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
   struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__start(comm, allreduce_task, &a, sizeof a, NULL, request);
 }
@@ -53,7 +54,7 @@ MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, M
 MCOLL_EXPORT int MCOLL_PERSISTENT(Allreduce_init)(const void *sendbuf, void *recvbuf, int count,
                                                   MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                                   MPI_Info info, MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Allreduce_init)(sendbuf, recvbuf, count, type, op, comm, info,
                                                   nbc ? &host : request);

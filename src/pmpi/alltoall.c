@@ -15,7 +15,8 @@ static int alltoall_run(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
                       recvtype, comm);
   int inplace = sendbuf == MPI_IN_PLACE;
   struct mcoll_type_info st = {0}, rt = {0};
-  if (recvbuf == MPI_IN_PLACE || recvcount < 0 || mcoll__type_info(recvtype, &rt) != MPI_SUCCESS ||
+  if (recvbuf == MPI_IN_PLACE || mcoll__bufs_aliased(sendbuf, recvbuf) || recvcount < 0 ||
+      mcoll__type_info(recvtype, &rt) != MPI_SUCCESS ||
       (!inplace && (sendcount < 0 || mcoll__type_info(sendtype, &st) != MPI_SUCCESS ||
                     (size_t)sendcount * (size_t)st.size != (size_t)recvcount * (size_t)rt.size))) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALL);
@@ -70,7 +71,7 @@ static int alltoall_task(const void *args) {
 MCOLL_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                           request);
   struct alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
@@ -84,7 +85,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoall_init)(const void *sendbuf, int sendco
                                                  int recvcount, MPI_Datatype recvtype,
                                                  MPI_Comm comm, MPI_Info info,
                                                  MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Alltoall_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                  recvtype, comm, info, nbc ? &host : request);
@@ -106,7 +107,8 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
                          int *err) {
   enum { E = MCOLL_TNBC_EDGE };
   int inter = 1, tsize = 0, p = 0;
-  if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || comm == MPI_COMM_NULL ||
+  if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf ||
+      comm == MPI_COMM_NULL ||
       recvcount <= 0 || sendcount <= 0 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
       inter || PMPI_Type_size(recvtype, &tsize) != MPI_SUCCESS || tsize <= 0 ||
       PMPI_Comm_size(comm, &p) != MPI_SUCCESS)

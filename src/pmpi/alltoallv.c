@@ -26,7 +26,8 @@ static int alltoallv_run(const void *sendbuf, const int sendcounts[], const int 
                               .type = sendtype};
   struct mcoll_a2a_side rs = {.buf = recvbuf, .counts = recvcounts, .displs = rdispls,
                               .type = recvtype};
-  if (recvbuf == MPI_IN_PLACE || recvtype == MPI_DATATYPE_NULL ||
+  if (recvbuf == MPI_IN_PLACE || mcoll__bufs_aliased(sendbuf, recvbuf) ||
+      recvtype == MPI_DATATYPE_NULL ||
       !counts_valid(recvcounts, rdispls, c->size) ||
       (!inplace &&
        (sendtype == MPI_DATATYPE_NULL || !counts_valid(sendcounts, sdispls, c->size))) ||
@@ -90,7 +91,7 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
                                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                                 MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                            recvtype, comm, request);
   struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -108,7 +109,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int
                                                   const int rdispls[], MPI_Datatype recvtype,
                                                   MPI_Comm comm, MPI_Info info,
                                                   MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Alltoallv_init)(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                                   recvcounts, rdispls, recvtype, comm, info,
@@ -132,7 +133,8 @@ static int alltoallv_tnbc(const void *sendbuf, const int sendcounts[], const int
                           MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                           const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, int *err) {
   int inter = 1, p = 0, ssize = 0, rsize = 0;
-  if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || comm == MPI_COMM_NULL ||
+  if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf ||
+      comm == MPI_COMM_NULL ||
       !sendcounts || !sdispls || !recvcounts || !rdispls ||
       PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
       PMPI_Comm_size(comm, &p) != MPI_SUCCESS || p > MCOLL_TNBC_MAX_RANKS)

@@ -23,7 +23,8 @@ static int alltoallw_run(const void *sendbuf, const int sendcounts[], const int 
                               .types = sendtypes};
   struct mcoll_a2a_side rs = {.buf = recvbuf, .counts = recvcounts, .displs = rdispls,
                               .types = recvtypes};
-  if (recvbuf == MPI_IN_PLACE || !side_valid(recvcounts, rdispls, recvtypes, c->size) ||
+  if (recvbuf == MPI_IN_PLACE || mcoll__bufs_aliased(sendbuf, recvbuf) ||
+      !side_valid(recvcounts, rdispls, recvtypes, c->size) ||
       (!inplace && !side_valid(sendcounts, sdispls, sendtypes, c->size)) ||
       mcoll__a2a_blocks(&a, &ss, &rs) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_ALLTOALLW);
@@ -80,7 +81,7 @@ MCOLL_EXPORT int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[], con
                                 const int recvcounts[], const int rdispls[],
                                 const MPI_Datatype recvtypes[], MPI_Comm comm,
                                 MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                            recvtypes, comm, request);
   struct alltoallw_args a = {sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
@@ -98,7 +99,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallw_init)(const void *sendbuf, const int
                                                   const int recvcounts[], const int rdispls[],
                                                   const MPI_Datatype recvtypes[], MPI_Comm comm,
                                                   MPI_Info info, MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Alltoallw_init)(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                                   recvcounts, rdispls, recvtypes, comm, info,

@@ -8,7 +8,8 @@ static int bcast_run(void *buf, int count, MPI_Datatype type, int root, MPI_Comm
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BCAST, comm);
   struct mcoll_bytes data;
   if (!c) return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
-  if (count < 0 || !mcoll__root_valid(c, root) || !mcoll__type_usable(type) ||
+  if (buf == MPI_IN_PLACE || count < 0 || !mcoll__root_valid(c, root) ||
+      !mcoll__type_usable(type) ||
       mcoll__bytes_of(buf, count, type, &data) != MPI_SUCCESS) {
     mcoll__count_invalid(MCOLL_COLL_BCAST);
     return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
@@ -50,7 +51,7 @@ static int bcast_task(const void *args) {
 
 MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                             MPI_Request *request) {
-  if (!mcoll__nbc_on()) return PMPI_Ibcast(buf, count, type, root, comm, request);
+  if (!mcoll__nbc_on(comm)) return PMPI_Ibcast(buf, count, type, root, comm, request);
   struct bcast_args a = {buf, count, type, root, comm};
   return mcoll__start(comm, bcast_task, &a, sizeof a, NULL, request);
 }
@@ -59,7 +60,7 @@ MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, M
 /* MPI_Bcast_init: the same task, built once and started by MPI_Start. */
 MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype type, int root,
                                               MPI_Comm comm, MPI_Info info, MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info,
                                               nbc ? &host : request);
@@ -80,7 +81,8 @@ enum { BCAST_TNBC_SUB = 256 * 1024 }; /* bytes per sub-message */
 static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, int *err) {
   enum { E = MCOLL_TNBC_EDGE };
   int inter = 1, tsize = 0, p = 0, rank = 0;
-  if (comm == MPI_COMM_NULL || count <= 0 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+  if (buf == MPI_IN_PLACE || comm == MPI_COMM_NULL || count <= 0 ||
+      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
       inter || PMPI_Type_size(type, &tsize) != MPI_SUCCESS || tsize <= 0 ||
       PMPI_Comm_size(comm, &p) != MPI_SUCCESS || root < 0 || root >= p ||
       PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)

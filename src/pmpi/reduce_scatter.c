@@ -49,7 +49,7 @@ static void keep_arrays(struct reduce_scatter_args *a, struct mcoll_task_keep *k
 MCOLL_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                                      MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                      MPI_Request *request) {
-  if (!mcoll__nbc_on())
+  if (!mcoll__nbc_on(comm))
     return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   struct reduce_scatter_args a = {sendbuf, recvbuf, recvcounts, type, op, comm};
   struct mcoll_task_keep keep = {.n = 0};
@@ -63,7 +63,7 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Reduce_scatter_init)(const void *sendbuf, void
                                                        const int recvcounts[], MPI_Datatype type,
                                                        MPI_Op op, MPI_Comm comm, MPI_Info info,
                                                        MPI_Request *request) {
-  int nbc = mcoll__nbc_on();
+  int nbc = mcoll__nbc_on(comm);
   MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
   int err = MCOLL_PERSISTENT_HOST(Reduce_scatter_init)(sendbuf, recvbuf, recvcounts, type, op, comm,
                                                        info, nbc ? &host : request);

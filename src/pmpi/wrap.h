@@ -69,10 +69,14 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
        ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))                      \
        : PMPI_##name(__VA_ARGS__))
 
-/* Whether MPI_I* calls become tasks (else the host MPI's own). */
-static inline int mcoll__nbc_on(void) {
+/* Whether an MPI_I* call (or persistent request) on comm becomes a task, else the
+ * host MPI's own call takes it: for MPI_COMM_NULL (whose error the host raises) and
+ * intercommunicators (whose arrays and semantics mcoll's tasks do not model). */
+static inline int mcoll__nbc_on(MPI_Comm comm) {
   mcoll__config_load();
-  return !mcoll__cfg.DISABLE && mcoll__cfg.NBC;
+  int inter = 0;
+  return !mcoll__cfg.DISABLE && mcoll__cfg.NBC && comm != MPI_COMM_NULL &&
+         PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
 }
 
 /* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
@@ -110,7 +114,8 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
     return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_FROM));                                    \
   }                                                                                                 \
   MCOLL_EXPORT int MPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL), MPI_Request *request) {     \
-    if (!mcoll__nbc_on()) return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);    \
+    if (!mcoll__nbc_on(comm))                                                                       \
+      return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);                        \
     struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
     return mcoll__start(comm, lower##_task, &a, sizeof a, NULL, request);                           \
   }                                                                                                 \
@@ -120,7 +125,7 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
 #define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)                                                  \
   MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL),           \
                                                  MPI_Info info, MPI_Request *request) {             \
-    int nbc = mcoll__nbc_on();                                                                      \
+    int nbc = mcoll__nbc_on(comm);                                                                    \
     MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */           \
     int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,     \
                                                  nbc ? &host : request);                            \
@@ -148,6 +153,12 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
 int mcoll__array_entries(MPI_Comm comm);
 /* Whether this rank is the root of a rooted collective (MPI_ROOT on an intercommunicator). */
 int mcoll__is_root(MPI_Comm comm, int root);
+
+/* A send buffer that is also the receive buffer (not MPI_IN_PLACE) is erroneous: the
+ * host MPI takes the call and says what it says natively. */
+static inline int mcoll__bufs_aliased(const void *sendbuf, const void *recvbuf) {
+  return sendbuf == recvbuf && sendbuf != MPI_IN_PLACE;
+}
 
 static inline int mcoll__root_valid(const struct mcoll_comm *c, int root) {
   return root >= 0 && root < c->size;

@@ -30,6 +30,7 @@ struct mcoll_task {
   int independent;           /* later calls of its lane may run beside it */
   unsigned tag_slot;         /* its number among its lane's calls, modulo the window */
   int beside;                /* it ran while an earlier call of its lane was in flight */
+  unsigned long serial;      /* its place among all calls started (held_release) */
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
@@ -53,6 +54,7 @@ struct mcoll_persistent {
   struct mcoll_task *active; /* the start in flight, or NULL */
   int freed;                 /* MPI_Request_free came while active */
   int err;                   /* the last start's error, until reported */
+  unsigned long serial;      /* its place among all calls started (held_release) */
   struct mcoll_persistent *next;
 };
 
@@ -71,6 +73,7 @@ static struct lane *lanes;
 static atomic_int pending;
 static atomic_ulong started, finished_at_start, side_by_side;
 static struct mcoll_persistent *persistents; /* under engine_lock */
+static unsigned long serial_next; /* calls and persistent requests made (under engine_lock) */
 static MPI_Comm carrier_comm = MPI_COMM_NULL;  /* made by the first persistent request */
 static int carrier_tags;                       /* the last tag given (under engine_lock) */
 static void (*_Atomic waker)(void);
@@ -197,6 +200,7 @@ static struct lane *lane_of(MPI_Comm comm, int create) {
 }
 
 static void persistent_destroy(struct mcoll_persistent *p);
+static void held_release(void);
 
 /* Task t of l has finished: its request completes (the calls of a lane may finish
  * in any order). Under engine_lock. */
@@ -229,6 +233,7 @@ static void finish(struct lane *l, struct mcoll_task *t) {
    * is ignored by MPI_Waitany (MPI_UNDEFINED) and "complete" for MPI_Wait. */
   atomic_fetch_sub(&pending, 1);
   task_unref(t);
+  held_release();
 }
 
 /* Drops p from the registry and frees it with its carrier. Under engine_lock. */
@@ -243,6 +248,7 @@ static void persistent_destroy(struct mcoll_persistent *p) {
   PMPI_Comm_free(&p->comm);
   mcoll__task_keep_free(&p->keep);
   free(p);
+  held_release();
 }
 
 /* How many calls of one communicator may run side by side (MCOLL_TASK_WINDOW). */
@@ -400,6 +406,7 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
 static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   struct lane *l = lane_of(comm, 1);
   if (!l) return -1;
+  t->serial = serial_next++;
   atomic_fetch_add(&pending, 1);
   if (l->tail) l->tail->next = t;
   else l->head = t;
@@ -441,7 +448,10 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
   if (ran_to_end == 0) wake_progress();
   if (ran_to_end && err_at_start != MPI_SUCCESS) {
     /* Rejected at once (the host MPI's checks, raised on the communicator as
-     * natively): the call returns the error, as the host's MPI_I* would. */
+     * natively): the call returns the error, as the host's MPI_I* would; the
+     * request, released here, must not raise it again (the host would, on
+     * MPI_COMM_WORLD, whatever the communicator's handler). */
+    t->err = MPI_SUCCESS;
     PMPI_Wait(req, MPI_STATUS_IGNORE);
     *req = MPI_REQUEST_NULL;
     return err_at_start;
@@ -491,6 +501,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   p->args_bytes = args_bytes;
   if (keep) p->keep = *keep;
   pthread_mutex_lock(&engine_lock);
+  p->serial = serial_next++;
   p->next = persistents;
   persistents = p;
   pthread_mutex_unlock(&engine_lock);
@@ -581,4 +592,57 @@ void mcoll__task_report(FILE *out) {
   unsigned long n = atomic_load(&started);
   if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu side by side=%lu\n", n,
                  atomic_load(&finished_at_start), atomic_load(&side_by_side));
+}
+
+/* ---- handles the application frees while calls may use them -------------------- */
+/* A datatype or op freed while calls made before the free are in flight (or persistent
+ * requests made before it are alive) stays valid for them, as natively (MPI-3.1
+ * §4.1.9, §5.9.5): the host's free waits until they are done, so that neither the
+ * handle nor what it points to is reused meanwhile. Each is freed once no call or
+ * persistent request older than its free is left; under engine_lock. */
+struct held_handle {
+  MPI_Datatype type; /* or MPI_DATATYPE_NULL */
+  MPI_Op op;         /* or MPI_OP_NULL */
+  unsigned long horizon; /* calls with a smaller serial may use it */
+  struct held_handle *next;
+};
+static struct held_handle *held;
+
+/* The serial of the oldest call or persistent request alive (serial_next: none). */
+static unsigned long oldest_serial(void) {
+  unsigned long oldest = serial_next;
+  for (struct lane *l = lanes; l; l = l->next)
+    for (struct mcoll_task *t = l->head; t; t = t->next)
+      if (t->serial < oldest) oldest = t->serial;
+  for (struct mcoll_persistent *p = persistents; p; p = p->next)
+    if (p->serial < oldest) oldest = p->serial;
+  return oldest;
+}
+
+static void held_release(void) {
+  if (!held) return;
+  unsigned long oldest = oldest_serial();
+  for (struct held_handle **link = &held; *link;) {
+    struct held_handle *h = *link;
+    if (h->horizon > oldest) {
+      link = &h->next;
+      continue;
+    }
+    *link = h->next;
+    if (h->type != MPI_DATATYPE_NULL) PMPI_Type_free(&h->type);
+    if (h->op != MPI_OP_NULL) PMPI_Op_free(&h->op);
+    free(h);
+  }
+}
+
+int mcoll__task_hold_free(MPI_Datatype type, MPI_Op op) {
+  pthread_mutex_lock(&engine_lock);
+  int in_use = oldest_serial() < serial_next;
+  struct held_handle *h = in_use ? malloc(sizeof *h) : NULL;
+  if (h) {
+    *h = (struct held_handle){type, op, serial_next, held};
+    held = h;
+  }
+  pthread_mutex_unlock(&engine_lock);
+  return h != NULL;
 }

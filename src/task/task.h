@@ -121,6 +121,12 @@ int mcoll__persistent_free(MPI_Request *req);
 int mcoll__persistent_errors_pending(void);
 int mcoll__persistent_take_error(MPI_Request req);
 
+/* The application frees a derived datatype (op: MPI_OP_NULL) or a user op (type:
+ * MPI_DATATYPE_NULL): 1 if calls in flight or persistent requests made before now
+ * may use it, and mcoll frees it with the host MPI once they are done; 0: free it
+ * now. */
+int mcoll__task_hold_free(MPI_Datatype type, MPI_Op op);
+
 /* Called (outside the engine's lock) when a started task is left pending: the
  * progress thread's wake-up; NULL: none. */
 void mcoll__task_set_waker(void (*waker)(void));
