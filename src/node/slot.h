@@ -57,6 +57,16 @@ static inline uint32_t mcoll__slot_take(struct mcoll_channel *ch, uint32_t *lag)
   return gen;
 }
 
+/* Gives back generation gen, taken by mcoll__slot_take with the slots' run as it was
+ * before (run), when nothing of it was marked or written: a reader that found its
+ * source running another engine (a mismatched call) leaves the channel as if the
+ * generation had never been taken. */
+static inline void mcoll__slot_give_back(struct mcoll_channel *ch, uint32_t gen,
+                                         struct mcoll_slot_run run) {
+  ch->area_gen = gen - 1;
+  ch->area_slots = run;
+}
+
 /* Whether the run has used every one of nslots slots before gen (so every slot's
  * previous content is of this run). */
 static inline int mcoll__slot_run_full(const struct mcoll_slot_run *run, uint32_t gen,

@@ -75,9 +75,7 @@ static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 /* The generation goes back to the channel as if never taken (the reader marked
  * nothing of it). */
 static void abandon(struct mcoll_bcast_call *call) {
-  struct mcoll_channel *ch = call->c->chan;
-  ch->area_gen = call->base - 1;
-  ch->area_slots = call->slot_run;
+  mcoll__slot_give_back(call->c->chan, call->base, call->slot_run);
 }
 
 const struct mcoll_bcast_intra mcoll__bcast_shm_slot = {begin, publish, read_range, finish,
