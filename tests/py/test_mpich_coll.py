@@ -35,7 +35,7 @@ def script_env():
 
 
 def flavour_param(flavour):
-    marks = [pytest.mark.full]
+    marks = [pytest.mark.full, pytest.mark.clients]
     if flavour not in BUILD.flavours:
         marks.append(pytest.mark.skip(reason=f"{BUILD.name}/{flavour}/lib/libmcoll.so not built"))
     return pytest.param(flavour, marks=marks, id=flavour)
