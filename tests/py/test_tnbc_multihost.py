@@ -17,6 +17,7 @@ BUILD = mpijob.find_build("build")
 
 
 @pytest.mark.full
+@pytest.mark.hosts
 @pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "1,1")])
 @pytest.mark.parametrize("shaped", [False, True], ids=["unshaped", "shaped"])
 def test_tnbc_compute_multihost(hosts, flavour, ranks, shaped):
