@@ -125,11 +125,12 @@ static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
 }
 
 /* An erroneous program: the source broadcasts source_bytes where this rank expects
- * call->bytes. Read the source's bytes by its protocol (so that the node's counters
- * stay in step) into scratch memory, keep what fits, and report what the host MPI
- * reports: MPI_ERR_TRUNCATE when more came than fits. */
-static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) {
-  char *scratch = malloc(source_bytes);
+ * call->bytes. Read the source's bytes by its protocol (engine intra, so that the
+ * node's counters stay in step) into scratch memory, keep what fits, and report what
+ * the host MPI reports: MPI_ERR_TRUNCATE when more came than fits. */
+static void read_as_sent(struct mcoll_bcast_call *call, const struct mcoll_bcast_intra *intra,
+                         size_t source_bytes, int own_call) {
+  char *scratch = malloc(source_bytes ? source_bytes : 1);
   if (!scratch) {
     fprintf(stderr, "mcoll: bcast: out of memory for the %zu bytes of a mismatched bcast; aborting\n",
             source_bytes);
@@ -138,10 +139,18 @@ static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) 
   struct mcoll_bcast_call as_sent = *call;
   as_sent.buf = scratch;
   as_sent.bytes = source_bytes;
-  call->intra->read(&as_sent, 0, source_bytes);
+  as_sent.intra = intra;
+  /* own_call: another engine than the call's, run from its begin to its finish */
+  if (own_call && intra->begin) intra->begin(&as_sent);
+  intra->read(&as_sent, 0, source_bytes);
+  if (own_call) intra->finish(&as_sent);
   memcpy(call->buf, scratch, source_bytes < call->bytes ? source_bytes : call->bytes);
   free(scratch);
   call->error = source_bytes > call->bytes ? MPI_ERR_TRUNCATE : MCOLL_BCAST_SHORTER_ERROR;
+}
+
+static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) {
+  read_as_sent(call, call->intra, source_bytes, 0);
   call->bytes = source_bytes; /* finish() accounts for the chunks the source sent */
 }
 
@@ -197,22 +206,7 @@ __attribute__((noinline, cold)) static void read_by_source_engine(struct mcoll_b
   size_t source_bytes = 0;
   source_engine(call, &alg, &source_bytes);
   call->intra->abandon(call);
-  char *scratch = malloc(source_bytes ? source_bytes : 1);
-  if (!scratch) {
-    fprintf(stderr, "mcoll: bcast: out of memory for the %zu bytes of a mismatched bcast; aborting\n",
-            source_bytes);
-    PMPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  struct mcoll_bcast_call as_sent = *call;
-  as_sent.buf = scratch;
-  as_sent.bytes = source_bytes;
-  as_sent.intra = intra_steps[alg];
-  if (as_sent.intra->begin) as_sent.intra->begin(&as_sent);
-  as_sent.intra->read(&as_sent, 0, source_bytes);
-  as_sent.intra->finish(&as_sent);
-  memcpy(call->buf, scratch, source_bytes < call->bytes ? source_bytes : call->bytes);
-  free(scratch);
-  call->error = source_bytes > call->bytes ? MPI_ERR_TRUNCATE : MCOLL_BCAST_SHORTER_ERROR;
+  read_as_sent(call, intra_steps[alg], source_bytes, 1);
 }
 
 static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
