@@ -9,7 +9,10 @@
 #   <stamp>-<flavour>-np<N>-<mode>.json/.txt   the same for the modes cold and latency
 #   <stamp>-<flavour>-np<N>-nbc-pt<0|1>.json/.txt   mode nbc, MCOLL_PROGRESS_THREAD=0/1
 #   <stamp>-<flavour>-np<N>-idle-<k>-pt<0|1>.json/.txt   mode idle, job pair k
-#   <stamp>.md, <stamp>.png        all runs in one table and one plot
+#   <stamp>.md                     all runs in one table
+#   <stamp>.png                    heat map of native/mcoll, a panel per series
+#   <stamp>-curves.png             the absolute times per collective (nbc runs:
+#                                  <stamp>-overlap.png, their overlap as a heat map)
 #   <stamp>-command.txt            the exact commands
 #
 # usage: bench/run.sh [--colls LIST|all] [--np "2 4 8"] [--flavours "openmpi mpich"]

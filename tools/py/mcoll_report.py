@@ -110,6 +110,10 @@ def series_label(doc):
     label = f"{doc.get('flavour', 'unknown')} np{doc.get('nprocs', '?')}"
     if mode_of(doc) != "back2back":
         label += f" {mode_of(doc)}"
+    if doc.get("vary"):  # -V: mcoll against itself, a parameter at two values
+        label += f" {doc['vary'].get('param')} {' vs '.join(doc['vary'].get('values', []))}"
+    if doc.get("versus"):  # -A: two of mcoll's algorithms
+        label += f" {' vs '.join(doc['versus'])}"
     if doc.get("progress_thread") is not None and mode_of(doc) != "idle":
         label += f" pt{doc['progress_thread']}"
     if not doc.get("mcoll_loaded"):
@@ -543,8 +547,8 @@ def plot_panels(docs):
     return [(c, False) for c in collectives_in(docs)] + [(c, True) for c in overlap_names]
 
 
-def plot(docs, path):
-    """One panel per collective, and one overlap panel per collective of the nbc runs
+def plot_curves(docs, path, dpi=110):
+    """The absolute times: one panel per collective, and one overlap panel per collective of the nbc runs
     (sized ones; barrier's overlap is in the table); writes a PNG at path. Idle runs
     have no rows and no panel."""
     import matplotlib
@@ -579,15 +583,233 @@ def plot(docs, path):
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.06 / nrows, 1, 0.98))
     figure_legend(fig, docs)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+# The heat maps: one panel per series (MPI, ranks, mode), a cell per collective and
+# size, coloured by a value whose sign says who wins. HEAT_RATIO: native/mcoll on a
+# log2 scale centred on 1 (blue: mcoll faster, red: slower); HEAT_POINTS: a difference
+# in percentage points centred on 0 (blue: mcoll ahead).
+HEAT_RATIO = "ratio"
+HEAT_POINTS = "points"
+HEAT_COLORBAR_LABELS = {
+    HEAT_RATIO: "native time / mcoll time (> 1: mcoll faster)",
+    HEAT_POINTS: "mcoll - native, percentage points (> 0: mcoll ahead)",
+}
+# Annotations only while cells stay wide enough for four characters.
+HEAT_MAX_ANNOTATED_COLUMNS = 28
+
+
+def ratio_rows(docs):
+    """Heat map rows of native/mcoll, one per result of every run with rows (all
+    modes: back-to-back and latency times, cold calls 1-N, nbc post + wait; with -V or
+    -A the two settings compared)."""
+    rows = []
+    for doc in docs:
+        label = series_label(doc)
+        if mode_of(doc) == "back2back":
+            label += " back to back"
+        for r in doc["results"]:
+            ratio = ratio_of(r)
+            if ratio is not None and ratio > 0:
+                rows.append({"panel": label, "coll": r["coll"], "bytes": r["bytes"],
+                             "value": ratio})
+    return rows
+
+
+def overlap_rows(docs):
+    """Heat map rows of the nbc runs' overlap, mcoll's minus native's in percentage
+    points (each clamped to 0..100, OSU's convention)."""
+    def clamp(pct):
+        return min(100.0, max(0.0, pct))
+
+    rows = []
+    for doc in docs:
+        if mode_of(doc) != "nbc":
+            continue
+        label = series_label(doc)
+        for r in doc["results"]:
+            native, mcoll = r.get("native_overlap_pct"), r.get("mcoll_overlap_pct")
+            if native is not None and mcoll is not None:
+                rows.append({"panel": label, "coll": r["coll"], "bytes": r["bytes"],
+                             "value": clamp(mcoll) - clamp(native)})
+    return rows
+
+
+def heatmap_panels(rows):
+    """[(panel, colls, sizes, grid)] in order of first appearance from rows of dicts
+    with panel, coll, bytes and value; grid[coll][size] is the value or None (no
+    such row). Rows without a finite value are left out; a repeated cell keeps the
+    last row."""
+    cells = {}
+    for r in rows:
+        value = r.get("value")
+        if value is None or not math.isfinite(value):
+            continue
+        cells.setdefault(r["panel"], {})[(r["coll"], r["bytes"])] = value
+    panels = []
+    for name, panel in cells.items():
+        colls = list(dict.fromkeys(coll for coll, _ in panel))
+        sizes = sorted({nbytes for _, nbytes in panel})
+        panels.append((name, colls, sizes,
+                       [[panel.get((coll, nbytes)) for nbytes in sizes] for coll in colls]))
+    return panels
+
+
+def heat_coordinate(kind, value):
+    """Where a value sits on the colour scale: log2 of a ratio, points as they are."""
+    return math.log2(value) if kind == HEAT_RATIO else value
+
+
+def heat_limit(kind, values):
+    """The symmetric end of the colour scale: for ratios 2x, 4x or 8x (what the data
+    reaches, beyond 8x saturated), for points 100."""
+    if kind == HEAT_POINTS:
+        return 100.0
+    worst = max((abs(math.log2(v)) for v in values if v > 0), default=1.0)
+    return float(min(3, max(1, math.ceil(worst - 1e-9))))
+
+
+def heat_label(kind, value):
+    """A cell's text, at most four characters: 0.48, 1.3, 12; +35 points."""
+    if kind == HEAT_POINTS:
+        points = round(value)
+        return f"{points:+d}" if points else "0"
+    if value < 1:
+        return f"{value:.2f}"
+    return f"{value:.1f}" if value < 9.95 else f"{value:.0f}"
+
+
+def heat_ticks(kind, limit):
+    """Colour bar ticks (positions on the scale, labels)."""
+    if kind == HEAT_POINTS:
+        ticks = [-100, -50, 0, 50, 100]
+        return ticks, [f"{t:+d}" if t else "0" for t in ticks]
+    ticks = list(range(-int(limit), int(limit) + 1))
+    return ticks, [f"{2.0 ** t:g}" for t in ticks]
+
+
+def save_palette_png(fig, path, dpi):
+    """A heat map has few distinct colours: stored as a 256-colour palette PNG it takes
+    about a third of the space (the README's picture must stay small)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
+    buffer.seek(0)
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE).save(path, format="PNG", optimize=True)
+
+
+def heatmap(rows, path, title, kind=HEAT_RATIO, dpi=110):
+    """Writes a PNG with one heat map panel per series of rows (dicts with panel,
+    coll, bytes, value; any table of results can be turned into them): collectives
+    down, sizes across, a diverging colour scale centred on no difference, each cell
+    annotated with its value while cells are wide enough."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import Normalize
+
+    panels = heatmap_panels(rows)
+    if not panels:
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no rows to draw", ha="center", va="center")
+        fig.suptitle(title, fontsize=10)
+        fig.savefig(path, dpi=dpi)
+        plt.close(fig)
+        return
+    limit = heat_limit(kind, [v for *_, grid in panels for line in grid for v in line
+                              if v is not None])
+    ncols = 1 if len(panels) == 1 else 2
+    nrows = math.ceil(len(panels) / ncols)
+    most_sizes = max(len(sizes) for _, _, sizes, _ in panels)
+    most_colls = max(len(colls) for _, colls, _, _ in panels)
+    annotate = most_sizes <= HEAT_MAX_ANNOTATED_COLUMNS
+    cell_w = 0.34 if annotate else 0.16
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(ncols * (most_sizes * cell_w + 1.3) + 1.2,
+                                      nrows * (most_colls * 0.22 + 1.0) + 0.5))
+    norm = Normalize(-limit, limit)
+    cmap = plt.get_cmap("RdBu")
+    image = None
+    for ax, (name, colls, sizes, grid) in zip(axes.flat, panels):
+        data = np.ma.masked_invalid(np.array(
+            [[math.nan if v is None else heat_coordinate(kind, v) for v in line]
+             for line in grid], dtype=float))
+        image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+        ax.set_facecolor("0.85")  # no such row
+        ax.set_xticks(range(len(sizes)), [short_size(b) if b else "-" for b in sizes],
+                      rotation=90, fontsize=6)
+        ax.set_yticks(range(len(colls)), colls, fontsize=6.5)
+        ax.tick_params(length=0)
+        ax.set_title(name, fontsize=8.5)
+        if annotate:
+            for i, line in enumerate(grid):
+                for j, v in enumerate(line):
+                    if v is None:
+                        continue
+                    strong = abs(heat_coordinate(kind, v)) > 0.6 * limit
+                    ax.text(j, i, heat_label(kind, v), ha="center", va="center", fontsize=4.8,
+                            color="white" if strong else "black")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
+    ticks, labels = heat_ticks(kind, limit)
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), ticks=ticks, shrink=0.8, pad=0.01,
+                       aspect=30)
+    bar.ax.set_yticklabels(labels, fontsize=7)
+    bar.set_label(HEAT_COLORBAR_LABELS[kind], fontsize=7.5)
+    fig.suptitle(title, fontsize=10)
+    save_palette_png(fig, path, dpi)
+    plt.close(fig)
+
+
+def heatmap_title(docs):
+    """The ratio heat map's title: what a cell is, and the machine."""
+    hosts = sorted({d.get("hostname", "?") for d in docs})
+    return ("mcoll-bench: native time / mcoll time per collective and size "
+            f"(blue: mcoll faster, red: slower); {', '.join(hosts)}")
+
+
+def sibling_path(path, suffix):
+    """out.png -> out-<suffix>.png"""
+    return path.with_name(f"{path.stem}-{suffix}{path.suffix}")
+
+
+def plot(docs, path, curves_path=None, dpi=110):
+    """The plots of a report: at path the heat map of native/mcoll ratios; at
+    curves_path (default <path>-curves.png) the absolute times; for nbc runs at
+    <path>-overlap.png the overlap heat map. Returns the paths written."""
+    written = [path]
+    heatmap(ratio_rows(docs), path, heatmap_title(docs), HEAT_RATIO, dpi)
+    curves_path = curves_path or sibling_path(path, "curves")
+    plot_curves(docs, curves_path, dpi)
+    written.append(curves_path)
+    if any(mode_of(d) == "nbc" for d in docs):
+        overlap_path = sibling_path(path, "overlap")
+        heatmap(overlap_rows(docs), overlap_path,
+                "mcoll-bench nbc runs: overlap of computation, mcoll minus native "
+                "(OSU's method; blue: mcoll hides more)", HEAT_POINTS, dpi)
+        written.append(overlap_path)
+    return written
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="+", type=Path, help="mcoll-bench JSON files")
     parser.add_argument("--md", type=Path, help="write the markdown here (default: stdout)")
-    parser.add_argument("--png", type=Path, help="write the plot here")
+    parser.add_argument("--png", type=Path,
+                        help="write the heat map of native/mcoll here, the absolute times "
+                             "to <png>-curves.png (nbc runs: overlap to <png>-overlap.png)")
+    parser.add_argument("--curves-png", type=Path, help="write the absolute times here instead")
+    parser.add_argument("--heatmap-only", action="store_true",
+                        help="with --png: only the ratio heat map (the README's picture)")
+    parser.add_argument("--dpi", type=int, default=110, help="resolution of the PNGs")
     args = parser.parse_args(argv)
     try:
         docs = [load_result(p) for p in args.results]
@@ -599,8 +821,12 @@ def main(argv=None):
         args.md.write_text(text, encoding="utf-8")
     else:
         sys.stdout.write(text)
-    if args.png:
-        plot(docs, args.png)
+    if args.png and args.heatmap_only:
+        heatmap(ratio_rows(docs), args.png, heatmap_title(docs), HEAT_RATIO, args.dpi)
+    elif args.png:
+        plot(docs, args.png, args.curves_png, args.dpi)
+    elif args.curves_png:
+        plot_curves(docs, args.curves_png, args.dpi)
     return 0
 
 
