@@ -5,12 +5,15 @@ the Spack MPI's compiler wrapper as a flavour named after the MPI package. The b
 with Spack itself is described in docs/usage.md ("Spack")."""
 
 import importlib.util
+import shutil
+import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
-from mpijob import ROOT
+from mpijob import ROOT, check_passed, run_job
 
 RECIPE = ROOT / "packaging" / "spack" / "packages" / "mcoll" / "package.py"
 
@@ -109,3 +112,44 @@ def test_debian_external_takes_the_suffixed_wrapper(monkeypatch, tmp_path):
     package = module.Mcoll()
     package.spec = FakeSpec("openmpi", str(tmp_path / "mpicc"))
     assert f"-DMCOLL_MPICC={tmp_path}/mpicc.openmpi" in package.cmake_args()
+
+
+@pytest.mark.skipif(not shutil.which("mpicc.mpich") or not shutil.which("mpiexec.mpich"),
+                    reason="needs Debian's MPICH")
+def test_wrapper_flavour_records_the_mpiexec_with_its_suffix(tmp_path):
+    """What the recipe does with Debian's MPICH as an external: CMake given
+    /usr/bin/mpicc.mpich records mpiexec.mpich for mcollrun, not the bare mpiexec (an
+    alternative, Open MPI's when both are installed)."""
+    wrapper = shutil.which("mpicc.mpich")
+    subprocess.run(["cmake", "-S", str(ROOT), "-B", str(tmp_path), f"-DMCOLL_MPICC={wrapper}",
+                    "-DMCOLL_MPI_NAME=mpich"], check=True, capture_output=True, timeout=120)
+    recorded = (tmp_path / "mpich" / "mpiexec").read_text().strip()
+    assert recorded == str(Path(wrapper).parent / "mpiexec.mpich")
+    assert (tmp_path / "mpich" / "kind").read_text().strip() == "mpich"
+
+
+@pytest.mark.full
+@pytest.mark.skipif(not shutil.which("mpicc.mpich") or not shutil.which("mpiexec.mpich"),
+                    reason="needs Debian's MPICH")
+def test_installed_wrapper_flavour_runs_under_installed_mcollrun(tmp_path):
+    """A flavour from a compiler wrapper under its default name (mpich4), as a Spack
+    install has it: the installed mcollrun finds its kind and mpiexec beside the library
+    (before, only in a build tree: 'unknown MPI flavour')."""
+    wrapper = shutil.which("mpicc.mpich")
+    build, prefix = tmp_path / "build", tmp_path / "prefix"
+    subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), f"-DMCOLL_MPICC={wrapper}"],
+                   check=True, capture_output=True, timeout=120)
+    (name,) = [p.name for p in build.iterdir() if (p / "kind").exists()]
+    assert name.startswith("mpich")
+    subprocess.run(["cmake", "--build", str(build), "-j2", "--target", f"mcoll_{name}",
+                    f"mcoll-info_{name}", f"mcoll-bench_{name}"],
+                   check=True, capture_output=True, timeout=600)
+    subprocess.run(["cmake", "--install", str(build), "--prefix", str(prefix)], check=True,
+                   capture_output=True, timeout=120)
+    app = tmp_path / "app"
+    subprocess.run([wrapper, str(ROOT / "tests" / "install" / "app.c"), "-o", str(app)],
+                   check=True, capture_output=True, timeout=120)
+    env = {"MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error", "MCOLL_BUILD_DIR": ""}
+    result = run_job([str(prefix / "bin" / "mcollrun"), "-np", "2", str(app)], env, timeout=120)
+    assert f"mcoll: report of rank 0 of 2 ({name})" in result.stderr, result.describe()
+    check_passed(result, "install_app")
