@@ -20,6 +20,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 TABLE_HEADER = ["series", "coll", "size", "native µs", "mcoll µs", "ratio",
@@ -732,9 +733,9 @@ def heatmap(rows, path, title, kind=HEAT_RATIO, dpi=110):
     most_colls = max(len(colls) for _, colls, _, _ in panels)
     annotate = most_sizes <= HEAT_MAX_ANNOTATED_COLUMNS
     cell_w = 0.34 if annotate else 0.16
+    width = max(7.5, ncols * (most_sizes * cell_w + 1.3) + 1.2)  # room for the title
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
-                             figsize=(ncols * (most_sizes * cell_w + 1.3) + 1.2,
-                                      nrows * (most_colls * 0.22 + 1.0) + 0.5))
+                             figsize=(width, max(3.6, nrows * (most_colls * 0.22 + 1.0) + 0.9)))
     norm = Normalize(-limit, limit)
     cmap = plt.get_cmap("RdBu")
     image = None
@@ -764,16 +765,20 @@ def heatmap(rows, path, title, kind=HEAT_RATIO, dpi=110):
                        aspect=30)
     bar.ax.set_yticklabels(labels, fontsize=7)
     bar.set_label(HEAT_COLORBAR_LABELS[kind], fontsize=7.5)
-    fig.suptitle(title, fontsize=10)
+    fig.suptitle(textwrap.fill(title, int(width * 11)), fontsize=10)
     save_palette_png(fig, path, dpi)
     plt.close(fig)
 
 
 def heatmap_title(docs):
     """The ratio heat map's title: what a cell is, and the machine."""
-    hosts = sorted({d.get("hostname", "?") for d in docs})
+    hosts = ", ".join(sorted({d.get("hostname", "?") for d in docs}))
+    if docs and all(d.get("vary") or d.get("versus") for d in docs):
+        return ("mcoll-bench, mcoll against itself: time with the first setting / with the "
+                f"second (the native and mcoll columns) per collective and size (blue: the "
+                f"second faster); {hosts}")
     return ("mcoll-bench: native time / mcoll time per collective and size "
-            f"(blue: mcoll faster, red: slower); {', '.join(hosts)}")
+            f"(blue: mcoll faster, red: slower); {hosts}")
 
 
 def sibling_path(path, suffix):
