@@ -76,9 +76,20 @@ def flavours():
     return [mpijob.flavour_param(f) for f in mpijob.FLAVOURS]
 
 
+def vader_folder(tmp_path):
+    """Open MPI 4.1 started by srun leaves its shared-memory segments (vader_segment.*)
+    behind (mpiexec's daemons remove them): the tests' go to a temporary folder of
+    their own instead of /dev/shm."""
+    folder = tmp_path / "shm"
+    folder.mkdir()
+    return folder
+
+
 @pytest.mark.parametrize("flavour", flavours())
-def test_srun_runs_a_program_under_mcoll(slurm, apps, flavour):
-    env = {"SLURM_CONF": slurm, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}
+def test_srun_runs_a_program_under_mcoll(slurm, apps, flavour, tmp_path):
+    shm = vader_folder(tmp_path)
+    env = {"SLURM_CONF": slurm, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error",
+           "OMPI_MCA_btl_vader_backing_directory": str(shm)}
     result = run_job([str(MCOLLRUN), "--launcher", "srun", "-n", "2", str(apps[flavour])], env,
                      timeout=120)
     assert f"mcoll: report of rank 0 of 2 ({flavour})" in result.stderr, result.describe()
@@ -97,6 +108,7 @@ def test_batch_script_with_srun(slurm, apps, flavour, tmp_path):
                       f"#SBATCH --output={out}\n"
                       f"#SBATCH --error={err}\n"
                       "export MCOLL_VERBOSE=1 MCOLL_FALLBACK=error\n"
+                      f"export OMPI_MCA_btl_vader_backing_directory={vader_folder(tmp_path)}\n"
                       f"{MCOLLRUN} --launcher srun {apps[flavour]}\n")
     argv = ["sbatch", "--wait", f"--chdir={tmp_path}", str(script)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MCOLL_", "SLURM_"))}
