@@ -47,18 +47,8 @@ MCOLL_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype 
 }
 
 /* MPI_Iallgather: the same body as a task (task/task.h). */
-struct allgather_args {
-  const void *sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  int recvcount;
-  MPI_Datatype recvtype;
-  MPI_Comm comm;
-};
-
 static int allgather_task(const void *args) {
-  const struct allgather_args *a = args;
+  const struct mcoll_mpi_allgather_args *a = args;
   return allgather_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
                        a->comm);
 }
@@ -69,7 +59,7 @@ MCOLL_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype
   if (!mcoll__nbc_on(comm))
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
-  struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  struct mcoll_mpi_allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
   return mcoll__start(comm, allgather_task, &a, sizeof a, NULL, request);
 }
 
@@ -85,9 +75,9 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgather_init)(const void *sendbuf, int sendc
   int err = MCOLL_PERSISTENT_HOST(Allgather_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                   recvtype, comm, info, nbc ? &host : request);
   if (!nbc) return err;
-  struct allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  struct mcoll_mpi_allgather_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
   return mcoll__persistent_make(err, &host, allgather_task, &a, sizeof a,
-                                offsetof(struct allgather_args, comm), NULL, request);
+                                offsetof(struct mcoll_mpi_allgather_args, comm), NULL, request);
 }
 #endif
 
@@ -136,7 +126,7 @@ static int allgather_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendt
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
   mcoll__tnbc_own(call, send, block);
-  struct allgather_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
+  struct mcoll_mpi_allgather_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
                              MPI_BYTE, comm};
   int task_err = mcoll__tnbc_post(call, comm, allgather_task, &a, sizeof a);
   if (*err == MPI_SUCCESS) *err = task_err;

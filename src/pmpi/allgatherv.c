@@ -58,26 +58,15 @@ MCOLL_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype
 }
 
 /* MPI_Iallgatherv: the same body as a task (task/task.h). */
-struct allgatherv_args {
-  const void *sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  const int *recvcounts;
-  const int *displs;
-  MPI_Datatype recvtype;
-  MPI_Comm comm;
-};
-
 static int allgatherv_task(const void *args) {
-  const struct allgatherv_args *a = args;
+  const struct mcoll_mpi_allgatherv_args *a = args;
   return allgatherv_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcounts, a->displs,
                         a->recvtype, a->comm);
 }
 
 /* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Iallgatherv and
  * its persistent form. */
-static void keep_arrays(struct allgatherv_args *a, struct mcoll_task_keep *keep) {
+static void keep_arrays(struct mcoll_mpi_allgatherv_args *a, struct mcoll_task_keep *keep) {
   size_t entries = (size_t)mcoll__array_entries(a->comm);
   a->recvcounts = mcoll__task_keep(keep, a->recvcounts, entries * sizeof(*a->recvcounts));
   a->displs = mcoll__task_keep(keep, a->displs, entries * sizeof(*a->displs));
@@ -89,7 +78,7 @@ MCOLL_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatyp
   if (!mcoll__nbc_on(comm))
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
-  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+  struct mcoll_mpi_allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
@@ -109,12 +98,12 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allgatherv_init)(const void *sendbuf, int send
                                                    displs, recvtype, comm, info,
                                                    nbc ? &host : request);
   if (!nbc) return err;
-  struct allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+  struct mcoll_mpi_allgatherv_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
   return mcoll__persistent_make(err, &host, allgatherv_task, &a, sizeof a,
-                                offsetof(struct allgatherv_args, comm), &keep, request);
+                                offsetof(struct mcoll_mpi_allgatherv_args, comm), &keep, request);
 }
 #endif
 
@@ -181,7 +170,7 @@ static int allgatherv_tnbc(const void *sendbuf, int sendcount, MPI_Datatype send
   free(v);
   mcoll__tnbc_own(call, send, block);
   mcoll__tnbc_own(call, iv, 2 * sizeof *iv * (size_t)p);
-  struct allgatherv_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), iv, iv + p,
+  struct mcoll_mpi_allgatherv_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), iv, iv + p,
                               MPI_BYTE, comm};
   int task_err = mcoll__tnbc_post(call, comm, allgatherv_task, &a, sizeof a);
   if (*err == MPI_SUCCESS) *err = task_err;

@@ -27,17 +27,8 @@ MCOLL_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MP
 }
 
 /* MPI_Iallreduce: the same body as a task (task/task.h). */
-struct allreduce_args {
-  const void *sendbuf;
-  void *recvbuf;
-  int count;
-  MPI_Datatype type;
-  MPI_Op op;
-  MPI_Comm comm;
-};
-
 static int allreduce_task(const void *args) {
-  const struct allreduce_args *a = args;
+  const struct mcoll_mpi_allreduce_args *a = args;
   return allreduce_run(a->sendbuf, a->recvbuf, a->count, a->type, a->op, a->comm);
 }
 
@@ -45,7 +36,7 @@ MCOLL_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, M
                                 MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   if (!mcoll__nbc_on(comm))
     return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
-  struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
+  struct mcoll_mpi_allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__start(comm, allreduce_task, &a, sizeof a, NULL, request);
 }
 
@@ -59,9 +50,9 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Allreduce_init)(const void *sendbuf, void *rec
   int err = MCOLL_PERSISTENT_HOST(Allreduce_init)(sendbuf, recvbuf, count, type, op, comm, info,
                                                   nbc ? &host : request);
   if (!nbc) return err;
-  struct allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
+  struct mcoll_mpi_allreduce_args a = {sendbuf, recvbuf, count, type, op, comm};
   return mcoll__persistent_make(err, &host, allreduce_task, &a, sizeof a,
-                                offsetof(struct allreduce_args, comm), NULL, request);
+                                offsetof(struct mcoll_mpi_allreduce_args, comm), NULL, request);
 }
 #endif
 
@@ -97,7 +88,7 @@ static int allreduce_tnbc(const void *sendbuf, void *recvbuf, int count, MPI_Dat
   free(edges);
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, 256 * 1024, target);
   mcoll__tnbc_own(call, send, bytes);
-  struct allreduce_args a = {send, mcoll__tnbc_target(call), count, type, op, comm};
+  struct mcoll_mpi_allreduce_args a = {send, mcoll__tnbc_target(call), count, type, op, comm};
   int task_err = mcoll__tnbc_post(call, comm, allreduce_task, &a, sizeof a);
   if (*err == MPI_SUCCESS) *err = task_err;
   mcoll__bytes_release(&packed, recvbuf, count, type, 1);

@@ -52,18 +52,8 @@ MCOLL_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype s
 }
 
 /* MPI_Ialltoall: the same body as a task (task/task.h). */
-struct alltoall_args {
-  const void *sendbuf;
-  int sendcount;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  int recvcount;
-  MPI_Datatype recvtype;
-  MPI_Comm comm;
-};
-
 static int alltoall_task(const void *args) {
-  const struct alltoall_args *a = args;
+  const struct mcoll_mpi_alltoall_args *a = args;
   return alltoall_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
                       a->comm);
 }
@@ -74,7 +64,7 @@ MCOLL_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype 
   if (!mcoll__nbc_on(comm))
     return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                           request);
-  struct alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  struct mcoll_mpi_alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
   return mcoll__start(comm, alltoall_task, &a, sizeof a, NULL, request);
 }
 
@@ -90,9 +80,9 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoall_init)(const void *sendbuf, int sendco
   int err = MCOLL_PERSISTENT_HOST(Alltoall_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                                  recvtype, comm, info, nbc ? &host : request);
   if (!nbc) return err;
-  struct alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
+  struct mcoll_mpi_alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
   return mcoll__persistent_make(err, &host, alltoall_task, &a, sizeof a,
-                                offsetof(struct alltoall_args, comm), NULL, request);
+                                offsetof(struct mcoll_mpi_alltoall_args, comm), NULL, request);
 }
 #endif
 
@@ -151,7 +141,7 @@ static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendty
     task_err = mcoll__tnbc_alltoall_post(call, comm, from, block, edges_in);
   } else {
     free(edges);
-    struct alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
+    struct mcoll_mpi_alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
                               MPI_BYTE, comm};
     task_err = mcoll__tnbc_post(call, comm, alltoall_task, &a, sizeof a);
   }

@@ -59,27 +59,15 @@ MCOLL_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], cons
 }
 
 /* MPI_Ialltoallv: the same body as a task (task/task.h). */
-struct alltoallv_args {
-  const void *sendbuf;
-  const int *sendcounts;
-  const int *sdispls;
-  MPI_Datatype sendtype;
-  void *recvbuf;
-  const int *recvcounts;
-  const int *rdispls;
-  MPI_Datatype recvtype;
-  MPI_Comm comm;
-};
-
 static int alltoallv_task(const void *args) {
-  const struct alltoallv_args *a = args;
+  const struct mcoll_mpi_alltoallv_args *a = args;
   return alltoallv_run(a->sendbuf, a->sendcounts, a->sdispls, a->sendtype, a->recvbuf,
                        a->recvcounts, a->rdispls, a->recvtype, a->comm);
 }
 
 /* The call's arrays, copied when it starts (see task/task.h); the same for MPI_Ialltoallv and
  * its persistent form. */
-static void keep_arrays(struct alltoallv_args *a, struct mcoll_task_keep *keep) {
+static void keep_arrays(struct mcoll_mpi_alltoallv_args *a, struct mcoll_task_keep *keep) {
   size_t entries = (size_t)mcoll__array_entries(a->comm);
   a->sendcounts = mcoll__task_keep(keep, a->sendcounts, entries * sizeof(*a->sendcounts));
   a->sdispls = mcoll__task_keep(keep, a->sdispls, entries * sizeof(*a->sdispls));
@@ -94,7 +82,7 @@ MCOLL_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], con
   if (!mcoll__nbc_on(comm))
     return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                            recvtype, comm, request);
-  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+  struct mcoll_mpi_alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
@@ -115,12 +103,12 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoallv_init)(const void *sendbuf, const int
                                                   recvcounts, rdispls, recvtype, comm, info,
                                                   nbc ? &host : request);
   if (!nbc) return err;
-  struct alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+  struct mcoll_mpi_alltoallv_args a = {sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm};
   struct mcoll_task_keep keep = {.n = 0};
   keep_arrays(&a, &keep);
   return mcoll__persistent_make(err, &host, alltoallv_task, &a, sizeof a,
-                                offsetof(struct alltoallv_args, comm), &keep, request);
+                                offsetof(struct mcoll_mpi_alltoallv_args, comm), &keep, request);
 }
 #endif
 

@@ -7,5 +7,4 @@ static int barrier_run(MPI_Comm comm) {
   return mcoll__barrier(c);
 }
 
-#define BARRIER_PARAMS(X) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Barrier, Ibarrier, barrier, BARRIER_PARAMS)
+MCOLL_COLL_FORMS(Barrier, Ibarrier, barrier, MCOLL_PARAMS_BARRIER)

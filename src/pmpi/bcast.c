@@ -36,23 +36,15 @@ MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MP
 }
 
 /* MPI_Ibcast: the same body as a task (task/task.h). */
-struct bcast_args {
-  void *buf;
-  int count;
-  MPI_Datatype type;
-  int root;
-  MPI_Comm comm;
-};
-
 static int bcast_task(const void *args) {
-  const struct bcast_args *a = args;
+  const struct mcoll_mpi_bcast_args *a = args;
   return bcast_run(a->buf, a->count, a->type, a->root, a->comm);
 }
 
 MCOLL_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,
                             MPI_Request *request) {
   if (!mcoll__nbc_on(comm)) return PMPI_Ibcast(buf, count, type, root, comm, request);
-  struct bcast_args a = {buf, count, type, root, comm};
+  struct mcoll_mpi_bcast_args a = {buf, count, type, root, comm};
   return mcoll__start(comm, bcast_task, &a, sizeof a, NULL, request);
 }
 
@@ -65,9 +57,9 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype
   int err = MCOLL_PERSISTENT_HOST(Bcast_init)(buf, count, type, root, comm, info,
                                               nbc ? &host : request);
   if (!nbc) return err;
-  struct bcast_args a = {buf, count, type, root, comm};
+  struct mcoll_mpi_bcast_args a = {buf, count, type, root, comm};
   return mcoll__persistent_make(err, &host, bcast_task, &a, sizeof a,
-                                offsetof(struct bcast_args, comm), NULL, request);
+                                offsetof(struct mcoll_mpi_bcast_args, comm), NULL, request);
 }
 #endif
 
@@ -105,7 +97,7 @@ static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Com
     if (*err == MPI_SUCCESS && !target) mcoll__tnbc_put_edges(buf, bytes, edges, edges + E);
     call = mcoll__tnbc_begin(buf, bytes, BCAST_TNBC_SUB, target);
   }
-  struct bcast_args a = {mcoll__tnbc_target(call), (int)bytes, MPI_BYTE, root, comm};
+  struct mcoll_mpi_bcast_args a = {mcoll__tnbc_target(call), (int)bytes, MPI_BYTE, root, comm};
   int task_err = mcoll__tnbc_post(call, comm, bcast_task, &a, sizeof a);
   if (*err == MPI_SUCCESS) *err = task_err;
   mcoll__bytes_release(&packed, buf, count, type, 1);

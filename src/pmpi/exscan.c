@@ -10,6 +10,4 @@ static int exscan_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 1));
 }
 
-#define EXSCAN_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) X(int, count) \
-  X(MPI_Datatype, type) X(MPI_Op, op) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Exscan, Iexscan, exscan, EXSCAN_PARAMS)
+MCOLL_COLL_FORMS(Exscan, Iexscan, exscan, MCOLL_PARAMS_EXSCAN)

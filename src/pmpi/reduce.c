@@ -13,6 +13,4 @@ static int reduce_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
   return mcoll__red_return(comm, mcoll__reduce(c, &t, sendbuf, recvbuf, (size_t)count, root));
 }
 
-#define REDUCE_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) X(int, count) \
-  X(MPI_Datatype, type) X(MPI_Op, op) X(int, root) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Reduce, Ireduce, reduce, REDUCE_PARAMS)
+MCOLL_COLL_FORMS(Reduce, Ireduce, reduce, MCOLL_PARAMS_REDUCE)

@@ -13,6 +13,4 @@ static int reduce_scatter_block_run(const void *sendbuf, void *recvbuf, int recv
   return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, NULL, recvcount));
 }
 
-#define REDUCE_SCATTER_BLOCK_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) \
-  X(int, recvcount) X(MPI_Datatype, type) X(MPI_Op, op) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block, REDUCE_SCATTER_BLOCK_PARAMS)
+MCOLL_COLL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block, MCOLL_PARAMS_REDUCE_SCATTER_BLOCK)

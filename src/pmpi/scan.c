@@ -10,6 +10,4 @@ static int scan_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
   return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 0));
 }
 
-#define SCAN_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) X(int, count) \
-  X(MPI_Datatype, type) X(MPI_Op, op) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Scan, Iscan, scan, SCAN_PARAMS)
+MCOLL_COLL_FORMS(Scan, Iscan, scan, MCOLL_PARAMS_SCAN)

@@ -32,6 +32,4 @@ static int scatter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   return err;
 }
 
-#define SCATTER_PARAMS(X) X(const void *, sendbuf) X(int, sendcount) X(MPI_Datatype, sendtype) \
-  X(void *, recvbuf) X(int, recvcount) X(MPI_Datatype, recvtype) X(int, root) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Scatter, Iscatter, scatter, SCATTER_PARAMS)
+MCOLL_COLL_FORMS(Scatter, Iscatter, scatter, MCOLL_PARAMS_SCATTER)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "coll/registry.h"
+#include "core/collectives.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "core/datatype.h"
@@ -91,32 +92,22 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
  * lower##_run(params)` and whose arguments need no copying: MPI_<Name>; MPI_<Iname>,
  * the same body as a task (task/task.h) on a copy of the arguments; and, where the
  * host MPI has them, MPI_<Name>_init, the same task built once and started by
- * MPI_Start. PARAMS(X) lists the parameters in MPI's order as X(type, name); the
- * communicator is `comm`. Each form hands the call to the host MPI's own when
+ * MPI_Start. PARAMS: its MCOLL_PARAMS_<UPPER> (core/collectives.h). Each form hands the call to the host MPI's own when
  * non-blocking collectives are off (MCOLL_NBC=0). */
-#define MCOLL_PARAM_DECL(type, name) , type name
-#define MCOLL_PARAM_NAME(type, name) , name
-#define MCOLL_PARAM_FIELD(type, name) type name;
-#define MCOLL_PARAM_FROM(type, name) , a->name
-#define MCOLL_DROP_FIRST(...) MCOLL_DROP_FIRST_(__VA_ARGS__)
-#define MCOLL_DROP_FIRST_(first, ...) __VA_ARGS__
-#define MCOLL_ARGLIST(PARAMS, X) MCOLL_DROP_FIRST(PARAMS(X))
+#define MCOLL_PARAM_FROM(kind, name) , a->name
 
 #define MCOLL_COLL_FORMS(Name, Iname, lower, PARAMS)                                                \
   MCOLL_EXPORT int MPI_##Name(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL)) {                            \
     return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME));                                    \
   }                                                                                                 \
-  struct lower##_args {                                                                             \
-    PARAMS(MCOLL_PARAM_FIELD)                                                                       \
-  };                                                                                                \
   static int lower##_task(const void *args) {                                                       \
-    const struct lower##_args *a = args;                                                            \
+    const struct mcoll_mpi_##lower##_args *a = args;                                                            \
     return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_FROM));                                    \
   }                                                                                                 \
   MCOLL_EXPORT int MPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL), MPI_Request *request) {     \
     if (!mcoll__nbc_on(comm))                                                                       \
       return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);                        \
-    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
+    struct mcoll_mpi_##lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
     return mcoll__start(comm, lower##_task, &a, sizeof a, NULL, request);                           \
   }                                                                                                 \
   MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
@@ -130,9 +121,9 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
     int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,     \
                                                  nbc ? &host : request);                            \
     if (!nbc) return err;                                                                           \
-    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
+    struct mcoll_mpi_##lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
     return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,                           \
-                                  offsetof(struct lower##_args, comm), NULL, request);              \
+                                  offsetof(struct mcoll_mpi_##lower##_args, comm), NULL, request);              \
   }
 #else
 #define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
