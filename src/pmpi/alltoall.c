@@ -1,5 +1,6 @@
 #include "coll/alltoall/alltoall.h"
 #include "pmpi/wrap.h"
+#include "tnbc/entry.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -37,16 +38,15 @@ static int alltoall_run(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   return err;
 }
 
-static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                         int *err);
+static int alltoall_task(const void *args);
 
 MCOLL_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                               void *recvbuf, int recvcount, MPI_Datatype recvtype,
                               MPI_Comm comm) {
   int err;
   if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("alltoall") &&
-      alltoall_tnbc(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &err))
+      mcoll__tnbc_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                           alltoall_task, &err))
     return err;
   return alltoall_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
 }
@@ -85,67 +85,3 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoall_init)(const void *sendbuf, int sendco
                                 offsetof(struct mcoll_mpi_alltoall_args, comm), NULL, request);
 }
 #endif
-
-/* T-NBC (tnbc/tnbc.h): taken by every rank alike, from what they agree on (the block
- * size, in place or not, the communicator); 1 if taken (*err: its result). Init: the
- * send data is copied; one small alltoall gives each rank the first and last
- * MCOLL_TNBC_EDGE bytes of every block it receives, which complete the partial pages
- * of its buffer (in block 0 and block P-1); then the whole call goes as a task into
- * a bounce buffer while the buffer's pages are protected. */
-static int alltoall_tnbc(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                         void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                         int *err) {
-  enum { E = MCOLL_TNBC_EDGE };
-  int inter = 1, tsize = 0, p = 0;
-  if (sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf ||
-      comm == MPI_COMM_NULL ||
-      recvcount <= 0 || sendcount <= 0 || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
-      inter || PMPI_Type_size(recvtype, &tsize) != MPI_SUCCESS || tsize <= 0 ||
-      PMPI_Comm_size(comm, &p) != MPI_SUCCESS)
-    return 0;
-  size_t block = (size_t)recvcount * (size_t)tsize, bytes = block * (size_t)p;
-  if (block < (size_t)mcoll__cfg.TNBC_MIN || block < 2 * E || block > INT_MAX ||
-      (size_t)recvcount * (size_t)p > INT_MAX || (size_t)sendcount * (size_t)p > INT_MAX)
-    return 0;
-  /* The schedule sends a contiguous send buffer in place (read-only meanwhile), the
-   * engine from a copy. */
-  int in_place = mcoll__cfg.TNBC_BLOCKS && mcoll__tnbc_contiguous(sendtype);
-  char *send = in_place ? NULL : mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
-  const char *from = in_place ? sendbuf : send;
-  char *edges = malloc(4 * E * (size_t)p);
-  size_t *blocks = malloc(2 * sizeof *blocks * (size_t)p); /* offsets, lengths */
-  if (!edges || !blocks) {
-    fprintf(stderr, "mcoll: T-NBC alltoall: out of memory\n");
-    abort();
-  }
-  for (int r = 0; r < p; r++) {
-    memcpy(edges + (size_t)r * 2 * E, from + (size_t)r * block, E);
-    memcpy(edges + (size_t)r * 2 * E + E, from + (size_t)(r + 1) * block - E, E);
-    blocks[r] = (size_t)r * block;
-    blocks[p + r] = block;
-  }
-  char *edges_in = edges + (size_t)p * 2 * E;
-  *err = alltoall_run(edges, 2 * E, MPI_BYTE, edges_in, 2 * E, MPI_BYTE, comm);
-  struct mcoll_bytes packed;
-  void *target = mcoll__tnbc_recv_target(recvbuf, recvcount * p, recvtype, bytes, &packed);
-  if (*err == MPI_SUCCESS && !target)
-    mcoll__tnbc_put_edges(recvbuf, bytes, edges_in, edges_in + (size_t)(p - 1) * 2 * E + E);
-  struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
-  if (in_place && !mcoll__tnbc_send_in_place(call, sendbuf, bytes, p, blocks, blocks + p))
-    from = send = mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
-  free(blocks);
-  if (send) mcoll__tnbc_own(call, send, bytes);
-  int task_err;
-  if (mcoll__cfg.TNBC_BLOCKS) {
-    mcoll__tnbc_own(call, edges, 4 * E * (size_t)p); /* (the schedule writes edges_in over the blocks) */
-    task_err = mcoll__tnbc_alltoall_post(call, comm, from, block, edges_in);
-  } else {
-    free(edges);
-    struct mcoll_mpi_alltoall_args a = {send, (int)block, MPI_BYTE, mcoll__tnbc_target(call), (int)block,
-                              MPI_BYTE, comm};
-    task_err = mcoll__tnbc_post(call, comm, alltoall_task, &a, sizeof a);
-  }
-  if (*err == MPI_SUCCESS) *err = task_err;
-  mcoll__bytes_release(&packed, recvbuf, recvcount * p, recvtype, 1);
-  return 1;
-}

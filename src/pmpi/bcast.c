@@ -1,5 +1,6 @@
 #include "coll/bcast/bcast.h"
 #include "pmpi/wrap.h"
+#include "tnbc/entry.h"
 
 #include <limits.h>
 #include <string.h>
@@ -25,12 +26,12 @@ static int bcast_run(void *buf, int count, MPI_Datatype type, int root, MPI_Comm
   return err;
 }
 
-static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, int *err);
+static int bcast_task(const void *args);
 
 MCOLL_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
   int err;
   if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("bcast") &&
-      bcast_tnbc(buf, count, type, root, comm, &err))
+      mcoll__tnbc_bcast(buf, count, type, root, comm, bcast_task, &err))
     return err;
   return bcast_run(buf, count, type, root, comm);
 }
@@ -62,44 +63,3 @@ MCOLL_EXPORT int MCOLL_PERSISTENT(Bcast_init)(void *buf, int count, MPI_Datatype
                                 offsetof(struct mcoll_mpi_bcast_args, comm), NULL, request);
 }
 #endif
-
-/* T-NBC (tnbc/tnbc.h): taken by every rank alike (the message size, the communicator);
- * 1 if taken (*err: its result). Init: the root copies its data; one small bcast
- * carries the first and last MCOLL_TNBC_EDGE bytes, which complete the partial pages
- * of the receivers' buffers; then the whole message goes as a task into bounce
- * buffers while the receivers' pages are protected. */
-enum { BCAST_TNBC_SUB = 256 * 1024 }; /* bytes per sub-message */
-
-static int bcast_tnbc(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm, int *err) {
-  enum { E = MCOLL_TNBC_EDGE };
-  int inter = 1, tsize = 0, p = 0, rank = 0;
-  if (buf == MPI_IN_PLACE || comm == MPI_COMM_NULL || count <= 0 ||
-      PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
-      inter || PMPI_Type_size(type, &tsize) != MPI_SUCCESS || tsize <= 0 ||
-      PMPI_Comm_size(comm, &p) != MPI_SUCCESS || root < 0 || root >= p ||
-      PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
-    return 0;
-  size_t bytes = (size_t)count * (size_t)tsize;
-  if (bytes < (size_t)mcoll__cfg.TNBC_MIN || bytes < 2 * E || bytes > INT_MAX) return 0;
-  char edges[2 * E];
-  struct mcoll_bytes packed = {0};
-  struct mcoll_tnbc_call *call;
-  if (rank == root) {
-    char *send = mcoll__tnbc_send_copy(buf, count, type, bytes);
-    memcpy(edges, send, E);
-    memcpy(edges + E, send + bytes - E, E);
-    *err = bcast_run(edges, 2 * E, MPI_BYTE, root, comm);
-    call = mcoll__tnbc_begin(NULL, 0, 0, send);
-    mcoll__tnbc_own(call, send, bytes);
-  } else {
-    *err = bcast_run(edges, 2 * E, MPI_BYTE, root, comm);
-    void *target = mcoll__tnbc_recv_target(buf, count, type, bytes, &packed);
-    if (*err == MPI_SUCCESS && !target) mcoll__tnbc_put_edges(buf, bytes, edges, edges + E);
-    call = mcoll__tnbc_begin(buf, bytes, BCAST_TNBC_SUB, target);
-  }
-  struct mcoll_mpi_bcast_args a = {mcoll__tnbc_target(call), (int)bytes, MPI_BYTE, root, comm};
-  int task_err = mcoll__tnbc_post(call, comm, bcast_task, &a, sizeof a);
-  if (*err == MPI_SUCCESS) *err = task_err;
-  mcoll__bytes_release(&packed, buf, count, type, 1);
-  return 1;
-}
