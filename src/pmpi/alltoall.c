@@ -1,15 +1,8 @@
 #include "coll/alltoall/alltoall.h"
 #include "pmpi/wrap.h"
-#include "tnbc/entry.h"
 
-#include <limits.h>
-#include <stdlib.h>
-#include <stdio.h>
-#include <string.h>
-
-static int alltoall_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                              MPI_Comm comm) {
+int mcoll__wrap_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                         int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_ALLTOALL, comm);
   if (!c)
     return MCOLL_HOST(Alltoall, Ialltoall, sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -37,51 +30,3 @@ static int alltoall_run(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
   mcoll__a2a_blocks_release(&a, err == MPI_SUCCESS);
   return err;
 }
-
-static int alltoall_task(const void *args);
-
-MCOLL_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                              MPI_Comm comm) {
-  int err;
-  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER("alltoall") &&
-      mcoll__tnbc_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                           alltoall_task, &err))
-    return err;
-  return alltoall_run(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-}
-
-/* MPI_Ialltoall: the same body as a task (task/task.h). */
-static int alltoall_task(const void *args) {
-  const struct mcoll_mpi_alltoall_args *a = args;
-  return alltoall_run(a->sendbuf, a->sendcount, a->sendtype, a->recvbuf, a->recvcount, a->recvtype,
-                      a->comm);
-}
-
-MCOLL_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                               void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                               MPI_Request *request) {
-  if (!mcoll__nbc_on(comm))
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                          request);
-  struct mcoll_mpi_alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__start(comm, alltoall_task, &a, sizeof a, NULL, request);
-}
-
-#ifdef MCOLL_PERSISTENT
-/* MPI_Alltoall_init: the same task, built once and started by MPI_Start. */
-MCOLL_EXPORT int MCOLL_PERSISTENT(Alltoall_init)(const void *sendbuf, int sendcount,
-                                                 MPI_Datatype sendtype, void *recvbuf,
-                                                 int recvcount, MPI_Datatype recvtype,
-                                                 MPI_Comm comm, MPI_Info info,
-                                                 MPI_Request *request) {
-  int nbc = mcoll__nbc_on(comm);
-  MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */
-  int err = MCOLL_PERSISTENT_HOST(Alltoall_init)(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                                                 recvtype, comm, info, nbc ? &host : request);
-  if (!nbc) return err;
-  struct mcoll_mpi_alltoall_args a = {sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm};
-  return mcoll__persistent_make(err, &host, alltoall_task, &a, sizeof a,
-                                offsetof(struct mcoll_mpi_alltoall_args, comm), NULL, request);
-}
-#endif

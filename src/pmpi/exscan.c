@@ -1,7 +1,7 @@
 #include "pmpi/red_wrap.h"
 
-static int exscan_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, MPI_Comm comm) {
+int mcoll__wrap_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_EXSCAN, comm);
   struct mcoll_red_type t;
   if (!c || !mcoll__red_args(MCOLL_COLL_EXSCAN, &t, type, op,
@@ -9,5 +9,3 @@ static int exscan_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return MCOLL_HOST(Exscan, Iexscan, sendbuf, recvbuf, count, type, op, comm);
   return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 1));
 }
-
-MCOLL_COLL_FORMS(Exscan, Iexscan, exscan, MCOLL_PARAMS_EXSCAN)

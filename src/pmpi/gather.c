@@ -1,9 +1,8 @@
 #include "coll/gather/gather.h"
 #include "pmpi/wrap.h"
 
-static int gather_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                            MPI_Comm comm) {
+int mcoll__wrap_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_GATHER, comm);
   if (!c)
     return MCOLL_HOST(Gather, Igather, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -31,5 +30,3 @@ static int gather_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
   if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);
   return err;
 }
-
-MCOLL_COLL_FORMS(Gather, Igather, gather, MCOLL_PARAMS_GATHER)

@@ -1,7 +1,7 @@
 #include "pmpi/red_wrap.h"
 
-static int reduce_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                            MPI_Op op, int root, MPI_Comm comm) {
+int mcoll__wrap_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                       int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_REDUCE, comm);
   struct mcoll_red_type t;
   /* MPI_IN_PLACE is the root's only; the receive buffer matters at the root only. */
@@ -12,5 +12,3 @@ static int reduce_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
     return MCOLL_HOST(Reduce, Ireduce, sendbuf, recvbuf, count, type, op, root, comm);
   return mcoll__red_return(comm, mcoll__reduce(c, &t, sendbuf, recvbuf, (size_t)count, root));
 }
-
-MCOLL_COLL_FORMS(Reduce, Ireduce, reduce, MCOLL_PARAMS_REDUCE)

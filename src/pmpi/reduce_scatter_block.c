@@ -1,7 +1,7 @@
 #include "pmpi/red_wrap.h"
 
-static int reduce_scatter_block_run(const void *sendbuf, void *recvbuf, int recvcount,
-                                          MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+int mcoll__wrap_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_REDUCE_SCATTER_BLOCK, comm);
   struct mcoll_red_type t;
   /* Blocks travel between leaders as one message of int count. */
@@ -12,5 +12,3 @@ static int reduce_scatter_block_run(const void *sendbuf, void *recvbuf, int recv
                       type, op, comm);
   return mcoll__red_return(comm, mcoll__reduce_scatter(c, &t, sendbuf, recvbuf, NULL, recvcount));
 }
-
-MCOLL_COLL_FORMS(Reduce_scatter_block, Ireduce_scatter_block, reduce_scatter_block, MCOLL_PARAMS_REDUCE_SCATTER_BLOCK)

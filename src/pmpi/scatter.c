@@ -1,9 +1,8 @@
 #include "coll/scatter/scatter.h"
 #include "pmpi/wrap.h"
 
-static int scatter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm) {
+int mcoll__wrap_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_SCATTER, comm);
   if (!c)
     return MCOLL_HOST(Scatter, Iscatter, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -31,5 +30,3 @@ static int scatter_run(const void *sendbuf, int sendcount, MPI_Datatype sendtype
   if (!in_place) mcoll__bytes_release(&recv, recvbuf, recvcount, recvtype, err == MPI_SUCCESS);
   return err;
 }
-
-MCOLL_COLL_FORMS(Scatter, Iscatter, scatter, MCOLL_PARAMS_SCATTER)

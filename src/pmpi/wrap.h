@@ -88,46 +88,14 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 
-/* The entry points of a collective whose blocking body is `static int
- * lower##_run(params)` and whose arguments need no copying: MPI_<Name>; MPI_<Iname>,
- * the same body as a task (task/task.h) on a copy of the arguments; and, where the
- * host MPI has them, MPI_<Name>_init, the same task built once and started by
- * MPI_Start. PARAMS: its MCOLL_PARAMS_<UPPER> (core/collectives.h). Each form hands the call to the host MPI's own when
- * non-blocking collectives are off (MCOLL_NBC=0). */
-#define MCOLL_PARAM_FROM(kind, name) , a->name
-
-#define MCOLL_COLL_FORMS(Name, Iname, lower, PARAMS)                                                \
-  MCOLL_EXPORT int MPI_##Name(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL)) {                            \
-    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME));                                    \
-  }                                                                                                 \
-  static int lower##_task(const void *args) {                                                       \
-    const struct mcoll_mpi_##lower##_args *a = args;                                                            \
-    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_FROM));                                    \
-  }                                                                                                 \
-  MCOLL_EXPORT int MPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL), MPI_Request *request) {     \
-    if (!mcoll__nbc_on(comm))                                                                       \
-      return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);                        \
-    struct mcoll_mpi_##lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
-    return mcoll__start(comm, lower##_task, &a, sizeof a, NULL, request);                           \
-  }                                                                                                 \
-  MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
-
-#ifdef MCOLL_PERSISTENT
-#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)                                                  \
-  MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL),           \
-                                                 MPI_Info info, MPI_Request *request) {             \
-    int nbc = mcoll__nbc_on(comm);                                                                    \
-    MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */           \
-    int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,     \
-                                                 nbc ? &host : request);                            \
-    if (!nbc) return err;                                                                           \
-    struct mcoll_mpi_##lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
-    return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,                           \
-                                  offsetof(struct mcoll_mpi_##lower##_args, comm), NULL, request);              \
-  }
-#else
-#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
-#endif
+/* Each collective's blocking body, pmpi/<lower>.c: checks the arguments, runs
+ * mcoll's algorithm or passes the call to the host MPI. The entry points that call
+ * it (blocking, MPI_I*, persistent) are made from the table of collectives in
+ * pmpi/entries.c. */
+#define MCOLL_WRAP_DECLARE(Name, lower, UPPER, shape, tnbc)                     \
+  int mcoll__wrap_##lower(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_DECL));
+MCOLL_COLLECTIVES(MCOLL_WRAP_DECLARE)
+#undef MCOLL_WRAP_DECLARE
 
 /* The rest of an MPI_<Coll>_init once the host MPI's own init of the same call has
  * run (host_err, *host): that checks the arguments and raises errors through the
