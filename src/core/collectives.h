@@ -97,6 +97,19 @@
 #define MCOLL_CTYPE_ROOT_INTS const int *
 #define MCOLL_CTYPE_TYPES const MPI_Datatype *
 
+/* MCOLL_IF_COUNT_<KIND>(then, else): `then` for an element count, `else` for the
+ * other kinds (what the large-count forms narrow). */
+#define MCOLL_IF_COUNT_COUNT(then, else_) then
+#define MCOLL_IF_COUNT_SBUF(then, else_) else_
+#define MCOLL_IF_COUNT_RBUF(then, else_) else_
+#define MCOLL_IF_COUNT_ROOT(then, else_) else_
+#define MCOLL_IF_COUNT_TYPE(then, else_) else_
+#define MCOLL_IF_COUNT_OP(then, else_) else_
+#define MCOLL_IF_COUNT_COMM(then, else_) else_
+#define MCOLL_IF_COUNT_INTS(then, else_) else_
+#define MCOLL_IF_COUNT_ROOT_INTS(then, else_) else_
+#define MCOLL_IF_COUNT_TYPES(then, else_) else_
+
 /* Parameter lists: MCOLL_ARGLIST(MCOLL_PARAMS_BCAST, MCOLL_PARAM_DECL) is
  * `void *buf, int count, ...`; MCOLL_PARAM_NAME gives `buf, count, ...`. */
 #define MCOLL_PARAM_DECL(kind, name) , MCOLL_CTYPE_##kind name
