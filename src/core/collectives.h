@@ -5,9 +5,9 @@
  *
  * A row: C(Name, lower, UPPER, SHAPE, TNBC)
  *   Name, lower, UPPER  MPI_<Name> and MPI_I<lower>, mpi_<lower>/MPI_<UPPER> in
- *                       Fortran; mcoll__wrap_<lower> is the blocking body
- *                       (pmpi/<lower>.c), MCOLL_COLL_<UPPER> its counter;
- *                       MCOLL_PARAMS_<UPPER>(X) its parameters in MPI's order.
+ *                       Fortran; mcoll__wrap_<lower> is its body (pmpi/wrap.h),
+ *                       MCOLL_COLL_<UPPER> its counter; MCOLL_PARAMS_<UPPER>(X)
+ *                       its parameters in MPI's order.
  *   SHAPE   NONE    no buffers (barrier);
  *           SCALAR  one count per side: MPI_<Name>_c and MPI_I<lower>_c narrow the
  *                   counts to int and take mcoll's call (pmpi/large_count.c);

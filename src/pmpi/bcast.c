@@ -1,16 +1,13 @@
 #include "coll/bcast/bcast.h"
 #include "pmpi/wrap.h"
 
-int mcoll__wrap_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BCAST, comm);
+int mcoll__wrap_bcast(struct mcoll_comm *c, void *buf, int count, MPI_Datatype type, int root,
+                      MPI_Comm comm) {
   struct mcoll_bytes data;
-  if (!c) return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
   if (buf == MPI_IN_PLACE || count < 0 || !mcoll__root_valid(c, root) ||
       !mcoll__type_usable(type) ||
-      mcoll__bytes_of(buf, count, type, &data) != MPI_SUCCESS) {
-    mcoll__count_invalid(MCOLL_COLL_BCAST);
-    return MCOLL_HOST(Bcast, Ibcast, buf, count, type, root, comm);
-  }
+      mcoll__bytes_of(buf, count, type, &data) != MPI_SUCCESS)
+    return mcoll__invalid(MCOLL_COLL_BCAST);
   int is_root = c->rank == root;
   mcoll__bytes_acquire(buf, count, type, is_root, &data);
   int err = mcoll__bcast(c, data.ptr, data.bytes, root);

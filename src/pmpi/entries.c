@@ -1,8 +1,9 @@
 /* Every collective's C entry points, made from its row of the table
- * (core/collectives.h) around its blocking body mcoll__wrap_<lower> (pmpi/<lower>.c):
+ * (core/collectives.h) around its body mcoll__wrap_<lower> (pmpi/wrap.h):
  *
- *   MPI_<Name>       the body, called straight (T-NBC rows first offer the call to
- *                    T-NBC when it is on: tnbc/entry.h);
+ *   MPI_<Name>       the body on the communicator's context, or the host MPI's call
+ *                    (T-NBC rows first offer the call to T-NBC when it is on:
+ *                    tnbc/entry.h);
  *   MPI_I<lower>     the same body as a task (task/task.h) on a copy of the
  *                    arguments, and of the arrays for VECTOR and W rows;
  *   MPI_<Name>_init  where the host MPI has persistent collectives: the same task,
@@ -18,11 +19,22 @@
 #define MCOLL_NAMES(UPPER) MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_NAME)
 #define MCOLL_PARAM_FROM(kind, name) , a->name
 
-/* The body on an argument record: what a task runs. */
+/* The blocking call: the body on comm's context, else the host MPI's own call (in a
+ * task, its non-blocking form: MCOLL_HOST). Inlined where it is called, so that
+ * the blocking call makes one call, the body's. */
+#define MCOLL_RUN(Name, lower, UPPER)                                           \
+  __attribute__((always_inline)) static inline int lower##_run(MCOLL_DECL(UPPER)) { \
+    struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_##UPPER, comm);              \
+    int err = c ? mcoll__wrap_##lower(c, MCOLL_NAMES(UPPER)) : MCOLL_TO_HOST;   \
+    if (err != MCOLL_TO_HOST) return err;                                       \
+    return MCOLL_HOST(Name, I##lower, MCOLL_NAMES(UPPER));                      \
+  }
+
+/* The blocking call on an argument record: what a task runs. */
 #define MCOLL_TASK(lower, UPPER)                                                \
   static int lower##_task(const void *args) {                                   \
     const struct mcoll_mpi_##lower##_args *a = args;                            \
-    return mcoll__wrap_##lower(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_FROM)); \
+    return lower##_run(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_FROM));  \
   }
 
 /* The arrays of a VECTOR or W call, copied when its task is made: the caller may
@@ -109,12 +121,13 @@
 #endif
 
 #define MCOLL_ENTRY_POINTS(Name, lower, UPPER, shape, tnbc)                     \
+  MCOLL_RUN(Name, lower, UPPER)                                                 \
   MCOLL_TASK(lower, UPPER)                                                      \
   MCOLL_ARRAYS_##shape(lower, UPPER)                                            \
   MCOLL_OFFER_FN_##tnbc(lower, UPPER)                                           \
   MCOLL_EXPORT int MPI_##Name(MCOLL_DECL(UPPER)) {                              \
     MCOLL_OFFER_##tnbc(lower, UPPER)                                            \
-    return mcoll__wrap_##lower(MCOLL_NAMES(UPPER));                             \
+    return lower##_run(MCOLL_NAMES(UPPER));                                     \
   }                                                                             \
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \

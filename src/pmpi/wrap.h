@@ -88,14 +88,36 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 
-/* Each collective's blocking body, pmpi/<lower>.c: checks the arguments, runs
- * mcoll's algorithm or passes the call to the host MPI. The entry points that call
- * it (blocking, MPI_I*, persistent) are made from the table of collectives in
- * pmpi/entries.c. */
+/* Each collective's body, pmpi/: on comm's context c, checks the arguments and runs
+ * mcoll's algorithm (its result), or returns MCOLL_TO_HOST for the host MPI to take
+ * the call. pmpi/entries.c makes every entry point around it from the table of
+ * collectives: it finds the context (mcoll__enter) and calls the host MPI. */
 #define MCOLL_WRAP_DECLARE(Name, lower, UPPER, shape, tnbc)                     \
-  int mcoll__wrap_##lower(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_DECL));
+  int mcoll__wrap_##lower(struct mcoll_comm *c,                                 \
+                          MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_DECL));
 MCOLL_COLLECTIVES(MCOLL_WRAP_DECLARE)
 #undef MCOLL_WRAP_DECLARE
+
+/* A body's answer when the host MPI takes the call: arguments mcoll does not run
+ * (counted); invalid ones, for which the host raises the error the application
+ * expects. No MPI error code is negative. */
+#define MCOLL_TO_HOST (-1)
+static inline int mcoll__invalid(enum mcoll_coll coll) {
+  mcoll__count_invalid(coll);
+  return MCOLL_TO_HOST;
+}
+
+/* A body shared by two or three collectives (allgather and allgatherv, ...), inlined
+ * in each: one call per blocking call, as for the others. */
+#define MCOLL_SHARED_BODY __attribute__((always_inline)) static inline
+
+/* Count and displacement arrays of n entries: present, no count negative. */
+static inline int mcoll__counts_valid(const int *counts, const int *displs, int n) {
+  if (!counts || !displs) return 0;
+  for (int r = 0; r < n; r++)
+    if (counts[r] < 0) return 0;
+  return 1;
+}
 
 /* The rest of an MPI_<Coll>_init once the host MPI's own init of the same call has
  * run (host_err, *host): that checks the arguments and raises errors through the
