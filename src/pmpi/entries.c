@@ -43,7 +43,8 @@
 #define MCOLL_FIND_ROOT(kind, name) MCOLL_FIND_ROOT_##kind(name)
 #define MCOLL_FIND_ROOT_ROOT(name) at_root = mcoll__is_root(a->comm, a->name);
 #define MCOLL_COPY_ARRAY(kind, name) MCOLL_COPY_##kind(name)
-#define MCOLL_COPY_INTS(name) a->name = mcoll__task_keep(keep, a->name, entries * sizeof *a->name);
+#define MCOLL_COPY_INTS(name) \
+  a->name = mcoll__task_keep(keep, a->name, entries * sizeof *a->name);
 #define MCOLL_COPY_TYPES MCOLL_COPY_INTS
 #define MCOLL_COPY_ROOT_INTS(name) if (at_root) MCOLL_COPY_INTS(name)
 /* (the other kinds: nothing to find, nothing to copy) */
@@ -84,15 +85,17 @@
 #define MCOLL_KEPT_W MCOLL_KEPT_VECTOR
 
 /* The blocking call's offer to T-NBC: its result, or MCOLL_TNBC_DECLINED (no MPI
- * error code is negative). Apart and not inlined: then no address of the blocking
- * call's own escapes, and its call of the body stays a tail call. The condition in
- * the blocking call also records the caller for T-NBC's trace. */
+ * error code is negative). Apart and not inlined, so that with T-NBC off the
+ * blocking call does one load and test more than one without the offer, and no
+ * address of its own escapes. Its condition also records the caller for T-NBC's
+ * trace. */
 #define MCOLL_TNBC_DECLINED (-1)
 #define MCOLL_OFFER_FN_NO_TNBC(lower, UPPER)
 #define MCOLL_OFFER_FN_TNBC(lower, UPPER)                                       \
   __attribute__((noinline)) static int lower##_offer(MCOLL_DECL(UPPER)) {       \
     int err;                                                                    \
-    if (!mcoll__tnbc_##lower(MCOLL_NAMES(UPPER), lower##_task, &err)) return MCOLL_TNBC_DECLINED; \
+    if (!mcoll__tnbc_##lower(MCOLL_NAMES(UPPER), lower##_task, &err))           \
+      return MCOLL_TNBC_DECLINED;                                               \
     return err;                                                                 \
   }
 #define MCOLL_OFFER_NO_TNBC(lower, UPPER)
@@ -132,7 +135,8 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__start(comm, lower##_task, &a, sizeof a, MCOLL_KEPT_##shape(lower, a), request); \
+    return mcoll__start(comm, lower##_task, &a, sizeof a, MCOLL_KEPT_##shape(lower, a), \
+                        request);                                               \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 
