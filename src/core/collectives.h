@@ -19,7 +19,7 @@
  *   TNBC    TNBC: the blocking call may return early (tnbc/entry.h) when T-NBC is
  *           on; NO_TNBC: never.
  *
- * A parameter: X(KIND, name). Its kind says its C type (MCOLL_CTYPE_<KIND>) and what
+ * A parameter: X(KIND, name). Its kind says its C type (MCOLL_KIND_<KIND>) and what
  * each form does with it: SBUF/RBUF a send/receive buffer (Fortran's MPI_IN_PLACE
  * and MPI_BOTTOM are converted), COUNT an element count (MPI_Count in the
  * large-count forms), ROOT, TYPE, OP, COMM; INTS an array of ints (counts or
@@ -86,35 +86,34 @@
   X(SBUF, sendbuf) X(INTS, sendcounts) X(INTS, sdispls) X(TYPES, sendtypes)     \
   X(RBUF, recvbuf) X(INTS, recvcounts) X(INTS, rdispls) X(TYPES, recvtypes) X(COMM, comm)
 
-#define MCOLL_CTYPE_SBUF const void *
-#define MCOLL_CTYPE_RBUF void *
-#define MCOLL_CTYPE_COUNT int
-#define MCOLL_CTYPE_ROOT int
-#define MCOLL_CTYPE_TYPE MPI_Datatype
-#define MCOLL_CTYPE_OP MPI_Op
-#define MCOLL_CTYPE_COMM MPI_Comm
-#define MCOLL_CTYPE_INTS const int *
-#define MCOLL_CTYPE_ROOT_INTS const int *
-#define MCOLL_CTYPE_TYPES const MPI_Datatype *
+/* MCOLL_KIND_<KIND>(X): X(its C type, 1 if an element count else 0). */
+#define MCOLL_KIND_SBUF(X) X(const void *, 0)
+#define MCOLL_KIND_RBUF(X) X(void *, 0)
+#define MCOLL_KIND_COUNT(X) X(int, 1)
+#define MCOLL_KIND_ROOT(X) X(int, 0)
+#define MCOLL_KIND_TYPE(X) X(MPI_Datatype, 0)
+#define MCOLL_KIND_OP(X) X(MPI_Op, 0)
+#define MCOLL_KIND_COMM(X) X(MPI_Comm, 0)
+#define MCOLL_KIND_INTS(X) X(const int *, 0)
+#define MCOLL_KIND_ROOT_INTS(X) X(const int *, 0)
+#define MCOLL_KIND_TYPES(X) X(const MPI_Datatype *, 0)
 
-/* MCOLL_IF_COUNT_<KIND>(then, else): `then` for an element count, `else` for the
- * other kinds (what the large-count forms narrow). */
-#define MCOLL_IF_COUNT_COUNT(then, else_) then
-#define MCOLL_IF_COUNT_SBUF(then, else_) else_
-#define MCOLL_IF_COUNT_RBUF(then, else_) else_
-#define MCOLL_IF_COUNT_ROOT(then, else_) else_
-#define MCOLL_IF_COUNT_TYPE(then, else_) else_
-#define MCOLL_IF_COUNT_OP(then, else_) else_
-#define MCOLL_IF_COUNT_COMM(then, else_) else_
-#define MCOLL_IF_COUNT_INTS(then, else_) else_
-#define MCOLL_IF_COUNT_ROOT_INTS(then, else_) else_
-#define MCOLL_IF_COUNT_TYPES(then, else_) else_
+#define MCOLL_CTYPE(kind) MCOLL_KIND_##kind(MCOLL_KIND_CTYPE_)
+#define MCOLL_KIND_CTYPE_(ctype, is_count) ctype
+/* `then` for an element count (what the large-count forms narrow), else `else_`. */
+#define MCOLL_IF_COUNT(kind, then, else_) \
+  MCOLL_IF_COUNT_(MCOLL_KIND_##kind(MCOLL_KIND_IS_COUNT_), then, else_)
+#define MCOLL_KIND_IS_COUNT_(ctype, is_count) is_count
+#define MCOLL_IF_COUNT_(is_count, then, else_) MCOLL_IF_COUNT__(is_count, then, else_)
+#define MCOLL_IF_COUNT__(is_count, then, else_) MCOLL_IF_COUNT_##is_count(then, else_)
+#define MCOLL_IF_COUNT_0(then, else_) else_
+#define MCOLL_IF_COUNT_1(then, else_) then
 
 /* Parameter lists: MCOLL_ARGLIST(MCOLL_PARAMS_BCAST, MCOLL_PARAM_DECL) is
  * `void *buf, int count, ...`; MCOLL_PARAM_NAME gives `buf, count, ...`. */
-#define MCOLL_PARAM_DECL(kind, name) , MCOLL_CTYPE_##kind name
+#define MCOLL_PARAM_DECL(kind, name) , MCOLL_CTYPE(kind) name
 #define MCOLL_PARAM_NAME(kind, name) , name
-#define MCOLL_PARAM_FIELD(kind, name) MCOLL_CTYPE_##kind name;
+#define MCOLL_PARAM_FIELD(kind, name) MCOLL_CTYPE(kind) name;
 #define MCOLL_DROP_FIRST(...) MCOLL_DROP_FIRST_(__VA_ARGS__)
 #define MCOLL_DROP_FIRST_(first, ...) __VA_ARGS__
 #define MCOLL_ARGLIST(PARAMS, X) MCOLL_DROP_FIRST(PARAMS(X))

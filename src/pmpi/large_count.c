@@ -125,9 +125,9 @@ static void rebase_end(struct rebased *r, int drain, void *buf, const int *count
  * blocking and non-blocking: mcoll's int call when every count fits, else the host
  * MPI's own. (The v/w forms' narrowed arrays would have to live until a
  * non-blocking call completes: their MPI_I*_c go to the host MPI.) */
-#define MCOLL_LC_DECL(kind, name) , MCOLL_IF_COUNT_##kind(MPI_Count, MCOLL_CTYPE_##kind) name
-#define MCOLL_LC_UNFIT(kind, name) MCOLL_IF_COUNT_##kind(|| !fits(name), )
-#define MCOLL_LC_NARROW(kind, name) , MCOLL_IF_COUNT_##kind((int)name, name)
+#define MCOLL_LC_DECL(kind, name) , MCOLL_IF_COUNT(kind, MPI_Count, MCOLL_CTYPE(kind)) name
+#define MCOLL_LC_UNFIT(kind, name) MCOLL_IF_COUNT(kind, || !fits(name), )
+#define MCOLL_LC_NARROW(kind, name) , MCOLL_IF_COUNT(kind, (int)name, name)
 #define MCOLL_LC_FORMS_NONE(Name, lower, UPPER)
 #define MCOLL_LC_FORMS_VECTOR(Name, lower, UPPER)
 #define MCOLL_LC_FORMS_W(Name, lower, UPPER)
