@@ -1,11 +1,7 @@
 #include "coll/barrier/barrier.h"
 #include "pmpi/wrap.h"
 
-static int barrier_run(MPI_Comm comm) {
-  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_BARRIER, comm);
-  if (!c) return MCOLL_HOST(Barrier, Ibarrier, comm);
+int mcoll__wrap_barrier(struct mcoll_comm *c, MPI_Comm comm) {
+  (void)comm;
   return mcoll__barrier(c);
 }
-
-#define BARRIER_PARAMS(X) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Barrier, Ibarrier, barrier, BARRIER_PARAMS)

@@ -96,97 +96,39 @@ static void *buf_f2c(void *buf) {
   FORTRAN_ALIAS(lower, impl) FORTRAN_ALIAS(lower##_, impl) FORTRAN_ALIAS(lower##__, impl) \
   FORTRAN_ALIAS(upper, impl) FORTRAN_ALIAS(ompi, impl)
 
-static void f_barrier(F *comm, F *ierr) { SET_IERR(MPI_Barrier(C(comm))); }
-FORTRAN_COLL(mpi_barrier, MPI_BARRIER, ompi_barrier_f, f_barrier)
-
-static void f_bcast(void *buf, F *count, F *type, F *root, F *comm, F *ierr) {
-  SET_IERR(MPI_Bcast(B(buf), *count, T(type), *root, C(comm)));
-}
-FORTRAN_COLL(mpi_bcast, MPI_BCAST, ompi_bcast_f, f_bcast)
-
-static void f_reduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *root, F *comm, F *ierr) {
-  SET_IERR(MPI_Reduce(B(sbuf), B(rbuf), *count, T(type), O(op), *root, C(comm)));
-}
-FORTRAN_COLL(mpi_reduce, MPI_REDUCE, ompi_reduce_f, f_reduce)
-
-static void f_allreduce(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr) {
-  SET_IERR(MPI_Allreduce(B(sbuf), B(rbuf), *count, T(type), O(op), C(comm)));
-}
-FORTRAN_COLL(mpi_allreduce, MPI_ALLREDUCE, ompi_allreduce_f, f_allreduce)
-
-static void f_scan(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr) {
-  SET_IERR(MPI_Scan(B(sbuf), B(rbuf), *count, T(type), O(op), C(comm)));
-}
-FORTRAN_COLL(mpi_scan, MPI_SCAN, ompi_scan_f, f_scan)
-
-static void f_exscan(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm, F *ierr) {
-  SET_IERR(MPI_Exscan(B(sbuf), B(rbuf), *count, T(type), O(op), C(comm)));
-}
-FORTRAN_COLL(mpi_exscan, MPI_EXSCAN, ompi_exscan_f, f_exscan)
-
-static void f_reduce_scatter(void *sbuf, void *rbuf, F *counts, F *type, F *op, F *comm, F *ierr) {
-  SET_IERR(MPI_Reduce_scatter(B(sbuf), B(rbuf), I(counts), T(type), O(op), C(comm)));
-}
-FORTRAN_COLL(mpi_reduce_scatter, MPI_REDUCE_SCATTER, ompi_reduce_scatter_f, f_reduce_scatter)
-
-static void f_reduce_scatter_block(void *sbuf, void *rbuf, F *count, F *type, F *op, F *comm,
-                                   F *ierr) {
-  SET_IERR(MPI_Reduce_scatter_block(B(sbuf), B(rbuf), *count, T(type), O(op), C(comm)));
-}
-FORTRAN_COLL(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK, ompi_reduce_scatter_block_f,
-             f_reduce_scatter_block)
-
-static void f_allgather(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm,
-                        F *ierr) {
-  SET_IERR(MPI_Allgather(B(sbuf), *scount, T(stype), B(rbuf), *rcount, T(rtype), C(comm)));
-}
-FORTRAN_COLL(mpi_allgather, MPI_ALLGATHER, ompi_allgather_f, f_allgather)
-
-static void f_allgatherv(void *sbuf, F *scount, F *stype, void *rbuf, F *rcounts, F *displs,
-                         F *rtype, F *comm, F *ierr) {
-  SET_IERR(MPI_Allgatherv(B(sbuf), *scount, T(stype), B(rbuf), I(rcounts), I(displs), T(rtype),
-                          C(comm)));
-}
-FORTRAN_COLL(mpi_allgatherv, MPI_ALLGATHERV, ompi_allgatherv_f, f_allgatherv)
-
-static void f_gather(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *root,
-                     F *comm, F *ierr) {
-  SET_IERR(MPI_Gather(B(sbuf), *scount, T(stype), B(rbuf), *rcount, T(rtype), *root, C(comm)));
-}
-FORTRAN_COLL(mpi_gather, MPI_GATHER, ompi_gather_f, f_gather)
-
-static void f_gatherv(void *sbuf, F *scount, F *stype, void *rbuf, F *rcounts, F *displs, F *rtype,
-                      F *root, F *comm, F *ierr) {
-  SET_IERR(MPI_Gatherv(B(sbuf), *scount, T(stype), B(rbuf), I(rcounts), I(displs), T(rtype), *root,
-                       C(comm)));
-}
-FORTRAN_COLL(mpi_gatherv, MPI_GATHERV, ompi_gatherv_f, f_gatherv)
-
-static void f_scatter(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *root,
-                      F *comm, F *ierr) {
-  SET_IERR(MPI_Scatter(B(sbuf), *scount, T(stype), B(rbuf), *rcount, T(rtype), *root, C(comm)));
-}
-FORTRAN_COLL(mpi_scatter, MPI_SCATTER, ompi_scatter_f, f_scatter)
-
-static void f_scatterv(void *sbuf, F *scounts, F *displs, F *stype, void *rbuf, F *rcount, F *rtype,
-                       F *root, F *comm, F *ierr) {
-  SET_IERR(MPI_Scatterv(B(sbuf), I(scounts), I(displs), T(stype), B(rbuf), *rcount, T(rtype), *root,
-                        C(comm)));
-}
-FORTRAN_COLL(mpi_scatterv, MPI_SCATTERV, ompi_scatterv_f, f_scatterv)
-
-static void f_alltoall(void *sbuf, F *scount, F *stype, void *rbuf, F *rcount, F *rtype, F *comm,
-                       F *ierr) {
-  SET_IERR(MPI_Alltoall(B(sbuf), *scount, T(stype), B(rbuf), *rcount, T(rtype), C(comm)));
-}
-FORTRAN_COLL(mpi_alltoall, MPI_ALLTOALL, ompi_alltoall_f, f_alltoall)
-
-static void f_alltoallv(void *sbuf, F *scounts, F *sdispls, F *stype, void *rbuf, F *rcounts,
-                        F *rdispls, F *rtype, F *comm, F *ierr) {
-  SET_IERR(MPI_Alltoallv(B(sbuf), I(scounts), I(sdispls), T(stype), B(rbuf), I(rcounts),
-                         I(rdispls), T(rtype), C(comm)));
-}
-FORTRAN_COLL(mpi_alltoallv, MPI_ALLTOALLV, ompi_alltoallv_f, f_alltoallv)
+/* Every collective of the table (core/collectives.h) but alltoallw, whose arrays of
+ * datatypes are converted below: INTEGER arguments by reference, converted by
+ * their kind. */
+#define F_DECL_SBUF void *
+#define F_DECL_RBUF void *
+#define F_DECL_COUNT F *
+#define F_DECL_ROOT F *
+#define F_DECL_TYPE F *
+#define F_DECL_OP F *
+#define F_DECL_COMM F *
+#define F_DECL_INTS F *
+#define F_DECL_ROOT_INTS F *
+#define F_ARG_SBUF B
+#define F_ARG_RBUF B
+#define F_ARG_COUNT *
+#define F_ARG_ROOT *
+#define F_ARG_TYPE T
+#define F_ARG_OP O
+#define F_ARG_COMM C
+#define F_ARG_INTS I
+#define F_ARG_ROOT_INTS I
+#define F_PARAM(kind, name) F_DECL_##kind name,
+#define F_ARG(kind, name) , F_ARG_##kind(name)
+#define FORTRAN_ENTRY_NONE FORTRAN_ENTRY_SCALAR
+#define FORTRAN_ENTRY_VECTOR FORTRAN_ENTRY_SCALAR
+#define FORTRAN_ENTRY_W(Name, lower, UPPER)
+#define FORTRAN_ENTRY_SCALAR(Name, lower, UPPER)                                              \
+  static void f_##lower(MCOLL_PARAMS_##UPPER(F_PARAM) F *ierr) {                              \
+    SET_IERR(MPI_##Name(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, F_ARG)));                         \
+  }                                                                                           \
+  FORTRAN_COLL(mpi_##lower, MPI_##UPPER, ompi_##lower##_f, f_##lower)
+#define FORTRAN_ENTRY(Name, lower, UPPER, shape, tnbc) FORTRAN_ENTRY_##shape(Name, lower, UPPER)
+MCOLL_COLLECTIVES(FORTRAN_ENTRY)
 
 static void f_alltoallw(void *sbuf, F *scounts, F *sdispls, F *stypes, void *rbuf, F *rcounts,
                         F *rdispls, F *rtypes, F *comm, F *ierr) {

@@ -25,7 +25,7 @@
 
 #include "core/datatype.h"
 #include "core/xmalloc.h"
-#include "mcoll.h"
+#include "pmpi/wrap.h"
 
 static int fits(MPI_Count n) { return n >= INT_MIN && n <= INT_MAX; }
 
@@ -121,107 +121,40 @@ static void rebase_end(struct rebased *r, int drain, void *buf, const int *count
   PMPI_Type_free(&r->type);
 }
 
-/* Entries of a v/w argument array: the group size (the remote one on an
- * intercommunicator); 0 for an invalid communicator (the host MPI reports it). */
-static int comm_entries(MPI_Comm comm) {
-  int inter = 0, n = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
-  if ((inter ? PMPI_Comm_remote_size(comm, &n) : PMPI_Comm_size(comm, &n)) != MPI_SUCCESS)
-    return 0;
-  return n;
-}
-
-static int am_root(MPI_Comm comm, int root) {
-  int rank = -1, inter = 0;
-  if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return 0;
-  if (inter) return root == MPI_ROOT;
-  return PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS && rank == root;
-}
-
-MCOLL_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
-                             MPI_Comm comm) {
-  if (!fits(count)) return PMPI_Bcast_c(buf, count, type, root, comm);
-  return MPI_Bcast(buf, (int)count, type, root, comm);
-}
-
-MCOLL_EXPORT int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                              MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
-  if (!fits(count)) return PMPI_Reduce_c(sendbuf, recvbuf, count, type, op, root, comm);
-  return MPI_Reduce(sendbuf, recvbuf, (int)count, type, op, root, comm);
-}
-
-MCOLL_EXPORT int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                                 MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  if (!fits(count)) return PMPI_Allreduce_c(sendbuf, recvbuf, count, type, op, comm);
-  return MPI_Allreduce(sendbuf, recvbuf, (int)count, type, op, comm);
-}
-
-MCOLL_EXPORT int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                            MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  if (!fits(count)) return PMPI_Scan_c(sendbuf, recvbuf, count, type, op, comm);
-  return MPI_Scan(sendbuf, recvbuf, (int)count, type, op, comm);
-}
-
-MCOLL_EXPORT int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                              MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  if (!fits(count)) return PMPI_Exscan_c(sendbuf, recvbuf, count, type, op, comm);
-  return MPI_Exscan(sendbuf, recvbuf, (int)count, type, op, comm);
-}
-
-MCOLL_EXPORT int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf,
-                                            MPI_Count recvcount, MPI_Datatype type, MPI_Op op,
-                                            MPI_Comm comm) {
-  if (!fits(recvcount))
-    return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, type, op, comm);
-  return MPI_Reduce_scatter_block(sendbuf, recvbuf, (int)recvcount, type, op, comm);
-}
+/* The collectives whose counts are scalars (SCALAR rows of core/collectives.h),
+ * blocking and non-blocking: mcoll's int call when every count fits, else the host
+ * MPI's own. (The v/w forms' narrowed arrays would have to live until a
+ * non-blocking call completes: their MPI_I*_c go to the host MPI.) */
+#define MCOLL_LC_DECL(kind, name) , MCOLL_IF_COUNT(kind, MPI_Count, MCOLL_CTYPE(kind)) name
+#define MCOLL_LC_UNFIT(kind, name) MCOLL_IF_COUNT(kind, || !fits(name), )
+#define MCOLL_LC_NARROW(kind, name) , MCOLL_IF_COUNT(kind, (int)name, name)
+#define MCOLL_LC_FORMS_NONE(Name, lower, UPPER)
+#define MCOLL_LC_FORMS_VECTOR(Name, lower, UPPER)
+#define MCOLL_LC_FORMS_W(Name, lower, UPPER)
+#define MCOLL_LC_FORMS_SCALAR(Name, lower, UPPER)                                               \
+  MCOLL_EXPORT int MPI_##Name##_c(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_LC_DECL)) {         \
+    if (0 MCOLL_PARAMS_##UPPER(MCOLL_LC_UNFIT))                                                 \
+      return PMPI_##Name##_c(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_NAME));            \
+    return MPI_##Name(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_LC_NARROW));                    \
+  }                                                                                             \
+  MCOLL_EXPORT int MPI_I##lower##_c(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_LC_DECL),         \
+                                    MPI_Request *request) {                                     \
+    if (0 MCOLL_PARAMS_##UPPER(MCOLL_LC_UNFIT))                                                 \
+      return PMPI_I##lower##_c(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_NAME), request); \
+    return MPI_I##lower(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_LC_NARROW), request);         \
+  }
+#define MCOLL_LC_FORMS(Name, lower, UPPER, shape, tnbc) MCOLL_LC_FORMS_##shape(Name, lower, UPPER)
+MCOLL_COLLECTIVES(MCOLL_LC_FORMS)
 
 MCOLL_EXPORT int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf,
                                       const MPI_Count recvcounts[], MPI_Datatype type, MPI_Op op,
                                       MPI_Comm comm) {
   int *counts, *unused;
-  if (!narrow(recvcounts, NULL, comm_entries(comm), &counts, &unused, NULL))
+  if (!narrow(recvcounts, NULL, mcoll__array_entries(comm), &counts, &unused, NULL))
     return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, type, op, comm);
   int err = MPI_Reduce_scatter(sendbuf, recvbuf, counts, type, op, comm);
   free(counts);
   return err;
-}
-
-MCOLL_EXPORT int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount,
-                                 MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
-                                 MPI_Datatype recvtype, MPI_Comm comm) {
-  if (!fits(sendcount) || !fits(recvcount))
-    return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return MPI_Allgather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
-                       comm);
-}
-
-MCOLL_EXPORT int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                              void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                              int root, MPI_Comm comm) {
-  if (!fits(sendcount) || !fits(recvcount))
-    return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
-  return MPI_Gather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
-                    comm);
-}
-
-MCOLL_EXPORT int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                               void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                               int root, MPI_Comm comm) {
-  if (!fits(sendcount) || !fits(recvcount))
-    return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                          comm);
-  return MPI_Scatter(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
-                     comm);
-}
-
-MCOLL_EXPORT int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-                                void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype,
-                                MPI_Comm comm) {
-  if (!fits(sendcount) || !fits(recvcount))
-    return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return MPI_Alltoall(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
-                      comm);
 }
 
 static int my_rank(MPI_Comm comm) {
@@ -233,7 +166,7 @@ MCOLL_EXPORT int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount,
                                   MPI_Datatype sendtype, void *recvbuf,
                                   const MPI_Count recvcounts[], const MPI_Aint displs[],
                                   MPI_Datatype recvtype, MPI_Comm comm) {
-  int n = comm_entries(comm), *counts, *at, rebase;
+  int n = mcoll__array_entries(comm), *counts, *at, rebase;
   if (!fits(sendcount) || !narrow(recvcounts, displs, n, &counts, &at, &rebase))
     return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                              recvtype, comm);
@@ -252,8 +185,8 @@ MCOLL_EXPORT int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Dat
                                void *recvbuf, const MPI_Count recvcounts[],
                                const MPI_Aint displs[], MPI_Datatype recvtype, int root,
                                MPI_Comm comm) {
-  int n = comm_entries(comm), *counts = NULL, *at = NULL, rebase = 0;
-  int is_root = am_root(comm, root);
+  int n = mcoll__array_entries(comm), *counts = NULL, *at = NULL, rebase = 0;
+  int is_root = mcoll__is_root(comm, root);
   if (!fits(sendcount) || (is_root && !narrow(recvcounts, displs, n, &counts, &at, &rebase)))
     return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                           root, comm);
@@ -271,9 +204,9 @@ MCOLL_EXPORT int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[
                                 const MPI_Aint displs[], MPI_Datatype sendtype, void *recvbuf,
                                 MPI_Count recvcount, MPI_Datatype recvtype, int root,
                                 MPI_Comm comm) {
-  int n = comm_entries(comm), *counts = NULL, *at = NULL, rebase = 0;
+  int n = mcoll__array_entries(comm), *counts = NULL, *at = NULL, rebase = 0;
   if (!fits(recvcount) ||
-      (am_root(comm, root) && !narrow(sendcounts, displs, n, &counts, &at, &rebase)))
+      (mcoll__is_root(comm, root) && !narrow(sendcounts, displs, n, &counts, &at, &rebase)))
     return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                            root, comm);
   struct rebased r;
@@ -290,7 +223,7 @@ MCOLL_EXPORT int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts
                                  const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
                                  const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                                  MPI_Datatype recvtype, MPI_Comm comm) {
-  int n = comm_entries(comm), in_place = sendbuf == MPI_IN_PLACE;
+  int n = mcoll__array_entries(comm), in_place = sendbuf == MPI_IN_PLACE;
   int *scounts = NULL, *sat = NULL, *rcounts, *rat, srebase = 0, rrebase;
   if (!narrow(recvcounts, rdispls, n, &rcounts, &rat, &rrebase))
     return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
@@ -323,7 +256,7 @@ MCOLL_EXPORT int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts
                                  void *recvbuf, const MPI_Count recvcounts[],
                                  const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                                  MPI_Comm comm) {
-  int n = comm_entries(comm);
+  int n = mcoll__array_entries(comm);
   int *scounts = NULL, *sat = NULL, *rcounts, *rat;
   if (!narrow(recvcounts, rdispls, n, &rcounts, &rat, NULL))
     return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
@@ -339,71 +272,5 @@ MCOLL_EXPORT int MPI_Alltoallw_c(const void *sendbuf, const MPI_Count sendcounts
   free(rcounts);
   return err;
 }
-
-
-/* The non-blocking forms whose counts are scalars (the v/w forms' narrowed arrays
- * would have to live until completion: they go to the host MPI). */
-MCOLL_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype type, int root,
-                              MPI_Comm comm, MPI_Request *req) {
-  if (!fits(count)) return PMPI_Ibcast_c(buf, count, type, root, comm, req);
-  return MPI_Ibcast(buf, (int)count, type, root, comm, req);
-}
-
-MCOLL_EXPORT int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                               MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm,
-                               MPI_Request *req) {
-  if (!fits(count)) return PMPI_Ireduce_c(sendbuf, recvbuf, count, type, op, root, comm, req);
-  return MPI_Ireduce(sendbuf, recvbuf, (int)count, type, op, root, comm, req);
-}
-
-MCOLL_EXPORT int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                                  MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
-  if (!fits(count)) return PMPI_Iallreduce_c(sendbuf, recvbuf, count, type, op, comm, req);
-  return MPI_Iallreduce(sendbuf, recvbuf, (int)count, type, op, comm, req);
-}
-
-MCOLL_EXPORT int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype type,
-                             MPI_Op op, MPI_Comm comm, MPI_Request *req) {
-  if (!fits(count)) return PMPI_Iscan_c(sendbuf, recvbuf, count, type, op, comm, req);
-  return MPI_Iscan(sendbuf, recvbuf, (int)count, type, op, comm, req);
-}
-
-MCOLL_EXPORT int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count,
-                               MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
-  if (!fits(count)) return PMPI_Iexscan_c(sendbuf, recvbuf, count, type, op, comm, req);
-  return MPI_Iexscan(sendbuf, recvbuf, (int)count, type, op, comm, req);
-}
-
-MCOLL_EXPORT int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf,
-                                             MPI_Count recvcount, MPI_Datatype type, MPI_Op op,
-                                             MPI_Comm comm, MPI_Request *req) {
-  if (!fits(recvcount))
-    return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, type, op, comm, req);
-  return MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)recvcount, type, op, comm, req);
-}
-
-#define MCOLL_IGATHER_FAMILY_C(Name, name)                                                      \
-  MCOLL_EXPORT int MPI_I##name##_c(const void *sendbuf, MPI_Count sendcount,                    \
-                                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,   \
-                                   MPI_Datatype recvtype, MCOLL_ROOT_PARAM MPI_Comm comm,       \
-                                   MPI_Request *req) {                                          \
-    if (!fits(sendcount) || !fits(recvcount))                                                   \
-      return PMPI_I##name##_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,       \
-                              MCOLL_ROOT_ARG comm, req);                                        \
-    return MPI_I##name(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,    \
-                       MCOLL_ROOT_ARG comm, req);                                               \
-  }
-#define MCOLL_ROOT_PARAM
-#define MCOLL_ROOT_ARG
-MCOLL_IGATHER_FAMILY_C(Allgather, allgather)
-MCOLL_IGATHER_FAMILY_C(Alltoall, alltoall)
-#undef MCOLL_ROOT_PARAM
-#undef MCOLL_ROOT_ARG
-#define MCOLL_ROOT_PARAM int root,
-#define MCOLL_ROOT_ARG root,
-MCOLL_IGATHER_FAMILY_C(Gather, gather)
-MCOLL_IGATHER_FAMILY_C(Scatter, scatter)
-#undef MCOLL_ROOT_PARAM
-#undef MCOLL_ROOT_ARG
 
 #endif /* MPI_VERSION >= 4 */

@@ -1,15 +1,21 @@
 #include "pmpi/red_wrap.h"
 
-static int scan_run(const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
-                          MPI_Op op, MPI_Comm comm) {
-  struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_SCAN, comm);
+/* MPI_Scan and MPI_Exscan (exclusive): one body. */
+MCOLL_SHARED_BODY int scan(struct mcoll_comm *c, enum mcoll_coll coll, int exclusive,
+                           const void *sendbuf, void *recvbuf, int count, MPI_Datatype type,
+                           MPI_Op op, MPI_Comm comm) {
   struct mcoll_red_type t;
-  if (!c || !mcoll__red_args(MCOLL_COLL_SCAN, &t, type, op,
-                             count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
-    return MCOLL_HOST(Scan, Iscan, sendbuf, recvbuf, count, type, op, comm);
-  return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, 0));
+  if (!mcoll__red_args(coll, &t, type, op, count >= 0 && mcoll__red_bufs_ok(sendbuf, recvbuf)))
+    return MCOLL_TO_HOST;
+  return mcoll__red_return(comm, mcoll__scan(c, &t, sendbuf, recvbuf, (size_t)count, exclusive));
 }
 
-#define SCAN_PARAMS(X) X(const void *, sendbuf) X(void *, recvbuf) X(int, count) \
-  X(MPI_Datatype, type) X(MPI_Op, op) X(MPI_Comm, comm)
-MCOLL_COLL_FORMS(Scan, Iscan, scan, SCAN_PARAMS)
+int mcoll__wrap_scan(struct mcoll_comm *c, const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return scan(c, MCOLL_COLL_SCAN, 0, sendbuf, recvbuf, count, type, op, comm);
+}
+
+int mcoll__wrap_exscan(struct mcoll_comm *c, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  return scan(c, MCOLL_COLL_EXSCAN, 1, sendbuf, recvbuf, count, type, op, comm);
+}

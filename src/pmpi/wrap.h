@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "coll/registry.h"
+#include "core/collectives.h"
 #include "core/config.h"
 #include "comm/context.h"
 #include "core/datatype.h"
@@ -87,56 +88,36 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *arg
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 
-/* The entry points of a collective whose blocking body is `static int
- * lower##_run(params)` and whose arguments need no copying: MPI_<Name>; MPI_<Iname>,
- * the same body as a task (task/task.h) on a copy of the arguments; and, where the
- * host MPI has them, MPI_<Name>_init, the same task built once and started by
- * MPI_Start. PARAMS(X) lists the parameters in MPI's order as X(type, name); the
- * communicator is `comm`. Each form hands the call to the host MPI's own when
- * non-blocking collectives are off (MCOLL_NBC=0). */
-#define MCOLL_PARAM_DECL(type, name) , type name
-#define MCOLL_PARAM_NAME(type, name) , name
-#define MCOLL_PARAM_FIELD(type, name) type name;
-#define MCOLL_PARAM_FROM(type, name) , a->name
-#define MCOLL_DROP_FIRST(...) MCOLL_DROP_FIRST_(__VA_ARGS__)
-#define MCOLL_DROP_FIRST_(first, ...) __VA_ARGS__
-#define MCOLL_ARGLIST(PARAMS, X) MCOLL_DROP_FIRST(PARAMS(X))
+/* Each collective's body, pmpi/: on comm's context c, checks the arguments and runs
+ * mcoll's algorithm (its result), or returns MCOLL_TO_HOST for the host MPI to take
+ * the call. pmpi/entries.c makes every entry point around it from the table of
+ * collectives: it finds the context (mcoll__enter) and calls the host MPI. */
+#define MCOLL_WRAP_DECLARE(Name, lower, UPPER, shape, tnbc)                     \
+  int mcoll__wrap_##lower(struct mcoll_comm *c,                                 \
+                          MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_DECL));
+MCOLL_COLLECTIVES(MCOLL_WRAP_DECLARE)
+#undef MCOLL_WRAP_DECLARE
 
-#define MCOLL_COLL_FORMS(Name, Iname, lower, PARAMS)                                                \
-  MCOLL_EXPORT int MPI_##Name(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL)) {                            \
-    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME));                                    \
-  }                                                                                                 \
-  struct lower##_args {                                                                             \
-    PARAMS(MCOLL_PARAM_FIELD)                                                                       \
-  };                                                                                                \
-  static int lower##_task(const void *args) {                                                       \
-    const struct lower##_args *a = args;                                                            \
-    return lower##_run(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_FROM));                                    \
-  }                                                                                                 \
-  MCOLL_EXPORT int MPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL), MPI_Request *request) {     \
-    if (!mcoll__nbc_on(comm))                                                                       \
-      return PMPI_##Iname(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), request);                        \
-    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
-    return mcoll__start(comm, lower##_task, &a, sizeof a, NULL, request);                           \
-  }                                                                                                 \
-  MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
+/* A body's answer when the host MPI takes the call: arguments mcoll does not run
+ * (counted); invalid ones, for which the host raises the error the application
+ * expects. No MPI error code is negative. */
+#define MCOLL_TO_HOST (-1)
+static inline int mcoll__invalid(enum mcoll_coll coll) {
+  mcoll__count_invalid(coll);
+  return MCOLL_TO_HOST;
+}
 
-#ifdef MCOLL_PERSISTENT
-#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)                                                  \
-  MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_DECL),           \
-                                                 MPI_Info info, MPI_Request *request) {             \
-    int nbc = mcoll__nbc_on(comm);                                                                    \
-    MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */           \
-    int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME), info,     \
-                                                 nbc ? &host : request);                            \
-    if (!nbc) return err;                                                                           \
-    struct lower##_args a = {MCOLL_ARGLIST(PARAMS, MCOLL_PARAM_NAME)};                              \
-    return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,                           \
-                                  offsetof(struct lower##_args, comm), NULL, request);              \
-  }
-#else
-#define MCOLL_PERSISTENT_FORM(Name, lower, PARAMS)
-#endif
+/* A body shared by two or three collectives (allgather and allgatherv, ...), inlined
+ * in each: one call per blocking call, as for the others. */
+#define MCOLL_SHARED_BODY __attribute__((always_inline)) static inline
+
+/* Count and displacement arrays of n entries: present, no count negative. */
+static inline int mcoll__counts_valid(const int *counts, const int *displs, int n) {
+  if (!counts || !displs) return 0;
+  for (int r = 0; r < n; r++)
+    if (counts[r] < 0) return 0;
+  return 1;
+}
 
 /* The rest of an MPI_<Coll>_init once the host MPI's own init of the same call has
  * run (host_err, *host): that checks the arguments and raises errors through the

@@ -1,0 +1,143 @@
+/* Every collective's C entry points, made from its row of the table
+ * (core/collectives.h) around its body mcoll__wrap_<lower> (pmpi/wrap.h):
+ *
+ *   MPI_<Name>       the body on the communicator's context, or the host MPI's call
+ *                    (T-NBC rows first offer the call to T-NBC when it is on:
+ *                    tnbc/entry.h);
+ *   MPI_I<lower>     the same body as a task (task/task.h) on a copy of the
+ *                    arguments, and of the arrays for VECTOR and W rows;
+ *   MPI_<Name>_init  where the host MPI has persistent collectives: the same task,
+ *                    built once and started by MPI_Start.
+ *
+ * The non-blocking and persistent forms hand the call to the host MPI's own when
+ * non-blocking collectives are off (MCOLL_NBC=0) or comm is an intercommunicator
+ * (mcoll__nbc_on). */
+#include "pmpi/wrap.h"
+#include "tnbc/entry.h"
+
+#define MCOLL_DECL(UPPER) MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_DECL)
+#define MCOLL_NAMES(UPPER) MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_NAME)
+#define MCOLL_PARAM_FROM(kind, name) , a->name
+
+/* The blocking call: the body on comm's context, else the host MPI's own call (in a
+ * task, its non-blocking form: MCOLL_HOST). Inlined where it is called, so that
+ * the blocking call makes one call, the body's. */
+#define MCOLL_RUN(Name, lower, UPPER)                                           \
+  __attribute__((always_inline)) static inline int lower##_run(MCOLL_DECL(UPPER)) { \
+    struct mcoll_comm *c = mcoll__enter(MCOLL_COLL_##UPPER, comm);              \
+    int err = c ? mcoll__wrap_##lower(c, MCOLL_NAMES(UPPER)) : MCOLL_TO_HOST;   \
+    if (err != MCOLL_TO_HOST) return err;                                       \
+    return MCOLL_HOST(Name, I##lower, MCOLL_NAMES(UPPER));                      \
+  }
+
+/* The blocking call on an argument record: what a task runs. */
+#define MCOLL_TASK(lower, UPPER)                                                \
+  static int lower##_task(const void *args) {                                   \
+    const struct mcoll_mpi_##lower##_args *a = args;                            \
+    return lower##_run(MCOLL_ARGLIST(MCOLL_PARAMS_##UPPER, MCOLL_PARAM_FROM));  \
+  }
+
+/* The arrays of a VECTOR or W call, copied when its task is made: the caller may
+ * change or free them before the call completes. Those significant at the root
+ * only (ROOT_INTS) are copied there. Returns keep, which owns the copies. */
+#define MCOLL_FIND_ROOT(kind, name) MCOLL_FIND_ROOT_##kind(name)
+#define MCOLL_FIND_ROOT_ROOT(name) at_root = mcoll__is_root(a->comm, a->name);
+#define MCOLL_COPY_ARRAY(kind, name) MCOLL_COPY_##kind(name)
+#define MCOLL_COPY_INTS(name) \
+  a->name = mcoll__task_keep(keep, a->name, entries * sizeof *a->name);
+#define MCOLL_COPY_TYPES MCOLL_COPY_INTS
+#define MCOLL_COPY_ROOT_INTS(name) if (at_root) MCOLL_COPY_INTS(name)
+/* (the other kinds: nothing to find, nothing to copy) */
+#define MCOLL_FIND_ROOT_SBUF(name)
+#define MCOLL_FIND_ROOT_RBUF(name)
+#define MCOLL_FIND_ROOT_COUNT(name)
+#define MCOLL_FIND_ROOT_TYPE(name)
+#define MCOLL_FIND_ROOT_OP(name)
+#define MCOLL_FIND_ROOT_COMM(name)
+#define MCOLL_FIND_ROOT_INTS(name)
+#define MCOLL_FIND_ROOT_ROOT_INTS(name)
+#define MCOLL_FIND_ROOT_TYPES(name)
+#define MCOLL_COPY_SBUF(name)
+#define MCOLL_COPY_RBUF(name)
+#define MCOLL_COPY_COUNT(name)
+#define MCOLL_COPY_ROOT(name)
+#define MCOLL_COPY_TYPE(name)
+#define MCOLL_COPY_OP(name)
+#define MCOLL_COPY_COMM(name)
+
+#define MCOLL_ARRAYS_NONE(lower, UPPER)
+#define MCOLL_ARRAYS_SCALAR(lower, UPPER)
+#define MCOLL_ARRAYS_W MCOLL_ARRAYS_VECTOR
+#define MCOLL_ARRAYS_VECTOR(lower, UPPER)                                       \
+  static struct mcoll_task_keep *lower##_keep(struct mcoll_mpi_##lower##_args *a, \
+                                              struct mcoll_task_keep *keep) {  \
+    size_t entries = (size_t)mcoll__array_entries(a->comm);                     \
+    int at_root = 1;                                                            \
+    MCOLL_PARAMS_##UPPER(MCOLL_FIND_ROOT)                                       \
+    MCOLL_PARAMS_##UPPER(MCOLL_COPY_ARRAY)                                      \
+    (void)at_root;                                                              \
+    return keep;                                                                \
+  }
+/* The keep argument of mcoll__start / mcoll__persistent_make for record a. */
+#define MCOLL_KEPT_NONE(lower, a) NULL
+#define MCOLL_KEPT_SCALAR(lower, a) NULL
+#define MCOLL_KEPT_VECTOR(lower, a) lower##_keep(&a, &(struct mcoll_task_keep){.n = 0})
+#define MCOLL_KEPT_W MCOLL_KEPT_VECTOR
+
+/* The blocking call's offer to T-NBC: its result, or MCOLL_TNBC_DECLINED (no MPI
+ * error code is negative). Apart and not inlined, so that with T-NBC off the
+ * blocking call does one load and test more than one without the offer, and no
+ * address of its own escapes. Its condition also records the caller for T-NBC's
+ * trace. */
+#define MCOLL_TNBC_DECLINED (-1)
+#define MCOLL_OFFER_FN_NO_TNBC(lower, UPPER)
+#define MCOLL_OFFER_FN_TNBC(lower, UPPER)                                       \
+  __attribute__((noinline)) static int lower##_offer(MCOLL_DECL(UPPER)) {       \
+    int err;                                                                    \
+    if (!mcoll__tnbc_##lower(MCOLL_NAMES(UPPER), lower##_task, &err))           \
+      return MCOLL_TNBC_DECLINED;                                               \
+    return err;                                                                 \
+  }
+#define MCOLL_OFFER_NO_TNBC(lower, UPPER)
+#define MCOLL_OFFER_TNBC(lower, UPPER)                                          \
+  if (mcoll__tnbc_active && MCOLL_TNBC_ENTER(#lower)) {                         \
+    int err = lower##_offer(MCOLL_NAMES(UPPER));                                \
+    if (err != MCOLL_TNBC_DECLINED) return err;                                 \
+  }
+
+#ifdef MCOLL_PERSISTENT
+#define MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)                        \
+  MCOLL_EXPORT int MCOLL_PERSISTENT(Name##_init)(MCOLL_DECL(UPPER), MPI_Info info, \
+                                                 MPI_Request *request) {        \
+    int nbc = mcoll__nbc_on(comm);                                              \
+    MPI_Request host; /* (the host's init checks the arguments, or is the whole call) */ \
+    int err = MCOLL_PERSISTENT_HOST(Name##_init)(MCOLL_NAMES(UPPER), info,      \
+                                                 nbc ? &host : request);        \
+    if (!nbc) return err;                                                       \
+    struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
+    return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,       \
+                                  offsetof(struct mcoll_mpi_##lower##_args, comm), \
+                                  MCOLL_KEPT_##shape(lower, a), request);       \
+  }
+#else
+#define MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
+#endif
+
+#define MCOLL_ENTRY_POINTS(Name, lower, UPPER, shape, tnbc)                     \
+  MCOLL_RUN(Name, lower, UPPER)                                                 \
+  MCOLL_TASK(lower, UPPER)                                                      \
+  MCOLL_ARRAYS_##shape(lower, UPPER)                                            \
+  MCOLL_OFFER_FN_##tnbc(lower, UPPER)                                           \
+  MCOLL_EXPORT int MPI_##Name(MCOLL_DECL(UPPER)) {                              \
+    MCOLL_OFFER_##tnbc(lower, UPPER)                                            \
+    return lower##_run(MCOLL_NAMES(UPPER));                                     \
+  }                                                                             \
+  MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
+    if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
+    struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
+    return mcoll__start(comm, lower##_task, &a, sizeof a, MCOLL_KEPT_##shape(lower, a), \
+                        request);                                               \
+  }                                                                             \
+  MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
+
+MCOLL_COLLECTIVES(MCOLL_ENTRY_POINTS)
