@@ -17,7 +17,7 @@ JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 # 16 warm-up calls, then 3 candidates x 5 timed calls, then the decision: 60 calls
 # per size and block are past it.
-SWEEP = ["-C", "reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
+SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
          "-n", "60", "-w", "0", "-r", "1", "-c"]
 LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
                   re.M)
@@ -39,7 +39,7 @@ def test_skewed_ranks_agree(flavour, np):
     result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
     lines = adapt_lines(result.stderr)
-    assert {coll for coll, _ in lines} >= {"reduce", "allreduce", "gather", "scatter", "allgather"}, \
+    assert {coll for coll, _ in lines} >= {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"}, \
         result.describe()
     skewed = 0
     for key, by_rank in lines.items():
