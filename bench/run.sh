@@ -19,7 +19,7 @@
 #                     [--modes "back2back latency cold nbc idle"] [--cold-colls LIST]
 #                     [--nbc-colls LIST] [--progress-threads "0 1"] [--idle-pairs N]
 #                     [--idle-seconds S] [--no-check] [--no-setup] [--no-mcoll] [--build DIR]
-#                     [--results DIR]
+#                     [--results DIR] [--no-forced] [--osu]
 #   --colls     collectives (default all; env MCOLL_BENCH_COLLS); barrier,bcast
 #               takes ~2 minutes on 2 cores, all collectives ~10-15
 #   --np        rank counts (env MCOLL_BENCH_NP)
@@ -51,6 +51,11 @@
 #   --no-mcoll  plain mpiexec, no preload: the pipeline without the library (ratios ~1)
 #   --results   write there instead of bench/raw (env MCOLL_BENCH_RESULTS): trial
 #               runs that are not the benchmark of record
+#   --no-forced back2back and latency rows without mcoll-bench -F (by default each
+#               round also times every mcoll algorithm forced: the row gives the
+#               fastest, best_us, beside the default's time, so a wrong choice shows)
+#   --osu       also OSU 7's collectives (tools/bench/osu.sh, built from their public
+#               source; skipped with the reason when it cannot be had) at 2 ranks
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 
@@ -65,7 +70,7 @@ idle_pairs=${MCOLL_BENCH_IDLE_PAIRS:-7}
 idle_seconds=${MCOLL_BENCH_IDLE_SECONDS:-10}
 build=$root/build
 results=${MCOLL_BENCH_RESULTS:-$root/bench/raw}
-check=1 setup=1 preload=1
+check=1 setup=1 preload=1 forced=1 osu=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --colls) colls=$2; shift 2 ;;
@@ -82,6 +87,8 @@ while [[ $# -gt 0 ]]; do
     --no-check) check=0; shift ;;
     --no-setup) setup=0; shift ;;
     --no-mcoll) preload=0; shift ;;
+    --no-forced) forced=0; shift ;;
+    --osu) osu=1; shift ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -160,6 +167,23 @@ launcher() {  # flavour np -> array launch: the command up to the program
   else
     launch=(mpiexec.mpich -np "$np" "${bind[@]}")
   fi
+}
+
+# -F (every algorithm forced beside the default) where a row is one timed block per
+# side: back2back and latency, with mcoll loaded.
+forced_args() {  # mode -> array fargs
+  fargs=()
+  [[ $forced -eq 1 && $preload -eq 1 && ( $1 == back2back || $1 == latency ) ]] && fargs=(-F)
+  return 0
+}
+
+# OSU 7's collectives beside mcoll-bench, at 2 ranks, each flavour (tools/bench/osu.sh).
+run_osu() {
+  local cmd=("$root/tools/bench/osu.sh" --build "$build" --out "$results" --flavours "$flavours")
+  printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"
+  echo >>"$commands"
+  echo "== osu: ${cmd[*]}"
+  "${cmd[@]}" || failed+=(osu)
 }
 
 mkdir -p "$results"
@@ -243,11 +267,14 @@ for flavour in $flavours; do
     # a new segment -- the cost of a communicator over a new set of processes.
     share=()
     [[ $mode == cold ]] && share=(MCOLL_SHARE_CONTEXT=0 MCOLL_CHANNEL_POOL=0)
+    forced_args "$mode"
     run_job "$name" "$flavour np$np $mode" "${share[@]}" -- \
-      "${bench[@]}" -C "$mode_colls" "${sweep[@]}" "${margs[@]}"
+      "${bench[@]}" -C "$mode_colls" "${sweep[@]}" "${margs[@]}" "${fargs[@]}"
    done
   done
 done
+
+[[ $osu -eq 1 ]] && run_osu
 
 if [[ ${#jsons[@]} -gt 0 ]]; then
   report=(python3 "$root/tools/py/mcoll_report.py" "${jsons[@]}"

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coll/adapt.h"
 #include "coll/blocks.h"
 #include "coll/facts.h"
 #include "coll/rules.h"
@@ -93,6 +94,27 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
   if (mcoll__alg_forced(coll) < 0) return -1;
   struct mcoll_facts facts = mcoll__facts(c, 0);
   return mcoll__alg_forced_for(coll, &facts);
+}
+
+/* Single copy's system calls are out of reach for blocks below this many bytes. */
+enum { MCOLL_MOVE_CMA_REACH = 1 << 10 };
+
+/* A blocking call whose blocks are all len bytes (gather, scatter, allgather; not the
+ * v forms): the choice between the areas and single copy adapts at run time
+ * (coll/adapt.h), returned as the call's forced move; `forced` unchanged where it does
+ * not apply (forced already, a threshold the user set, no single copy here). */
+static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll coll, enum mcoll_param param,
+                                       size_t len, int forced, size_t cma_min,
+                                       struct mcoll_adapt_call *call) {
+  call->cls = NULL;
+  if (forced >= 0 || !c->chan->cma_ok || len == 0 || !mcoll__cfg.ADAPT) return forced;
+  const enum mcoll_param params[] = {param, MCOLL_PARAM_PAIR_CMA_MIN};
+  if (mcoll__params_user_set(params, 2)) return forced;
+  struct mcoll_facts facts = mcoll__facts(c, len);
+  int alg = mcoll__move_of(c, len, -1, cma_min);
+  unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
+  int picked = mcoll__adapt_pick(c, coll, len, alg, &facts, reach, call);
+  return picked == alg ? forced : picked;
 }
 
 #endif

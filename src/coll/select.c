@@ -84,3 +84,12 @@ MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
   }
   return -1;
 }
+
+MCOLL_EXPORT const char *mcoll_algorithm_name(const char *coll, int index) {
+  for (int c = 0; c < MCOLL_NCOLLS; c++) {
+    if (strcmp(mcoll__coll_name(c), coll)) continue;
+    const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
+    return index >= 0 && index < table->nalgs ? table->algs[index].name : NULL;
+  }
+  return NULL;
+}

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coll/registry.h"
 #include "core/fallback.h"
 #include "shm/channel.h"
 #include "topo/topo.h"
@@ -47,6 +48,9 @@ struct mcoll_comm {
     unsigned epoch;
     size_t value;
   } choice[MCOLL_CHOICE_SLOTS];
+  /* The adaptive choice's size classes per collective (coll/adapt.h), NULL until its
+   * first blocking call. */
+  struct mcoll_adapt_coll *adapt[MCOLL_NCOLLS];
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */

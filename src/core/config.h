@@ -7,7 +7,7 @@
 /* X(field, kind, default, meaning); kind NUM accepts K/M/G suffixes. */
 #define MCOLL_PARAMS(X)                                                                  \
   X(DISABLE, NUM, "0", "1: every call goes straight to the host MPI")                    \
-  X(VERBOSE, NUM, "0", "1: at MPI_Finalize rank 0 prints calls per algorithm and fallbacks") \
+  X(VERBOSE, NUM, "0", "1: at MPI_Finalize rank 0 prints calls per algorithm, fallbacks and what the adaptive choice decided; 2: every rank prints its adaptive choice too") \
   X(FALLBACK, STR, "silent", "on a fallback to the host MPI: silent | warn | error (abort)") \
   X(TOPO, STR, "", "fake hierarchy for tests: nodes=N,sockets=S,numa=M (per node/socket)") \
   X(SHM_CHUNK, NUM, "64K", "bytes per slot of the segment's pipeline ring")               \
@@ -53,9 +53,15 @@
   X(TNBC, NUM, "0", "1: T-NBC, blocking bcast/alltoall/allgather/allreduce return early with the receive buffer's pages protected until their data is in (needs MCOLL_PROGRESS_THREAD=1 and MPI_THREAD_MULTIPLE; docs/tnbc.md)") \
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
+  X(ADAPT, NUM, "1", "1: blocking calls whose size class repeats on a communicator within one node time the algorithms within reach in turn and keep the fastest (the slowest rank's time decides; docs/algorithms.md); 0: the rules alone") \
+  X(ADAPT_WARMUP, NUM, "16", "adaptive choice: calls of a size class before its first round of timed calls") \
+  X(ADAPT_SAMPLES, NUM, "5", "adaptive choice: timed calls per candidate in a round (1-15; the median counts)") \
+  X(ADAPT_RECHECK, NUM, "2000", "adaptive choice: calls of a size class after a decision before the next round, doubling after each round up to 64 times; 0 = never again") \
+  X(ADAPT_MARGIN, NUM, "5", "adaptive choice: percent by which another algorithm must beat the rules' choice to replace it") \
   X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \
   X(TNBC_TRACE, STR, "", "T-NBC: record the first-touch order of received blocks per call site into <file>.<world rank> at exit (calls then complete before they return)") \
   X(TNBC_ORDER, STR, "", "T-NBC alltoall(v): send and receive blocks in the order of a trace file (<file>.<world rank>, else <file>), one rank of a node at a time") \
+  X(TEST_ADAPT_SKEW_US, NUM, "0", "for tests only: each rank adds this many microseconds times ((rank + candidate) mod candidates) to its timed calls, so that each rank alone would choose another algorithm") \
   X(TEST_FINISH_DELAY_US, NUM, "0", "for tests only: microseconds the engine sleeps between the end of each non-blocking call and the completion of its request (widens that race window; 0 = none)") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/adapt.h"
 #include "core/host_progress.h"
 #include "task/progress_thread.h"
 #include "topo/topo.h"
@@ -15,7 +16,8 @@ static void report(void) {
   int rank, size;
   PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank != 0) return;
+  /* MCOLL_VERBOSE=2: every rank says what its adaptive choice decided. */
+  if (rank != 0 && mcoll__cfg.VERBOSE < 2) return;
   /* Built in memory and written one line per write(2): stderr is unbuffered, so a line
    * made of several fprintf calls could be split by another rank's output on the
    * launcher's shared stream (a test then misread the report). */
@@ -23,11 +25,14 @@ static void report(void) {
   size_t length = 0;
   FILE *out = open_memstream(&text, &length);
   if (!out) out = stderr;
-  fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
-  mcoll__stats_report(out);
-  mcoll__context_report(out);
-  mcoll__task_report(out);
-  mcoll__tnbc_report(out);
+  if (rank == 0) {
+    fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
+    mcoll__stats_report(out);
+    mcoll__context_report(out);
+    mcoll__task_report(out);
+    mcoll__tnbc_report(out);
+  }
+  mcoll__adapt_report(out, rank);
   if (out == stderr) return;
   fclose(out);
   for (size_t at = 0; at < length;) {

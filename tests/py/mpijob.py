@@ -42,6 +42,9 @@ ASAN = find_build("build-asan")
 TSAN = find_build("build-tsan")
 # An unintended fallback to the host MPI aborts the job.
 BASE_ENV = {"MCOLL_FALLBACK": "error"}
+# Tests of the rules' choice, which count the calls per algorithm: without the choice
+# that adapts at run time (src/coll/adapt.c), which would time other algorithms.
+RULES_ONLY = {"MCOLL_ADAPT": "0"}
 # The full tier (tests/run.sh --full): sanitizer builds, test hosts, every rank count,
 # topology and forced algorithm. Unmarked tests form the default tier.
 FULL = pytest.mark.full

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from mpijob import check_passed, mpiexec_argv, parse_verbose_report, run_job
-from mpijob import BASE_ENV, BUILD, flavour_param, seed_for
+from mpijob import BASE_ENV, BUILD, RULES_ONLY, flavour_param, seed_for
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -40,7 +40,7 @@ SWEEP = ["-b", "4K", "-e", "8K", "-f", "2", "-m", "latency", "-n", "20", "-w", "
 def bench_report(flavour, np, colls, sweep, env=None):
     program = BUILD.bin(flavour, "mcoll-bench")
     result = run_job(mpiexec_argv(flavour, np, program, ["-C", ",".join(colls), *sweep]),
-                     {**BASE_ENV, "MCOLL_VERBOSE": "1", **(env or {})}, JOB_TIMEOUT)
+                     {**BASE_ENV, **RULES_ONLY, "MCOLL_VERBOSE": "1", **(env or {})}, JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
     return parse_verbose_report(result.stderr), result
 

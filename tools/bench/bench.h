@@ -219,6 +219,7 @@ struct options {
     /* -A a,b: two mcoll algorithms of one collective in place of native and mcoll */
     const char *versus[2];
     /* -V NAME=a,b: mcoll with parameter MCOLL_NAME at a (the native columns) and b */
+    bool forced_sweep;   /* -F: each round also times every mcoll algorithm forced */
     const char *vary_param;
     const char *vary[2];
     const char *arrival; /* -D: arrival mode's delays (random:US, late:RANK:US) */
@@ -234,6 +235,12 @@ struct result {
     int count, iters, warmup;
     double busbw_factor;
     double native, mcoll;   /* seconds per call, medians over rounds */
+    /* -F: the fastest forced algorithm (median over rounds) and every algorithm's;
+     * forced_n 0 without -F. */
+    int forced_n;
+    const char *forced_alg[8];
+    double forced[8];
+    int forced_best;
     double memcpy_gbs;      /* single-thread memcpy of total bytes */
     double *native_samples, *mcoll_samples; /* one per round */
     /* Cold mode (native, mcoll above are the medians of calls 1..cold_calls). Every

@@ -126,9 +126,15 @@ void bench_print_header(const struct run_info *ri, const struct options *o)
         print_nbc_header(o);
         return;
     }
-    printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "coll", "bytes",
+    if (o->forced_sweep)
+        printf("# -F: best_us = the fastest mcoll algorithm forced (best_alg), median over rounds; "
+               "def/best = mcoll_us / best_us (> 1: the default lost)\n");
+    printf("#\n# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s", "coll", "bytes",
            "total", "iters", "native_us", "mcoll_us", "ratio", "algbw_n", "algbw_m", "busbw_n",
            "busbw_m", "memcpy");
+    if (o->forced_sweep)
+        printf(" %11s %-14s %8s", "best_us", "best_alg", "def/best");
+    printf("\n");
     printf("# %-20s %10s %10s %6s %11s %11s %7s %8s %8s %8s %8s %8s\n", "", "", "", "", "", "",
            "", "GB/s", "GB/s", "GB/s", "GB/s", "GB/s");
     fflush(stdout);
@@ -154,12 +160,16 @@ void bench_print_result(const struct result *s)
     printf("  %-20s %10zu %10zu %6d %11.2f %11.2f %7.2f", s->coll, s->bytes, s->total, s->iters,
            s->native * 1e6, s->mcoll * 1e6, s->native / s->mcoll);
     if (s->total == 0) {
-        printf(" %8s %8s %8s %8s %8s\n", "-", "-", "-", "-", "-");
+        printf(" %8s %8s %8s %8s %8s", "-", "-", "-", "-", "-");
     } else {
         double an = gbs(s->total, s->native), am = gbs(s->total, s->mcoll);
-        printf(" %8.2f %8.2f %8.2f %8.2f %8.2f\n", an, am, an * s->busbw_factor,
+        printf(" %8.2f %8.2f %8.2f %8.2f %8.2f", an, am, an * s->busbw_factor,
                am * s->busbw_factor, s->memcpy_gbs);
     }
+    if (s->forced_n > 0)
+        printf(" %11.2f %-14s %8.2f", s->forced[s->forced_best] * 1e6, s->forced_alg[s->forced_best],
+               s->mcoll / s->forced[s->forced_best]);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -221,6 +231,19 @@ static void json_result(FILE *f, const struct result *s, int rounds)
     json_key_number(f, "memcpy_gbs", s->total ? s->memcpy_gbs : NAN);
     json_samples_us(f, "native_samples_us", s->native_samples, rounds);
     json_samples_us(f, "mcoll_samples_us", s->mcoll_samples, rounds);
+    if (s->forced_n > 0) {
+        fputs(",\n     \"best_forced_alg\": ", f);
+        bench_json_string(f, s->forced_alg[s->forced_best]);
+        json_key_number(f, "best_forced_us", s->forced[s->forced_best] * 1e6);
+        fputs(", \"forced_us\": {", f);
+        for (int a = 0; a < s->forced_n; a++) {
+            fputs(a ? ", " : "", f);
+            bench_json_string(f, s->forced_alg[a]);
+            fputs(": ", f);
+            bench_json_number(f, s->forced[a] * 1e6);
+        }
+        fputc('}', f);
+    }
     if (s->cold_calls) {
         fprintf(f, ",\n     \"cold_calls\": %d", s->cold_calls);
         json_key_number(f, "native_setup_us", s->native_setup * 1e6);

@@ -216,6 +216,52 @@ void bench_check_block(const struct mpi_api *api, const struct row *r)
     }
 }
 
+/* -F: every algorithm of mcoll forced in turn, a block each per round, beside the
+ * default's block: a wrong default choice shows as a number. */
+static const char *(*algorithm_name)(const char *, int);
+static int (*set_algorithm_fn)(const char *, const char *);
+
+static void forced_begin(const struct row *r, const struct options *o, struct result *res,
+                         double **samples)
+{
+    if (!algorithm_name) {
+        algorithm_name = (const char *(*)(const char *, int))dlsym(RTLD_DEFAULT, "mcoll_algorithm_name");
+        set_algorithm_fn = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
+    }
+    if (!algorithm_name || !set_algorithm_fn)
+        bench_usage_exit("-F: mcoll not loaded");
+    int n = 0;
+    for (const char *name; n < 8 && (name = algorithm_name(r->name, n)); n++) {
+        res->forced_alg[n] = name;
+        samples[n] = bench_alloc_doubles(o->rounds);
+    }
+    res->forced_n = n;
+}
+
+static double forced_block(const struct row *r, const struct options *o, const char *alg,
+                           bench_block_timer timer, int warmup, int iters)
+{
+    set_algorithm_fn(r->name, alg); /* the same on every rank, between two calls */
+    if (o->check)
+        memset(r->recv, 0xA5, r->recv_bytes);
+    double t = timer(&bench_mcoll_api, r, warmup, iters);
+    if (o->check)
+        bench_check_block(&bench_mcoll_api, r);
+    set_algorithm_fn(r->name, "auto");
+    return t;
+}
+
+static void forced_end(struct result *res, const struct options *o, double **samples)
+{
+    res->forced_best = -1;
+    for (int a = 0; a < res->forced_n; a++) {
+        res->forced[a] = bench_median(samples[a], o->rounds);
+        free(samples[a]);
+        if (res->forced_best < 0 || res->forced[a] < res->forced[res->forced_best])
+            res->forced_best = a;
+    }
+}
+
 /* One row: native and mcoll alternate, `rounds` times each, each a block timed by
  * `timer` (back-to-back or latency mode); medians. */
 void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
@@ -227,6 +273,9 @@ void bench_alternating_row(const struct row *r, const struct options *o, struct 
     int warmup = o->warmup >= 0 ? o->warmup : iters / 10;
     res->native_samples = bench_alloc_doubles(o->rounds);
     res->mcoll_samples = bench_alloc_doubles(o->rounds);
+    double *forced_samples[8] = {0};
+    if (o->forced_sweep)
+        forced_begin(r, o, res, forced_samples);
     for (int k = 0; k < o->rounds; k++) {
         for (int side = 0; side < 2; side++) {
             bool native = (side == 0) == (k % 2 == 0);
@@ -238,7 +287,10 @@ void bench_alternating_row(const struct row *r, const struct options *o, struct 
             if (o->check)
                 bench_check_block(api, r);
         }
+        for (int a = 0; a < res->forced_n; a++)
+            forced_samples[a][k] = forced_block(r, o, res->forced_alg[a], timer, warmup, iters);
     }
+    forced_end(res, o, forced_samples);
     res->coll = r->name;
     res->bytes = r->block;
     res->total = r->total;
@@ -273,6 +325,8 @@ static void usage(void)
             "           mcoll columns), for one collective (-C)\n"
             "           (inter.NAME: its algorithm between nodes, e.g. -A inter.direct,inter.grid_rsend)\n"
             "  -V       NAME=a,b: mcoll with MCOLL_NAME=a (the native columns) against b\n"
+            "  -F       each round also times every mcoll algorithm forced in turn (back2back\n"
+            "           and latency): the fastest and default/fastest per row\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
             "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"
             "           its first barrier (set-up); latency: a barrier after every call,\n"
@@ -357,7 +411,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
             argv[i] = calibrate;
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:D:aPh")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:D:aPFh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -399,6 +453,9 @@ static bool parse_options(int argc, char **argv, struct options *o)
                 o->mode = MODE_ARRIVAL;
             else
                 ok = false;
+            break;
+        case 'F':
+            o->forced_sweep = true;
             break;
         case 'A': {
             char *comma = strchr(optarg, ',');

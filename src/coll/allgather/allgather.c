@@ -79,6 +79,10 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   const struct mcoll_topo *t = &c->topo;
   int forced = mcoll__move_forced(c, coll);
   size_t cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN);
+  struct mcoll_adapt_call timing = {0};
+  if (coll == MCOLL_COLL_ALLGATHER)
+    forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN, largest_block(dst), forced,
+                                  cma_min, &timing);
   mcoll__count_moves(c, coll, dst, 0, forced, cma_min);
   mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);
@@ -102,5 +106,6 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   }
   int err = mcoll__hier_run(&hc);
   mcoll__blocks_release(dst, err == MPI_SUCCESS, in_place ? c->rank : -2);
+  mcoll__adapt_done(&timing);
   return err;
 }

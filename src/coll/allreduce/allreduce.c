@@ -71,11 +71,9 @@ static int down(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
 
 static const struct mcoll_hier_steps allreduce_steps = {up, inter, down, NULL};
 
-int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
-                     void *recvbuf, size_t count) {
+static int allreduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                        void *recvbuf, size_t count, int alg) {
   size_t bytes = count * t->extent;
-  int alg = mcoll__red_choose(MCOLL_COLL_ALLREDUCE, c, bytes, !t->commutative, t->extent);
-  mcoll__count_alg(MCOLL_COLL_ALLREDUCE, alg);
   struct allreduce_call a = {c, t, mcoll__red_input(t, sendbuf, recvbuf),
                              mcoll__red_data(t, recvbuf), alg, MCOLL_GROUP_SMALL};
   if (count == 0) return MPI_SUCCESS;
@@ -93,4 +91,15 @@ int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const
     a.group_alg = mcoll__group_choose(MCOLL_COLL_ALLREDUCE, c, t, piece_count, c->topo.nnodes, 1);
   }
   return mcoll__hier_run(&hc);
+}
+
+int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                     void *recvbuf, size_t count) {
+  struct mcoll_adapt_call timing;
+  int alg = mcoll__red_choose_adaptive(MCOLL_COLL_ALLREDUCE, c, count * t->extent, !t->commutative,
+                                       t->extent, &timing);
+  mcoll__count_alg(MCOLL_COLL_ALLREDUCE, alg);
+  int err = allreduce_by(c, t, sendbuf, recvbuf, count, alg);
+  mcoll__adapt_done(&timing);
+  return err;
 }

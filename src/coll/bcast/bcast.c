@@ -54,24 +54,7 @@ static int cma_by_size(const struct mcoll_comm *c, size_t bytes, int honour_max)
          c->topo.local_size <= mcoll__cfg.BCAST_CMA_RANKS;
 }
 
-static int choose(const struct mcoll_comm *c, size_t bytes) {
-  if (mcoll__alg_forced(MCOLL_COLL_BCAST) >= 0) {
-    struct mcoll_facts facts = mcoll__facts(c, bytes);
-    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
-    int forced = mcoll__alg_forced_for(MCOLL_COLL_BCAST, &facts);
-    if (forced >= 0) return forced;
-  }
-  /* The rules, unless the user set one of the thresholds below. */
-  static const enum mcoll_param thresholds[] = {MCOLL_PARAM_BCAST_TREE_MAX, MCOLL_PARAM_BCAST_SLOT_MAX,
-                                                MCOLL_PARAM_BCAST_CMA_MIN, MCOLL_PARAM_BCAST_CMA_MAX,
-                                                MCOLL_PARAM_BCAST_CMA_RANKS};
-  if (!mcoll__params_user_set(thresholds, 5)) {
-    struct mcoll_facts facts = mcoll__facts(c, bytes);
-    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
-    int ruled = mcoll__rules_pick(MCOLL_COLL_BCAST, MCOLL_LEVEL_NODE, &facts, NULL);
-    if (ruled >= 0) return ruled;
-  }
-  /* Where no rule covers the call: the thresholds. */
+static int choose_by_thresholds(const struct mcoll_comm *c, size_t bytes) {
   /* Single copy from the root's buffer beats the ring at mid sizes, markedly when a
    * barrier follows each call (OSU's latency), where the ring falls behind native;
    * the ring keeps small and large calls (MCOLL_BCAST_CMA_MIN/MAX in
@@ -86,8 +69,44 @@ static int choose(const struct mcoll_comm *c, size_t bytes) {
   return MCOLL_BCAST_SHM_PIPELINE;
 }
 
-int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes) {
-  int alg = choose(c, bytes);
+/* *adaptable: the choice came from the rules or the thresholds' defaults, not from a
+ * forced algorithm or a threshold the user set. */
+static int choose(const struct mcoll_comm *c, size_t bytes, int *adaptable) {
+  *adaptable = 0;
+  if (mcoll__alg_forced(MCOLL_COLL_BCAST) >= 0) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+    int forced = mcoll__alg_forced_for(MCOLL_COLL_BCAST, &facts);
+    if (forced >= 0) return forced;
+  }
+  /* The rules, unless the user set one of the thresholds below. */
+  static const enum mcoll_param thresholds[] = {MCOLL_PARAM_BCAST_TREE_MAX, MCOLL_PARAM_BCAST_SLOT_MAX,
+                                                MCOLL_PARAM_BCAST_CMA_MIN, MCOLL_PARAM_BCAST_CMA_MAX,
+                                                MCOLL_PARAM_BCAST_CMA_RANKS};
+  if (mcoll__params_user_set(thresholds, 5)) return choose_by_thresholds(c, bytes);
+  *adaptable = 1;
+  struct mcoll_facts facts = mcoll__facts(c, bytes);
+  if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+  int ruled = mcoll__rules_pick(MCOLL_COLL_BCAST, MCOLL_LEVEL_NODE, &facts, NULL);
+  return ruled >= 0 ? ruled : choose_by_thresholds(c, bytes);
+}
+
+/* Single copy's system calls are out of reach below a few KiB; the level tree on a
+ * node without levels is not hardened against mismatched calls like the others. */
+enum { BCAST_CMA_REACH = 2 << 10 };
+
+int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing) {
+  int adaptable;
+  int alg = choose(c, bytes, &adaptable);
+  timing->cls = NULL;
+  if (adaptable) {
+    struct mcoll_facts facts = mcoll__facts(c, bytes);
+    if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
+    unsigned reach = (1u << MCOLL_BCAST_SHM_PIPELINE) | (1u << MCOLL_BCAST_SHM_SLOT) |
+                     (bytes >= BCAST_CMA_REACH ? 1u << MCOLL_BCAST_CMA : 0) |
+                     (c->topo.nlevels > 0 ? 1u << MCOLL_BCAST_SHM_TREE : 0);
+    alg = mcoll__adapt_pick(c, MCOLL_COLL_BCAST, bytes, alg, &facts, reach, timing);
+  }
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
   return alg;
 }
@@ -231,7 +250,8 @@ static const struct mcoll_hier_steps bcast_steps = {NULL, inter_step, intra_step
 
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   const struct mcoll_topo *t = &c->topo;
-  int alg = mcoll__bcast_select(c, bytes);
+  struct mcoll_adapt_call timing;
+  int alg = mcoll__bcast_select(c, bytes, &timing);
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
 
   struct mcoll_bcast_call call = {
@@ -270,5 +290,6 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   int err = mcoll__hier_run(&hc);
   if (guarded) mcoll__call_leave();
   if (call.leaders) free(call.leaders); /* (free is interposed under T-NBC: not on the hot path) */
+  mcoll__adapt_done(&timing);
   return err != MPI_SUCCESS ? err : call.error;
 }

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "coll/adapt.h"
 #include "comm/context.h"
 
 enum mcoll_bcast_alg {
@@ -82,8 +83,9 @@ extern const struct mcoll_bcast_intra mcoll__bcast_shm_slot;
  * node's shape and channel, the environment), after MCOLL_ALG_BCAST where its
  * restrictions hold; the algorithm is counted: the report says what ran. Engines
  * keep only their own tuning (BCAST_K, BCAST_AHEAD), the inter-node step its piece
- * algorithm (bcast_inter.c). */
-int mcoll__bcast_select(const struct mcoll_comm *c, size_t bytes);
+ * algorithm (bcast_inter.c). A blocking call's choice then adapts at run time
+ * (coll/adapt.h): mcoll__adapt_done(timing) after the call. */
+int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing);
 
 /* The intra-node engine that takes a whole result of `bytes` from node-local rank 0
  * down the node, for collectives built on bcast's engines (allgather across nodes):

@@ -120,6 +120,10 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
                           .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN)};
+  struct mcoll_adapt_call timing = {0};
+  if (!a->v)
+    g.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN, a->my_len, g.forced,
+                                    g.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
   mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);
@@ -141,5 +145,6 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   if (is_root) mcoll__blocks_release(a->dst, err == MPI_SUCCESS, a->mine ? -2 : a->root);
   if (g.remote_leader) mcoll__blocks_release(&g.node, 0, -2);
   free(g.lens);
+  mcoll__adapt_done(&timing);
   return err;
 }

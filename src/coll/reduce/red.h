@@ -12,6 +12,7 @@
 #include <mpi.h>
 #include <stddef.h>
 
+#include "coll/adapt.h"
 #include "coll/registry.h"
 #include "comm/context.h"
 #include "core/datatype.h"
@@ -90,6 +91,11 @@ int mcoll__red_nodes_contiguous(const struct mcoll_comm *c);
  * others may differ between nodes (they only choose the intra-node engine). */
 int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
                       size_t area_need);
+/* The same for a blocking reduce or allreduce, whose choice adapts at run time
+ * (coll/adapt.h) where neither a forced algorithm nor a threshold the user set
+ * decided; mcoll__adapt_done(call) after the call. */
+int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_t bytes, int ordered,
+                               size_t area_need, struct mcoll_adapt_call *call);
 
 /* Bytes per pipelined piece of the inter-node phase: whole elements. */
 size_t mcoll__red_piece(const struct mcoll_red_type *t);

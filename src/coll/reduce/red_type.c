@@ -129,13 +129,16 @@ int mcoll__red_nodes_contiguous(const struct mcoll_comm *c) {
   return 1;
 }
 
-int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
-                      size_t area_need) {
+/* The choice, its facts, and whether the run may adapt it (*adaptable). */
+static int red_choice(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
+                      size_t area_need, struct mcoll_facts *facts_out, int *adaptable) {
   struct mcoll_facts facts = mcoll__facts(c, bytes);
+  *adaptable = 0;
   if (ordered && c->topo.nnodes > 1 && !mcoll__red_nodes_contiguous(c))
     facts.holds &= ~MCOLL_NEED_ORDER;
   /* SHM_AREA, not the mapped size: the same on every node, even one without a segment. */
   if (area_need > (size_t)mcoll__cfg.SHM_AREA) facts.holds &= ~MCOLL_NEED_ELEM_FITS;
+  *facts_out = facts;
   int forced = mcoll__alg_forced_for(coll, &facts);
   if (forced >= 0) return forced;
   if ((facts.holds & MCOLL_RED_NEEDS) != MCOLL_RED_NEEDS) return MCOLL_RED_P2P;
@@ -144,6 +147,7 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
                                                 MCOLL_PARAM_RED_CMA_MIN, MCOLL_PARAM_RED_CMA_MAX,
                                                 MCOLL_PARAM_RED_CMA_RANKS};
   if (!mcoll__params_user_set(thresholds, 5)) {
+    *adaptable = 1;
     int ruled = mcoll__rules_pick(coll, MCOLL_LEVEL_NODE, &facts, NULL);
     if (ruled >= 0) return ruled;
   }
@@ -163,6 +167,30 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
   long flat_max = low_parallelism ? mcoll__cfg.RED_FLAT_MAX_LOWPAR : mcoll__cfg.RED_FLAT_MAX;
   if (bytes <= (size_t)flat_max) return MCOLL_RED_FLAT;
   return MCOLL_RED_HSRA;
+}
+
+int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes, int ordered,
+                      size_t area_need) {
+  struct mcoll_facts facts;
+  int adaptable;
+  return red_choice(coll, c, bytes, ordered, area_need, &facts, &adaptable);
+}
+
+/* Flat folds every input on one rank (all of them, on every rank for allreduce): out
+ * of reach beyond a few tens of KiB; single copy's system calls below a few KiB; p2p
+ * is for nodes out of rank order only. */
+enum { RED_FLAT_REACH = 64 << 10, RED_CMA_REACH = 2 << 10 };
+
+int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_t bytes, int ordered,
+                               size_t area_need, struct mcoll_adapt_call *call) {
+  struct mcoll_facts facts;
+  int adaptable;
+  int alg = red_choice(coll, c, bytes, ordered, area_need, &facts, &adaptable);
+  call->cls = NULL;
+  if (!adaptable || alg == MCOLL_RED_P2P) return alg;
+  unsigned reach = (1u << MCOLL_RED_HSRA) | (bytes >= RED_CMA_REACH ? 1u << MCOLL_RED_CMA : 0) |
+                   (bytes <= RED_FLAT_REACH ? 1u << MCOLL_RED_FLAT : 0);
+  return mcoll__adapt_pick(c, coll, bytes, alg, &facts, reach, call);
 }
 
 size_t mcoll__red_piece(const struct mcoll_red_type *t) {

@@ -75,12 +75,10 @@ static int reduce_p2p(struct reduce_call *a, size_t count) {
   return err;
 }
 
-int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
-                  void *recvbuf, size_t count, int root) {
+static int reduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                     void *recvbuf, size_t count, int root, int alg) {
   const struct mcoll_topo *topo = &c->topo;
   size_t bytes = count * t->extent;
-  int alg = mcoll__red_choose(MCOLL_COLL_REDUCE, c, bytes, !t->commutative, t->extent);
-  mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
   int is_root = c->rank == root;
   struct reduce_call a = {c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
                                                                                         : sendbuf),
@@ -106,5 +104,16 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   int err = mcoll__hier_run(&hc);
   if (!is_root && a.out) mcoll__red_free(t, a.out);
   free(a.leaders);
+  return err;
+}
+
+int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                  void *recvbuf, size_t count, int root) {
+  struct mcoll_adapt_call timing;
+  int alg = mcoll__red_choose_adaptive(MCOLL_COLL_REDUCE, c, count * t->extent, !t->commutative,
+                                       t->extent, &timing);
+  mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
+  int err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);
+  mcoll__adapt_done(&timing);
   return err;
 }

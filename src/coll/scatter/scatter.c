@@ -115,6 +115,10 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll),
                            .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN)};
+  struct mcoll_adapt_call timing = {0};
+  if (!a->v)
+    s.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN, a->my_len, s.forced,
+                                    s.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
   mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
   mcoll__inter_single(c, coll, counted);
@@ -130,5 +134,6 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
   free(s.lens);
   free(s.req);
   free(s.types);
+  mcoll__adapt_done(&timing);
   return err;
 }

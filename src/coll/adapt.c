@@ -1,0 +1,186 @@
+/* Choice that adapts at run time: the rounds, the agreement and the report
+ * (coll/adapt.h says what and why). */
+#include "coll/adapt.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/xmalloc.h"
+
+/* The last decision of each collective and class in this process (the report). */
+struct decision {
+  unsigned count;  /* decisions taken (first one and re-checks) */
+  unsigned at;     /* the class's call count at the last one */
+  int kept, ncands, local_best;
+  signed char cands[MCOLL_MAX_ALGS];
+  double agreed[MCOLL_MAX_ALGS]; /* the slowest rank's median, µs */
+};
+static struct decision decisions[MCOLL_NCOLLS][MCOLL_ADAPT_CLASSES];
+static pthread_mutex_t decisions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static int allowed(enum mcoll_coll coll, int alg, const struct mcoll_facts *facts) {
+  return !(mcoll__coll_algs(coll)->algs[alg].needs & ~facts->holds);
+}
+
+static unsigned samples_per_candidate(void) {
+  long s = mcoll__cfg.ADAPT_SAMPLES;
+  return s < 1 ? 1 : s > MCOLL_ADAPT_MAX_SAMPLES ? MCOLL_ADAPT_MAX_SAMPLES : (unsigned)s;
+}
+
+/* Settled until the next re-check, which comes after ADAPT_RECHECK calls, then twice
+ * as many each time (up to 64 times as many). */
+static void settle(struct mcoll_adapt_class *k) {
+  long recheck = mcoll__cfg.ADAPT_RECHECK;
+  unsigned shift = k->rechecks < 6 ? k->rechecks : 6;
+  unsigned long gap = recheck > 0 ? (unsigned long)recheck << shift : 0;
+  k->next = gap && k->calls + gap < 0xffffffffUL ? k->calls + (unsigned)gap : 0xffffffffU;
+  if (k->rechecks < 255) k->rechecks++;
+}
+
+/* A round: the rules' choice first, then every other algorithm within reach that may
+ * run for these facts (the same on every rank of the node). */
+static void round_begin(struct mcoll_adapt_class *k, enum mcoll_coll coll, int alg,
+                        const struct mcoll_facts *facts, unsigned reach) {
+  const struct mcoll_coll_algs *table = mcoll__coll_algs(coll);
+  k->ncands = 0;
+  k->cands[k->ncands++] = (signed char)alg;
+  for (int a = 0; a < table->nalgs; a++)
+    if (a != alg && (reach & (1u << a)) && allowed(coll, a, facts)) k->cands[k->ncands++] = (signed char)a;
+  if (k->ncands < 2) {
+    k->kept = -1;
+    settle(k);
+    return;
+  }
+  for (int i = 0; i < k->ncands; i++)
+    for (unsigned s = 0; s < MCOLL_ADAPT_MAX_SAMPLES; s++) k->samples[i][s] = -1.0f;
+  k->explore_from = k->calls;
+  k->explore_end = k->calls + k->ncands * samples_per_candidate();
+  k->round_open = 1;
+}
+
+static void decide(struct mcoll_comm *c, enum mcoll_coll coll, struct mcoll_adapt_class *k);
+
+int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, int alg,
+                      const struct mcoll_facts *facts, unsigned reach, struct mcoll_adapt_call *call) {
+  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c) || mcoll__in_task()) return alg;
+  if (!c->adapt[coll]) {
+    c->adapt[coll] = mcoll__xmalloc(sizeof *c->adapt[coll]);
+    memset(c->adapt[coll], 0, sizeof *c->adapt[coll]); /* (epoch 0: every class new) */
+  }
+  struct mcoll_adapt_class *k = &c->adapt[coll]->cls[mcoll__adapt_class_of(bytes)];
+  if (k->epoch != mcoll__cfg.epoch) { /* new, or the parameters changed: start again */
+    memset(k, 0, sizeof *k);
+    k->epoch = mcoll__cfg.epoch;
+    k->kept = -1;
+    k->next = mcoll__cfg.ADAPT_WARMUP > 0 ? (unsigned)mcoll__cfg.ADAPT_WARMUP : 1;
+  }
+  unsigned n = ++k->calls;
+  if (k->round_open && n >= k->explore_end) decide(c, coll, k);
+  if (n < k->next) return k->kept >= 0 && allowed(coll, k->kept, facts) ? k->kept : alg;
+  if (!k->round_open) round_begin(k, coll, alg, facts, reach);
+  if (!k->round_open) return alg; /* nothing to compare: settled */
+  k->next = n + 1;
+  unsigned i = n - k->explore_from;
+  int cand = (int)(i % k->ncands);
+  if (!allowed(coll, k->cands[cand], facts)) return alg; /* (not timed) */
+  *call = (struct mcoll_adapt_call){c, k, cand, (int)(i / k->ncands), now_us()};
+  return k->cands[cand];
+}
+
+static int by_value(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(const float *samples, unsigned n) {
+  float v[MCOLL_ADAPT_MAX_SAMPLES];
+  unsigned m = 0;
+  for (unsigned s = 0; s < n; s++)
+    if (samples[s] >= 0) v[m++] = samples[s];
+  if (m == 0) return INFINITY;
+  qsort(v, m, sizeof v[0], by_value);
+  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+static int fastest(const double *t, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (t[i] < t[best]) best = i;
+  return best;
+}
+
+/* At the class's first call after a round, on every rank at the same call: one
+ * allreduce gives every rank the slowest rank's median per candidate, and so the same
+ * decision. */
+static void decide(struct mcoll_comm *c, enum mcoll_coll coll, struct mcoll_adapt_class *k) {
+  double t[MCOLL_MAX_ALGS];
+  int n = k->ncands;
+  for (int i = 0; i < n; i++) t[i] = median(k->samples[i], samples_per_candidate());
+  int local_best = k->cands[fastest(t, n)];
+  PMPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, c->comm);
+  int best = fastest(t, n);
+  /* The rules' choice stays unless another is faster by the margin: noise alone
+   * should not move a class off the model's choice. */
+  double margin = (double)mcoll__cfg.ADAPT_MARGIN / 100.0;
+  k->kept = best != 0 && t[best] < (1.0 - margin) * t[0] ? k->cands[best] : -1;
+  k->round_open = 0;
+  settle(k);
+  pthread_mutex_lock(&decisions_lock);
+  struct decision *d = &decisions[coll][k - c->adapt[coll]->cls];
+  d->count++;
+  d->at = k->calls;
+  d->kept = k->kept >= 0 ? k->kept : k->cands[0];
+  d->ncands = n;
+  d->local_best = local_best;
+  for (int i = 0; i < n; i++) {
+    d->cands[i] = k->cands[i];
+    d->agreed[i] = t[i];
+  }
+  pthread_mutex_unlock(&decisions_lock);
+}
+
+void mcoll__adapt_timed(struct mcoll_adapt_call *call) {
+  struct mcoll_adapt_class *k = call->cls;
+  double us = now_us() - call->t0;
+  /* For tests: every rank alone would prefer another candidate. */
+  if (mcoll__cfg.TEST_ADAPT_SKEW_US)
+    us += (double)mcoll__cfg.TEST_ADAPT_SKEW_US * ((call->c->rank + call->cand) % k->ncands);
+  k->samples[call->cand][call->sample] = (float)us;
+}
+
+static void size_text(char *out, size_t len, size_t bytes) {
+  if (bytes >= (1u << 20)) snprintf(out, len, "%zuM", bytes >> 20);
+  else if (bytes >= 1024) snprintf(out, len, "%zuK", bytes >> 10);
+  else snprintf(out, len, "%zu", bytes);
+}
+
+void mcoll__adapt_report(FILE *out, int rank) {
+  pthread_mutex_lock(&decisions_lock);
+  for (int coll = 0; coll < MCOLL_NCOLLS; coll++)
+    for (int cls = 0; cls < MCOLL_ADAPT_CLASSES; cls++) {
+      struct decision *d = &decisions[coll][cls];
+      if (!d->count) continue;
+      const struct mcoll_coll_algs *table = mcoll__coll_algs(coll);
+      char lo[16], hi[16];
+      size_text(lo, sizeof lo, cls ? (size_t)1 << (cls - 1) : 0);
+      size_text(hi, sizeof hi, (size_t)1 << cls);
+      fprintf(out, "mcoll: rank %d adapt %s [%s, %s) B: %s (%s) at call %u, decisions=%u; slowest rank's "
+              "median us:", rank, mcoll__coll_name(coll), lo, hi, table->algs[d->kept].name,
+              d->kept == d->cands[0] ? "the rules' choice" : "faster than the rules' choice", d->at,
+              d->count);
+      for (int i = 0; i < d->ncands; i++)
+        fprintf(out, " %s=%.1f%s", table->algs[d->cands[i]].name, d->agreed[i], i ? "" : "(rules)");
+      fprintf(out, "; this rank alone: %s\n", table->algs[d->local_best].name);
+    }
+  pthread_mutex_unlock(&decisions_lock);
+}

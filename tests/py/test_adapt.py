@@ -1,0 +1,66 @@
+"""The choice that adapts at run time (src/coll/adapt.c): blocking reduce and
+allreduce calls of a repeating size class time the algorithms within reach in
+turn, the ranks agree on the slowest rank's times, and every rank keeps the same
+algorithm. MCOLL_TEST_ADAPT_SKEW_US skews each rank's timings so that each rank
+alone would choose another algorithm: the agreement must still give every rank the
+same one (else the ranks would run different protocols and hang or mix results),
+and every call's result is checked (mcoll-bench -c)."""
+
+import re
+
+import pytest
+
+from mpijob import mpiexec_argv, parse_verbose_report, run_job
+from mpijob import BASE_ENV, BUILD, flavour_param
+
+JOB_TIMEOUT = 180
+FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
+# 16 warm-up calls, then 3 candidates x 5 timed calls, then the decision: 60 calls
+# per size and block are past it.
+SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
+         "-n", "60", "-w", "0", "-r", "1", "-c"]
+LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
+                  re.M)
+
+
+def adapt_lines(stderr):
+    """{(coll, class): {rank: (chosen, alone)}} from MCOLL_VERBOSE=2's lines."""
+    out = {}
+    for rank, coll, lo, hi, chosen, alone in LINE.findall(stderr):
+        out.setdefault((coll, lo), {})[int(rank)] = (chosen, alone)
+    return out
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_skewed_ranks_agree(flavour, np):
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    lines = adapt_lines(result.stderr)
+    assert {coll for coll, _ in lines} >= {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"}, \
+        result.describe()
+    skewed = 0
+    for key, by_rank in lines.items():
+        assert sorted(by_rank) == list(range(np)), f"{key}: {by_rank}"
+        chosen = {c for c, _ in by_rank.values()}
+        assert len(chosen) == 1, f"{key}: ranks chose differently: {by_rank}"
+        skewed += len({alone for _, alone in by_rank.values()}) > 1
+    # the skew worked: alone, the ranks would have disagreed
+    assert skewed > 0, result.stderr
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_off_and_forced_do_not_adapt(flavour):
+    """MCOLL_ADAPT=0 and a forced algorithm leave every call to the rules/the force."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    for extra, alg in (({"MCOLL_ADAPT": "0"}, None), ({"MCOLL_ALG_REDUCE": "hsra"}, "hsra")):
+        env = {**BASE_ENV, "MCOLL_VERBOSE": "2", **extra}
+        result = run_job(mpiexec_argv(flavour, 2, program, SWEEP), env, JOB_TIMEOUT)
+        assert result.returncode == 0, result.describe()
+        assert not any(coll == "reduce" for coll, _ in adapt_lines(result.stderr)), result.stderr
+        if alg:
+            counts = parse_verbose_report(result.stderr)["reduce"]
+            assert counts[alg] == counts["calls"], counts
