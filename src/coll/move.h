@@ -17,6 +17,7 @@
 #include "node/copy.h"
 #include "node/peer.h"
 #include "node/slot.h"
+#include "shm/call.h"
 
 /* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
 enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
@@ -93,6 +94,33 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
   if (mcoll__alg_forced(coll) < 0) return -1;
   struct mcoll_facts facts = mcoll__facts(c, 0);
   return mcoll__alg_forced_for(coll, &facts);
+}
+
+/* Erroneous programs where a block's owner and its reader disagree on its length
+ * (counts that differ between ranks): the node's part of a call runs under a call
+ * descriptor (shm/call.h) whose digest is this rank's own block length, and every
+ * reader checks its peer's after the flag it waited on, so that a disagreement is
+ * reported instead of read past, read as garbage (another move), or waited on
+ * forever (flags of another move). */
+struct mcoll_move_guard {
+  size_t my_len;  /* this rank's own block */
+  int writes;     /* it writes into the node's memory (its readers look at its line) */
+  int reads;      /* it reads peers' blocks */
+  /* the length this rank expects of node-local rank x's block, SIZE_MAX if it does
+   * not know (it reads nothing of x); NULL: my_len */
+  size_t (*expects)(const void *arg, int x);
+  const void *arg; /* for expects and body */
+  void (*body)(struct mcoll_comm *c, const void *arg);
+};
+
+/* Runs g->body on the node. After a disagreement (the node is back in step then):
+ * MPI_ERR_TRUNCATE on a reading rank that a peer sent more than it expects (as the
+ * host MPIs report it), else MPI_SUCCESS, as for a shorter message. */
+int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g);
+
+/* A reader that found its peer's block of another length than it expects. */
+static inline void mcoll__move_disagree(void) {
+  if (mcoll__call_current) mcoll__call_escape();
 }
 
 #endif

@@ -47,6 +47,7 @@ struct mcoll_a2a {
   int uniform;                    /* alltoall: every block is `block` bytes, on every rank */
   size_t block;
   int inplace;
+  int truncated; /* a peer's table said it sent me more than I expect (read what fits) */
   /* Packing state, private to alltoall_blocks.c. */
   struct mcoll_a2a_side rside;
   char *scratch;   /* packed send blocks, or the send data copied for MPI_IN_PLACE */
@@ -79,7 +80,9 @@ struct mcoll_a2a_engine {
  * each way (alltoall_node.c): the same on both ranks, whatever the counts. */
 int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a);
 void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e);
-void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
+/* MPI_ERR_TRUNCATE when a peer sent more than this rank expects (coll/move.h:
+ * mcoll__move_guarded; alltoallv/w beyond two ranks only where a table says so). */
+int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a);
 
 /* Between nodes (alltoall_inter.c): the algorithm for the call (counted), then

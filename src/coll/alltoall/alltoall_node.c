@@ -91,6 +91,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
     if (reads_in_round(a, e, r, j) && mcoll__area_test_posted(c->chan, j, gen)) {
+      mcoll__call_check(j, 0);
       read_pair(a, e, r, j);
       served |= 1ull << s;
     }
@@ -99,6 +100,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !reads_in_round(a, e, r, j)) continue;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     read_pair(a, e, r, j);
   }
 }
@@ -132,6 +134,7 @@ static void slot_exchange(struct mcoll_a2a *a) {
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     memcpy(a->recv[t->local_ranks[j]].ptr,
            mcoll__slot_area(&c->chan->shm, j, gen) + (size_t)me * a->block, a->block);
   }
@@ -162,8 +165,9 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
                     a->send[peer].bytes);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
-  mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, a->recv[peer].ptr,
-                    a->recv[peer].bytes);
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, j, gen);
+  mcoll__inline_get(shm, line, gen, a->recv[peer].ptr, a->recv[peer].bytes);
+  if (line->len != a->recv[peer].bytes) mcoll__move_disagree();
   mcoll__area_done(c->chan, gen);
 }
 
@@ -198,6 +202,7 @@ static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
   const struct v_entry *en = (const struct v_entry *)slot + c->topo.local_rank;
   /* Matching signatures make the lengths equal; a mismatch must not read past. */
   size_t len = en->len < rv->bytes ? en->len : rv->bytes;
+  if (en->len > rv->bytes) a->truncated = 1;
   if (!len) return;
   if (en->by_cma) mcoll__peer_read(c->chan, j, rv->ptr, en->where, len);
   else memcpy(rv->ptr, slot + en->where, len);
@@ -233,6 +238,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
     if (a->recv[t->local_ranks[j]].bytes && mcoll__area_test_posted(c->chan, j, gen)) {
+      mcoll__call_check(j, 0);
       read_v(a, j, gen);
       served |= 1ull << s;
     }
@@ -241,6 +247,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !a->recv[t->local_ranks[j]].bytes) continue;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     read_v(a, j, gen);
   }
   mcoll__area_done(c->chan, gen);
@@ -250,7 +257,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       mcoll__hold_wait(shm, MCOLL_MARK_AREA, k, gen);
 }
 
-void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+static void exchange(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   if (e->pair_inline) {
     pair_inline_exchange(a);
     return;
@@ -291,6 +298,7 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
       int j = (me - s + m) % m;
       mcoll__area_wait_posted(c->chan, j, gen);
+      mcoll__call_check(j, 0);
       uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->chan->shm, j);
       if (theirs > rounds) rounds = theirs;
     }
@@ -299,4 +307,34 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
   if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, mcoll__area_last(c->chan));
+}
+
+struct a2a_run {
+  struct mcoll_a2a *a;
+  const struct mcoll_a2a_engine *e;
+  int known; /* every rank's digest is its block for me: alltoall, or two ranks */
+};
+
+static void run(struct mcoll_comm *c, const void *arg) {
+  (void)c;
+  const struct a2a_run *run = arg;
+  exchange(run->a, run->e);
+}
+
+static size_t expects(const void *arg, int x) {
+  const struct a2a_run *run = arg;
+  return run->known ? run->a->recv[run->a->c->topo.local_ranks[x]].bytes : SIZE_MAX;
+}
+
+int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  const struct mcoll_topo *t = &a->c->topo;
+  /* A rank's call digest is one length: its block (alltoall), or on two ranks its
+   * block for the other; alltoallv/w beyond rely on the tables that carry lengths. */
+  struct a2a_run arg = {a, e, a->uniform || t->local_size == 2};
+  size_t mine = a->uniform ? a->block
+                : t->local_size == 2 ? a->send[t->local_ranks[1 - t->local_rank]].bytes : 0;
+  struct mcoll_move_guard guard = {.my_len = mine, .writes = 1, .reads = 1, .expects = expects,
+                                   .arg = &arg, .body = run};
+  int err = mcoll__move_guarded(a->c, &guard);
+  return err == MPI_SUCCESS && a->truncated ? MPI_ERR_TRUNCATE : err;
 }

@@ -8,6 +8,7 @@
  * not know every length (gatherv); those mark themselves done with all T at once,
  * since they read nothing else. Most calls need only one generation (see
  * one_generation below), and back-to-back ones overlap. */
+#include <stdint.h>
 #include <string.h>
 
 #include "coll/beside.h"
@@ -68,11 +69,13 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     int cma = mcoll__move_of(c, len, g->forced, g->cma_min) ==
               MCOLL_MOVE_CMA;
     if (!cma && len <= MCOLL_INLINE_MAX) {
-      mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, mcoll__block_ptr(g->dst, r),
-                        len);
+      struct mcoll_inline_line *line = mcoll__inline_line(shm, j, gen);
+      mcoll__inline_get(shm, line, gen, mcoll__block_ptr(g->dst, r), len);
+      if (line->len != len) mcoll__move_disagree();
       continue;
     }
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     if (cma)
       mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r),
                        mcoll__published_addr((const struct mcoll_peer_buf *)slot), len);
@@ -127,9 +130,11 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
+        mcoll__call_check(j, 0);
         mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
+        mcoll__call_check(j, 0);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
       }
     }
@@ -172,19 +177,41 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
   if (move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, base + 1);
 }
 
-void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  if (!mcoll__node_has_peers(c)) {
-    char *own = mcoll__block_ptr(g->dst, c->rank);
-    if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
-    return;
-  }
-  int sink = c->chan->shm.local_rank == g->sink;
-  if (one_generation(c, g, sink ? g->dst : g->lens)) {
-    if (sink) one_generation_sink(c, g);
+struct gather_run {
+  const struct mcoll_gather_node *g;
+  const int *local_ranks; /* the communicator's rank of each node-local rank */
+  int one_gen, sink;
+};
+
+static void run(struct mcoll_comm *c, const void *arg) {
+  const struct gather_run *run = arg;
+  const struct mcoll_gather_node *g = run->g;
+  if (run->one_gen) {
+    if (run->sink) one_generation_sink(c, g);
     else one_generation_member(c, g);
-  } else if (sink) {
+  } else if (run->sink) {
     sink_side(c, g);
   } else {
     member_side(c, g);
   }
+}
+
+/* The sink knows every member's length; a member reads nothing of the others. */
+static size_t expects(const void *arg, int x) {
+  const struct gather_run *run = arg;
+  return run->sink ? mcoll__block_len(run->g->dst, run->local_ranks[x]) : SIZE_MAX;
+}
+
+int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  if (!mcoll__node_has_peers(c)) {
+    char *own = mcoll__block_ptr(g->dst, c->rank);
+    if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    return MPI_SUCCESS;
+  }
+  int sink = c->chan->shm.local_rank == g->sink;
+  struct gather_run arg = {g, c->topo.local_ranks, one_generation(c, g, sink ? g->dst : g->lens),
+                           sink};
+  struct mcoll_move_guard guard = {.my_len = g->my_len, .writes = !(sink && arg.one_gen),
+                                   .reads = sink, .expects = expects, .arg = &arg, .body = run};
+  return mcoll__move_guarded(c, &guard);
 }
