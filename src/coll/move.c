@@ -23,19 +23,19 @@ static int accepts(const struct mcoll_call *call, int x, uint32_t digest) {
 /* Whether node-local rank x gave the call a longer block than this rank expects, as
  * far as its line still says (a peer long gone on may no longer say: counted as
  * longer, the error the host MPIs give most such programs). */
-static int gave_longer(const struct mcoll_call *call, int x) {
+static int gave_longer(const struct mcoll_call *call, const struct mcoll_move_guard *g, int x) {
   const struct mcoll_data_line *line = &call->shm->data[x];
   uint64_t w = atomic_load_explicit(&line->call, memory_order_acquire);
   if ((uint32_t)(w >> 32) != call->seq) w = atomic_load(&line->call_log[call->seq % MCOLL_CALL_LOG]);
-  size_t len = expected(call->accepts_arg, x);
+  size_t len = expected(g, x);
   if (len == SIZE_MAX) return 0;
   if ((uint32_t)(w >> 32) != call->seq || ((uint32_t)w & HASHED) || len >= HASHED) return 1;
   return (uint32_t)w > len;
 }
 
-static int truncated(const struct mcoll_call *call) {
+static int truncated(const struct mcoll_call *call, const struct mcoll_move_guard *g) {
   for (int x = 0; x < call->shm->local_size; x++)
-    if (x != call->shm->local_rank && gave_longer(call, x)) return 1;
+    if (x != call->shm->local_rank && gave_longer(call, g, x)) return 1;
   return 0;
 }
 
@@ -47,8 +47,10 @@ int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g) 
   struct mcoll_call call;
   const uint32_t start_gen = mcoll__area_last(c->chan);
   mcoll__call_enter(&call, &c->chan->shm, start_gen + 1, digest_of(g->my_len));
-  call.accepts = accepts;
-  call.accepts_arg = g;
+  if (g->expects) { /* else every peer must give my digest: no lookup */
+    call.accepts = accepts;
+    call.accepts_arg = g;
+  }
   if (setjmp(call.escape) == 0) {
     if (g->writes) mcoll__call_publish(&call);
     g->body(c, g->arg);
@@ -56,7 +58,7 @@ int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g) 
     return MPI_SUCCESS;
   }
   mcoll__call_settle(&call);
-  int err = g->reads && truncated(&call) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  int err = g->reads && truncated(&call, g) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   mcoll__area_resync(c->chan, start_gen, call.beside, &c->chan->area_slots);
   mcoll__call_leave();
   return err;

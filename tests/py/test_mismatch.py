@@ -261,3 +261,16 @@ def test_gather_family_mismatch_reported_as_natively(flavour, np, case, sizes):
         native = run_mismatch(flavour, np, case, sizes, mcoll=False)
         native_got, _ = classes(native)
         assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"
+
+
+# alltoallv beyond two ranks, each with a core (MCOLL_CORES): the rounds through the
+# whole areas, where a block's path (slots or single copy) follows its length; the
+# readers take the senders' lengths from their headers (a single copy of the reader's
+# own length read past the sender's buffer at 20000:40000 and aborted).
+@pytest.mark.parametrize("flavour,sizes", flavour_params(*[(sizes,) for sizes in ("100:200", "20000:40000")],
+                                                      default=lambda s: s == "20000:40000"))
+def test_alltoallv_mismatch_ranks_with_a_core(flavour, sizes):
+    result = run_mismatch(flavour, 3, "alltoallv-longer", sizes, mcoll=True, env={"MCOLL_CORES": "8"})
+    got = check_mcoll_run(result, 3)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert got == expected_gather_family("alltoallv-longer", 3), result.describe()

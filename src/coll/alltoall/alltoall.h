@@ -92,11 +92,17 @@ enum mcoll_a2a_inter_alg { MCOLL_A2A_INTER_DIRECT, MCOLL_A2A_INTER_GRID_RSEND, M
 int mcoll__a2a_inter_choose(const struct mcoll_a2a *a);
 int mcoll__a2a_inter_start(struct mcoll_a2a *a, int alg, MPI_Request *reqs, int *nreq);
 
-/* Each area starts with a header (this rank's round count, then the addresses of
- * its blocks for single copy, one per node-local rank); slots follow. */
-#define MCOLL_A2A_ADDR_OFFSET 64
+/* Each area starts with a header: this rank's round count, then (alltoallv/w) the
+ * length of its block for each node-local rank, so that a reader whose count
+ * disagrees reads the block as it was sent (on few ranks in the line of the round
+ * count, which readers read anyway), then the addresses of its blocks for single
+ * copy, one per node-local rank; slots follow. */
+#define MCOLL_A2A_LEN_OFFSET 8
+static inline size_t mcoll__a2a_addr_offset(int local_size) {
+  return MCOLL_A2A_LEN_OFFSET + 8 * (size_t)local_size;
+}
 static inline size_t mcoll__a2a_header_bytes(int local_size) {
-  size_t bytes = MCOLL_A2A_ADDR_OFFSET + 8 * (size_t)local_size;
+  size_t bytes = mcoll__a2a_addr_offset(local_size) + 8 * (size_t)local_size;
   return (bytes + MCOLL_LINE - 1) / MCOLL_LINE * MCOLL_LINE;
 }
 

@@ -61,24 +61,42 @@ static void write_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, u
   }
 }
 
+/* The length of node-local rank j's block for me as j sends it: alltoall's (the
+ * call digest has checked it), else from j's header. */
+static size_t sent_to_me(const struct mcoll_a2a *a, int j) {
+  const struct mcoll_comm *c = a->c;
+  if (a->uniform) return a->recv[c->topo.local_ranks[j]].bytes;
+  const uint64_t *lens =
+      (const uint64_t *)(mcoll__rank_area(&c->chan->shm, j) + MCOLL_A2A_LEN_OFFSET);
+  return (size_t)lens[c->topo.local_rank];
+}
+
+/* Fragment r of j's block for me, by the path its length chose on j's side; only what
+ * fits my block is kept (a longer block is this rank's MPI_ERR_TRUNCATE). */
 static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r, int j) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank;
   const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
-  size_t frag = pair_frag(e, rv->bytes), off = (size_t)r * frag;
-  size_t len = rv->bytes - off < frag ? rv->bytes - off : frag;
-  if (!by_cma(e, rv->bytes)) {
+  size_t sent = sent_to_me(a, j), frag = pair_frag(e, sent), off = (size_t)r * frag;
+  size_t len = sent - off < frag ? sent - off : frag;
+  if (sent != rv->bytes) {
+    a->truncated |= sent > rv->bytes;
+    len = off >= rv->bytes ? 0 : rv->bytes - off < len ? rv->bytes - off : len;
+    if (!len) return;
+  }
+  if (!by_cma(e, sent)) {
     memcpy(rv->ptr + off, slot(c, e, j, me, r), len);
     return;
   }
-  const uint64_t *addr = (const uint64_t *)(mcoll__rank_area(shm, j) + MCOLL_A2A_ADDR_OFFSET);
+  const uint64_t *addr =
+      (const uint64_t *)(mcoll__rank_area(shm, j) + mcoll__a2a_addr_offset(c->topo.local_size));
   mcoll__peer_read(c->chan, j, rv->ptr + off, addr[me] + off, len);
 }
 
 static int reads_in_round(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
                           int j) {
-  return r < pair_rounds(e, a->recv[a->c->topo.local_ranks[j]].bytes);
+  return r < pair_rounds(e, sent_to_me(a, j));
 }
 
 /* Peers in pairwise order, but whoever has posted already goes first: with more
@@ -274,7 +292,8 @@ static void exchange(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
   char *mine = mcoll__rank_area(&c->chan->shm, me);
-  uint64_t *my_addr = (uint64_t *)(mine + MCOLL_A2A_ADDR_OFFSET);
+  uint64_t *my_addr = (uint64_t *)(mine + mcoll__a2a_addr_offset(m));
+  uint64_t *my_lens = (uint64_t *)(mine + MCOLL_A2A_LEN_OFFSET);
   uint32_t rounds = a->uniform ? pair_rounds(e, a->block) : 1;
   int cma_sends = a->uniform && by_cma(e, a->block);
   for (int k = 0; k < m && !a->uniform; k++) {
@@ -289,6 +308,7 @@ static void exchange(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
     mcoll__area_wait_free(c->chan, e->double_buffer && r > 0 ? gen - 1 : gen);
     if (r == 0) {
       *(volatile uint32_t *)mine = rounds;
+      for (int k = 0; k < m && !a->uniform; k++) my_lens[k] = a->send[t->local_ranks[k]].bytes;
       for (int k = 0; k < m && cma_sends; k++)
         my_addr[k] = mcoll__peer_addr(a->send[t->local_ranks[k]].ptr);
     }
@@ -333,8 +353,8 @@ int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e
   struct a2a_run arg = {a, e, a->uniform || t->local_size == 2};
   size_t mine = a->uniform ? a->block
                 : t->local_size == 2 ? a->send[t->local_ranks[1 - t->local_rank]].bytes : 0;
-  struct mcoll_move_guard guard = {.my_len = mine, .writes = 1, .reads = 1, .expects = expects,
-                                   .arg = &arg, .body = run};
+  struct mcoll_move_guard guard = {.my_len = mine, .writes = 1, .reads = 1,
+                                   .expects = a->uniform ? NULL : expects, .arg = &arg, .body = run};
   int err = mcoll__move_guarded(a->c, &guard);
   return err == MPI_SUCCESS && a->truncated ? MPI_ERR_TRUNCATE : err;
 }

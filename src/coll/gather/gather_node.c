@@ -212,6 +212,9 @@ int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) 
   struct gather_run arg = {g, c->topo.local_ranks, one_generation(c, g, sink ? g->dst : g->lens),
                            sink};
   struct mcoll_move_guard guard = {.my_len = g->my_len, .writes = !(sink && arg.one_gen),
-                                   .reads = sink, .expects = expects, .arg = &arg, .body = run};
+                                   .reads = sink, .arg = &arg, .body = run};
+  /* Blocks of one length (gather), which I know: every peer's is mine (no lookup). */
+  const struct mcoll_blocks *lens = sink ? g->dst : g->lens;
+  if (!lens || lens->counts) guard.expects = expects;
   return mcoll__move_guarded(c, &guard);
 }
