@@ -52,7 +52,6 @@ int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g) 
     call.accepts_arg = g;
   }
   if (setjmp(call.escape) == 0) {
-    if (g->writes) mcoll__call_publish(&call);
     g->body(c, g->arg);
     mcoll__call_leave();
     return MPI_SUCCESS;

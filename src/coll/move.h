@@ -104,7 +104,6 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
  * forever (flags of another move). */
 struct mcoll_move_guard {
   size_t my_len;  /* this rank's own block */
-  int writes;     /* it writes into the node's memory (its readers look at its line) */
   int reads;      /* it reads peers' blocks */
   /* the length this rank expects of node-local rank x's block, SIZE_MAX if it does
    * not know (it reads nothing of x); NULL: my_len */
@@ -117,6 +116,16 @@ struct mcoll_move_guard {
  * MPI_ERR_TRUNCATE on a reading rank that a peer sent more than it expects (as the
  * host MPIs report it), else MPI_SUCCESS, as for a shorter message. */
 int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g);
+
+/* A writer, right before it first sets a flag that its readers wait on (posted, an
+ * inline line's stamp): its descriptor, which they check after the flag. Not earlier:
+ * its data line is the one its readers poll for posted, and a store to it while they
+ * do costs one more transfer of the line between the cores; right before the post it
+ * is still this rank's. */
+static inline void mcoll__move_publish(void) {
+  struct mcoll_call *call = mcoll__call_current;
+  if (call && !call->published) mcoll__call_publish(call);
+}
 
 /* A reader that found its peer's block of another length than it expects. */
 static inline void mcoll__move_disagree(void) {

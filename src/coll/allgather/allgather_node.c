@@ -48,6 +48,7 @@ static void exchange(struct mcoll_comm *c, const void *arg) {
       mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
     else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
       mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
+    mcoll__move_publish();
     mcoll__area_post(c->chan, base + r);
     if (small) mcoll__node_call_beside(c, 1, base + 1);
     if (r == 1 && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -95,7 +96,7 @@ int mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_nod
     return MPI_SUCCESS;
   }
   struct allgather_run arg = {g, c->topo.local_ranks};
-  struct mcoll_move_guard guard = {.my_len = g->my_len, .writes = 1, .reads = 1,
+  struct mcoll_move_guard guard = {.my_len = g->my_len, .reads = 1,
                                    .expects = expects, .arg = &arg, .body = run};
   return mcoll__move_guarded(c, &guard);
 }

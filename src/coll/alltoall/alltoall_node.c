@@ -146,6 +146,7 @@ static void slot_exchange(struct mcoll_a2a *a) {
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
@@ -179,6 +180,7 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
   uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
+  mcoll__move_publish();
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
   mcoll__node_call_beside(c, 1, gen);
@@ -248,6 +250,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       cma_sends = 1;
     }
   }
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
@@ -313,6 +316,7 @@ static void exchange(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
         my_addr[k] = mcoll__peer_addr(a->send[t->local_ranks[k]].ptr);
     }
     write_round(a, e, r);
+    mcoll__move_publish();
     mcoll__area_post(c->chan, gen);
     if (r == 0) copy_own(a); /* while the peers finish writing */
     for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
@@ -353,7 +357,7 @@ int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e
   struct a2a_run arg = {a, e, a->uniform || t->local_size == 2};
   size_t mine = a->uniform ? a->block
                 : t->local_size == 2 ? a->send[t->local_ranks[1 - t->local_rank]].bytes : 0;
-  struct mcoll_move_guard guard = {.my_len = mine, .writes = 1, .reads = 1,
+  struct mcoll_move_guard guard = {.my_len = mine, .reads = 1,
                                    .expects = a->uniform ? NULL : expects, .arg = &arg, .body = run};
   int err = mcoll__move_guarded(a->c, &guard);
   return err == MPI_SUCCESS && a->truncated ? MPI_ERR_TRUNCATE : err;

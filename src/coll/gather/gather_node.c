@@ -94,6 +94,7 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
+    mcoll__move_publish();
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
     mcoll__node_call_beside(c, 0, gen);
@@ -101,6 +102,7 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   }
   if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 0, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
@@ -116,6 +118,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
 
   mcoll__area_wait_free(c->chan, base + 1);
   memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, base + 1);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -157,6 +160,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
   else if (g->my_len)
     mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, base + 1);
   if (g->lens) {
     rounds = call_rounds(c, g, g->lens);
@@ -211,8 +215,7 @@ int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) 
   int sink = c->chan->shm.local_rank == g->sink;
   struct gather_run arg = {g, c->topo.local_ranks, one_generation(c, g, sink ? g->dst : g->lens),
                            sink};
-  struct mcoll_move_guard guard = {.my_len = g->my_len, .writes = !(sink && arg.one_gen),
-                                   .reads = sink, .arg = &arg, .body = run};
+  struct mcoll_move_guard guard = {.my_len = g->my_len, .reads = sink, .arg = &arg, .body = run};
   /* Blocks of one length (gather), which I know: every peer's is mine (no lookup). */
   const struct mcoll_blocks *lens = sink ? g->dst : g->lens;
   if (!lens || lens->counts) guard.expects = expects;
