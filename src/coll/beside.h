@@ -21,6 +21,7 @@
 
 #include "comm/context.h"
 #include "node/area.h"
+#include "shm/call.h"
 #include "task/task.h"
 
 /* A call side by side registers the generation it still reads: room for as many
@@ -39,6 +40,9 @@ static inline int mcoll__node_call_beside(struct mcoll_comm *c, int reads, uint3
   if (!mcoll__node_beside_possible(c)) return 0;
   if (reads && !mcoll__area_reading(c->chan, gen)) return 0;
   mcoll__task_independent();
+  /* A disagreement found later leaves the node's counters where those calls took
+   * them (node/area.h: mcoll__area_resync). */
+  if (mcoll__call_current) mcoll__call_current->beside = 1;
   return 1;
 }
 

@@ -18,6 +18,7 @@
 #include "node/copy.h"
 #include "node/peer.h"
 #include "node/slot.h"
+#include "shm/call.h"
 
 /* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
 enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
@@ -115,6 +116,42 @@ static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll col
   unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
   int picked = mcoll__adapt_pick(c, coll, len, alg, &facts, reach, call);
   return picked == alg ? forced : picked;
+}
+
+/* Erroneous programs where a block's owner and its reader disagree on its length
+ * (counts that differ between ranks): the node's part of a call runs under a call
+ * descriptor (shm/call.h) whose digest is this rank's own block length, and every
+ * reader checks its peer's after the flag it waited on, so that a disagreement is
+ * reported instead of read past, read as garbage (another move), or waited on
+ * forever (flags of another move). */
+struct mcoll_move_guard {
+  size_t my_len;  /* this rank's own block */
+  int reads;      /* it reads peers' blocks */
+  /* the length this rank expects of node-local rank x's block, SIZE_MAX if it does
+   * not know (it reads nothing of x); NULL: my_len */
+  size_t (*expects)(const void *arg, int x);
+  const void *arg; /* for expects and body */
+  void (*body)(struct mcoll_comm *c, const void *arg);
+};
+
+/* Runs g->body on the node. After a disagreement (the node is back in step then):
+ * MPI_ERR_TRUNCATE on a reading rank that a peer sent more than it expects (as the
+ * host MPIs report it), else MPI_SUCCESS, as for a shorter message. */
+int mcoll__move_guarded(struct mcoll_comm *c, const struct mcoll_move_guard *g);
+
+/* A writer, right before it first sets a flag that its readers wait on (posted, an
+ * inline line's stamp): its descriptor, which they check after the flag. Not earlier:
+ * its data line is the one its readers poll for posted, and a store to it while they
+ * do costs one more transfer of the line between the cores; right before the post it
+ * is still this rank's. */
+static inline void mcoll__move_publish(void) {
+  struct mcoll_call *call = mcoll__call_current;
+  if (call && !call->published) mcoll__call_publish(call);
+}
+
+/* A reader that found its peer's block of another length than it expects. */
+static inline void mcoll__move_disagree(void) {
+  if (mcoll__call_current) mcoll__call_escape();
 }
 
 #endif

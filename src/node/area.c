@@ -1,4 +1,25 @@
 #include "node/area.h"
+#include "node/slot.h"
+
+/* Every rank that noticed counts the call as one generation (what a one-slot call,
+ * whose ranks may finish without reading anyone and so never notice, uses), done
+ * with it, and makes the next slot call start a new run. Readers cope with peers
+ * that believe otherwise about runs (every writer posts and stamps; stamps are
+ * waited for exactly), so the node goes on with mcoll. */
+void mcoll__area_resync(struct mcoll_channel *ch, uint32_t start_gen, int beside,
+                        struct mcoll_slot_run *run) {
+  struct mcoll_data_line *me = &ch->shm.data[ch->shm.local_rank];
+  uint32_t gen = start_gen + 1;
+  /* A slot call that let later calls start (coll/beside.h) took one generation and
+   * posted it: the counter and posted are right already, and the generations after
+   * it are those calls'. */
+  if (!beside) {
+    ch->area_gen = gen;
+    if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
+  }
+  mcoll__slot_run_end(run, gen);
+  if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__area_done(ch, gen);
+}
 
 void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen) {
   const struct mcoll_shm *shm = &ch->shm;

@@ -51,6 +51,12 @@ void mcoll__area_done(struct mcoll_channel *ch, uint32_t gen);
  * calls start). */
 int mcoll__area_reading(struct mcoll_channel *ch, uint32_t gen);
 
+/* After the node's ranks disagreed on a call that began after generation start_gen
+ * (shm/call.h: an erroneous program), each may have used a different number of
+ * generations and left a slot run (run) in another state: puts this rank back in
+ * step. beside: the call let later calls start (coll/beside.h). */
+void mcoll__area_resync(struct mcoll_channel *ch, uint32_t start_gen, int beside,
+                        struct mcoll_slot_run *run);
 /* Chunks of at most `area` bytes that a block of len bytes needs. */
 static inline uint32_t mcoll__area_chunks(size_t len, size_t area) {
   return (uint32_t)((len + area - 1) / area);

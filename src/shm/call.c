@@ -26,16 +26,20 @@ _Noreturn void mcoll__call_escape(void) {
   longjmp(mcoll__call_current->escape, 1);
 }
 
+static int digest_ok(const struct mcoll_call *call, int x, uint32_t digest) {
+  return call->accepts ? call->accepts(call, x, digest) : digest == call->digest;
+}
+
 /* 1: x agrees with the call as far as its line tells; 0: it does not. */
 static int agrees(const struct mcoll_call *call, int x, int strict) {
   const struct mcoll_data_line *line = &call->shm->data[x];
   uint64_t w = atomic_load_explicit(&line->call, memory_order_acquire);
   int32_t ahead = (int32_t)(seq_of(w) - call->seq);
-  if (ahead == 0) return (uint32_t)w == call->digest;
+  if (ahead == 0) return digest_ok(call, x, (uint32_t)w);
   if (ahead < 0 || strict) return 0; /* not in it yet, yet it set the flag: another call */
   uint64_t logged = atomic_load_explicit(&line->call_log[call->seq % MCOLL_CALL_LOG],
                                          memory_order_relaxed);
-  return seq_of(logged) != call->seq || (uint32_t)logged == call->digest;
+  return seq_of(logged) != call->seq || digest_ok(call, x, (uint32_t)logged);
 }
 
 void mcoll__call_check(int x, int strict) {
@@ -57,7 +61,7 @@ void mcoll__call_poll(const struct mcoll_shm *shm) {
     uint64_t w = atomic_load_explicit(&line->call, memory_order_acquire);
     int32_t ahead = (int32_t)(seq_of(w) - call->seq);
     if (atomic_load_explicit(&line->call_mismatch, memory_order_acquire) == call->seq ||
-        (ahead == 0 && (uint32_t)w != call->digest))
+        (ahead == 0 && !digest_ok(call, x, (uint32_t)w)))
       mcoll__call_escape();
     /* A peer gone on whose log says it had another digest: the flags this rank waits
      * for will be another call's. */

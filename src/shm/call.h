@@ -45,6 +45,11 @@ struct mcoll_call {
    * when this says that the call's flags will never come. */
   int (*strayed)(const struct mcoll_call *call);
   const void *strayed_arg;
+  /* Where ranks give the call different values in a right program (the gather
+   * family's v-forms: each rank its own block length): whether node-local rank x
+   * may give `digest`; NULL: only my digest. */
+  int (*accepts)(const struct mcoll_call *call, int x, uint32_t digest);
+  const void *accepts_arg;
   jmp_buf escape;
 };
 
@@ -71,6 +76,7 @@ static inline void mcoll__call_enter(struct mcoll_call *call, const struct mcoll
   call->published = 0;
   call->beside = 0;
   call->strayed = NULL;
+  call->accepts = NULL;
   mcoll__call_current = call;
 }
 

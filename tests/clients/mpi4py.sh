@@ -71,50 +71,9 @@ OPENMPI_LEFT_OUT=(test_cco_pr_buf test_cco_pr_ngh_buf test_cco_pr_vec)
 EXCLUDE_openmpi=()
 EXCLUDE_mpich=()
 
-logs=${MCOLL_MPI4PY_LOGS:-}
-own_logs=0
-if [[ -z $logs ]]; then
-  logs=$(mktemp -d "${TMPDIR:-/tmp}/mcoll-mpi4py.XXXXXX")
-  own_logs=1
-fi
-mkdir -p "$logs"
-
-# Processes of our jobs still alive: the ranks and MPICH's proxies (which start
-# sessions of their own) carry our tag in their environment. Kills them; prints pids.
-job_tag=mpi4py-client-$$-$RANDOM
-tagged() {
-  local env
-  for env in /proc/[0-9]*/environ; do
-    grep -qxz "MPI4PY_CLIENT_JOB=$job_tag" "$env" 2>/dev/null && echo "${env//[!0-9]/}"
-  done
-  return 0
-}
-kill_tagged() {
-  local pids sig
-  pids=$(tagged | tr '\n' ' ')
-  [[ -n $pids ]] || return 0
-  echo "$pids"
-  for sig in TERM KILL; do
-    kill -"$sig" $pids 2>/dev/null || true
-    sleep 1
-    pids=$(tagged | tr '\n' ' ')
-    [[ -n $pids ]] || return 0
-  done
-}
-
-# The job (or build) running now: its timeout(1) leads its own process group,
-# which a signal to us takes down with it, so nothing outlives the script.
-job_pid=""
-cleanup() {
-  if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
-    kill -TERM -- "-$job_pid" 2>/dev/null || true
-    sleep 2
-    kill -KILL -- "-$job_pid" 2>/dev/null || true
-  fi
-  return 0
-}
-trap 'cleanup; kill_tagged >/dev/null' EXIT
-trap 'cleanup; exit 130' INT TERM
+# shellcheck source=tests/clients/lib.sh
+. "$root/tests/clients/lib.sh"
+client_setup mpi4py MPI4PY_CLIENT_JOB "${MCOLL_MPI4PY_LOGS:-}"
 
 log() { printf 'mpi4py: %s\n' "$*"; }
 
@@ -150,10 +109,8 @@ build_mpi4py() {
     exec timeout -k 10 "$build_timeout" "$python" -m pip install --no-deps --no-cache-dir \
       --target "$target.tmp" "$sdist"
   ) >"$logs/build-$flavour.log" 2>&1 &
-  job_pid=$!
-  local rc=0
-  wait "$job_pid" || rc=$?
-  job_pid=""
+  client_wait
+  local rc=$job_rc
   if [[ $rc -ne 0 ]]; then
     tail -n 40 "$logs/build-$flavour.log"
     log "mpi4py build for $flavour failed (exit code $rc; log $logs/build-$flavour.log)"
@@ -177,41 +134,24 @@ build_mpi4py() {
 run_job() {
   local flavour=$1 mode=$2 module=$3 logfile=$4
   local -n excludes=EXCLUDE_$flavour
-  local launch=()
-  if [[ $mode == mcoll ]]; then
-    launch=("$root/bin/mcollrun" --mpi "$flavour")
-  elif [[ $flavour == openmpi ]]; then
-    launch=(mpiexec.openmpi --oversubscribe)
-  else
-    launch=(mpiexec.mpich)
-  fi
+  local launch
+  client_launcher "$flavour" "$mode"
   local args=(--no-numpy --path "$cache/mpi4py-$flavour" -i "^$module\\.py\$")
   local x
   for x in "${excludes[@]}"; do args+=(-x "$x"); done
   # --no-numpy: the builtin array module alone exercises the same collectives
   # over the same datatypes, at a fraction of the time.
-  (
-    cd "$logs"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export MPI4PY_CLIENT_JOB=$job_tag
-    [[ $mode == mcoll ]] && export MCOLL_VERBOSE=1
-    exec timeout -k 10 "$job_timeout" "${launch[@]}" -np "$np" \
-      "$python" "$testdir/runtests.py" "${args[@]}"
-  ) >"$logfile" 2>&1 &
-  job_pid=$!
-  job_rc=0
-  wait "$job_pid" || job_rc=$?
-  job_pid=""
-  left_behind=$(kill_tagged)
+  client_job "$mode" "$job_timeout" "$logfile" "${launch[@]}" -np "$np" \
+    "$python" "$testdir/runtests.py" "${args[@]}"
 }
 
 # Verdict on a job's log: "PASS <tests> <skipped>" or "FAIL <why>". The ranks'
 # unittest reports interleave, so they are matched anywhere, not by line.
 verdict() {
   local rc=$1 logfile=$2 mode=$3
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "FAIL timeout after ${job_timeout}s"; return; fi
-  if [[ -n $left_behind ]]; then echo "FAIL processes left behind: $left_behind"; return; fi
-  if [[ $rc -ne 0 ]]; then echo "FAIL exit code $rc"; return; fi
+  local failed
+  failed=$(client_failed "$rc" "$job_timeout")
+  if [[ -n $failed ]]; then echo "$failed"; return; fi
   local counts reports
   counts=$(grep -oE 'Ran [0-9]+ tests? in' "$logfile" | awk '{print $2}' || true)
   reports=$(grep -c . <<<"$counts" || true)

@@ -66,52 +66,11 @@ done
 [[ ${#flavours[@]} -gt 0 ]] || flavours=(openmpi mpich)
 [[ $max_np =~ ^[1-9][0-9]*$ ]] || { echo "mpich_coll.sh: --max-np wants a count" >&2; exit 2; }
 
-logs=${MCOLL_MPICH_COLL_LOGS:-}
-own_logs=0
-if [[ -z $logs ]]; then
-  logs=$(mktemp -d "${TMPDIR:-/tmp}/mcoll-mpich-coll.XXXXXX")
-  own_logs=1
-fi
-mkdir -p "$logs"
+# shellcheck source=tests/clients/lib.sh
+. "$root/tests/clients/lib.sh"
+client_setup mpich-coll MCOLL_MPICH_COLL_JOB "${MCOLL_MPICH_COLL_LOGS:-}"
 
 log() { printf 'mpich_coll: %s\n' "$*"; }
-
-# Processes of our jobs still alive: the ranks and MPICH's proxies (which start
-# sessions of their own) carry our tag in their environment. Kills them; prints pids.
-job_tag=mpich-coll-$$-$RANDOM
-tagged() {
-  local env
-  for env in /proc/[0-9]*/environ; do
-    grep -qxz "MCOLL_MPICH_COLL_JOB=$job_tag" "$env" 2>/dev/null && echo "${env//[!0-9]/}"
-  done
-  return 0
-}
-kill_tagged() {
-  local pids sig
-  pids=$(tagged | tr '\n' ' ')
-  [[ -n $pids ]] || return 0
-  echo "$pids"
-  for sig in TERM KILL; do
-    kill -"$sig" $pids 2>/dev/null || true
-    sleep 1
-    pids=$(tagged | tr '\n' ' ')
-    [[ -n $pids ]] || return 0
-  done
-}
-
-# The job running now: its timeout(1) leads its own process group, which a signal
-# to us takes down with it, so nothing outlives the script.
-job_pid=""
-cleanup() {
-  if [[ -n $job_pid ]] && kill -0 "$job_pid" 2>/dev/null; then
-    kill -TERM -- "-$job_pid" 2>/dev/null || true
-    sleep 2
-    kill -KILL -- "-$job_pid" 2>/dev/null || true
-  fi
-  return 0
-}
-trap 'cleanup; kill_tagged >/dev/null' EXIT
-trap 'cleanup; exit 130' INT TERM
 
 # Debian's source package, once, into <cache>/src.
 src=$cache/src
@@ -283,30 +242,13 @@ build_flavour() {
 run_job() {
   local flavour=$1 mode=$2 np=$3 limit=$4 logfile=$5 prog=$6
   shift 6
-  local launch=()
-  if [[ $mode == mcoll ]]; then
-    launch=("$root/bin/mcollrun" --mpi "$flavour")
-  elif [[ $flavour == openmpi ]]; then
-    launch=(mpiexec.openmpi --oversubscribe)
-  else
-    launch=(mpiexec.mpich)
-  fi
+  local launch
+  client_launcher "$flavour" "$mode"
   local seconds=$job_timeout
   [[ $limit -gt $seconds ]] && seconds=$limit
   local shm_before
   shm_before=$(mcoll_shm_files)
-  (
-    cd "$logs"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export MCOLL_MPICH_COLL_JOB=$job_tag
-    [[ $mode == mcoll ]] && export MCOLL_VERBOSE=1
-    exec timeout -k 10 "$seconds" "${launch[@]}" -np "$np" "$cache/$flavour/$prog" "$@"
-  ) >"$logfile" 2>&1 </dev/null &
-  job_pid=$!
-  job_rc=0
-  wait "$job_pid" || job_rc=$?
-  job_pid=""
-  left_behind=$(kill_tagged)
+  client_job "$mode" "$seconds" "$logfile" "${launch[@]}" -np "$np" "$cache/$flavour/$prog" "$@"
   job_seconds=$seconds
   # mcoll's shared-memory files (mcoll-<creator pid>-...) new since the start whose
   # creator is gone: this job's, left by a crashed or killed rank. Removed, so that
@@ -327,9 +269,9 @@ mcoll_shm_files() { (cd /dev/shm && ls -d mcoll-* 2>/dev/null | sort) || true; }
 # Verdict on a job: "PASS" or "FAIL <why>".
 verdict() {
   local rc=$1 logfile=$2 mode=$3
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then echo "FAIL timeout after ${job_seconds}s"; return; fi
-  if [[ -n $left_behind ]]; then echo "FAIL processes left behind: $left_behind"; return; fi
-  if [[ $rc -ne 0 ]]; then echo "FAIL exit code $rc"; return; fi
+  local failed
+  failed=$(client_failed "$rc" "$job_seconds")
+  if [[ -n $failed ]]; then echo "$failed"; return; fi
   if [[ -n $left_shm ]]; then echo "FAIL shared-memory files left in /dev/shm: $left_shm"; return; fi
   if ! grep -qE '^ *No Errors *$' "$logfile"; then echo "FAIL no 'No Errors' line"; return; fi
   if [[ $mode == mcoll ]] && ! grep -q '^mcoll: report of rank 0' "$logfile"; then

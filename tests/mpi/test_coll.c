@@ -329,38 +329,21 @@ static void red_apply(enum red_type t, enum red_op op, void *acc_v, const void *
         const unsigned char *b = later + k * sz;
         switch (t) {
         case RT_BYTE: a[0] = (unsigned char)(op == OP_BAND ? a[0] & b[0] : op == OP_BOR ? a[0] | b[0] : a[0] ^ b[0]); break;
-        case RT_INT: {
-            int x, y;
-            memcpy(&x, a, sizeof x);
-            memcpy(&y, b, sizeof y);
-            x = int_op(op, x, y);
-            memcpy(a, &x, sizeof x);
-            break;
-        }
-        case RT_FLOAT: {
-            float x, y;
-            memcpy(&x, a, sizeof x);
-            memcpy(&y, b, sizeof y);
-            x = (float)real_op(op, x, y);
-            memcpy(a, &x, sizeof x);
-            break;
-        }
-        case RT_DOUBLE: {
-            double x, y;
-            memcpy(&x, a, sizeof x);
-            memcpy(&y, b, sizeof y);
-            x = real_op(op, x, y);
-            memcpy(a, &x, sizeof x);
-            break;
-        }
-        case RT_CDOUBLE: {
-            double complex x, y;
-            memcpy(&x, a, sizeof x);
-            memcpy(&y, b, sizeof y);
-            x = op == OP_SUM ? x + y : x * y;
-            memcpy(a, &x, sizeof x);
-            break;
-        }
+/* x = the element at a, y = the one at b (unaligned), a's element = expr */
+#define FOLD(T, expr)                \
+    {                                \
+        T x, y;                      \
+        memcpy(&x, a, sizeof x);     \
+        memcpy(&y, b, sizeof y);     \
+        x = (expr);                  \
+        memcpy(a, &x, sizeof x);     \
+        break;                       \
+    }
+        case RT_INT: FOLD(int, int_op(op, x, y))
+        case RT_FLOAT: FOLD(float, (float)real_op(op, x, y))
+        case RT_DOUBLE: FOLD(double, real_op(op, x, y))
+        case RT_CDOUBLE: FOLD(double complex, op == OP_SUM ? x + y : x * y)
+#undef FOLD
         case RT_2INT: {
             struct int_pair x, y;
             memcpy(&x, a, sizeof x);

@@ -12,6 +12,12 @@
  *   reduce-counts-root-big  the root (0) reduces BIG, the others BYTES
  *   scan-counts, exscan-counts, reduce-scatter-block-counts
  *                  rank 0 gives BIG, the others BYTES (per block for the last)
+ *   gather-longer, gatherv-longer  the ranks but the root (0) send BIG, the root
+ *                  receives BYTES from each (and gives BYTES itself)
+ *   scatter-longer, scatterv-longer  the root (0) sends BIG to each (and takes BIG
+ *                  itself), the others receive BYTES
+ *   allgather-longer, allgatherv-longer, alltoall-longer, alltoallv-longer
+ *                  rank 0 gives BIG per block (sends and receives), the others BYTES
  *   iallreduce-counts-beside  allreduce-counts as MPI_Iallreduce, in flight between
  *                  two matched MPI_Iallgathers of one int that may run beside it;
  *                  rank 0 then prints "beside: ok" or "beside: FAILED" (their results)
@@ -90,6 +96,54 @@ static int check_reductions(MPI_Comm comm, size_t n) {
   return bad;
 }
 
+/* The gather family's cases (see the top): one call whose sender gives more bytes
+ * than its receivers take; *intact: nothing written past the receive buffer. */
+static int gather_family(const char *name, size_t bytes, size_t big, MPI_Comm comm, int *intact) {
+  int v = strstr(name, "v-") != NULL, rc = MPI_ERR_ARG;
+  int n = size;
+  int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n);
+  if (!strncmp(name, "gather", 6)) {
+    size_t send = rank == 0 ? bytes : big;
+    unsigned char *in = guarded(send, 0x40 + rank);
+    size_t total = rank == 0 ? bytes * (size_t)n : 0;
+    unsigned char *out = guarded(total, 0);
+    for (int r = 0; r < n; r++) counts[r] = (int)bytes, displs[r] = (int)(bytes * (size_t)r);
+    rc = v ? MPI_Gatherv(in, (int)send, MPI_BYTE, out, counts, displs, MPI_BYTE, 0, comm)
+           : MPI_Gather(in, (int)send, MPI_BYTE, out, (int)bytes, MPI_BYTE, 0, comm);
+    *intact = guard_intact(out, total);
+    free(in);
+    free(out);
+  } else if (!strncmp(name, "scatter", 7)) {
+    size_t take = rank == 0 ? big : bytes;
+    unsigned char *in = guarded(rank == 0 ? big * (size_t)n : 0, 0x21);
+    unsigned char *out = guarded(take, 0);
+    for (int r = 0; r < n; r++) counts[r] = (int)big, displs[r] = (int)(big * (size_t)r);
+    rc = v ? MPI_Scatterv(in, counts, displs, MPI_BYTE, out, (int)take, MPI_BYTE, 0, comm)
+           : MPI_Scatter(in, (int)big, MPI_BYTE, out, (int)take, MPI_BYTE, 0, comm);
+    *intact = guard_intact(out, take);
+    free(in);
+    free(out);
+  } else {
+    int all2all = !strncmp(name, "alltoall", 8);
+    size_t send = rank == 0 ? big : bytes, total = send * (size_t)n;
+    unsigned char *in = guarded(all2all ? send * (size_t)n : send, 0x60 + rank);
+    unsigned char *out = guarded(total, 0);
+    for (int r = 0; r < n; r++) counts[r] = (int)send, displs[r] = (int)(send * (size_t)r);
+    if (all2all)
+      rc = v ? MPI_Alltoallv(in, counts, displs, MPI_BYTE, out, counts, displs, MPI_BYTE, comm)
+             : MPI_Alltoall(in, (int)send, MPI_BYTE, out, (int)send, MPI_BYTE, comm);
+    else
+      rc = v ? MPI_Allgatherv(in, (int)send, MPI_BYTE, out, counts, displs, MPI_BYTE, comm)
+             : MPI_Allgather(in, (int)send, MPI_BYTE, out, (int)send, MPI_BYTE, comm);
+    *intact = guard_intact(out, total);
+    free(in);
+    free(out);
+  }
+  free(counts);
+  free(displs);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -146,6 +200,9 @@ int main(int argc, char **argv) {
     intact = guard_intact(out, n * sizeof(int));
     free(in);
     free(out);
+  } else if (!strncmp(name, "gather", 6) || !strncmp(name, "scatter", 7) ||
+             !strncmp(name, "allgather", 9) || !strncmp(name, "alltoall", 8)) {
+    rc = gather_family(name, bytes, big, comm, &intact);
   } else if (!strcmp(name, "iallreduce-counts-beside")) {
     /* The communicator runs non-blocking calls as mcoll tasks only once its ranks
      * agreed on it (one non-blocking call) and a blocking call built its context.

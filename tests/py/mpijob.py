@@ -216,6 +216,21 @@ def run_job(argv, env=None, timeout=300, expect_timeout=False):
     return result
 
 
+def client_env(prefix):
+    """The environment of a client suite's script (tests/clients/): run_job drops
+    MCOLL_* from it, so the script's own knobs (prefix...) and MCOLL_BUILD_DIR pass."""
+    return {k: v for k, v in os.environ.items() if k.startswith(prefix) or k == "MCOLL_BUILD_DIR"}
+
+
+def run_client(script, flavour, env, prepare_timeout, run_timeout):
+    """A client suite's script for one flavour: --prepare (fetch and build; the test
+    fails when that does), then the run, whose Result it returns."""
+    prepared = run_job([str(script), "--prepare", flavour], env=env, timeout=prepare_timeout)
+    if prepared.returncode != 0:
+        pytest.fail(f"{script.name} --prepare {flavour} failed\n{prepared.describe()}")
+    return run_job([str(script), flavour], env=env, timeout=run_timeout)
+
+
 def check_passed(result, program="test_coll"):
     """The job exited 0 and the program reported zero errors."""
     summary = re.search(rf"^{program}: (\d+) checks, (\d+) errors$", result.stdout, re.M)

@@ -1,6 +1,10 @@
 """Erroneous programs whose ranks disagree on a collective's size,
 run by tests/mpi/test_mismatch.c on a communicator with MPI_ERRORS_RETURN.
 
+The gather family (gather(v), scatter(v), allgather(v), alltoall(v)): a receiver
+whose count is smaller than its sender's gets MPI_ERR_TRUNCATE, as natively, at
+every algorithm edge (test_gather_family_mismatch_reported_as_natively).
+
 bcast: the root sends more bytes than the others expect (natively MPI_ERR_TRUNCATE
 on the others, MPI_SUCCESS at the root) or fewer (natively MPI_ERR_OTHER on
 MPICH's readers, MPI_SUCCESS on Open MPI). Under mcoll every rank must get the
@@ -215,3 +219,58 @@ def test_reduction_counts_mismatch_across_fake_nodes(flavour, case, sizes):
     assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
     assert set(got.values()) <= {"MPI_SUCCESS", "MPI_ERR_TRUNCATE"}, result.describe()
     assert got[0] == "MPI_ERR_TRUNCATE", result.describe()
+
+
+# The gather family with a receiver whose count is smaller than what its sender
+# gives (tests/mpi/test_mismatch.c: gather-longer ... alltoallv-longer), at sizes on
+# both sides of each edge: the inline line (56 B), alltoall's pair_inline | direct |
+# tiled | direct | pairwise at 57, 145, 9407 and 16650 B, area | single copy at
+# 6.8-7.2 KiB (2 ranks) and 32/64 KiB (3 ranks and more). Natively the rank that
+# receives the longer block reports MPI_ERR_TRUNCATE and the others MPI_SUCCESS
+# (a shorter block is no error); under mcoll the same, never a hang, and nothing
+# written past a buffer. MPICH's own allgather(v) natively misses it (its recursive
+# doubling receives the rest of the buffer as one message; rank 0 gets MPI_ERR_OTHER
+# at 3 ranks), so the native comparison leaves allgather(v) on MPICH out.
+GATHER_FAMILY = ("gather-longer", "gatherv-longer", "scatter-longer", "scatterv-longer",
+                 "allgather-longer", "allgatherv-longer", "alltoall-longer", "alltoallv-longer")
+GATHER_FAMILY_SIZES = {2: ("40:80", "100:200", "4000:8000", "8000:12000", "12000:20000"),
+                       3: ("40:80", "20000:40000", "40000:80000")}
+
+
+def expected_gather_family(case, np):
+    """The ranks that receive a longer block than they expect: the root of a gather,
+    the others elsewhere (rank 0 sends the longer blocks)."""
+    truncated = {0} if case.startswith("gather") else set(range(1, np))
+    return {r: "MPI_ERR_TRUNCATE" if r in truncated else "MPI_SUCCESS" for r in range(np)}
+
+
+def gather_family_cheap(np, case, sizes):
+    return np == 2 and sizes == "4000:8000" and case in ("gather-longer", "scatter-longer", "alltoall-longer")
+
+
+@pytest.mark.parametrize("flavour,np,case,sizes",
+                         flavour_params(*[(np, case, sizes) for np in GATHER_FAMILY_SIZES for case in GATHER_FAMILY
+                                          for sizes in GATHER_FAMILY_SIZES[np]],
+                                        default=gather_family_cheap))
+def test_gather_family_mismatch_reported_as_natively(flavour, np, case, sizes):
+    result = run_mismatch(flavour, np, case, sizes, mcoll=True)
+    got = check_mcoll_run(result, np)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert got == expected_gather_family(case, np), result.describe()
+    if np == 2 and sizes in ("40:80", "4000:8000") and not (flavour == "mpich" and case.startswith("allgather")):
+        native = run_mismatch(flavour, np, case, sizes, mcoll=False)
+        native_got, _ = classes(native)
+        assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"
+
+
+# alltoallv beyond two ranks, each with a core (MCOLL_CORES): the rounds through the
+# whole areas, where a block's path (slots or single copy) follows its length; the
+# readers take the senders' lengths from their headers (a single copy of the reader's
+# own length read past the sender's buffer at 20000:40000 and aborted).
+@pytest.mark.parametrize("flavour,sizes", flavour_params(*[(sizes,) for sizes in ("100:200", "20000:40000")],
+                                                      default=lambda s: s == "20000:40000"))
+def test_alltoallv_mismatch_ranks_with_a_core(flavour, sizes):
+    result = run_mismatch(flavour, 3, "alltoallv-longer", sizes, mcoll=True, env={"MCOLL_CORES": "8"})
+    got = check_mcoll_run(result, 3)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert got == expected_gather_family("alltoallv-longer", 3), result.describe()

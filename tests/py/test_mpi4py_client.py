@@ -16,7 +16,7 @@ import re
 import pytest
 
 import mpijob
-from mpijob import ROOT, run_job
+from mpijob import ROOT, client_env, flavour_param, run_client
 
 SCRIPT = ROOT / "tests" / "clients" / "mpi4py.sh"
 BUILD = mpijob.find_build(os.environ.get("MCOLL_BUILD_DIR", "build"))
@@ -34,28 +34,11 @@ MODULE_LINE = re.compile(
     r"(?:.* mcoll algorithms: (?P<algs>.*?))?\s*$", re.M)
 
 
-def script_env():
-    """run_job drops MCOLL_* from the environment; the script's own knobs pass."""
-    return {k: v for k, v in os.environ.items()
-            if k.startswith("MCOLL_MPI4PY_") or k == "MCOLL_BUILD_DIR"}
-
-
-def flavour_param(flavour):
-    marks = [] if flavour in BUILD.flavours else [
-        pytest.mark.skip(reason=f"{BUILD.name}/{flavour}/lib/libmcoll.so not built")]
-    return pytest.param(flavour, marks=marks, id=flavour)
-
-
 @pytest.mark.full
 @pytest.mark.clients
-@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("flavour", [flavour_param(f, build=BUILD, full=True) for f in mpijob.FLAVOURS])
 def test_mpi4py_collective_tests(flavour):
-    prepared = run_job([str(SCRIPT), "--prepare", flavour], env=script_env(),
-                       timeout=PREPARE_TIMEOUT)
-    if prepared.returncode != 0:
-        pytest.fail(f"could not build mpi4py for {flavour}\n{prepared.describe()}")
-
-    result = run_job([str(SCRIPT), flavour], env=script_env(), timeout=RUN_TIMEOUT)
+    result = run_client(SCRIPT, flavour, client_env("MCOLL_MPI4PY_"), PREPARE_TIMEOUT, RUN_TIMEOUT)
     modules = {m["module"]: m for m in MODULE_LINE.finditer(result.stdout)
                if m["flavour"] == flavour}
     failed = sorted(name for name, m in modules.items() if m["verdict"] != "PASS")

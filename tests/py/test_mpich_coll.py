@@ -15,7 +15,7 @@ import warnings
 import pytest
 
 import mpijob
-from mpijob import ROOT, run_job
+from mpijob import ROOT, client_env, flavour_param, run_client
 
 SCRIPT = ROOT / "tests" / "clients" / "mpich_coll.sh"
 BUILD = mpijob.find_build(os.environ.get("MCOLL_BUILD_DIR", "build"))
@@ -28,27 +28,9 @@ ENTRY_LINE = re.compile(
     r"(?P<verdict>pass|MCOLL-FAIL|native-fail|not-built)$", re.M)
 
 
-def script_env():
-    """run_job drops MCOLL_* from the environment; the script's own knobs pass."""
-    return {k: v for k, v in os.environ.items()
-            if k.startswith("MCOLL_MPICH_COLL_") or k == "MCOLL_BUILD_DIR"}
-
-
-def flavour_param(flavour):
-    marks = [pytest.mark.full]
-    if flavour not in BUILD.flavours:
-        marks.append(pytest.mark.skip(reason=f"{BUILD.name}/{flavour}/lib/libmcoll.so not built"))
-    return pytest.param(flavour, marks=marks, id=flavour)
-
-
-@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("flavour", [flavour_param(f, build=BUILD, full=True) for f in mpijob.FLAVOURS])
 def test_mpich_coll_passes_where_native_passes(flavour):
-    prepared = run_job([str(SCRIPT), "--prepare", flavour], env=script_env(),
-                       timeout=PREPARE_TIMEOUT)
-    if prepared.returncode != 0:
-        pytest.fail(f"could not fetch or build MPICH's coll tests for {flavour}\n{prepared.describe()}")
-
-    result = run_job([str(SCRIPT), flavour], env=script_env(), timeout=RUN_TIMEOUT)
+    result = run_client(SCRIPT, flavour, client_env("MCOLL_MPICH_COLL_"), PREPARE_TIMEOUT, RUN_TIMEOUT)
     entries = [m for m in ENTRY_LINE.finditer(result.stdout) if m["flavour"] == flavour]
     assert entries, f"no program of MPICH's coll tests ran\n{result.describe()}"
 

@@ -29,8 +29,7 @@ static int node_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   (void)lo, (void)hi;
   struct allgather_call *a = hc->args;
   struct mcoll_allgather_node g = {a->mine, a->my_len, a->dst, a->forced, a->cma_min};
-  mcoll__allgather_node(hc->c, &g);
-  return MPI_SUCCESS;
+  return mcoll__allgather_node(hc->c, &g);
 }
 
 static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
@@ -39,8 +38,7 @@ static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_gather_node g = {.sink = 0, .mine = a->mine, .my_len = a->my_len,
                                 .dst = a->dst, .lens = a->dst, .lens_everywhere = 1,
                                 .forced = a->forced, .cma_min = a->cma_min};
-  mcoll__gather_node(hc->c, &g);
-  return MPI_SUCCESS;
+  return mcoll__gather_node(hc->c, &g);
 }
 
 static int between_nodes(struct mcoll_hier_call *hc, size_t lo, size_t hi) {

@@ -16,7 +16,9 @@ struct mcoll_allgather_node {
   size_t cma_min;                 /* blocks from this size by single copy (move.h) */
 };
 
-void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g);
+/* MPI_ERR_TRUNCATE when a peer's length is not the one this rank expects
+ * (coll/move.h: mcoll__move_guarded). */
+int mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g);
 
 /* Moves the node blocks among node leaders (ring over the host MPI) so that each
  * leader's dst holds every rank's block. */

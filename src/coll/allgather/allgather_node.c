@@ -20,14 +20,11 @@ static enum mcoll_move move_of(const struct mcoll_comm *c, const struct mcoll_al
   return mcoll__move_of(c, len, g->forced, g->cma_min);
 }
 
-void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g) {
+static void exchange(struct mcoll_comm *c, const void *arg) {
+  const struct mcoll_allgather_node *g = arg;
   const struct mcoll_shm *shm = &c->chan->shm;
   const struct mcoll_topo *t = &c->topo;
   char *own = mcoll__block_ptr(g->dst, c->rank);
-  if (!mcoll__node_has_peers(c)) {
-    if (g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
-    return;
-  }
   const size_t area = shm->area_bytes;
   int me = shm->local_rank, n = shm->local_size;
   uint32_t rounds = 1;
@@ -51,6 +48,7 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
     else if (my_move == MCOLL_MOVE_AREA && at < g->my_len)
       mcoll__area_write(my_area, g->mine + at, g->my_len - at < area ? g->my_len - at : area);
+    mcoll__move_publish();
     mcoll__area_post(c->chan, base + r);
     if (small) mcoll__node_call_beside(c, 1, base + 1);
     if (r == 1 && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -61,9 +59,11 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
       if (move_of(c, g, len) == MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
+        mcoll__call_check(j, 0);
         mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
+        mcoll__call_check(j, 0);
         const char *from = small ? mcoll__slot_area(shm, j, base + r) : mcoll__rank_area(shm, j);
         memcpy(to + at, from, len - at < area ? len - at : area);
       }
@@ -72,4 +72,31 @@ void mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_no
   }
   /* The others read my buffer itself: keep it until they are past generation 1. */
   if (my_move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, -1, base + 1);
+}
+
+struct allgather_run {
+  const struct mcoll_allgather_node *g;
+  const int *local_ranks; /* the communicator's rank of each node-local rank */
+};
+
+static void run(struct mcoll_comm *c, const void *arg) {
+  exchange(c, ((const struct allgather_run *)arg)->g);
+}
+
+/* Every rank knows every length. */
+static size_t expects(const void *arg, int x) {
+  const struct allgather_run *run = arg;
+  return mcoll__block_len(run->g->dst, run->local_ranks[x]);
+}
+
+int mcoll__allgather_node(struct mcoll_comm *c, const struct mcoll_allgather_node *g) {
+  char *own = mcoll__block_ptr(g->dst, c->rank);
+  if (!mcoll__node_has_peers(c)) {
+    if (g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    return MPI_SUCCESS;
+  }
+  struct allgather_run arg = {g, c->topo.local_ranks};
+  struct mcoll_move_guard guard = {.my_len = g->my_len, .reads = 1,
+                                   .expects = expects, .arg = &arg, .body = run};
+  return mcoll__move_guarded(c, &guard);
 }

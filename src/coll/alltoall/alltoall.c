@@ -157,7 +157,8 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
     } else {
       struct mcoll_a2a_engine e;
       mcoll__a2a_engine_config(a, alg, &e);
-      mcoll__a2a_node_engine(a, &e);
+      int node_err = mcoll__a2a_node_engine(a, &e);
+      if (err == MPI_SUCCESS) err = node_err;
     }
   }
   for (int i = 0; i < nreq; i++) {

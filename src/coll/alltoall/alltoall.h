@@ -47,6 +47,7 @@ struct mcoll_a2a {
   int uniform;                    /* alltoall: every block is `block` bytes, on every rank */
   size_t block;
   int inplace;
+  int truncated; /* a peer's table said it sent me more than I expect (read what fits) */
   /* Packing state, private to alltoall_blocks.c. */
   struct mcoll_a2a_side rside;
   char *scratch;   /* packed send blocks, or the send data copied for MPI_IN_PLACE */
@@ -79,7 +80,9 @@ struct mcoll_a2a_engine {
  * each way (alltoall_node.c): the same on both ranks, whatever the counts. */
 int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a);
 void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e);
-void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
+/* MPI_ERR_TRUNCATE when a peer sent more than this rank expects (coll/move.h:
+ * mcoll__move_guarded; alltoallv/w beyond two ranks only where a table says so). */
+int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e);
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a);
 
 /* Between nodes (alltoall_inter.c): the algorithm for the call (counted), then
@@ -89,11 +92,17 @@ enum mcoll_a2a_inter_alg { MCOLL_A2A_INTER_DIRECT, MCOLL_A2A_INTER_GRID_RSEND, M
 int mcoll__a2a_inter_choose(const struct mcoll_a2a *a);
 int mcoll__a2a_inter_start(struct mcoll_a2a *a, int alg, MPI_Request *reqs, int *nreq);
 
-/* Each area starts with a header (this rank's round count, then the addresses of
- * its blocks for single copy, one per node-local rank); slots follow. */
-#define MCOLL_A2A_ADDR_OFFSET 64
+/* Each area starts with a header: this rank's round count, then (alltoallv/w) the
+ * length of its block for each node-local rank, so that a reader whose count
+ * disagrees reads the block as it was sent (on few ranks in the line of the round
+ * count, which readers read anyway), then the addresses of its blocks for single
+ * copy, one per node-local rank; slots follow. */
+#define MCOLL_A2A_LEN_OFFSET 8
+static inline size_t mcoll__a2a_addr_offset(int local_size) {
+  return MCOLL_A2A_LEN_OFFSET + 8 * (size_t)local_size;
+}
 static inline size_t mcoll__a2a_header_bytes(int local_size) {
-  size_t bytes = MCOLL_A2A_ADDR_OFFSET + 8 * (size_t)local_size;
+  size_t bytes = mcoll__a2a_addr_offset(local_size) + 8 * (size_t)local_size;
   return (bytes + MCOLL_LINE - 1) / MCOLL_LINE * MCOLL_LINE;
 }
 

@@ -61,24 +61,42 @@ static void write_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, u
   }
 }
 
+/* The length of node-local rank j's block for me as j sends it: alltoall's (the
+ * call digest has checked it), else from j's header. */
+static size_t sent_to_me(const struct mcoll_a2a *a, int j) {
+  const struct mcoll_comm *c = a->c;
+  if (a->uniform) return a->recv[c->topo.local_ranks[j]].bytes;
+  const uint64_t *lens =
+      (const uint64_t *)(mcoll__rank_area(&c->chan->shm, j) + MCOLL_A2A_LEN_OFFSET);
+  return (size_t)lens[c->topo.local_rank];
+}
+
+/* Fragment r of j's block for me, by the path its length chose on j's side; only what
+ * fits my block is kept (a longer block is this rank's MPI_ERR_TRUNCATE). */
 static void read_pair(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r, int j) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank;
   const struct mcoll_span *rv = &a->recv[c->topo.local_ranks[j]];
-  size_t frag = pair_frag(e, rv->bytes), off = (size_t)r * frag;
-  size_t len = rv->bytes - off < frag ? rv->bytes - off : frag;
-  if (!by_cma(e, rv->bytes)) {
+  size_t sent = sent_to_me(a, j), frag = pair_frag(e, sent), off = (size_t)r * frag;
+  size_t len = sent - off < frag ? sent - off : frag;
+  if (sent != rv->bytes) {
+    a->truncated |= sent > rv->bytes;
+    len = off >= rv->bytes ? 0 : rv->bytes - off < len ? rv->bytes - off : len;
+    if (!len) return;
+  }
+  if (!by_cma(e, sent)) {
     memcpy(rv->ptr + off, slot(c, e, j, me, r), len);
     return;
   }
-  const uint64_t *addr = (const uint64_t *)(mcoll__rank_area(shm, j) + MCOLL_A2A_ADDR_OFFSET);
+  const uint64_t *addr =
+      (const uint64_t *)(mcoll__rank_area(shm, j) + mcoll__a2a_addr_offset(c->topo.local_size));
   mcoll__peer_read(c->chan, j, rv->ptr + off, addr[me] + off, len);
 }
 
 static int reads_in_round(const struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, uint32_t r,
                           int j) {
-  return r < pair_rounds(e, a->recv[a->c->topo.local_ranks[j]].bytes);
+  return r < pair_rounds(e, sent_to_me(a, j));
 }
 
 /* Peers in pairwise order, but whoever has posted already goes first: with more
@@ -91,6 +109,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
     if (reads_in_round(a, e, r, j) && mcoll__area_test_posted(c->chan, j, gen)) {
+      mcoll__call_check(j, 0);
       read_pair(a, e, r, j);
       served |= 1ull << s;
     }
@@ -99,6 +118,7 @@ static void read_round(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e, ui
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !reads_in_round(a, e, r, j)) continue;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     read_pair(a, e, r, j);
   }
 }
@@ -126,12 +146,14 @@ static void slot_exchange(struct mcoll_a2a *a) {
   char *mine = mcoll__slot_area(&c->chan->shm, me, gen);
   for (int k = 0; k < m; k++)
     if (k != me) memcpy(mine + (size_t)k * a->block, a->send[t->local_ranks[k]].ptr, a->block);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
   for (int s = 1; s < m; s++) {
     int j = (me - s + m) % m;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     memcpy(a->recv[t->local_ranks[j]].ptr,
            mcoll__slot_area(&c->chan->shm, j, gen) + (size_t)me * a->block, a->block);
   }
@@ -158,12 +180,14 @@ static void pair_inline_exchange(struct mcoll_a2a *a) {
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
   uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
+  mcoll__move_publish();
   mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
                     a->send[peer].bytes);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
-  mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, a->recv[peer].ptr,
-                    a->recv[peer].bytes);
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, j, gen);
+  mcoll__inline_get(shm, line, gen, a->recv[peer].ptr, a->recv[peer].bytes);
+  if (line->len != a->recv[peer].bytes) mcoll__move_disagree();
   mcoll__area_done(c->chan, gen);
 }
 
@@ -198,6 +222,7 @@ static void read_v(struct mcoll_a2a *a, int j, uint32_t gen) {
   const struct v_entry *en = (const struct v_entry *)slot + c->topo.local_rank;
   /* Matching signatures make the lengths equal; a mismatch must not read past. */
   size_t len = en->len < rv->bytes ? en->len : rv->bytes;
+  if (en->len > rv->bytes) a->truncated = 1;
   if (!len) return;
   if (en->by_cma) mcoll__peer_read(c->chan, j, rv->ptr, en->where, len);
   else memcpy(rv->ptr, slot + en->where, len);
@@ -225,6 +250,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       cma_sends = 1;
     }
   }
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
@@ -233,6 +259,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   for (int s = 1; s < m && m <= 64; s++) {
     int j = (me - s + m) % m;
     if (a->recv[t->local_ranks[j]].bytes && mcoll__area_test_posted(c->chan, j, gen)) {
+      mcoll__call_check(j, 0);
       read_v(a, j, gen);
       served |= 1ull << s;
     }
@@ -241,6 +268,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     int j = (me - s + m) % m;
     if ((m <= 64 && (served >> s & 1)) || !a->recv[t->local_ranks[j]].bytes) continue;
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     read_v(a, j, gen);
   }
   mcoll__area_done(c->chan, gen);
@@ -250,7 +278,7 @@ static void slot_exchange_v(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
       mcoll__hold_wait(shm, MCOLL_MARK_AREA, k, gen);
 }
 
-void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+static void exchange(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
   if (e->pair_inline) {
     pair_inline_exchange(a);
     return;
@@ -267,7 +295,8 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   const struct mcoll_topo *t = &c->topo;
   int m = t->local_size, me = t->local_rank;
   char *mine = mcoll__rank_area(&c->chan->shm, me);
-  uint64_t *my_addr = (uint64_t *)(mine + MCOLL_A2A_ADDR_OFFSET);
+  uint64_t *my_addr = (uint64_t *)(mine + mcoll__a2a_addr_offset(m));
+  uint64_t *my_lens = (uint64_t *)(mine + MCOLL_A2A_LEN_OFFSET);
   uint32_t rounds = a->uniform ? pair_rounds(e, a->block) : 1;
   int cma_sends = a->uniform && by_cma(e, a->block);
   for (int k = 0; k < m && !a->uniform; k++) {
@@ -282,15 +311,18 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
     mcoll__area_wait_free(c->chan, e->double_buffer && r > 0 ? gen - 1 : gen);
     if (r == 0) {
       *(volatile uint32_t *)mine = rounds;
+      for (int k = 0; k < m && !a->uniform; k++) my_lens[k] = a->send[t->local_ranks[k]].bytes;
       for (int k = 0; k < m && cma_sends; k++)
         my_addr[k] = mcoll__peer_addr(a->send[t->local_ranks[k]].ptr);
     }
     write_round(a, e, r);
+    mcoll__move_publish();
     mcoll__area_post(c->chan, gen);
     if (r == 0) copy_own(a); /* while the peers finish writing */
     for (int s = 1; s < m && r == 0 && !a->uniform; s++) {
       int j = (me - s + m) % m;
       mcoll__area_wait_posted(c->chan, j, gen);
+      mcoll__call_check(j, 0);
       uint32_t theirs = *(volatile uint32_t *)mcoll__rank_area(&c->chan->shm, j);
       if (theirs > rounds) rounds = theirs;
     }
@@ -299,4 +331,34 @@ void mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *
   }
   /* Peers read my buffers directly: they stay mine only once everyone is done. */
   if (cma_sends) mcoll__hold_wait(&c->chan->shm, MCOLL_MARK_AREA, -1, mcoll__area_last(c->chan));
+}
+
+struct a2a_run {
+  struct mcoll_a2a *a;
+  const struct mcoll_a2a_engine *e;
+  int known; /* every rank's digest is its block for me: alltoall, or two ranks */
+};
+
+static void run(struct mcoll_comm *c, const void *arg) {
+  (void)c;
+  const struct a2a_run *run = arg;
+  exchange(run->a, run->e);
+}
+
+static size_t expects(const void *arg, int x) {
+  const struct a2a_run *run = arg;
+  return run->known ? run->a->recv[run->a->c->topo.local_ranks[x]].bytes : SIZE_MAX;
+}
+
+int mcoll__a2a_node_engine(struct mcoll_a2a *a, const struct mcoll_a2a_engine *e) {
+  const struct mcoll_topo *t = &a->c->topo;
+  /* A rank's call digest is one length: its block (alltoall), or on two ranks its
+   * block for the other; alltoallv/w beyond rely on the tables that carry lengths. */
+  struct a2a_run arg = {a, e, a->uniform || t->local_size == 2};
+  size_t mine = a->uniform ? a->block
+                : t->local_size == 2 ? a->send[t->local_ranks[1 - t->local_rank]].bytes : 0;
+  struct mcoll_move_guard guard = {.my_len = mine, .reads = 1,
+                                   .expects = a->uniform ? NULL : expects, .arg = &arg, .body = run};
+  int err = mcoll__move_guarded(a->c, &guard);
+  return err == MPI_SUCCESS && a->truncated ? MPI_ERR_TRUNCATE : err;
 }

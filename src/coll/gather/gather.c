@@ -41,8 +41,7 @@ static int gather_up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
       .dst = hc->c->rank == a->root ? a->dst : g->remote_leader ? &g->node : NULL,
       .lens = a->v ? NULL : &g->uniform, .lens_everywhere = !a->v, .forced = g->forced,
       .cma_min = g->cma_min};
-  mcoll__gather_node(hc->c, &node);
-  return MPI_SUCCESS;
+  return mcoll__gather_node(hc->c, &node);
 }
 
 static int root_receives(struct mcoll_comm *c, const struct mcoll_gather_args *a) {

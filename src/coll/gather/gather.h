@@ -21,7 +21,9 @@ struct mcoll_gather_node {
   size_t cma_min;                  /* blocks from this size by single copy (move.h) */
 };
 
-void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g);
+/* MPI_ERR_TRUNCATE at the sink when a member's length is not the one it expects
+ * (coll/move.h: mcoll__move_guarded). */
+int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g);
 
 /* Gather(v) of bytes: block r of dst (root only) receives rank r's `mine`. */
 struct mcoll_gather_args {

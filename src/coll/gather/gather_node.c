@@ -8,6 +8,7 @@
  * not know every length (gatherv); those mark themselves done with all T at once,
  * since they read nothing else. Most calls need only one generation (see
  * one_generation below), and back-to-back ones overlap. */
+#include <stdint.h>
 #include <string.h>
 
 #include "coll/beside.h"
@@ -68,11 +69,13 @@ static void one_generation_sink(struct mcoll_comm *c, const struct mcoll_gather_
     int cma = mcoll__move_of(c, len, g->forced, g->cma_min) ==
               MCOLL_MOVE_CMA;
     if (!cma && len <= MCOLL_INLINE_MAX) {
-      mcoll__inline_get(shm, mcoll__inline_line(shm, j, gen), gen, mcoll__block_ptr(g->dst, r),
-                        len);
+      struct mcoll_inline_line *line = mcoll__inline_line(shm, j, gen);
+      mcoll__inline_get(shm, line, gen, mcoll__block_ptr(g->dst, r), len);
+      if (line->len != len) mcoll__move_disagree();
       continue;
     }
     mcoll__area_wait_posted(c->chan, j, gen);
+    mcoll__call_check(j, 0);
     if (cma)
       mcoll__peer_read(c->chan, j, mcoll__block_ptr(g->dst, r),
                        mcoll__published_addr((const struct mcoll_peer_buf *)slot), len);
@@ -91,6 +94,7 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
+    mcoll__move_publish();
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
     mcoll__node_call_beside(c, 0, gen);
@@ -98,6 +102,7 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   }
   if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 0, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
@@ -113,6 +118,7 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
 
   mcoll__area_wait_free(c->chan, base + 1);
   memcpy(mcoll__rank_area(shm, me), &rounds, sizeof rounds);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, base + 1);
   char *own = mcoll__block_ptr(g->dst, c->rank);
   if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
@@ -127,9 +133,11 @@ static void sink_side(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
           MCOLL_MOVE_CMA) {
         if (r > 1) continue;
         mcoll__area_wait_posted(c->chan, j, base + 1);
+        mcoll__call_check(j, 0);
         mcoll__peer_read(c->chan, j, to, mcoll__published_addr(mcoll__publish_line(shm, j)), len);
       } else if (at < len) {
         mcoll__area_wait_posted(c->chan, j, base + r);
+        mcoll__call_check(j, 0);
         memcpy(to + at, mcoll__rank_area(shm, j), len - at < area ? len - at : area);
       }
     }
@@ -152,6 +160,7 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
     mcoll__publish(mcoll__publish_line(shm, me), g->mine, g->my_len, base + 1);
   else if (g->my_len)
     mcoll__area_write(my_area, g->mine, g->my_len < area ? g->my_len : area);
+  mcoll__move_publish();
   mcoll__area_post(c->chan, base + 1);
   if (g->lens) {
     rounds = call_rounds(c, g, g->lens);
@@ -172,19 +181,43 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_gather_node *g)
   if (move == MCOLL_MOVE_CMA) mcoll__hold_wait(shm, MCOLL_MARK_AREA, g->sink, base + 1);
 }
 
-void mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
-  if (!mcoll__node_has_peers(c)) {
-    char *own = mcoll__block_ptr(g->dst, c->rank);
-    if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
-    return;
-  }
-  int sink = c->chan->shm.local_rank == g->sink;
-  if (one_generation(c, g, sink ? g->dst : g->lens)) {
-    if (sink) one_generation_sink(c, g);
+struct gather_run {
+  const struct mcoll_gather_node *g;
+  const int *local_ranks; /* the communicator's rank of each node-local rank */
+  int one_gen, sink;
+};
+
+static void run(struct mcoll_comm *c, const void *arg) {
+  const struct gather_run *run = arg;
+  const struct mcoll_gather_node *g = run->g;
+  if (run->one_gen) {
+    if (run->sink) one_generation_sink(c, g);
     else one_generation_member(c, g);
-  } else if (sink) {
+  } else if (run->sink) {
     sink_side(c, g);
   } else {
     member_side(c, g);
   }
+}
+
+/* The sink knows every member's length; a member reads nothing of the others. */
+static size_t expects(const void *arg, int x) {
+  const struct gather_run *run = arg;
+  return run->sink ? mcoll__block_len(run->g->dst, run->local_ranks[x]) : SIZE_MAX;
+}
+
+int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) {
+  if (!mcoll__node_has_peers(c)) {
+    char *own = mcoll__block_ptr(g->dst, c->rank);
+    if (g->mine && g->mine != own && g->my_len) memcpy(own, g->mine, g->my_len);
+    return MPI_SUCCESS;
+  }
+  int sink = c->chan->shm.local_rank == g->sink;
+  struct gather_run arg = {g, c->topo.local_ranks, one_generation(c, g, sink ? g->dst : g->lens),
+                           sink};
+  struct mcoll_move_guard guard = {.my_len = g->my_len, .reads = sink, .arg = &arg, .body = run};
+  /* Blocks of one length (gather), which I know: every peer's is mine (no lookup). */
+  const struct mcoll_blocks *lens = sink ? g->dst : g->lens;
+  if (!lens || lens->counts) guard.expects = expects;
+  return mcoll__move_guarded(c, &guard);
 }

@@ -111,29 +111,6 @@ static uint32_t digest_of(const struct mcoll_node_red *r, int alg) {
   return mcoll__call_digest(r->count * r->t->extent, shape);
 }
 
-/* After the node's ranks disagreed on a call, each may have used a different number
- * of area generations and left flat's slot runs in a different state: every rank
- * that noticed counts the call as one generation (what the flat engine, the only
- * one whose ranks may finish a call without reading anyone and so never notice,
- * uses for a slot call), done with it, and makes the next slot call start a new
- * run. Flat's readers cope with peers that believe otherwise about runs (every
- * writer posts and stamps; stamps are waited for exactly), so the node goes on with
- * mcoll. */
-static void resync(struct mcoll_comm *c, uint32_t start_gen, int beside) {
-  const struct mcoll_shm *shm = &c->chan->shm;
-  struct mcoll_data_line *me = &shm->data[shm->local_rank];
-  uint32_t gen = start_gen + 1;
-  /* A flat slot call that let later calls start (coll/beside.h) took one generation
-   * and posted it: the counter and posted are right already, and the generations
-   * after it are those calls'. */
-  if (!beside) {
-    c->chan->area_gen = gen;
-    if (mcoll__reached(atomic_load(&me->posted), gen + 1)) atomic_store(&me->posted, gen);
-  }
-  mcoll__slot_run_end(&c->chan->red_slots, gen);
-  if (!mcoll__reached(atomic_load(&me->done), gen)) mcoll__area_done(c->chan, gen);
-}
-
 int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
   struct mcoll_comm *c = r->c;
   if (!mcoll__node_has_peers(c)) {
@@ -155,7 +132,7 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
     return MPI_SUCCESS;
   }
   mcoll__call_settle(&call);
-  resync(c, start_gen, call.beside);
+  mcoll__area_resync(c->chan, start_gen, call.beside, &c->chan->red_slots);
   mcoll__call_leave();
   return MPI_ERR_TRUNCATE;
 }

@@ -89,8 +89,7 @@ static int scatter_down(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
       .src = hc->c->rank == a->root ? a->src : s->remote_leader ? &s->node : NULL,
       .mine = a->mine, .my_len = a->my_len, .forced = s->forced, .cma_min = s->cma_min,
       .uniform = !a->v};
-  mcoll__scatter_node(hc->c, &node);
-  return MPI_SUCCESS;
+  return mcoll__scatter_node(hc->c, &node);
 }
 
 static int finish(struct mcoll_hier_call *hc) {

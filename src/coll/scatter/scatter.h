@@ -19,7 +19,9 @@ struct mcoll_scatter_node {
   int uniform;                    /* every block has my_len bytes (scatter): all know all */
 };
 
-void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s);
+/* MPI_ERR_TRUNCATE at a member whose block from the source is longer than it
+ * expects (an erroneous program: it keeps what fits). */
+int mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s);
 
 /* Scatter(v) of bytes: rank r's `mine` receives block r of src (root only). */
 struct mcoll_scatter_args {

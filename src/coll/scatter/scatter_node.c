@@ -8,6 +8,7 @@
  * concurrency on one source buffer); group g starts when group g-1 is done. Most
  * calls need only one generation (one_generation below), and back-to-back ones
  * overlap. */
+#include <stdint.h>
 #include <string.h>
 
 #include "coll/beside.h"
@@ -29,6 +30,18 @@ struct head {
   uint32_t pad;
   struct entry entry[];
 };
+
+/* The length of an inline line that holds an entry, not a block's bytes: a member
+ * that expects another kind of line than the source wrote (lengths that disagree)
+ * can tell. */
+#define ENTRY_LINE UINT32_MAX
+
+static void put_entry(const struct mcoll_shm *shm, struct mcoll_inline_line *line, uint32_t gen,
+                      const struct entry *e) {
+  line->len = ENTRY_LINE;
+  memcpy(line->data, e, sizeof *e);
+  mcoll__flag_set(shm, &line->stamp, gen);
+}
 
 static size_t head_bytes(int n) {
   return (sizeof(struct head) + sizeof(struct entry) * (size_t)n + 63) / 64 * 64;
@@ -86,7 +99,7 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
     }
     /* The member polls its inline line anyway: its entry goes there too, so that it
      * need not wait for the table (one cross-core transfer fewer per call). */
-    mcoll__inline_put(shm, mcoll__inline_line(shm, j, gen), gen, e, sizeof *e);
+    put_entry(shm, mcoll__inline_line(shm, j, gen), gen, e);
   }
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 0, gen);
@@ -167,29 +180,39 @@ static void wait_turn(const struct mcoll_comm *c, const struct head *head, int r
   }
 }
 
+/* What a member got: MPI_ERR_TRUNCATE when the source sent more than it expects. */
+static int got(size_t sent, size_t expected) {
+  return sent > expected ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+}
+
 /* Either kind of call: the table says where my part is. A one-generation call takes
  * its generation at once; a whole-area one learns its count from the source's table
- * and takes them then. */
-static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
+ * and takes them then. Whatever the member expects, the source's line and entry say
+ * how it sent the block, and the member reads it so (what fits). */
+static int member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
   uint32_t base = one_gen ? mcoll__slot_take(c->chan, NULL) - 1 : mcoll__area_last(c->chan);
-  /* (Not beside later calls: a member only reads; see gather_node.c.) */
-  if (one_gen && s->my_len <= MCOLL_INLINE_MAX && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, s->mine, s->my_len);
-    mcoll__area_done(c->chan, base + 1);
-    return;
-  }
-  /* My entry is in my inline line: a part in the slot needs nothing else. A part that
-   * goes by single copy by its length needs the table (wait_turn) and skips the line. */
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, me, base + 1);
+  /* (Not beside later calls: a member only reads; see gather_node.c.) My entry, or a
+   * small block itself, is in my inline line: a part in the slot needs nothing else. A
+   * part that goes by single copy by its length needs the table (wait_turn) and skips
+   * the line. */
   if (one_gen && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
+    mcoll__flag_wait(shm, &line->stamp, base + 1);
+    if (line->len != ENTRY_LINE) { /* the block itself */
+      size_t len = line->len < s->my_len ? line->len : s->my_len;
+      if (len) memcpy(s->mine, line->data, len);
+      mcoll__area_done(c->chan, base + 1);
+      return got(line->len, s->my_len);
+    }
     struct entry e;
-    mcoll__inline_get(shm, mcoll__inline_line(shm, me, base + 1), base + 1, &e, sizeof e);
+    memcpy(&e, line->data, sizeof e);
     if (e.reader < 0) {
       size_t len = e.len < s->my_len ? (size_t)e.len : s->my_len;
       if (len) memcpy(s->mine, mcoll__slot_area(shm, source, base + 1) + e.off, len);
       mcoll__area_done(c->chan, base + 1);
-      return;
+      return got(e.len, s->my_len);
     }
   }
   const char *area =
@@ -198,32 +221,44 @@ static void member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s
 
   mcoll__area_wait_posted(c->chan, source, base + 1);
   uint32_t rounds = head->rounds;
+  size_t sent = 0, have = 0;
   if (!one_gen) mcoll__area_take(c->chan, rounds);
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
-    mcoll__peer_read(c->chan, source, s->mine, e.off, s->my_len);
+    have = e.len < s->my_len ? (size_t)e.len : s->my_len;
+    mcoll__peer_read(c->chan, source, s->mine, e.off, have);
+    sent = e.len;
+  } else if (one_gen && head->entry[me].off == 0) {
+    /* the block itself, in my inline line (I expected one by single copy) */
+    mcoll__flag_wait(shm, &line->stamp, base + 1);
+    have = line->len < s->my_len ? line->len : s->my_len;
+    if (have) memcpy(s->mine, line->data, have);
+    sent = line->len;
   } else {
-    size_t got = 0;
     for (uint32_t r = 1;; r++) {
       struct entry e = head->entry[me];
-      if (e.len) memcpy(s->mine + got, area + e.off, e.len);
-      got += e.len;
-      if (got >= s->my_len || r == rounds) break;
+      size_t len = e.len < s->my_len - have ? (size_t)e.len : s->my_len - have;
+      if (len) memcpy(s->mine + have, area + e.off, len);
+      have += len;
+      sent += e.len;
+      if (sent >= s->my_len || r == rounds) break;
       mcoll__area_done(c->chan, base + r);
       mcoll__area_wait_posted(c->chan, source, base + r + 1);
     }
   }
   mcoll__area_done(c->chan, base + rounds);
+  return got(sent, s->my_len);
 }
 
-void mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+int mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
   if (!mcoll__node_has_peers(c)) {
     if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
-    return;
+    return MPI_SUCCESS;
   }
   int one_gen = one_generation(c, s);
-  if (c->chan->shm.local_rank != s->source) member_side(c, s, one_gen);
-  else if (one_gen) one_generation_source(c, s);
+  if (c->chan->shm.local_rank != s->source) return member_side(c, s, one_gen);
+  if (one_gen) one_generation_source(c, s);
   else source_side(c, s);
+  return MPI_SUCCESS;
 }
