@@ -19,11 +19,14 @@ struct mcoll_task {
   /* written by the task, read by the host's request query on the application's
    * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
   _Atomic int err;
-  MPI_Request req;           /* the generalized request the application holds */
+  MPI_Request req;           /* the generalized request the application holds, or
+                              * MPI_REQUEST_NULL (none: it finished when started) */
+  MPI_Comm comm;             /* the application's communicator of the call */
   MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
   struct mcoll_fiber *fiber;
   struct mcoll_task *next;   /* in its lane */
-  atomic_int refs;           /* the engine's, and the request's (freed by the host) */
+  atomic_int refs;           /* the engine's, and the starter's: handed to the
+                              * generalized request if one is made (freed by the host) */
   struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
   struct mcoll_call *call;   /* its guarded reduction call, while it yields (shm/call.h) */
   struct mcoll_task_keep keep; /* its copied arrays (not for a persistent start) */
@@ -85,7 +88,20 @@ static void wake_progress(void) {
   if (fn) fn();
 }
 static atomic_int persistent_active;        /* starts in flight */
-static atomic_int persistent_errors;        /* errors of completed starts not yet reported */
+/* Errors of completed calls not yet reported by a completion call: of persistent
+ * starts (in the request) and of MPI_I* calls (in failed_calls). */
+static atomic_int unreported_errors;
+/* An MPI_I* call that failed after it returned: its generalized request completes
+ * without an error, so that the host, which would raise it on MPI_COMM_WORLD,
+ * reports success; mcoll's completion calls report it in its place through the
+ * call's communicator (pmpi/nbc.c). Under engine_lock. */
+struct failed_call {
+  MPI_Request req;
+  MPI_Comm comm; /* MPI_COMM_NULL once the application freed it */
+  int err;
+  struct failed_call *next;
+};
+static struct failed_call *failed_calls;
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
@@ -156,14 +172,14 @@ static void task_unref(struct mcoll_task *t) {
 
 /* ---- the generalized request ------------------------------------------------------ */
 static int request_query(void *extra, MPI_Status *status) {
-  struct mcoll_task *t = extra;
+  (void)extra;
   /* A collective's status says nothing but its error (as the host MPIs' do). */
   PMPI_Status_set_elements(status, MPI_BYTE, 0);
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_ANY_SOURCE;
   status->MPI_TAG = MPI_ANY_TAG;
-  status->MPI_ERROR = t->err;
-  return t->err;
+  status->MPI_ERROR = MPI_SUCCESS; /* (its error: failed_calls) */
+  return MPI_SUCCESS;
 }
 
 static int request_free(void *extra) {
@@ -217,15 +233,20 @@ static void finish(struct lane *l, struct mcoll_task *t) {
      * sees it idle (pmpi/nbc.c, partly without the lock) finds it complete. */
     if (t->err != MPI_SUCCESS) {
       p->err = t->err;
-      atomic_fetch_add(&persistent_errors, 1);
+      atomic_fetch_add(&unreported_errors, 1);
     }
     PMPI_Start(&p->carrier);
     PMPI_Send(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm); /* (eager, and already matched) */
     p->active = NULL;
     atomic_fetch_sub(&persistent_active, 1);
     if (p->freed) persistent_destroy(p);
-    task_unref(t);
-  } else {
+  } else if (t->req != MPI_REQUEST_NULL) {
+    struct failed_call *f = t->err != MPI_SUCCESS ? malloc(sizeof *f) : NULL;
+    if (f) {
+      *f = (struct failed_call){t->req, t->comm, t->err, failed_calls};
+      failed_calls = f;
+      atomic_fetch_add(&unreported_errors, 1);
+    }
     PMPI_Grequest_complete(t->req);
   }
   /* Last: a thread that sees nothing pending hands its completion calls to the host
@@ -243,7 +264,7 @@ static void persistent_destroy(struct mcoll_persistent *p) {
       *link = p->next;
       break;
     }
-  if (p->err != MPI_SUCCESS) atomic_fetch_sub(&persistent_errors, 1);
+  if (p->err != MPI_SUCCESS) atomic_fetch_sub(&unreported_errors, 1);
   PMPI_Request_free(&p->carrier);
   PMPI_Comm_free(&p->comm);
   mcoll__task_keep_free(&p->keep);
@@ -387,6 +408,7 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   memcpy(t->args, args, args_bytes);
   t->err = MPI_SUCCESS;
   t->req = t->host_req = MPI_REQUEST_NULL;
+  t->comm = MPI_COMM_NULL;
   t->next = NULL;
   t->persistent = NULL;
   t->call = NULL;
@@ -420,6 +442,22 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   return 1;
 }
 
+/* A request that is complete already, for a call that finished when it started:
+ * the host's own request of an empty send to MPI_PROC_NULL, which both host MPIs
+ * make without allocating (a generalized request costs an allocation, its
+ * completion and a query at the wait). */
+static int completed_request(MPI_Request *req) {
+  return PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
+}
+
+/* Gives t, in flight, the generalized request the application waits on (which
+ * takes over the starter's reference). Under engine_lock. */
+static int give_request(struct mcoll_task *t) {
+  int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
+  if (err != MPI_SUCCESS) t->req = MPI_REQUEST_NULL;
+  return err;
+}
+
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req) {
   struct mcoll_task *t = task_new(fn, args, args_bytes);
@@ -428,35 +466,39 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
     return MPI_ERR_NO_MEM;
   }
   if (keep) t->keep = *keep;
-  int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
+  t->comm = comm;
+  int err = MPI_SUCCESS;
+  pthread_mutex_lock(&engine_lock);
+  int ran_to_end = enqueue(comm, t, &err);
+  int request_err = ran_to_end == 0 ? give_request(t) : MPI_SUCCESS;
+  pthread_mutex_unlock(&engine_lock);
+  if (ran_to_end < 0) { /* (nothing started) */
+    task_unref(t);
+    task_unref(t);
+    return MPI_ERR_NO_MEM;
+  }
+  if (ran_to_end == 0) {
+    wake_progress();
+    if (request_err == MPI_SUCCESS) {
+      *req = t->req; /* (t lives on at least as long as its request) */
+      return MPI_SUCCESS;
+    }
+    /* No request to give: the call completes here. */
+    unsigned polls = 0;
+    while (atomic_load(&t->refs) > 1) {
+      if (mcoll__fiber_self()) mcoll__fiber_yield();
+      else idle_step(&polls);
+    }
+    err = t->err;
+  }
+  task_unref(t);
+  /* An error (the host MPI's checks, raised through the communicator as natively)
+   * is the call's own, with no request, as the host's MPI_I* returns it. */
   if (err != MPI_SUCCESS) {
-    mcoll__task_keep_free(&t->keep);
-    mcoll__fiber_free(t->fiber);
-    free(t);
+    *req = MPI_REQUEST_NULL;
     return err;
   }
-  int err_at_start = MPI_SUCCESS;
-  *req = t->req; /* (t lives on at least as long as its request) */
-  pthread_mutex_lock(&engine_lock);
-  int ran_to_end = enqueue(comm, t, &err_at_start);
-  pthread_mutex_unlock(&engine_lock);
-  if (ran_to_end < 0) {
-    t->err = MPI_ERR_NO_MEM; /* (the request completes with the error) */
-    PMPI_Grequest_complete(*req);
-    task_unref(t);
-  }
-  if (ran_to_end == 0) wake_progress();
-  if (ran_to_end && err_at_start != MPI_SUCCESS) {
-    /* Rejected at once (the host MPI's checks, raised on the communicator as
-     * natively): the call returns the error, as the host's MPI_I* would; the
-     * request, released here, must not raise it again (the host would, on
-     * MPI_COMM_WORLD, whatever the communicator's handler). */
-    t->err = MPI_SUCCESS;
-    PMPI_Wait(req, MPI_STATUS_IGNORE);
-    *req = MPI_REQUEST_NULL;
-    return err_at_start;
-  }
-  return MPI_SUCCESS;
+  return completed_request(req);
 }
 
 /* The task in flight whose request is *req, or NULL. Under engine_lock. */
@@ -532,13 +574,20 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
   }
   if (p->err != MPI_SUCCESS) { /* (an error nobody asked for goes with the next start) */
     p->err = MPI_SUCCESS;
-    atomic_fetch_sub(&persistent_errors, 1);
+    atomic_fetch_sub(&unreported_errors, 1);
   }
   t->persistent = p;
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
+  t->comm = p->comm;
   int ignored, ran_to_end = enqueue(p->comm, t, &ignored);
-  if (ran_to_end < 0) *err = MPI_ERR_NO_MEM;
+  if (ran_to_end < 0) { /* (nothing started) */
+    *err = MPI_ERR_NO_MEM;
+    p->active = NULL;
+    atomic_fetch_sub(&persistent_active, 1);
+    task_unref(t);
+  }
+  task_unref(t);
   pthread_mutex_unlock(&engine_lock);
   if (ran_to_end == 0) wake_progress();
   return 1;
@@ -554,23 +603,42 @@ int mcoll__persistent_busy(MPI_Request req) {
   return busy;
 }
 
-int mcoll__persistent_errors_pending(void) {
-  return atomic_load_explicit(&persistent_errors, memory_order_relaxed) != 0;
+int mcoll__task_errors_pending(void) {
+  return atomic_load_explicit(&unreported_errors, memory_order_relaxed) != 0;
 }
 
-int mcoll__persistent_take_error(MPI_Request req) {
-  if (req == MPI_REQUEST_NULL || !atomic_load_explicit(&persistent_errors, memory_order_acquire))
+int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm) {
+  if (req == MPI_REQUEST_NULL || !atomic_load_explicit(&unreported_errors, memory_order_acquire))
     return MPI_SUCCESS;
+  int err = MPI_SUCCESS;
   pthread_mutex_lock(&engine_lock);
   struct mcoll_persistent *p = persistent_of(req);
-  int err = MPI_SUCCESS;
   if (p && !p->active && p->err != MPI_SUCCESS) {
     err = p->err;
     p->err = MPI_SUCCESS;
-    atomic_fetch_sub(&persistent_errors, 1);
+    if (comm) *comm = p->comm;
+    atomic_fetch_sub(&unreported_errors, 1);
+  }
+  for (struct failed_call **link = &failed_calls; !p && *link; link = &(*link)->next) {
+    struct failed_call *f = *link;
+    if (f->req != req) continue;
+    err = f->err;
+    if (comm) *comm = f->comm;
+    *link = f->next;
+    free(f);
+    atomic_fetch_sub(&unreported_errors, 1);
+    break;
   }
   pthread_mutex_unlock(&engine_lock);
   return err;
+}
+
+void mcoll__task_comm_freed(MPI_Comm comm) {
+  if (!atomic_load_explicit(&unreported_errors, memory_order_acquire)) return;
+  pthread_mutex_lock(&engine_lock);
+  for (struct failed_call *f = failed_calls; f; f = f->next)
+    if (f->comm == comm) f->comm = MPI_COMM_NULL;
+  pthread_mutex_unlock(&engine_lock);
 }
 
 int mcoll__persistent_any_busy(void) {
