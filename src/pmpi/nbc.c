@@ -14,13 +14,21 @@ static void idle(unsigned *polls) {
   else sched_yield();
 }
 
-/* Persistent collectives in flight (task.c): until one completes, its handle is an
- * inactive host request, which the host would report complete at once; these
- * calls hold it back. Without one in flight each test below is one load. */
+/* Persistent collectives in flight (task.c): their handle is an inactive host
+ * request, which the host would report complete at once; these calls hold it back
+ * until the start completes. Without one in flight each test below is one load. */
 static int busy_in(int n, const MPI_Request reqs[]) {
   if (!mcoll__persistent_any_busy()) return 0;
   for (int i = 0; i < n; i++)
     if (mcoll__persistent_busy(reqs[i])) return 1;
+  return 0;
+}
+
+/* The same for MPI_Testany/Testsome, which skip inactive requests: also the completed
+ * starts not reported yet (reported by mcoll itself, task/task.h: take_done). */
+static int unsettled_in(int n, const MPI_Request reqs[]) {
+  for (int i = 0; i < n; i++)
+    if (mcoll__persistent_unsettled(reqs[i])) return 1;
   return 0;
 }
 
@@ -93,9 +101,9 @@ static int some_failed(int n, const MPI_Request handles[], const int which[], in
   return raise_on(first, statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed);
 }
 
-/* A copy of reqs with the busy persistent ones as MPI_REQUEST_NULL, for the host's
- * Test{any,some}; busy[i] says which (the host gives back every other entry; a busy
- * one may complete meanwhile, and keeps its handle). */
+/* A copy of reqs with the unsettled persistent ones as MPI_REQUEST_NULL, for the
+ * host's Test{any,some}; busy[i] says which (the host gives back every other entry;
+ * a busy one may complete meanwhile, and keeps its handle). */
 struct masked {
   MPI_Request local[16], *copy;
   char local_busy[16], *busy;
@@ -108,7 +116,7 @@ static int mask(struct masked *m, int n, const MPI_Request reqs[]) {
   m->nbusy = 0;
   if (!m->copy || !m->busy) return 0;
   for (int i = 0; i < n; i++) {
-    m->busy[i] = (char)mcoll__persistent_busy(reqs[i]);
+    m->busy[i] = (char)mcoll__persistent_unsettled(reqs[i]);
     m->copy[i] = m->busy[i] ? MPI_REQUEST_NULL : reqs[i];
     m->nbusy += m->busy[i];
   }
@@ -122,16 +130,39 @@ static void unmask(struct masked *m, int n, MPI_Request reqs[]) {
   if (m->busy != m->local_busy) free(m->busy);
 }
 
+/* A persistent start that completed (task/task.h: take_done) as the host would
+ * report a request: an empty status with its error. */
+static int report_done(int err, MPI_Status *status) {
+  if (status != MPI_STATUS_IGNORE) {
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = err;
+  }
+  return err;
+}
+
 /* One round of MPI_Testany over reqs, busy persistent ones left out; *flag 0 while
  * only those remain active. */
 static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
-  if (!busy_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
+  int err = MPI_SUCCESS;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int i = mcoll__persistent_take_done(n, reqs, &err, &comm);
+  if (i >= 0) {
+    *index = i;
+    *flag = 1;
+    return err == MPI_SUCCESS ? report_done(err, status) : raise_on(comm, report_done(err, status));
+  }
+  /* (after take_done: a start that completes from here on is masked, and reported
+   * by the next round) */
+  if (!unsettled_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
   struct masked m;
   if (!mask(&m, n, reqs)) {
     unmask(&m, n, reqs);
     return MPI_ERR_NO_MEM;
   }
-  int err = PMPI_Testany(n, m.copy, index, flag, status);
+  err = PMPI_Testany(n, m.copy, index, flag, status);
   unmask(&m, n, reqs);
   if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && m.nbusy) {
     *flag = 0;
@@ -142,7 +173,26 @@ static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status 
 
 static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                     MPI_Status statuses[]) {
-  if (!busy_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  /* Completed persistent starts first, reported alone (the host skips them). */
+  int k = 0, failed = MPI_SUCCESS;
+  MPI_Comm first = MPI_COMM_NULL;
+  for (int from = 0; from < n;) {
+    int err = MPI_SUCCESS;
+    MPI_Comm comm = MPI_COMM_NULL;
+    int i = mcoll__persistent_take_done(n - from, reqs + from, &err, &comm);
+    if (i < 0) break;
+    indices[k] = from + i;
+    report_done(err, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k]);
+    if (err != MPI_SUCCESS && failed == MPI_SUCCESS) first = comm, failed = err;
+    k++;
+    from += i + 1;
+  }
+  if (k > 0) {
+    *outcount = k;
+    if (failed == MPI_SUCCESS) return MPI_SUCCESS;
+    return raise_on(first, statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed);
+  }
+  if (!unsettled_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
   struct masked m;
   if (!mask(&m, n, reqs)) {
     unmask(&m, n, reqs);
@@ -209,14 +259,13 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
   if (!errors_possible()) return PMPI_Waitany(n, reqs, index, status);
   struct handles h;
   handles_keep(&h, n, reqs);
-  if (!mcoll__tasks_pending()) {
-    int err = PMPI_Waitany(n, reqs, index, status);
-    return any_done(&h, *index, 1, err, status);
-  }
   unsigned polls = 0;
   for (;;) {
+    /* Nothing pending before the round: no start completed in it unseen. */
+    int settled = !mcoll__tasks_pending();
     int done = 0, err = testany(n, reqs, index, &done, status);
     if (err != MPI_SUCCESS || done) return any_done(&h, *index, done, err, status);
+    if (settled) return any_done(&h, *index, 1, PMPI_Waitany(n, reqs, index, status), status);
     idle(&polls);
   }
 }
@@ -227,15 +276,16 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
   if (!errors_possible()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   struct handles h;
   handles_keep(&h, n, reqs);
-  if (!mcoll__tasks_pending()) {
-    int err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-    return some_done(&h, *outcount, indices, err, statuses);
-  }
   unsigned polls = 0;
   for (;;) {
+    int settled = !mcoll__tasks_pending(); /* (as in MPI_Waitany) */
     int err = testsome(n, reqs, outcount, indices, statuses);
     if (err != MPI_SUCCESS || *outcount != 0) /* (MPI_UNDEFINED: none active) */
       return some_done(&h, *outcount, indices, err, statuses);
+    if (settled) {
+      err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+      return some_done(&h, *outcount, indices, err, statuses);
+    }
     idle(&polls);
   }
 }

@@ -124,11 +124,20 @@ int mcoll__persistent_free(MPI_Request *req);
  * their requests without an error (it would raise one on MPI_COMM_WORLD, whatever
  * the call's communicator says), and mcoll's completion calls report it in its place
  * through the call's communicator (pmpi/nbc.c). errors_pending: some completed call
- * failed and no completion call reported it yet (one load); take_error: that error
- * if req was such a call's request (then cleared; *comm, if comm is not NULL: the
+ * failed, or a persistent start completed, and no completion call reported it yet
+ * (one load); take_error: that error if req was such a call's request (then
+ * cleared, and a persistent start reported; *comm, if comm is not NULL: the
  * communicator whose handler it goes to, MPI_COMM_NULL if freed meanwhile), else
  * MPI_SUCCESS; comm_freed: the application frees comm. */
 int mcoll__task_errors_pending(void);
+/* For MPI_Waitany/Testany/Waitsome/Testsome, which skip the inactive host request
+ * that a persistent collective's handle is: the index of the first of reqs whose
+ * start completed and was not reported yet (then reported: *err its error, *comm its
+ * communicator), else -1 (one load when none is). */
+int mcoll__persistent_take_done(int n, const MPI_Request reqs[], int *err, MPI_Comm *comm);
+/* Whether req is a persistent collective's handle whose start is in flight or
+ * completed unreported (what those calls must not hand to the host). */
+int mcoll__persistent_unsettled(MPI_Request req);
 int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm);
 void mcoll__task_comm_freed(MPI_Comm comm);
 
