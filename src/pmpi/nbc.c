@@ -14,9 +14,9 @@ static void idle(unsigned *polls) {
   else sched_yield();
 }
 
-/* Persistent collectives in flight (task.c): until one completes, its handle is an
- * inactive host request, which the host would report complete at once; these
- * calls hold it back. Without one in flight each test below is one load. */
+/* Persistent collectives in flight (task.c): their handle is an inactive host
+ * request, which the host would report complete at once; these calls hold it back
+ * until the start completes. Without one in flight each test below is one load. */
 static int busy_in(int n, const MPI_Request reqs[]) {
   if (!mcoll__persistent_any_busy()) return 0;
   for (int i = 0; i < n; i++)
@@ -24,38 +24,86 @@ static int busy_in(int n, const MPI_Request reqs[]) {
   return 0;
 }
 
-/* A persistent start that failed completes its carrier like any other (task.c):
- * the completion calls below report its error in place of the carrier's, in the
- * return code and the status, as the host does for its own requests. Without such an
- * error each check is one load. */
-static int start_error(MPI_Request req, int err, MPI_Status *status) {
-  int failed = mcoll__persistent_take_error(req);
+/* The same for MPI_Testany/Testsome, which skip inactive requests: also the completed
+ * starts not reported yet (reported by mcoll itself, task/task.h: take_done). */
+static int unsettled_in(int n, const MPI_Request reqs[]) {
+  for (int i = 0; i < n; i++)
+    if (mcoll__persistent_unsettled(reqs[i])) return 1;
+  return 0;
+}
+
+/* Errors found after a call returned (task/task.h: errors_pending): the host
+ * completes such a call's request without an error, and these calls report it in
+ * its place, in the return code and the status, through the call's communicator
+ * (as the host does for its own requests, but on the communicator the call named,
+ * where the host would raise it on MPI_COMM_WORLD). Without such an error, and no
+ * task pending (none can fail meanwhile), each check is one load. */
+static int errors_possible(void) { return mcoll__tasks_pending() || mcoll__task_errors_pending(); }
+
+static int raise_on(MPI_Comm comm, int err) {
+  if (comm != MPI_COMM_NULL) PMPI_Comm_call_errhandler(comm, err);
+  return err;
+}
+
+/* The handles of an array call's requests, kept before the host completes them (it
+ * sets those of non-persistent requests to MPI_REQUEST_NULL), while errors are
+ * possible; else (or without memory) the array itself. */
+struct handles {
+  MPI_Request local[16], *copy;
+  const MPI_Request *of;
+};
+
+static void handles_keep(struct handles *h, int n, const MPI_Request reqs[]) {
+  h->of = reqs;
+  h->copy = NULL;
+  if (n <= 0 || !errors_possible()) return;
+  h->copy = n <= 16 ? h->local : malloc(sizeof *h->copy * (size_t)n);
+  if (!h->copy) return;
+  for (int i = 0; i < n; i++) h->copy[i] = reqs[i];
+  h->of = h->copy;
+}
+
+static void handles_drop(struct handles *h) {
+  if (h->copy != h->local) free(h->copy);
+}
+
+static int one_done(MPI_Request handle, int err, MPI_Status *status) {
+  if (!mcoll__task_errors_pending()) return err;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int failed = mcoll__task_take_error(handle, &comm);
   if (failed == MPI_SUCCESS) return err;
   if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = failed;
-  return failed;
+  return raise_on(comm, failed);
 }
 
 /* The same for n completed entries of an array call (which[k]: the index of the
  * k-th, or NULL: k itself): MPI_ERR_IN_STATUS with each entry's status, or the error
- * itself when the statuses are ignored. */
-static int start_errors(int n, const MPI_Request reqs[], const int which[], int err,
-                        MPI_Status statuses[]) {
+ * itself when the statuses are ignored, raised once on the first failed call's
+ * communicator. */
+static int some_failed(int n, const MPI_Request handles[], const int which[], int err,
+                       MPI_Status statuses[]) {
+  if (!mcoll__task_errors_pending()) return err;
   int failed = MPI_SUCCESS;
+  MPI_Comm first = MPI_COMM_NULL;
   for (int k = 0; k < n; k++) {
-    int e = mcoll__persistent_take_error(reqs[which ? which[k] : k]);
+    MPI_Comm comm = MPI_COMM_NULL;
+    int e = mcoll__task_take_error(handles[which ? which[k] : k], &comm);
     if (e == MPI_SUCCESS) continue;
-    if (failed == MPI_SUCCESS && statuses != MPI_STATUSES_IGNORE && err == MPI_SUCCESS)
-      for (int j = 0; j < n; j++) statuses[j].MPI_ERROR = MPI_SUCCESS;
+    if (failed == MPI_SUCCESS) {
+      first = comm;
+      if (statuses != MPI_STATUSES_IGNORE && err == MPI_SUCCESS)
+        for (int j = 0; j < n; j++) statuses[j].MPI_ERROR = MPI_SUCCESS;
+    }
     failed = e;
     if (statuses != MPI_STATUSES_IGNORE) statuses[k].MPI_ERROR = e;
   }
   if (failed == MPI_SUCCESS) return err;
-  return statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed;
+  return raise_on(first, statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed);
 }
 
-/* A copy of reqs with the busy persistent ones as MPI_REQUEST_NULL, for the host's
- * Test{any,some}; busy[i] says which (the host gives back every other entry; a busy
- * one may complete meanwhile, and keeps its handle). */
+/* A copy of reqs with the unsettled persistent ones as MPI_REQUEST_NULL, for the
+ * host's Test{any,some}; busy[i] says which (the host gives back every other entry;
+ * a busy one may complete meanwhile, and keeps its handle). */
 struct masked {
   MPI_Request local[16], *copy;
   char local_busy[16], *busy;
@@ -68,7 +116,7 @@ static int mask(struct masked *m, int n, const MPI_Request reqs[]) {
   m->nbusy = 0;
   if (!m->copy || !m->busy) return 0;
   for (int i = 0; i < n; i++) {
-    m->busy[i] = (char)mcoll__persistent_busy(reqs[i]);
+    m->busy[i] = (char)mcoll__persistent_unsettled(reqs[i]);
     m->copy[i] = m->busy[i] ? MPI_REQUEST_NULL : reqs[i];
     m->nbusy += m->busy[i];
   }
@@ -82,16 +130,39 @@ static void unmask(struct masked *m, int n, MPI_Request reqs[]) {
   if (m->busy != m->local_busy) free(m->busy);
 }
 
+/* A persistent start that completed (task/task.h: take_done) as the host would
+ * report a request: an empty status with its error. */
+static int report_done(int err, MPI_Status *status) {
+  if (status != MPI_STATUS_IGNORE) {
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    status->MPI_ERROR = err;
+  }
+  return err;
+}
+
 /* One round of MPI_Testany over reqs, busy persistent ones left out; *flag 0 while
  * only those remain active. */
 static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
-  if (!busy_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
+  int err = MPI_SUCCESS;
+  MPI_Comm comm = MPI_COMM_NULL;
+  int i = mcoll__persistent_take_done(n, reqs, &err, &comm);
+  if (i >= 0) {
+    *index = i;
+    *flag = 1;
+    return err == MPI_SUCCESS ? report_done(err, status) : raise_on(comm, report_done(err, status));
+  }
+  /* (after take_done: a start that completes from here on is masked, and reported
+   * by the next round) */
+  if (!unsettled_in(n, reqs)) return PMPI_Testany(n, reqs, index, flag, status);
   struct masked m;
   if (!mask(&m, n, reqs)) {
     unmask(&m, n, reqs);
     return MPI_ERR_NO_MEM;
   }
-  int err = PMPI_Testany(n, m.copy, index, flag, status);
+  err = PMPI_Testany(n, m.copy, index, flag, status);
   unmask(&m, n, reqs);
   if (err == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && m.nbusy) {
     *flag = 0;
@@ -102,7 +173,26 @@ static int testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status 
 
 static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                     MPI_Status statuses[]) {
-  if (!busy_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
+  /* Completed persistent starts first, reported alone (the host skips them). */
+  int k = 0, failed = MPI_SUCCESS;
+  MPI_Comm first = MPI_COMM_NULL;
+  for (int from = 0; from < n;) {
+    int err = MPI_SUCCESS;
+    MPI_Comm comm = MPI_COMM_NULL;
+    int i = mcoll__persistent_take_done(n - from, reqs + from, &err, &comm);
+    if (i < 0) break;
+    indices[k] = from + i;
+    report_done(err, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[k]);
+    if (err != MPI_SUCCESS && failed == MPI_SUCCESS) first = comm, failed = err;
+    k++;
+    from += i + 1;
+  }
+  if (k > 0) {
+    *outcount = k;
+    if (failed == MPI_SUCCESS) return MPI_SUCCESS;
+    return raise_on(first, statuses != MPI_STATUSES_IGNORE ? MPI_ERR_IN_STATUS : failed);
+  }
+  if (!unsettled_in(n, reqs)) return PMPI_Testsome(n, reqs, outcount, indices, statuses);
   struct masked m;
   if (!mask(&m, n, reqs)) {
     unmask(&m, n, reqs);
@@ -117,22 +207,23 @@ static int testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
   return err;
 }
 
-static int one_done(MPI_Request req, int err, MPI_Status *status) {
-  return mcoll__persistent_errors_pending() ? start_error(req, err, status) : err;
+static int all_done(int n, struct handles *h, int err, MPI_Status statuses[]) {
+  err = some_failed(n, h->of, NULL, err, statuses);
+  handles_drop(h);
+  return err;
 }
 
-static int all_done(int n, const MPI_Request reqs[], int err, MPI_Status statuses[]) {
-  return mcoll__persistent_errors_pending() ? start_errors(n, reqs, NULL, err, statuses) : err;
+static int any_done(struct handles *h, int index, int flag, int err, MPI_Status *status) {
+  if (flag && index != MPI_UNDEFINED) err = one_done(h->of[index], err, status);
+  handles_drop(h);
+  return err;
 }
 
-static int any_done(const MPI_Request reqs[], int index, int err, MPI_Status *status) {
-  return index == MPI_UNDEFINED ? err : one_done(reqs[index], err, status);
-}
-
-static int some_done(const MPI_Request reqs[], int outcount, const int indices[], int err,
+static int some_done(struct handles *h, int outcount, const int indices[], int err,
                      MPI_Status statuses[]) {
-  if (outcount == MPI_UNDEFINED || !mcoll__persistent_errors_pending()) return err;
-  return start_errors(outcount, reqs, indices, err, statuses);
+  if (outcount != MPI_UNDEFINED) err = some_failed(outcount, h->of, indices, err, statuses);
+  handles_drop(h);
+  return err;
 }
 
 MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
@@ -150,26 +241,31 @@ MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 
 MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) return all_done(n, reqs, PMPI_Waitall(n, reqs, statuses), statuses);
+  if (!errors_possible()) return PMPI_Waitall(n, reqs, statuses);
+  struct handles h;
+  handles_keep(&h, n, reqs);
+  if (!mcoll__tasks_pending()) return all_done(n, &h, PMPI_Waitall(n, reqs, statuses), statuses);
   unsigned polls = 0;
   while (busy_in(n, reqs)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
-    if (err != MPI_SUCCESS || done) return all_done(n, reqs, err, statuses);
+    if (err != MPI_SUCCESS || done) return all_done(n, &h, err, statuses);
     idle(&polls);
   }
 }
 
 MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) {
-    int err = PMPI_Waitany(n, reqs, index, status);
-    return any_done(reqs, *index, err, status);
-  }
+  if (!errors_possible()) return PMPI_Waitany(n, reqs, index, status);
+  struct handles h;
+  handles_keep(&h, n, reqs);
   unsigned polls = 0;
   for (;;) {
+    /* Nothing pending before the round: no start completed in it unseen. */
+    int settled = !mcoll__tasks_pending();
     int done = 0, err = testany(n, reqs, index, &done, status);
-    if (err != MPI_SUCCESS || done) return done ? any_done(reqs, *index, err, status) : err;
+    if (err != MPI_SUCCESS || done) return any_done(&h, *index, done, err, status);
+    if (settled) return any_done(&h, *index, 1, PMPI_Waitany(n, reqs, index, status), status);
     idle(&polls);
   }
 }
@@ -177,15 +273,19 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
 MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
-  if (!mcoll__tasks_pending()) {
-    int err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-    return some_done(reqs, *outcount, indices, err, statuses);
-  }
+  if (!errors_possible()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  struct handles h;
+  handles_keep(&h, n, reqs);
   unsigned polls = 0;
   for (;;) {
+    int settled = !mcoll__tasks_pending(); /* (as in MPI_Waitany) */
     int err = testsome(n, reqs, outcount, indices, statuses);
     if (err != MPI_SUCCESS || *outcount != 0) /* (MPI_UNDEFINED: none active) */
-      return some_done(reqs, *outcount, indices, err, statuses);
+      return some_done(&h, *outcount, indices, err, statuses);
+    if (settled) {
+      err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+      return some_done(&h, *outcount, indices, err, statuses);
+    }
     idle(&polls);
   }
 }
@@ -211,23 +311,34 @@ MCOLL_EXPORT int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status st
   mcoll__tnbc_settle_pending();
   mcoll__progress();
   if (busy_in(n, reqs)) return busy_test(flag);
+  if (!errors_possible()) return PMPI_Testall(n, reqs, flag, statuses);
+  struct handles h;
+  handles_keep(&h, n, reqs);
   int err = PMPI_Testall(n, reqs, flag, statuses);
-  return *flag ? all_done(n, reqs, err, statuses) : err;
+  if (*flag) return all_done(n, &h, err, statuses);
+  handles_drop(&h);
+  return err;
 }
 
 MCOLL_EXPORT int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
+  if (!errors_possible()) return testany(n, reqs, index, flag, status);
+  struct handles h;
+  handles_keep(&h, n, reqs);
   int err = testany(n, reqs, index, flag, status);
-  return *flag ? any_done(reqs, *index, err, status) : err;
+  return any_done(&h, *index, *flag, err, status);
 }
 
 MCOLL_EXPORT int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                               MPI_Status statuses[]) {
   mcoll__tnbc_settle_pending();
   mcoll__progress();
+  if (!errors_possible()) return testsome(n, reqs, outcount, indices, statuses);
+  struct handles h;
+  handles_keep(&h, n, reqs);
   int err = testsome(n, reqs, outcount, indices, statuses);
-  return some_done(reqs, *outcount, indices, err, statuses);
+  return some_done(&h, *outcount, indices, err, statuses);
 }
 
 MCOLL_EXPORT int MPI_Start(MPI_Request *req) {
@@ -359,7 +470,10 @@ MCOLL_EXPORT int MPI_Request_free(MPI_Request *req) {
     return MPI_ERR_REQUEST;
   }
   if (req && mcoll__persistent_free(req)) return MPI_SUCCESS;
-  return PMPI_Request_free(req);
+  MPI_Request handle = req ? *req : MPI_REQUEST_NULL;
+  int err = PMPI_Request_free(req);
+  if (err == MPI_SUCCESS) mcoll__task_take_error(handle, NULL); /* (nobody will ask) */
+  return err;
 }
 
 MCOLL_EXPORT int MPI_Cancel(MPI_Request *req) {
@@ -375,5 +489,6 @@ MCOLL_EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   /* Calls in flight on it complete first: its context goes with it. */
   if (comm && mcoll__tasks_pending()) mcoll__task_drain(*comm);
   if (comm) mcoll__context_forget(*comm);
+  if (comm) mcoll__task_comm_freed(*comm);
   return PMPI_Comm_free(comm);
 }

@@ -19,11 +19,14 @@ struct mcoll_task {
   /* written by the task, read by the host's request query on the application's
    * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
   _Atomic int err;
-  MPI_Request req;           /* the generalized request the application holds */
+  MPI_Request req;           /* the generalized request the application holds, or
+                              * MPI_REQUEST_NULL (none: it finished when started) */
+  MPI_Comm comm;             /* the application's communicator of the call */
   MPI_Request host_req;      /* a host MPI call the task waits for (MCOLL_HOST) */
   struct mcoll_fiber *fiber;
   struct mcoll_task *next;   /* in its lane */
-  atomic_int refs;           /* the engine's, and the request's (freed by the host) */
+  atomic_int refs;           /* the engine's, and the starter's: handed to the
+                              * generalized request if one is made (freed by the host) */
   struct mcoll_persistent *persistent; /* a start of it (then req is unused), or NULL */
   struct mcoll_call *call;   /* its guarded reduction call, while it yields (shm/call.h) */
   struct mcoll_task_keep keep; /* its copied arrays (not for a persistent start) */
@@ -35,14 +38,13 @@ struct mcoll_task {
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
  * start, and the handle the application holds: a persistent receive of the host MPI
- * (the "carrier") on a private duplicate of MPI_COMM_SELF, with a tag of its own,
- * started and matched by an empty message to self only once the collective has
- * completed, so that the host's MPI_Wait and MPI_Test find it complete exactly then;
- * until then mcoll's wrappers of those calls hold it back (pmpi/nbc.c). (A receive
- * from MPI_PROC_NULL would complete by itself, but MPICH's Testany/Waitany/Testsome
- * take such a request for an inactive one and never report it.) The error of a
- * start waits in err until a completion call reports it in place of the carrier's
- * (pmpi/nbc.c). */
+ * (the "carrier") on a private duplicate of MPI_COMM_SELF, never started. The host's
+ * MPI_Wait, MPI_Test and their -all forms find an inactive request complete at once
+ * (an empty status), so mcoll's wrappers of those calls hold it back while a start
+ * is in flight; MPI_Waitany, MPI_Testany and the -some forms skip inactive requests,
+ * so mcoll's report a completed start there themselves (pmpi/nbc.c). A start that
+ * completed stays `done` (with its error) until a completion call reports it: no
+ * message, no host request per start. */
 struct mcoll_persistent {
   MPI_Comm comm;             /* its own communicator, freed with it (task/task.h) */
   mcoll_task_fn fn;
@@ -50,10 +52,10 @@ struct mcoll_persistent {
   size_t args_bytes;
   struct mcoll_task_keep keep;
   MPI_Request carrier;
-  int tag;                   /* the carrier's */
   struct mcoll_task *active; /* the start in flight, or NULL */
   int freed;                 /* MPI_Request_free came while active */
-  int err;                   /* the last start's error, until reported */
+  int done;                  /* the last start completed, not reported yet */
+  int err;                   /* its error */
   unsigned long serial;      /* its place among all calls started (held_release) */
   struct mcoll_persistent *next;
 };
@@ -72,10 +74,15 @@ static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lane *lanes;
 static atomic_int pending;
 static atomic_ulong started, finished_at_start, side_by_side;
+
+/* Adds 1 to a counter that only engine_lock's holder writes: no locked instruction. */
+static void count_locked(atomic_ulong *counter) {
+  atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+}
 static struct mcoll_persistent *persistents; /* under engine_lock */
 static unsigned long serial_next; /* calls and persistent requests made (under engine_lock) */
 static MPI_Comm carrier_comm = MPI_COMM_NULL;  /* made by the first persistent request */
-static int carrier_tags;                       /* the last tag given (under engine_lock) */
 static void (*_Atomic waker)(void);
 
 void mcoll__task_set_waker(void (*fn)(void)) { atomic_store(&waker, fn); }
@@ -85,7 +92,21 @@ static void wake_progress(void) {
   if (fn) fn();
 }
 static atomic_int persistent_active;        /* starts in flight */
-static atomic_int persistent_errors;        /* errors of completed starts not yet reported */
+static atomic_int persistent_requests;      /* alive */
+/* Completed calls with something to report to a completion call: persistent starts
+ * (done, with their error) and MPI_I* calls that failed (failed_calls). */
+static atomic_int unreported_errors;
+/* An MPI_I* call that failed after it returned: its generalized request completes
+ * without an error, so that the host, which would raise it on MPI_COMM_WORLD,
+ * reports success; mcoll's completion calls report it in its place through the
+ * call's communicator (pmpi/nbc.c). Under engine_lock. */
+struct failed_call {
+  MPI_Request req;
+  MPI_Comm comm; /* MPI_COMM_NULL once the application freed it */
+  int err;
+  struct failed_call *next;
+};
+static struct failed_call *failed_calls;
 /* The task this thread runs right now (between resume and yield). */
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
@@ -142,7 +163,10 @@ void mcoll__task_keep_free(struct mcoll_task_keep *keep) {
 }
 
 static void task_unref(struct mcoll_task *t) {
-  if (atomic_fetch_sub(&t->refs, 1) != 1) return;
+  /* (the last holder needs no locked instruction: nobody else can drop a reference) */
+  if (atomic_load_explicit(&t->refs, memory_order_acquire) != 1 &&
+      atomic_fetch_sub(&t->refs, 1) != 1)
+    return;
   mcoll__task_keep_free(&t->keep);
   if (nspare < SPARE_TASKS) {
     t->next = spare_tasks;
@@ -156,14 +180,14 @@ static void task_unref(struct mcoll_task *t) {
 
 /* ---- the generalized request ------------------------------------------------------ */
 static int request_query(void *extra, MPI_Status *status) {
-  struct mcoll_task *t = extra;
+  (void)extra;
   /* A collective's status says nothing but its error (as the host MPIs' do). */
   PMPI_Status_set_elements(status, MPI_BYTE, 0);
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_ANY_SOURCE;
   status->MPI_TAG = MPI_ANY_TAG;
-  status->MPI_ERROR = t->err;
-  return t->err;
+  status->MPI_ERROR = MPI_SUCCESS; /* (its error: failed_calls) */
+  return MPI_SUCCESS;
 }
 
 static int request_free(void *extra) {
@@ -213,24 +237,26 @@ static void finish(struct lane *l, struct mcoll_task *t) {
   if (mcoll__cfg.TEST_FINISH_DELAY_US) usleep((useconds_t)mcoll__cfg.TEST_FINISH_DELAY_US);
   struct mcoll_persistent *p = t->persistent;
   if (p) {
-    /* The carrier completes before the start stops counting as busy: a thread that
-     * sees it idle (pmpi/nbc.c, partly without the lock) finds it complete. */
-    if (t->err != MPI_SUCCESS) {
-      p->err = t->err;
-      atomic_fetch_add(&persistent_errors, 1);
-    }
-    PMPI_Start(&p->carrier);
-    PMPI_Send(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm); /* (eager, and already matched) */
+    /* Done before the start stops counting as busy: a thread that sees it idle
+     * (pmpi/nbc.c, partly without the lock) finds it done. */
+    p->err = t->err;
+    p->done = 1;
+    atomic_fetch_add(&unreported_errors, 1);
     p->active = NULL;
     atomic_fetch_sub(&persistent_active, 1);
     if (p->freed) persistent_destroy(p);
-    task_unref(t);
-  } else {
+  } else if (t->req != MPI_REQUEST_NULL) {
+    struct failed_call *f = t->err != MPI_SUCCESS ? malloc(sizeof *f) : NULL;
+    if (f) {
+      *f = (struct failed_call){t->req, t->comm, t->err, failed_calls};
+      failed_calls = f;
+      atomic_fetch_add(&unreported_errors, 1);
+    }
     PMPI_Grequest_complete(t->req);
   }
-  /* Last: a thread that sees nothing pending hands its completion calls to the host
-   * directly (pmpi/nbc.c), which must then find the carrier started: an inactive one
-   * is ignored by MPI_Waitany (MPI_UNDEFINED) and "complete" for MPI_Wait. */
+  /* Last: a thread that sees nothing pending (and nothing to report) hands its
+   * completion calls to the host directly (pmpi/nbc.c), which must then find the
+   * generalized request complete and a persistent start counted as done. */
   atomic_fetch_sub(&pending, 1);
   task_unref(t);
   held_release();
@@ -243,7 +269,8 @@ static void persistent_destroy(struct mcoll_persistent *p) {
       *link = p->next;
       break;
     }
-  if (p->err != MPI_SUCCESS) atomic_fetch_sub(&persistent_errors, 1);
+  atomic_fetch_sub(&persistent_requests, 1);
+  if (p->done) atomic_fetch_sub(&unreported_errors, 1);
   PMPI_Request_free(&p->carrier);
   PMPI_Comm_free(&p->comm);
   mcoll__task_keep_free(&p->keep);
@@ -387,6 +414,7 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   memcpy(t->args, args, args_bytes);
   t->err = MPI_SUCCESS;
   t->req = t->host_req = MPI_REQUEST_NULL;
+  t->comm = MPI_COMM_NULL;
   t->next = NULL;
   t->persistent = NULL;
   t->call = NULL;
@@ -397,7 +425,6 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   atomic_init(&t->refs, 2);
   if (!atomic_load_explicit(&hooked, memory_order_relaxed) && !atomic_exchange(&hooked, 1))
     mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
-  atomic_fetch_add_explicit(&started, 1, memory_order_relaxed);
   return t;
 }
 
@@ -407,6 +434,7 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   struct lane *l = lane_of(comm, 1);
   if (!l) return -1;
   t->serial = serial_next++;
+  count_locked(&started);
   atomic_fetch_add(&pending, 1);
   if (l->tail) l->tail->next = t;
   else l->head = t;
@@ -416,8 +444,24 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   if (mcoll__fiber_self() || defer || !may_run(l, t) || !advance(l, t)) return 0;
   *err = t->err;
   if (!l->head) drop_empty_lanes();
-  atomic_fetch_add(&finished_at_start, 1);
+  count_locked(&finished_at_start);
   return 1;
+}
+
+/* A request that is complete already, for a call that finished when it started:
+ * the host's own request of an empty send to MPI_PROC_NULL, which both host MPIs
+ * make without allocating (a generalized request costs an allocation, its
+ * completion and a query at the wait). */
+static int completed_request(MPI_Request *req) {
+  return PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
+}
+
+/* Gives t, in flight, the generalized request the application waits on (which
+ * takes over the starter's reference). Under engine_lock. */
+static int give_request(struct mcoll_task *t) {
+  int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
+  if (err != MPI_SUCCESS) t->req = MPI_REQUEST_NULL;
+  return err;
 }
 
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
@@ -428,35 +472,39 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
     return MPI_ERR_NO_MEM;
   }
   if (keep) t->keep = *keep;
-  int err = PMPI_Grequest_start(request_query, request_free, request_cancel, t, &t->req);
+  t->comm = comm;
+  int err = MPI_SUCCESS;
+  pthread_mutex_lock(&engine_lock);
+  int ran_to_end = enqueue(comm, t, &err);
+  int request_err = ran_to_end == 0 ? give_request(t) : MPI_SUCCESS;
+  pthread_mutex_unlock(&engine_lock);
+  if (ran_to_end < 0) { /* (nothing started) */
+    task_unref(t);
+    task_unref(t);
+    return MPI_ERR_NO_MEM;
+  }
+  if (ran_to_end == 0) {
+    wake_progress();
+    if (request_err == MPI_SUCCESS) {
+      *req = t->req; /* (t lives on at least as long as its request) */
+      return MPI_SUCCESS;
+    }
+    /* No request to give: the call completes here. */
+    unsigned polls = 0;
+    while (atomic_load(&t->refs) > 1) {
+      if (mcoll__fiber_self()) mcoll__fiber_yield();
+      else idle_step(&polls);
+    }
+    err = t->err;
+  }
+  task_unref(t);
+  /* An error (the host MPI's checks, raised through the communicator as natively)
+   * is the call's own, with no request, as the host's MPI_I* returns it. */
   if (err != MPI_SUCCESS) {
-    mcoll__task_keep_free(&t->keep);
-    mcoll__fiber_free(t->fiber);
-    free(t);
+    *req = MPI_REQUEST_NULL;
     return err;
   }
-  int err_at_start = MPI_SUCCESS;
-  *req = t->req; /* (t lives on at least as long as its request) */
-  pthread_mutex_lock(&engine_lock);
-  int ran_to_end = enqueue(comm, t, &err_at_start);
-  pthread_mutex_unlock(&engine_lock);
-  if (ran_to_end < 0) {
-    t->err = MPI_ERR_NO_MEM; /* (the request completes with the error) */
-    PMPI_Grequest_complete(*req);
-    task_unref(t);
-  }
-  if (ran_to_end == 0) wake_progress();
-  if (ran_to_end && err_at_start != MPI_SUCCESS) {
-    /* Rejected at once (the host MPI's checks, raised on the communicator as
-     * natively): the call returns the error, as the host's MPI_I* would; the
-     * request, released here, must not raise it again (the host would, on
-     * MPI_COMM_WORLD, whatever the communicator's handler). */
-    t->err = MPI_SUCCESS;
-    PMPI_Wait(req, MPI_STATUS_IGNORE);
-    *req = MPI_REQUEST_NULL;
-    return err_at_start;
-  }
-  return MPI_SUCCESS;
+  return completed_request(req);
 }
 
 /* The task in flight whose request is *req, or NULL. Under engine_lock. */
@@ -486,10 +534,8 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   }
   pthread_mutex_lock(&engine_lock);
   int err = carrier_comm == MPI_COMM_NULL ? PMPI_Comm_dup(MPI_COMM_SELF, &carrier_comm) : MPI_SUCCESS;
-  p->tag = carrier_tags = (carrier_tags + 1) % 32768; /* (32767: every MPI's MPI_TAG_UB at least) */
   pthread_mutex_unlock(&engine_lock);
-  if (err == MPI_SUCCESS)
-    err = PMPI_Recv_init(NULL, 0, MPI_BYTE, 0, p->tag, carrier_comm, &p->carrier);
+  if (err == MPI_SUCCESS) err = PMPI_Recv_init(NULL, 0, MPI_BYTE, 0, 0, carrier_comm, &p->carrier);
   if (err != MPI_SUCCESS) {
     free(p);
     mcoll__task_keep_free(keep);
@@ -504,6 +550,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   p->serial = serial_next++;
   p->next = persistents;
   persistents = p;
+  atomic_fetch_add(&persistent_requests, 1);
   pthread_mutex_unlock(&engine_lock);
   *req = p->carrier;
   return MPI_SUCCESS;
@@ -530,15 +577,23 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
     *err = p->active ? MPI_ERR_REQUEST : MPI_ERR_NO_MEM; /* (started twice: erroneous) */
     return 1;
   }
-  if (p->err != MPI_SUCCESS) { /* (an error nobody asked for goes with the next start) */
+  if (p->done) { /* (a completion nobody asked for goes with the next start) */
+    p->done = 0;
     p->err = MPI_SUCCESS;
-    atomic_fetch_sub(&persistent_errors, 1);
+    atomic_fetch_sub(&unreported_errors, 1);
   }
   t->persistent = p;
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
+  t->comm = p->comm;
   int ignored, ran_to_end = enqueue(p->comm, t, &ignored);
-  if (ran_to_end < 0) *err = MPI_ERR_NO_MEM;
+  if (ran_to_end < 0) { /* (nothing started) */
+    *err = MPI_ERR_NO_MEM;
+    p->active = NULL;
+    atomic_fetch_sub(&persistent_active, 1);
+    task_unref(t);
+  }
+  task_unref(t);
   pthread_mutex_unlock(&engine_lock);
   if (ran_to_end == 0) wake_progress();
   return 1;
@@ -554,23 +609,74 @@ int mcoll__persistent_busy(MPI_Request req) {
   return busy;
 }
 
-int mcoll__persistent_errors_pending(void) {
-  return atomic_load_explicit(&persistent_errors, memory_order_relaxed) != 0;
+int mcoll__persistent_unsettled(MPI_Request req) {
+  if (req == MPI_REQUEST_NULL || (!atomic_load_explicit(&persistent_active, memory_order_acquire) &&
+                                  !atomic_load_explicit(&unreported_errors, memory_order_acquire)))
+    return 0;
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistents ? persistent_of(req) : NULL;
+  int unsettled = p && (p->active || p->done);
+  pthread_mutex_unlock(&engine_lock);
+  return unsettled;
 }
 
-int mcoll__persistent_take_error(MPI_Request req) {
-  if (req == MPI_REQUEST_NULL || !atomic_load_explicit(&persistent_errors, memory_order_acquire))
+int mcoll__task_errors_pending(void) {
+  return atomic_load_explicit(&unreported_errors, memory_order_relaxed) != 0;
+}
+
+int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm) {
+  if (req == MPI_REQUEST_NULL || !atomic_load_explicit(&unreported_errors, memory_order_acquire))
     return MPI_SUCCESS;
-  pthread_mutex_lock(&engine_lock);
-  struct mcoll_persistent *p = persistent_of(req);
   int err = MPI_SUCCESS;
-  if (p && !p->active && p->err != MPI_SUCCESS) {
+  pthread_mutex_lock(&engine_lock);
+  struct mcoll_persistent *p = persistents ? persistent_of(req) : NULL;
+  if (p && p->done) {
     err = p->err;
+    p->done = 0;
     p->err = MPI_SUCCESS;
-    atomic_fetch_sub(&persistent_errors, 1);
+    if (comm) *comm = p->comm;
+    atomic_fetch_sub(&unreported_errors, 1);
+  }
+  for (struct failed_call **link = &failed_calls; !p && *link; link = &(*link)->next) {
+    struct failed_call *f = *link;
+    if (f->req != req) continue;
+    err = f->err;
+    if (comm) *comm = f->comm;
+    *link = f->next;
+    free(f);
+    atomic_fetch_sub(&unreported_errors, 1);
+    break;
   }
   pthread_mutex_unlock(&engine_lock);
   return err;
+}
+
+int mcoll__persistent_take_done(int n, const MPI_Request reqs[], int *err, MPI_Comm *comm) {
+  if (!atomic_load_explicit(&unreported_errors, memory_order_acquire) ||
+      !atomic_load_explicit(&persistent_requests, memory_order_relaxed))
+    return -1;
+  int found = -1;
+  pthread_mutex_lock(&engine_lock);
+  for (int i = 0; i < n && found < 0; i++) {
+    struct mcoll_persistent *p = reqs[i] == MPI_REQUEST_NULL ? NULL : persistent_of(reqs[i]);
+    if (!p || !p->done) continue;
+    found = i;
+    *err = p->err;
+    *comm = p->comm;
+    p->done = 0;
+    p->err = MPI_SUCCESS;
+    atomic_fetch_sub(&unreported_errors, 1);
+  }
+  pthread_mutex_unlock(&engine_lock);
+  return found;
+}
+
+void mcoll__task_comm_freed(MPI_Comm comm) {
+  if (!atomic_load_explicit(&unreported_errors, memory_order_acquire)) return;
+  pthread_mutex_lock(&engine_lock);
+  for (struct failed_call *f = failed_calls; f; f = f->next)
+    if (f->comm == comm) f->comm = MPI_COMM_NULL;
+  pthread_mutex_unlock(&engine_lock);
 }
 
 int mcoll__persistent_any_busy(void) {

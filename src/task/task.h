@@ -11,11 +11,12 @@
  * start them in different orders. A blocking collective first completes what its
  * communicator has in flight.
  *
- * Requests. An MPI_I* call returns a generalized request of the host MPI
- * (MPI_Grequest_start), completed by the engine when the task ends: the host's own
- * MPI_Wait and MPI_Test calls then handle it, mixed with its other requests, and
- * mcoll's wrappers of those calls (pmpi/progress.c) drive the engine while any task
- * is pending. */
+ * Requests. An MPI_I* call that does not end when it starts returns a generalized
+ * request of the host MPI (MPI_Grequest_start), completed by the engine when the
+ * task ends: the host's own MPI_Wait and MPI_Test calls then handle it, mixed with
+ * its other requests, and mcoll's wrappers of those calls (pmpi/nbc.c) drive the
+ * engine while any task is pending. One that ends at once returns a host request
+ * that is complete already. */
 #ifndef MCOLL_TASK_H
 #define MCOLL_TASK_H
 
@@ -43,9 +44,10 @@ const void *mcoll__task_keep(struct mcoll_task_keep *keep, const void *src, size
 void mcoll__task_keep_free(struct mcoll_task_keep *keep);
 
 /* Starts fn(args) for communicator comm and returns its request in *req. The task
- * runs at once, as far as it can, when comm has nothing else in flight. An error
- * found before anything was started (invalid arguments the host MPI rejected) is
- * returned, with *req = MPI_REQUEST_NULL. */
+ * runs at once, as far as it can, when comm has nothing else in flight; if it ends
+ * there, *req is a host request complete already, and its error (invalid arguments
+ * the host MPI rejected, raised through comm's handler) is returned, with *req =
+ * MPI_REQUEST_NULL. */
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req);
 
@@ -109,17 +111,35 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
  * application's communicator; on an error keep is freed. start: 1 if *req was one
  * (then *err: the start's result); busy: a start of req is in flight; any_busy: of
  * any; free: 1 if *req was one (freed now, or when its start in flight completes).
- * errors_pending: some completed start failed and no completion call reported it
- * yet (one load); take_error: that error if req is such a request (then cleared),
- * else MPI_SUCCESS. */
+ */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                            struct mcoll_task_keep *keep, MPI_Request *req);
 int mcoll__persistent_start(MPI_Request *req, int *err);
 int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);
 int mcoll__persistent_free(MPI_Request *req);
-int mcoll__persistent_errors_pending(void);
-int mcoll__persistent_take_error(MPI_Request req);
+
+/* Errors of calls that completed after they returned (an MPI_I* call queued behind
+ * another, a truncation found while it ran, a persistent start): the host completes
+ * their requests without an error (it would raise one on MPI_COMM_WORLD, whatever
+ * the call's communicator says), and mcoll's completion calls report it in its place
+ * through the call's communicator (pmpi/nbc.c). errors_pending: some completed call
+ * failed, or a persistent start completed, and no completion call reported it yet
+ * (one load); take_error: that error if req was such a call's request (then
+ * cleared, and a persistent start reported; *comm, if comm is not NULL: the
+ * communicator whose handler it goes to, MPI_COMM_NULL if freed meanwhile), else
+ * MPI_SUCCESS; comm_freed: the application frees comm. */
+int mcoll__task_errors_pending(void);
+/* For MPI_Waitany/Testany/Waitsome/Testsome, which skip the inactive host request
+ * that a persistent collective's handle is: the index of the first of reqs whose
+ * start completed and was not reported yet (then reported: *err its error, *comm its
+ * communicator), else -1 (one load when none is). */
+int mcoll__persistent_take_done(int n, const MPI_Request reqs[], int *err, MPI_Comm *comm);
+/* Whether req is a persistent collective's handle whose start is in flight or
+ * completed unreported (what those calls must not hand to the host). */
+int mcoll__persistent_unsettled(MPI_Request req);
+int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm);
+void mcoll__task_comm_freed(MPI_Comm comm);
 
 /* The application frees a derived datatype (op: MPI_OP_NULL) or a user op (type:
  * MPI_DATATYPE_NULL): 1 if calls in flight or persistent requests made before now

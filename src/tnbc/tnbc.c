@@ -749,14 +749,13 @@ static int settle_one(struct mcoll_tnbc_call *call) {
   int err = MPI_SUCCESS;
   if (call->tracing) trace_end(call);
   if (call->req != MPI_REQUEST_NULL) {
+    MPI_Request handle = call->req;
     for (;;) {
       int done = 0;
-      MPI_Status status;
-      status.MPI_ERROR = MPI_SUCCESS;
-      err = PMPI_Test(&call->req, &done, &status);
+      err = PMPI_Test(&call->req, &done, MPI_STATUS_IGNORE);
       if (err != MPI_SUCCESS) break;
       if (done) {
-        err = status.MPI_ERROR;
+        err = mcoll__task_take_error(handle, NULL);
         break;
       }
       mcoll__progress();

@@ -9,6 +9,14 @@
  *   freed_op        MPI_Iallreduce with a user op freed right after the call
  *   start_error     MPI_I* calls with invalid arguments on a communicator whose
  *                   handler is MPI_ERRORS_RETURN (MPI_COMM_WORLD's stays fatal)
+ *   wait_error      the same behind a call in flight (rank 0 posts an MPI_Ibcast
+ *                   whose root starts late, then the erroneous MPI_Iallreduce), and
+ *                   the same waited for by MPI_Waitall: the error class, whether
+ *                   the call or the wait returned it (mcoll may find at the wait
+ *                   what the host finds at the call), through the communicator's
+ *                   handler, not MPI_COMM_WORLD's fatal one
+ *   wait_truncate   a truncating MPI_Ibcast (root 4000 B, readers 2000 B): only
+ *                   when named (natively Open MPI aborts)
  *   intercomm       MPI_Ireduce_scatter, MPI_Iallreduce, MPI_Ibcast on an
  *                   intercommunicator of unequal groups (needs 3+ ranks)
  *   big_stack_op    MPI_Iallreduce with a user op that uses 2 MiB of stack
@@ -243,6 +251,64 @@ static void case_start_error(void)
     MPI_Comm_free(&comm);
 }
 
+/* ---- wait_error ----------------------------------------------------------------- */
+/* The error class of a call returned by the call itself or, if it succeeded, by
+ * its wait. */
+static const char *call_or_wait(int rc, MPI_Request *req)
+{
+    if (rc == MPI_SUCCESS) rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    return class_name(rc);
+}
+
+static void case_wait_error(void)
+{
+    MPI_Comm comm = returning_comm();
+    enum { N = 1 << 18 };
+    int *big = calloc(N, sizeof *big), send[8] = {0}, recv[8] = {0};
+    /* Rank 0's erroneous call queues behind its bcast from a root that starts late. */
+    int root = size - 1;
+    if (rank == root) usleep(LATE_US);
+    MPI_Request bcast = MPI_REQUEST_NULL, bad = MPI_REQUEST_NULL;
+    int bcast_rc = MPI_Ibcast(big, N, MPI_INT, root, comm, &bcast);
+    int bad_rc = MPI_Iallreduce(send, recv, 8, MPI_INT, MPI_OP_NULL, comm, &bad);
+    char text[64];
+    snprintf(text, sizeof text, "%s", call_or_wait(bad_rc, &bad));
+    report("wait_error iallreduce op=MPI_OP_NULL behind an ibcast", text);
+    report("wait_error the ibcast before it", call_or_wait(bcast_rc, &bcast));
+    /* Waited for in an array call: the erroneous call's status says it. */
+    if (rank == root) usleep(LATE_US);
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    MPI_Status statuses[2];
+    bcast_rc = MPI_Ibcast(big, N, MPI_INT, root, comm, &reqs[0]);
+    bad_rc = MPI_Iallreduce(send, recv, 8, MPI_INT, MPI_OP_NULL, comm, &reqs[1]);
+    if (bad_rc != MPI_SUCCESS) {
+        snprintf(text, sizeof text, "%s", class_name(bad_rc));
+        MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    } else {
+        int rc = MPI_Waitall(2, reqs, statuses);
+        snprintf(text, sizeof text, "%s", rc == MPI_ERR_IN_STATUS ? class_name(statuses[1].MPI_ERROR)
+                                                                  : class_name(rc));
+    }
+    report("wait_error waitall: iallreduce op=MPI_OP_NULL behind an ibcast", text);
+    free(big);
+    MPI_Comm_free(&comm);
+}
+
+/* A truncation that the readers find while the call runs (natively Open MPI 4.1
+ * raises it at the wait on MPI_COMM_WORLD, MPICH 4.0 returns MPI_ERR_OTHER through
+ * the communicator's handler: run only when named). */
+static void case_wait_truncate(void)
+{
+    MPI_Comm comm = returning_comm();
+    int *buf = calloc(1000, sizeof *buf);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int count = rank == 0 ? 1000 : 500;
+    int rc = MPI_Ibcast(buf, count, MPI_INT, 0, comm, &req);
+    report("wait_truncate ibcast root 4000 B readers 2000 B", call_or_wait(rc, &req));
+    free(buf);
+    MPI_Comm_free(&comm);
+}
+
 /* ---- intercomm ------------------------------------------------------------------ */
 static void case_intercomm(void)
 {
@@ -350,9 +416,11 @@ static void case_bad_buffers(void)
 static const struct {
     const char *name;
     void (*run)(void);
+    int named_only; /* not part of the default run */
 } cases[] = {
-    {"freed_type", case_freed_type}, {"freed_op", case_freed_op}, {"start_error", case_start_error},
-    {"intercomm", case_intercomm}, {"big_stack_op", case_big_stack_op}, {"bad_buffers", case_bad_buffers},
+    {"freed_type", case_freed_type, 0}, {"freed_op", case_freed_op, 0}, {"start_error", case_start_error, 0},
+    {"wait_error", case_wait_error, 0}, {"wait_truncate", case_wait_truncate, 1},
+    {"intercomm", case_intercomm, 0}, {"big_stack_op", case_big_stack_op, 0}, {"bad_buffers", case_bad_buffers, 0},
 };
 
 int main(int argc, char **argv)
@@ -368,7 +436,7 @@ int main(int argc, char **argv)
     MPI_Iallreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        int wanted = argc == 1;
+        int wanted = argc == 1 && !cases[k].named_only;
         for (int a = 1; a < argc; a++) wanted |= strcmp(argv[a], cases[k].name) == 0;
         if (wanted) cases[k].run();
     }

@@ -7,6 +7,9 @@ the median over the repetitions of each job's median time for A and for B, and A
   columns); the per-job ratios are listed too.
 - builds runs: A's and B's jobs alternate; besides the times, the ratio of their
   mcoll/native (each job's own native time normalises the host's speed of the moment).
+- builds runs of nbc mode: mcoll's blocking call, post + wait and persistent start +
+  wait for A and for B, and each one's overhead against its own blocking call
+  (p+w/blk, s+w/blk: the same job, so the host's speed cancels out).
 
     tools/bench/ab_summary.py OUTDIR"""
 import json
@@ -66,12 +69,46 @@ def builds_table(docs):
     return out, ratios
 
 
+def nbc_table(docs):
+    cols = ("blocking", "post_wait", "start_wait")
+    got = defaultdict(list)
+    for stem, d in docs:
+        side = stem.split("-")[-2]
+        for r in d["results"]:
+            if r.get("mcoll_blocking_us"):
+                got[(d["flavour"], d["nprocs"], r["coll"], r["bytes"], side)].append(
+                    [r.get(f"mcoll_{c}_us") or float("nan") for c in cols])
+    out = ["| MPI | ranks | coll | bytes | A blk | A p+w | A s+w | A p+w/blk | A s+w/blk "
+           "| B blk | B p+w | B s+w | B p+w/blk | B s+w/blk |",
+           "|---|---|---|---:|" + "---:|" * 10]
+    ratios = []
+    for k in sorted({k[:4] for k in got}):
+        cells = []
+        for side in "ab":
+            v = got.get(k + (side,))
+            if not v:
+                break
+            blk, pw, sw = (statistics.median(x[i] for x in v) for i in range(3))
+            cells.append(f"{blk:.3g} | {pw:.3g} | {sw:.3g} | {pw / blk:.2f} | {sw / blk:.2f}")
+            if side == "b":
+                ratios.append(pw / blk)
+        if len(cells) == 2:
+            out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {cells[0]} | {cells[1]} |")
+    return out, ratios
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: ab_summary.py OUTDIR")
     docs = list(load(sys.argv[1]))
     if not docs:
         sys.exit(f"no mcoll-bench results in {sys.argv[1]}")
+    if docs[0][1].get("mode") == "nbc" and not docs[0][1].get("versus"):
+        lines, ratios = nbc_table(docs)
+        print("\n".join(lines))
+        print(f"\n{len(ratios)} rows; B's p+w/blk median {statistics.median(ratios):.2f}, "
+              f"highest {max(ratios):.2f}, rows above 1.1: {sum(r > 1.1 for r in ratios)}")
+        return
     lines, ratios = (algs_table if docs[0][1].get("versus") else builds_table)(docs)
     print("\n".join(lines))
     print(f"\n{len(ratios)} rows; A/B median {statistics.median(ratios):.2f}, lowest {min(ratios):.2f}, "
