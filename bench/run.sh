@@ -48,8 +48,15 @@
 #   --no-mcoll  plain mpiexec, no preload: the pipeline without the library (ratios ~1)
 #   --results   write there instead of bench/raw (env MCOLL_BENCH_RESULTS): trial
 #               runs that are not the benchmark of record
+#
+# bench/run.sh --hosts [options]: the cluster benchmark instead (test hosts on shaped
+# links; needs root): bench/hosts.sh, options in `bench/run.sh --hosts --help`.
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+if [[ ${1:-} == --hosts ]]; then
+  shift
+  exec "$root/bench/hosts.sh" "$@"
+fi
 
 colls=${MCOLL_BENCH_COLLS:-all}
 nps=${MCOLL_BENCH_NP:-2 4 8}

@@ -71,6 +71,8 @@ struct lane {
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lane *lanes;
 static atomic_int pending;
+/* Tasks started and finished: the progress thread backs off while it stays. */
+static atomic_uint task_events;
 static atomic_ulong started, finished_at_start, side_by_side;
 static struct mcoll_persistent *persistents; /* under engine_lock */
 static unsigned long serial_next; /* calls and persistent requests made (under engine_lock) */
@@ -232,6 +234,7 @@ static void finish(struct lane *l, struct mcoll_task *t) {
    * directly (pmpi/nbc.c), which must then find the carrier started: an inactive one
    * is ignored by MPI_Waitany (MPI_UNDEFINED) and "complete" for MPI_Wait. */
   atomic_fetch_sub(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
   task_unref(t);
   held_release();
 }
@@ -313,6 +316,8 @@ void mcoll__progress(void) {
 }
 
 int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
+
+unsigned mcoll__task_events(void) { return atomic_load_explicit(&task_events, memory_order_relaxed); }
 
 int mcoll__in_task(void) { return mcoll__fiber_self() != NULL; }
 
@@ -408,6 +413,7 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   if (!l) return -1;
   t->serial = serial_next++;
   atomic_fetch_add(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
   if (l->tail) l->tail->next = t;
   else l->head = t;
   l->tail = t;
