@@ -26,7 +26,9 @@
 #                             [--flavours "openmpi mpich"] [--jobs "blocking nbc tnbc apps
 #                             arrival grid extra"] [--rounds N] [--app-rounds N]
 #                             [--colls LIST] [--tnbc-block BYTES] [--no-setup]
-#                             [--build DIR] [--results DIR]
+#                             [--job-timeout S] [--build DIR] [--results DIR]
+#                             [--report-only STAMP]
+#   --report-only  no jobs: the summary and report of run STAMP's files (a run cut short)
 # Exit 77 (skipped, with the reason) where test hosts cannot be made (not root, no
 # network namespaces). Uses the test-host set MCOLL_TESTHOSTS_PREFIX/SUBNET (default
 # mcb / 10.78.0) and removes it at the end.
@@ -45,6 +47,8 @@ tnbc_block=1M
 build=$root/build
 results=${MCOLL_BENCH_RESULTS:-$root/bench/raw}
 setup=1
+job_timeout=900
+report_only=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rates) rates=$2; shift 2 ;;
@@ -59,15 +63,21 @@ while [[ $# -gt 0 ]]; do
     --build) build=$(readlink -f "$2"); shift 2 ;;
     --results) results=$(realpath -m "$2"); shift 2 ;;
     --no-setup) setup=0; shift ;;
+    --job-timeout) job_timeout=$2; shift 2 ;;
+    --report-only) report_only=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "hosts.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
+if [[ -n $report_only ]]; then
+  setup=0
+  jobs=""
+fi
 export MCOLL_TESTHOSTS_PREFIX=${MCOLL_TESTHOSTS_PREFIX:-mcb}
 export MCOLL_TESTHOSTS_SUBNET=${MCOLL_TESTHOSTS_SUBNET:-10.78.0}
 testhosts=$root/scripts/testhosts.sh
-if ! why=$("$testhosts" check 2>&1); then
+if [[ -z $report_only ]] && ! why=$("$testhosts" check 2>&1); then
   echo "bench/run.sh --hosts: skipped: cannot make test hosts: $why"
   exit 77
 fi
@@ -80,13 +90,15 @@ fi
 [[ -n $flavours ]] || { echo "hosts.sh: no mcoll-bench under $build/*/bin" >&2; exit 2; }
 
 mkdir -p "$results"
-stamp=$(date +%Y%m%d-%H%M)
+stamp=${report_only:-$(date +%Y%m%d-%H%M)}
 commands=$results/$stamp-hosts-command.txt
 summary=$results/$stamp-hosts-rows.tsv
+[[ -n $report_only ]] || {
 echo "# bench/run.sh --hosts $stamp on $(hostname), $(nproc) cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none); load $(cut -d' ' -f1-3 /proc/loadavg)" >"$commands"
 echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block" >>"$commands"
 printf 'setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n' >"$summary"
-trap '"$testhosts" down >/dev/null 2>&1 || true' EXIT
+}
+[[ -n $report_only ]] || trap '"$testhosts" down >/dev/null 2>&1 || true' EXIT
 
 # The tbf bucket must hold a timer tick's worth of bytes at the rate.
 burst_for() { case $1 in 10gbit) echo 320kb ;; *) echo 32kb ;; esac; }
@@ -100,7 +112,7 @@ job() {
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
-  local cmd=(env "${envs[@]}" timeout 900 "$testhosts" run --mpi "$flavour" --build "$build"
+  local cmd=(env "${envs[@]}" timeout "$job_timeout" "$testhosts" run --mpi "$flavour" --build "$build"
              --ranks "$ranks" "$@")
   printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"; echo >>"$commands"
   echo "== $name"
@@ -126,6 +138,15 @@ EOF
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setting" "$flavour" "$@" >>"$summary"; }
 
 jsons=()
+if [[ -n $report_only ]]; then
+  for j in "$results/$stamp"-hosts-*-blocking.json "$results/$stamp"-hosts-*-nbc.json; do
+    [[ -s $j ]] || continue
+    IFS=- read -r rate setting flavour _ <<<"${j#"$results/$stamp"-hosts-}"
+    tag_json "$j" "$flavour $rate $setting"
+    jsons+=("$j")
+  done
+  rates=""
+fi
 for rate in $rates; do
   for n in $hosts_n; do
     "$testhosts" up --qdisc "tbf rate $rate burst $(burst_for "$rate") latency 50ms" "$n" >/dev/null
@@ -153,7 +174,7 @@ for rate in $rates; do
             while read -r coll scen side total tcomm work overlap hidden model; do
               row "tnbc $coll $scen hidden" "$tnbc_block" - "$side" "$hidden"
             done
-          awk '$1 == "alltoall" && $2 == "alone" && $3 == "tnbc_on" {print $4, $5}' "$base-tnbc.txt" |
+          awk '$1 == "alltoall" && $2 == "call" && $3 == "tnbc_on" {print $4, $5}' "$base-tnbc.txt" |
             while read -r tinit tcomm; do
               row "tnbc Tinit / Tcomm" "$tnbc_block" - - "$(awk -v a="$tinit" -v b="$tcomm" 'BEGIN{printf "%.0f%%", 100*a/b}')"
             done
