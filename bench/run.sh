@@ -56,8 +56,15 @@
 #               fastest, best_us, beside the default's time, so a wrong choice shows)
 #   --osu       also OSU 7's collectives (tools/bench/osu.sh, built from their public
 #               source; skipped with the reason when it cannot be had) at 2 ranks
+#
+# bench/run.sh --hosts [options]: the cluster benchmark instead (test hosts on shaped
+# links; needs root): bench/hosts.sh, options in `bench/run.sh --hosts --help`.
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+if [[ ${1:-} == --hosts ]]; then
+  shift
+  exec "$root/bench/hosts.sh" "$@"
+fi
 
 colls=${MCOLL_BENCH_COLLS:-all}
 nps=${MCOLL_BENCH_NP:-2 4 8}

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -122,13 +123,17 @@ static inline int pending(void) {
 
 /* By address only: the compiler takes a buffer passed on from read() for one not
  * yet written, which the wait never reads. */
-static void wait_buf(uintptr_t buf, size_t n, enum mcoll_libc_access access) {
-  if (guard.wait_range) guard.wait_range(buf, n, access);
+static void wait_buf(const void *caller, uintptr_t buf, size_t n, enum mcoll_libc_access access) {
+  if (guard.wait_range) guard.wait_range(buf, n, access, caller);
 }
 
-static void wait_iov(const struct iovec *iov, int n, enum mcoll_libc_access access) {
-  for (int i = 0; i < n; i++) wait_buf((uintptr_t)iov[i].iov_base, iov[i].iov_len, access);
+static void wait_iov(const void *caller, const struct iovec *iov, int n,
+                     enum mcoll_libc_access access) {
+  for (int i = 0; i < n; i++) wait_buf(caller, (uintptr_t)iov[i].iov_base, iov[i].iov_len, access);
 }
+
+/* Where the interposed function was called from (its return address). */
+#define CALLER __builtin_return_address(0)
 
 #define READS MCOLL_LIBC_READS
 #define WRITES MCOLL_LIBC_WRITES
@@ -137,28 +142,70 @@ static void forget(uintptr_t lo, uintptr_t hi) {
   if (guard.forget) guard.forget(lo, hi);
 }
 
+/* ---- who calls ----------------------------------------------------------------------
+ * The host MPI's own code (its progress engine on whichever thread drives it, its
+ * transports, its helper threads) never waits for T-NBC: what it would wait for may
+ * need that same progress, which it holds (a progress lock, the only thread on a
+ * socket). Only the application's own calls wait. Known by the object the call comes
+ * from: the one that defines PMPI_Init, and the MPI stack's libraries and plugins by
+ * name. Verdicts are kept per object (base address | 1 if the host's). */
+enum { CALLER_OBJECTS = 64 };
+static _Atomic uintptr_t caller_objects[CALLER_OBJECTS];
+
+static int host_object(const char *path, const void *base) {
+  static const char *const prefixes[] = {
+      "libmpi", "libopen-", "libmca", "mca_", "libpmix", "libpmi", "libprrte", "libucp",
+      "libucs", "libuct", "libucm", "libfabric", "libpsm", "libibverbs", "librdmacm", "libmlx",
+      "libevent", "libhwloc", "libyaksa", "libhcoll", "libxpmem", "libknem", "libmpl"};
+  Dl_info mpi;
+  void *pmpi_init = dlsym(RTLD_DEFAULT, "PMPI_Init");
+  if (pmpi_init && dladdr(pmpi_init, &mpi) && mpi.dli_fbase == base) return 1;
+  const char *name = path ? strrchr(path, '/') : NULL;
+  name = name ? name + 1 : path ? path : "";
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+  size_t n = strlen(name);
+  return n > 6 && !strcmp(name + n - 6, "-fi.so"); /* libfabric's providers */
+}
+
+int mcoll__libc_host_caller(const void *caller) {
+  Dl_info info;
+  if (!caller || !dladdr(caller, &info) || !info.dli_fbase) return 0;
+  uintptr_t base = (uintptr_t)info.dli_fbase;
+  for (int i = 0; i < CALLER_OBJECTS; i++) {
+    uintptr_t known = atomic_load_explicit(&caller_objects[i], memory_order_relaxed);
+    if ((known & ~(uintptr_t)1) == base) return (int)(known & 1);
+    if (!known) {
+      uintptr_t verdict = base | (uintptr_t)host_object(info.dli_fname, info.dli_fbase);
+      atomic_compare_exchange_strong(&caller_objects[i], &known, verdict);
+      return (int)(verdict & 1);
+    }
+  }
+  return host_object(info.dli_fname, info.dli_fbase);
+}
+
 /* ---- memory given back -------------------------------------------------------------- */
 /* A malloc block about to be freed or moved: its header and usable bytes. */
-static void guard_block(void *p) {
+static void guard_block(const void *caller, void *p) {
   int busy = pending(), known = atomic_load_explicit(&mcoll__tnbc_known_any, memory_order_relaxed);
   if (!p || (!busy && !known)) return;
   uintptr_t lo = (uintptr_t)p - 2 * sizeof(size_t), hi = (uintptr_t)p + malloc_usable_size(p);
-  if (busy) wait_buf(lo, hi - lo, MCOLL_LIBC_RELEASES);
+  if (busy) wait_buf(caller, lo, hi - lo, MCOLL_LIBC_RELEASES);
   if (known) forget(lo, hi);
 }
 
 MCOLL_EXPORT void free(void *p) {
-  guard_block(p);
+  guard_block(CALLER, p);
   (next_free ? next_free : __libc_free)(p);
 }
 
 MCOLL_EXPORT void *realloc(void *p, size_t n) {
-  guard_block(p);
+  guard_block(CALLER, p);
   return (next_realloc ? next_realloc : __libc_realloc)(p, n);
 }
 
 MCOLL_EXPORT int munmap(void *addr, size_t len) {
-  if (pending()) wait_buf((uintptr_t)addr, len, MCOLL_LIBC_RELEASES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)addr, len, MCOLL_LIBC_RELEASES);
   if (atomic_load_explicit(&mcoll__tnbc_known_any, memory_order_relaxed))
     forget((uintptr_t)addr, (uintptr_t)addr + len);
   return (int)syscall(SYS_munmap, addr, len);
@@ -167,128 +214,124 @@ MCOLL_EXPORT int munmap(void *addr, size_t len) {
 /* The application's protection holds once the pages' data is in (T-NBC unprotects
  * each page as its data arrives, and never after). */
 MCOLL_EXPORT int mprotect(void *addr, size_t len, int prot) {
-  if (pending()) wait_buf((uintptr_t)addr, len, MCOLL_LIBC_PROTECTS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)addr, len, MCOLL_LIBC_PROTECTS);
   return mcoll__libc_mprotect(addr, len, prot);
 }
 
 /* ---- system calls on the buffer ------------------------------------------------------- */
 MCOLL_EXPORT ssize_t read(int fd, void *buf, size_t n) {
-  if (pending()) wait_buf((uintptr_t)buf, n, WRITES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, WRITES);
   return next_read ? next_read(fd, buf, n) : syscall(SYS_read, fd, buf, n);
 }
 
 MCOLL_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
-  if (pending()) wait_buf((uintptr_t)buf, n, READS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, READS);
   return next_write ? next_write(fd, buf, n) : syscall(SYS_write, fd, buf, n);
 }
 
 MCOLL_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
-  if (pending()) wait_iov(iov, n, WRITES);
+  if (pending()) wait_iov(CALLER, iov, n, WRITES);
   return next_readv ? next_readv(fd, iov, n) : syscall(SYS_readv, fd, iov, n);
 }
 
 MCOLL_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
-  if (pending()) wait_iov(iov, n, READS);
+  if (pending()) wait_iov(CALLER, iov, n, READS);
   return next_writev ? next_writev(fd, iov, n) : syscall(SYS_writev, fd, iov, n);
 }
 
 MCOLL_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
-  if (pending()) wait_buf((uintptr_t)buf, n, WRITES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, WRITES);
   return next_recv ? next_recv(fd, buf, n, flags) : syscall(SYS_recvfrom, fd, buf, n, flags, NULL, NULL);
 }
 
 MCOLL_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
-  if (pending()) wait_buf((uintptr_t)buf, n, READS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, READS);
   return next_send ? next_send(fd, buf, n, flags) : syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
 }
 
 MCOLL_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
                               socklen_t *fromlen) {
-  if (pending()) wait_buf((uintptr_t)buf, n, WRITES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, WRITES);
   return next_recvfrom ? next_recvfrom(fd, buf, n, flags, from, fromlen)
                        : syscall(SYS_recvfrom, fd, buf, n, flags, from, fromlen);
 }
 
 MCOLL_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
                             socklen_t tolen) {
-  if (pending()) wait_buf((uintptr_t)buf, n, READS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, READS);
   return next_sendto ? next_sendto(fd, buf, n, flags, to, tolen)
                      : syscall(SYS_sendto, fd, buf, n, flags, to, tolen);
 }
 
 /* stdio reads and writes large requests straight from the caller's buffer. */
 MCOLL_EXPORT size_t fread(void *buf, size_t size, size_t n, FILE *f) {
-  if (pending()) wait_buf((uintptr_t)buf, size * n, WRITES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, size * n, WRITES);
   return next_fread(buf, size, n, f);
 }
 
 MCOLL_EXPORT size_t fwrite(const void *buf, size_t size, size_t n, FILE *f) {
-  if (pending()) wait_buf((uintptr_t)buf, size * n, READS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, size * n, READS);
   return next_fwrite(buf, size, n, f);
 }
 
 MCOLL_EXPORT ssize_t process_vm_readv(pid_t pid, const struct iovec *local, unsigned long nlocal,
                                       const struct iovec *remote, unsigned long nremote,
                                       unsigned long flags) {
-  if (pending()) wait_iov(local, (int)nlocal, WRITES);
+  if (pending()) wait_iov(CALLER, local, (int)nlocal, WRITES);
   return syscall(SYS_process_vm_readv, pid, local, nlocal, remote, nremote, flags);
 }
 
 MCOLL_EXPORT ssize_t process_vm_writev(pid_t pid, const struct iovec *local, unsigned long nlocal,
                                        const struct iovec *remote, unsigned long nremote,
                                        unsigned long flags) {
-  if (pending()) wait_iov(local, (int)nlocal, READS);
+  if (pending()) wait_iov(CALLER, local, (int)nlocal, READS);
   return syscall(SYS_process_vm_writev, pid, local, nlocal, remote, nremote, flags);
 }
 
 /* Positioned I/O (ROMIO and OMPIO write MPI-IO's buffers with these). The 64 forms are
  * the same functions on LP64. */
 MCOLL_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
-  if (pending()) wait_buf((uintptr_t)buf, n, WRITES);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, WRITES);
   return NEXT(pread)(fd, buf, n, off);
 }
 
 MCOLL_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
-  if (pending()) wait_buf((uintptr_t)buf, n, READS);
+  if (pending()) wait_buf(CALLER, (uintptr_t)buf, n, READS);
   return NEXT(pwrite)(fd, buf, n, off);
 }
 
 MCOLL_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) {
-  if (pending()) wait_iov(iov, n, WRITES);
+  if (pending()) wait_iov(CALLER, iov, n, WRITES);
   return NEXT(preadv)(fd, iov, n, off);
 }
 
 MCOLL_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
-  if (pending()) wait_iov(iov, n, READS);
+  if (pending()) wait_iov(CALLER, iov, n, READS);
   return NEXT(pwritev)(fd, iov, n, off);
 }
 
-MCOLL_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) { return pread(fd, buf, n, off); }
-MCOLL_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) {
-  return pwrite(fd, buf, n, off);
-}
-MCOLL_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int n, off_t off) {
-  return preadv(fd, iov, n, off);
-}
-MCOLL_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off) {
-  return pwritev(fd, iov, n, off);
-}
+/* (Aliases, so that the caller seen is the caller's.) */
+MCOLL_EXPORT ssize_t pread64(int, void *, size_t, off_t) __attribute__((alias("pread")));
+MCOLL_EXPORT ssize_t pwrite64(int, const void *, size_t, off_t) __attribute__((alias("pwrite")));
+MCOLL_EXPORT ssize_t preadv64(int, const struct iovec *, int, off_t) __attribute__((alias("preadv")));
+MCOLL_EXPORT ssize_t pwritev64(int, const struct iovec *, int, off_t)
+    __attribute__((alias("pwritev")));
 
 MCOLL_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags) {
-  if (pending() && msg) wait_iov(msg->msg_iov, (int)msg->msg_iovlen, READS);
+  if (pending() && msg) wait_iov(CALLER, msg->msg_iov, (int)msg->msg_iovlen, READS);
   return NEXT(sendmsg)(fd, msg, flags);
 }
 
 MCOLL_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags) {
-  if (pending() && msg) wait_iov(msg->msg_iov, (int)msg->msg_iovlen, WRITES);
+  if (pending() && msg) wait_iov(CALLER, msg->msg_iov, (int)msg->msg_iovlen, WRITES);
   return NEXT(recvmsg)(fd, msg, flags);
 }
 
 /* A path's length is unknown until it is read: on EFAULT, wait for what a path can
  * span and try again. */
-static int path_fault(int result, const char *path) {
+static int path_fault(const void *caller, int result, const char *path) {
   if (result >= 0 || errno != EFAULT || !pending()) return 0;
-  wait_buf((uintptr_t)path, PATH_MAX, READS);
+  wait_buf(caller, (uintptr_t)path, PATH_MAX, READS);
   return 1;
 }
 
@@ -302,17 +345,11 @@ MCOLL_EXPORT int open(const char *path, int flags, ...) {
   mode_t mode = open_mode(flags, ap);
   va_end(ap);
   int fd = NEXT(open)(path, flags, mode);
-  if (path_fault(fd, path)) fd = NEXT(open)(path, flags, mode);
+  if (path_fault(CALLER, fd, path)) fd = NEXT(open)(path, flags, mode);
   return fd;
 }
 
-MCOLL_EXPORT int open64(const char *path, int flags, ...) {
-  va_list ap;
-  va_start(ap, flags);
-  mode_t mode = open_mode(flags, ap);
-  va_end(ap);
-  return open(path, flags, mode);
-}
+MCOLL_EXPORT int open64(const char *, int, ...) __attribute__((alias("open")));
 
 MCOLL_EXPORT int openat(int dir, const char *path, int flags, ...) {
   va_list ap;
@@ -320,14 +357,14 @@ MCOLL_EXPORT int openat(int dir, const char *path, int flags, ...) {
   mode_t mode = open_mode(flags, ap);
   va_end(ap);
   int fd = NEXT(openat)(dir, path, flags, mode);
-  if (path_fault(fd, path)) fd = NEXT(openat)(dir, path, flags, mode);
+  if (path_fault(CALLER, fd, path)) fd = NEXT(openat)(dir, path, flags, mode);
   return fd;
 }
 
 MCOLL_EXPORT int pipe(int fds[2]) {
   int r = NEXT(pipe)(fds);
   if (r < 0 && errno == EFAULT && pending()) {
-    wait_buf((uintptr_t)fds, 2 * sizeof *fds, WRITES);
+    wait_buf(CALLER, (uintptr_t)fds, 2 * sizeof *fds, WRITES);
     r = NEXT(pipe)(fds);
   }
   return r;
@@ -336,7 +373,7 @@ MCOLL_EXPORT int pipe(int fds[2]) {
 MCOLL_EXPORT int pipe2(int fds[2], int flags) {
   int r = NEXT(pipe2)(fds, flags);
   if (r < 0 && errno == EFAULT && pending()) {
-    wait_buf((uintptr_t)fds, 2 * sizeof *fds, WRITES);
+    wait_buf(CALLER, (uintptr_t)fds, 2 * sizeof *fds, WRITES);
     r = NEXT(pipe2)(fds, flags);
   }
   return r;

@@ -41,12 +41,20 @@ enum mcoll_libc_access {
  * becomes nonzero). */
 struct mcoll_libc_guard {
   /* Waits until no pending call has bytes in [lo, lo + len) that `access` cannot
-   * use yet. */
-  int (*wait_range)(uintptr_t lo, size_t len, enum mcoll_libc_access access);
+   * use yet; unless caller (the interposed function's return address) lies in the
+   * host MPI (mcoll__libc_host_caller). */
+  int (*wait_range)(uintptr_t lo, size_t len, enum mcoll_libc_access access, const void *caller);
   /* Forgets the protectable ranges that meet [lo, hi). */
   void (*forget)(uintptr_t lo, uintptr_t hi);
 };
 void mcoll__libc_guard_install(const struct mcoll_libc_guard *guard);
+
+/* Whether code at caller belongs to the host MPI's stack (the library defining
+ * PMPI_Init; libmpi*, libopen-*, mca_*, PMIx, UCX, libfabric, libevent, hwloc, ... by
+ * name): such calls never wait for T-NBC, since what they would wait for may need
+ * the host progress they are part of. Takes the loader's lock (dladdr) the first time
+ * per object: not for a signal handler. */
+int mcoll__libc_host_caller(const void *caller);
 
 /* SIGSEGV as the application set it, while T-NBC's handler runs in front of it
  * (handler_installed): the application's sigaction/signal calls read and write this. */

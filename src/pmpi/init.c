@@ -30,6 +30,7 @@ static void report(void) {
     mcoll__stats_report(out);
     mcoll__context_report(out);
     mcoll__task_report(out);
+    mcoll__progress_thread_report(out);
     mcoll__tnbc_report(out);
   }
   mcoll__adapt_report(out, rank);

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "task/task.h"
@@ -23,29 +24,70 @@ static void wake_thread(void) {
 
 /* Passes over pending tasks that yield before the thread starts sleeping between
  * passes (a yield returns at once when a core is free, and hands the core over when
- * not): peers that arrive within ~1000 passes cost no sleep. The sleeps are short, so
- * the thread asks for a timer slack of 1 µs (the default 50 µs would stretch each). */
-enum { YIELD_PASSES = 1000, SLEEP_NS = 10 * 1000 };
+ * not): peers that arrive within ~1000 passes (and YIELD_NS) cost no sleep. Then
+ * the sleeps double from SLEEP_MIN_NS to SLEEP_MAX_NS while no task starts or
+ * finishes: a transfer bound by the wire needs a poll now and then (the host's
+ * socket buffers keep the link busy in between), not a core; one that needs a reply
+ * waits at most SLEEP_MAX_NS longer for it. The sleeps are short, so the thread asks
+ * for a timer slack of 1 µs (the default 50 µs would stretch each). */
+enum { YIELD_PASSES = 1000 };
+static const long YIELD_NS = 200 * 1000, SLEEP_MIN_NS = 10 * 1000, SLEEP_MAX_NS = 250 * 1000;
+
+/* For the MCOLL_VERBOSE report: the thread's CPU time and the time it spent awake
+ * with tasks pending (ns). */
+static atomic_llong cpu_ns, awake_ns;
+
+static long long now_ns(clockid_t clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 static void *progress_main(void *arg) {
   (void)arg;
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  unsigned idle_passes = 0;
+  unsigned idle_passes = 0, events = mcoll__task_events();
+  long sleep_ns = SLEEP_MIN_NS;
+  long long awake_since = now_ns(CLOCK_MONOTONIC), changed = awake_since;
   while (!atomic_load(&stopping)) {
     if (!mcoll__tasks_pending()) {
+      long long now = now_ns(CLOCK_MONOTONIC);
+      atomic_fetch_add(&awake_ns, now - awake_since);
       pthread_mutex_lock(&lock);
       while (!woken && !atomic_load(&stopping) && !mcoll__tasks_pending())
         pthread_cond_wait(&wake, &lock);
       woken = 0;
       pthread_mutex_unlock(&lock);
+      awake_since = changed = now_ns(CLOCK_MONOTONIC);
       idle_passes = 0;
+      sleep_ns = SLEEP_MIN_NS;
       continue;
     }
     mcoll__progress();
-    if (++idle_passes < YIELD_PASSES) sched_yield();
-    else nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = SLEEP_NS}, NULL);
+    unsigned seen = mcoll__task_events();
+    if (seen != events) {
+      events = seen;
+      idle_passes = 0;
+      sleep_ns = SLEEP_MIN_NS;
+      changed = now_ns(CLOCK_MONOTONIC);
+    }
+    if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < YIELD_NS) {
+      sched_yield();
+    } else {
+      nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = sleep_ns}, NULL);
+      if (sleep_ns < SLEEP_MAX_NS) sleep_ns = sleep_ns * 2 > SLEEP_MAX_NS ? SLEEP_MAX_NS : sleep_ns * 2;
+    }
   }
+  atomic_fetch_add(&awake_ns, now_ns(CLOCK_MONOTONIC) - awake_since);
+  atomic_store(&cpu_ns, now_ns(CLOCK_THREAD_CPUTIME_ID));
   return NULL;
+}
+
+void mcoll__progress_thread_report(FILE *out) {
+  long long awake = atomic_load(&awake_ns), cpu = atomic_load(&cpu_ns);
+  if (awake > 0)
+    fprintf(out, "mcoll: progress thread cpu=%.1f ms awake=%.1f ms (%.1f%% of a core)\n", cpu / 1e6,
+            awake / 1e6, 100.0 * (double)cpu / (double)awake);
 }
 
 /* Serialises starts (application threads may leave tasks pending at once) and a

@@ -11,6 +11,8 @@
 #ifndef MCOLL_PROGRESS_THREAD_H
 #define MCOLL_PROGRESS_THREAD_H
 
+#include <stdio.h>
+
 /* After MPI_Init, when the host granted MPI_THREAD_MULTIPLE; 0 if it runs. */
 int mcoll__progress_thread_start(void);
 /* The same, but deferred to the first task left pending (task.h's waker). */
@@ -19,5 +21,8 @@ void mcoll__progress_thread_on_demand(void);
 void mcoll__progress_thread_stop(void);
 /* Whether it runs. */
 int mcoll__progress_thread_running(void);
+/* For the MCOLL_VERBOSE report, after the stop: its CPU time against the time it was
+ * awake with tasks pending (nothing if it never ran). */
+void mcoll__progress_thread_report(FILE *out);
 
 #endif

@@ -73,6 +73,8 @@ struct lane {
 static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lane *lanes;
 static atomic_int pending;
+/* Tasks started and finished: the progress thread backs off while it stays. */
+static atomic_uint task_events;
 static atomic_ulong started, finished_at_start, side_by_side;
 
 /* Adds 1 to a counter that only engine_lock's holder writes: no locked instruction. */
@@ -258,6 +260,7 @@ static void finish(struct lane *l, struct mcoll_task *t) {
    * completion calls to the host directly (pmpi/nbc.c), which must then find the
    * generalized request complete and a persistent start counted as done. */
   atomic_fetch_sub(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
   task_unref(t);
   held_release();
 }
@@ -340,6 +343,8 @@ void mcoll__progress(void) {
 }
 
 int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
+
+unsigned mcoll__task_events(void) { return atomic_load_explicit(&task_events, memory_order_relaxed); }
 
 int mcoll__in_task(void) { return mcoll__fiber_self() != NULL; }
 
@@ -436,6 +441,7 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   t->serial = serial_next++;
   count_locked(&started);
   atomic_fetch_add(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
   if (l->tail) l->tail->next = t;
   else l->head = t;
   l->tail = t;

@@ -60,6 +60,8 @@ void mcoll__progress(void);
 
 /* Whether any task is pending (one load). */
 int mcoll__tasks_pending(void);
+/* Counts task starts and completions: unchanged while the pending tasks only wait. */
+unsigned mcoll__task_events(void);
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
 void mcoll__task_drain(MPI_Comm comm);

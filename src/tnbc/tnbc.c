@@ -84,8 +84,11 @@ struct mcoll_tnbc_call {
 
 static struct mcoll_tnbc_call calls[MAX_CALLS];
 /* For the MCOLL_VERBOSE report: calls, those whose buffer was protected, faults
- * that waited for a sub-message, interposed calls that waited. */
+ * that waited for a sub-message, interposed calls that waited (host: below). */
 static atomic_ulong n_calls, n_protected, n_faults, n_waits;
+/* Interposed calls from inside the host MPI that met a pending call's pages and did
+ * not wait. */
+static atomic_ulong n_host_passes;
 static int was_on;
 /* Its address names the calling thread. */
 static MCOLL_TLS char this_thread;
@@ -125,15 +128,22 @@ static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
 static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi);
 
 /* Waits for the sub-messages of posted calls over [lo, hi) that `access` cannot use
- * yet (a read-only send page can be read); 1 if any overlapped. */
-static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access) {
-  int found = 0;
+ * yet (a read-only send page can be read); 1 if any overlapped. A caller inside the
+ * host MPI (libc/interpose.h) does not wait. */
+static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access,
+                     const void *caller) {
+  int found = 0, host = -1; /* (classified at the first overlap) */
   for (int c = 0; c < MAX_CALLS; c++) {
     struct mcoll_tnbc_call *call = &calls[c];
     if (atomic_load_explicit(&call->state, memory_order_acquire) != CALL_POSTED) continue;
-    int overlaps = 0;
+    int overlaps = (hi > call->plo && lo < call->phi) ||
+                   (access != MCOLL_LIBC_READS && hi > call->slo && lo < call->shi);
+    if (overlaps && host < 0) host = mcoll__libc_host_caller(caller);
+    if (overlaps && host) {
+      atomic_fetch_add_explicit(&n_host_passes, 1, memory_order_relaxed);
+      continue;
+    }
     if (hi > call->plo && lo < call->phi) {
-      overlaps = 1;
       wait_done(call->subs, call->nsubs, lo, hi);
       if (call->tracing) { /* (the data is in, only protected: a system call may use it) */
         uintptr_t rlo = page_down(lo > call->plo ? lo : call->plo);
@@ -145,10 +155,8 @@ static int wait_subs(uintptr_t lo, uintptr_t hi, enum mcoll_libc_access access) 
         if (rlo <= call->plo && rhi >= call->phi) call->phi = call->plo;
       }
     }
-    if (access != MCOLL_LIBC_READS && hi > call->slo && lo < call->shi) {
-      overlaps = 1;
+    if (access != MCOLL_LIBC_READS && hi > call->slo && lo < call->shi)
       wait_done(call->ssubs, call->nssubs, lo, hi);
-    }
     if (overlaps && access == MCOLL_LIBC_PROTECTS) app_protects(call, lo, hi);
     found |= overlaps;
   }
@@ -183,16 +191,17 @@ static int app_protected(uintptr_t a) {
   return 0;
 }
 
-int mcoll__tnbc_wait_range(uintptr_t lo, size_t len, enum mcoll_libc_access access) {
+int mcoll__tnbc_wait_range(uintptr_t lo, size_t len, enum mcoll_libc_access access,
+                           const void *caller) {
   /* A task (or the progress thread running one) must not wait for itself. */
   if (!atomic_load_explicit(&mcoll__tnbc_unsettled, memory_order_acquire) || mcoll__fiber_self())
     return 0;
-  int waited = wait_subs(lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len, access);
+  int waited = wait_subs(lo, len > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + len, access, caller);
   if (waited) atomic_fetch_add_explicit(&n_waits, 1, memory_order_relaxed);
   return waited;
 }
 
-void mcoll__tnbc_wait_all(void) { mcoll__tnbc_wait_range(0, SIZE_MAX, MCOLL_LIBC_WRITES); }
+void mcoll__tnbc_wait_all(void) { mcoll__tnbc_wait_range(0, SIZE_MAX, MCOLL_LIBC_WRITES, NULL); }
 
 /* ---- trace (MCOLL_TNBC_TRACE) ------------------------------------------------------ */
 /* Sub-message i of a traced call is touched: recorded once (lock-free: the handler
@@ -257,7 +266,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     errno = saved;
     return;
   }
-  if (mine && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES)) {
+  if (mine && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES, NULL)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
     mcoll__libc_mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
     errno = saved;
@@ -545,7 +554,7 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
    * synchronised with that thread by other means) get their data first: this call's
    * protection and that call's unprotection must not cross. */
   if (recvbuf && atomic_load(&mcoll__tnbc_unsettled))
-    mcoll__tnbc_wait_range((uintptr_t)recvbuf, bytes, MCOLL_LIBC_WRITES);
+    mcoll__tnbc_wait_range((uintptr_t)recvbuf, bytes, MCOLL_LIBC_WRITES, NULL);
   struct mcoll_tnbc_call *call = NULL;
   for (int i = 0; i < MAX_CALLS && !call; i++) {
     int expected = CALL_FREE;
@@ -601,7 +610,7 @@ const char *mcoll__tnbc_send_in_place(struct mcoll_tnbc_call *call, const void *
       !mcoll__tnbc_protectable((void *)sendbuf, bytes))
     return NULL;
   if (atomic_load(&mcoll__tnbc_unsettled)) /* (as in call_new) */
-    mcoll__tnbc_wait_range(lo, bytes, MCOLL_LIBC_WRITES);
+    mcoll__tnbc_wait_range(lo, bytes, MCOLL_LIBC_WRITES, NULL);
   int *order = malloc(sizeof *order * (size_t)n);
   if (!order) return NULL;
   int m = 0;
@@ -895,9 +904,9 @@ void mcoll__tnbc_put_edges(void *recvbuf, size_t bytes, const void *head, const 
 
 void mcoll__tnbc_report(FILE *out) {
   if (!mcoll__cfg.TNBC) return;
-  fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu\n",
+  fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu host=%lu\n",
           was_on, atomic_load(&n_calls), atomic_load(&n_protected),
-          atomic_load(&n_faults), atomic_load(&n_waits));
+          atomic_load(&n_faults), atomic_load(&n_waits), atomic_load(&n_host_passes));
 }
 
 /* For the overlap benchmark (tools/bench, found with dlsym): T-NBC on or off between

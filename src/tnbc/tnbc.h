@@ -69,9 +69,11 @@ static inline void mcoll__tnbc_settle_pending(void) {
 }
 
 /* Waits (futex, no MPI) until no pending call has bytes in [addr, addr+len) that
- * `access` cannot use yet (libc/interpose.h); 0 if nothing had to wait. Safe in a
- * signal handler and in free. */
-int mcoll__tnbc_wait_range(uintptr_t addr, size_t len, enum mcoll_libc_access access);
+ * `access` cannot use yet (libc/interpose.h); 0 if nothing had to wait. caller: the
+ * interposed libc function's return address (no wait when it lies in the host MPI),
+ * or NULL (mcoll itself). Safe in free; with caller NULL in a signal handler. */
+int mcoll__tnbc_wait_range(uintptr_t addr, size_t len, enum mcoll_libc_access access,
+                           const void *caller);
 
 /* The blocking call entering T-NBC, for the trace (MCOLL_TNBC_TRACE/ORDER): its
  * return address into the application and its name. The wrapper of every collective

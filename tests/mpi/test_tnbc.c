@@ -28,9 +28,11 @@
  *   colls     allgather and allreduce (SUM of doubles), each also in place
  *   alltoallv blocks of different sizes placed in reverse rank order with gaps, read
  *             in address order (gaps keep their bytes)
- *   compute   blocks of 64 KiB to 1 MiB: clear the receive buffer, alltoall, compute, read
- *             the result, allreduce of one double (across hosts over TCP: the host MPI
- *             writes the in-place send buffer on the caller's thread)
+ *   compute   blocks of 64 KiB, 256 KiB and 1 MiB, each collective T-NBC takes (alltoall,
+ *             alltoallv, allgather, allgatherv, bcast, allreduce): clear the receive
+ *             buffer, the call, compute, read the result, allreduce of one double
+ *             (across hosts over TCP: the host MPI's progress on any thread meets
+ *             buffers T-NBC holds)
  *   threads   --threads N application threads (MPI_THREAD_MULTIPLE), each on its own
  *             duplicate of MPI_COMM_WORLD: blocking alltoalls and allreduces
  *   sigblock  a thread that blocks every signal reads the receive buffer
@@ -570,23 +572,70 @@ static void case_openmp(void) {
 #endif
 }
 
-static void case_compute(void) {
-  size_t saved = block;
-  for (block = 64 * 1024; block <= 1024 * 1024; block *= 2) {
-    uint32_t *recv = malloc(block * size), *send = malloc(block * size);
-    for (int iter = 0; iter < 2; iter++) {
-      fill_send(send, 80 + iter);
-      memset(recv, 0, block * size);
-      /* (the send buffer stays as it is: its blocks may still be going out in the
-       * allreduce) */
-      MPI_Alltoall(send, (int)(block / 4), MPI_UINT32_T, recv, (int)(block / 4), MPI_UINT32_T,
+/* One call of case_compute: coll on buffers of block bytes per rank, receive buffer
+ * cleared first, then unrelated work, then the result read and checked. */
+static void compute_one(const char *coll, uint32_t *send, uint32_t *recv, int iter) {
+  size_t words = block / 4;
+  int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size);
+  for (int r = 0; r < size; r++) counts[r] = (int)words, displs[r] = r * (int)words;
+  int gathered = strcmp(coll, "alltoall") && strcmp(coll, "alltoallv"); /* (blocks from rank to 0) */
+  if (gathered)
+    for (size_t i = 0; i < words; i++) send[i] = value(rank, 0, i, iter);
+  else
+    fill_send(send, iter);
+  memset(recv, 0, block * size);
+  if (!strcmp(coll, "alltoall"))
+    MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words, MPI_UINT32_T, MPI_COMM_WORLD);
+  else if (!strcmp(coll, "alltoallv"))
+    MPI_Alltoallv(send, counts, displs, MPI_UINT32_T, recv, counts, displs, MPI_UINT32_T,
+                  MPI_COMM_WORLD);
+  else if (!strcmp(coll, "allgather"))
+    MPI_Allgather(send, (int)words, MPI_UINT32_T, recv, (int)words, MPI_UINT32_T, MPI_COMM_WORLD);
+  else if (!strcmp(coll, "allgatherv"))
+    MPI_Allgatherv(send, (int)words, MPI_UINT32_T, recv, counts, displs, MPI_UINT32_T,
                    MPI_COMM_WORLD);
-      spin(compute_spins);
-      check_all(recv, 80 + iter, "compute");
-      double mine = rank + 1.0, sum = 0;
-      MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      if (sum != size * (size + 1) / 2.0) FAIL("compute: allreduce gave %g", sum);
-    }
+  else if (!strcmp(coll, "bcast")) { /* the root's buffer holds every block */
+    if (rank == 0)
+      for (int s = 0; s < size; s++)
+        for (size_t i = 0; i < words; i++) recv[s * words + i] = value(s, 0, i, iter);
+    MPI_Bcast(recv, (int)(words * size), MPI_UINT32_T, 0, MPI_COMM_WORLD);
+  } else { /* allreduce: SUM of the words as doubles, exact */
+    double *in = (double *)send, *out = (double *)recv;
+    size_t n = block * size / sizeof(double);
+    for (size_t i = 0; i < n; i++) in[i] = (double)(rank + 1) * (double)(i % 4096);
+    MPI_Allreduce(in, out, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    spin(compute_spins);
+    double ranks = (double)size * (size + 1) / 2;
+    for (size_t i = 0; i < n; i++)
+      if (out[i] != ranks * (double)(i % 4096)) {
+        FAIL("compute %s: element %zu is %g", coll, i, out[i]);
+        break;
+      }
+  }
+  if (strcmp(coll, "allreduce")) {
+    spin(compute_spins);
+    if (gathered) check_all_to(recv, 0, iter, coll);
+    else check_all(recv, iter, coll);
+  }
+  free(counts);
+  free(displs);
+}
+
+static void case_compute(void) {
+  static const char *const colls[] = {"alltoall", "alltoallv", "allgather", "allgatherv", "bcast",
+                                      "allreduce"};
+  size_t saved = block;
+  for (block = 64 * 1024; block <= 1024 * 1024; block *= 4) {
+    uint32_t *recv = malloc(block * size), *send = malloc(block * size);
+    for (int iter = 0; iter < 2; iter++)
+      for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+        /* (the send buffer stays as it is: its blocks may still be going out in the
+         * allreduce) */
+        compute_one(colls[c], send, recv, 80 + iter);
+        double mine = rank + 1.0, sum = 0;
+        MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        if (sum != size * (size + 1) / 2.0) FAIL("compute: allreduce gave %g", sum);
+      }
     free(send);
     free(recv);
   }

@@ -178,7 +178,9 @@ def run_job(argv, env=None, timeout=300, expect_timeout=False):
     A file counts as the job's when its creator pid was one of the job's processes
     (other jobs may be running on the machine at the same time)."""
     extra = dict(env or {})
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MCOLL_")}
+    # (the test-host set's name and subnet pass: scripts/testhosts.sh run needs them)
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith("MCOLL_") or k.startswith("MCOLL_TESTHOSTS_")}
     full_env.update(extra)
     before = mcoll_shm_files()
     start = time.monotonic()

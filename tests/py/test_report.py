@@ -86,6 +86,14 @@ def test_series_label_marks_runs_without_mcoll(doc):
     assert report.series_label(dict(doc, complete=False)) == "openmpi np2 (partial)"
 
 
+def test_series_label_of_a_test_host_setting(doc):
+    """bench/hosts.sh tags each job with its setting: 2 hosts x 2 ranks and 4 x 1 are
+    both np4, and must stay apart."""
+    assert report.series_label(dict(doc, series="openmpi 1gbit 2x2")) == "openmpi 1gbit 2x2"
+    nbc = dict(doc, series="mpich 1gbit 4x1", mode="nbc", progress_thread=1)
+    assert report.series_label(nbc) == "mpich 1gbit 4x1 nbc pt1"
+
+
 def test_markdown_has_header_metadata_and_rows(doc):
     text = report.render_markdown([doc])
     lines = text.splitlines()

@@ -68,10 +68,10 @@ def passed(result, case):
 
 
 def tnbc_counts(stderr):
-    m = re.search(r"^mcoll: tnbc active=(\d) calls=(\d+) protected=(\d+) faults=(\d+) waits=(\d+)$",
-                  stderr, re.M)
+    m = re.search(r"^mcoll: tnbc active=(\d) calls=(\d+) protected=(\d+) faults=(\d+) waits=(\d+) "
+                  r"host=(\d+)$", stderr, re.M)
     assert m, f"no T-NBC line in the report:\n{stderr[-3000:]}"
-    return dict(zip(("active", "calls", "protected", "faults", "waits"), map(int, m.groups())))
+    return dict(zip(("active", "calls", "protected", "faults", "waits", "host"), map(int, m.groups())))
 
 
 @pytest.mark.parametrize("flavour,np,case", params())

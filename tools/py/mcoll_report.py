@@ -107,8 +107,10 @@ def mode_of(doc):
 
 def series_label(doc):
     """'openmpi np4' ('openmpi np4 cold' for the other modes), marked when mcoll was
-    not loaded (ratios ~1) or the run was cut short."""
-    label = f"{doc.get('flavour', 'unknown')} np{doc.get('nprocs', '?')}"
+    not loaded (ratios ~1) or the run was cut short. A run's own "series" (set by
+    bench/hosts.sh: 'openmpi 1gbit 2x1', the test hosts' setting) names it instead of
+    the flavour and rank count."""
+    label = doc.get("series") or f"{doc.get('flavour', 'unknown')} np{doc.get('nprocs', '?')}"
     if mode_of(doc) != "back2back":
         label += f" {mode_of(doc)}"
     if doc.get("vary"):  # -V: mcoll against itself, a parameter at two values

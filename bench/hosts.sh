@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# bench/hosts.sh (bench/run.sh --hosts): the cluster benchmark of record. Makes test
+# hosts (scripts/testhosts.sh: network namespaces, root needed) whose links are shaped
+# (tbf, a 50 ms queue), and per link rate, host count, ranks per host and MPI flavour
+# runs, each job across the hosts under bin/mcollrun:
+#   blocking  mcoll-bench -m latency: the collectives, host MPI against mcoll
+#   nbc       mcoll-bench -m nbc, MCOLL_PROGRESS_THREAD=1: MPI_I<coll> + wait, and
+#             overlap OSU's way (call, a loop as long as the call, wait)
+#   tnbc      mcoll-bench -m tnbc, MCOLL_TNBC=1: blocking alltoall of --tnbc-block,
+#             then unrelated work; host, T-NBC off and on
+#   apps      the FT-like and IS-like miniapps, MCOLL_TNBC=0 and =1 alternating
+#             (--app-rounds jobs each); total and alltoall(v) time
+#   arrival   mcoll-bench -m arrival: bcast under random arrival skew (CP bcast:
+#             host, fixed leader, first arrival)
+#   grid      alltoall between nodes, inter.direct against inter.grid_rsend (2√N)
+#             (only with more than one rank per host)
+#   extra     every mode of $MCOLL_HOSTS_EXTRA_MODES (space-separated) that
+#             `mcoll-bench -h` lists, run as `-m MODE` (hooks for more rows)
+# and writes to --results (default bench/raw/, ignored by git):
+#   <stamp>-hosts-<rate>-<H>x<R>-<flavour>-<job>.txt/.json   each job
+#   <stamp>-hosts.md, <stamp>-hosts.png   one summary table (and mcoll_report.py's
+#                                         tables and plot of the blocking and nbc jobs)
+#   <stamp>-hosts-command.txt             the exact commands
+#
+# usage: bench/run.sh --hosts [--rates "1gbit 10gbit"] [--hosts-n "2 4"] [--per-host "1 2"]
+#                             [--flavours "openmpi mpich"] [--jobs "blocking nbc tnbc apps
+#                             arrival grid extra"] [--rounds N] [--app-rounds N]
+#                             [--colls LIST] [--tnbc-block BYTES] [--no-setup]
+#                             [--job-timeout S] [--build DIR] [--results DIR]
+#                             [--report-only STAMP]
+#   --report-only  no jobs: the summary and report of run STAMP's files (a run cut short)
+# Exit 77 (skipped, with the reason) where test hosts cannot be made (not root, no
+# network namespaces). Uses the test-host set MCOLL_TESTHOSTS_PREFIX/SUBNET (default
+# mcb / 10.78.0) and removes it at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
+
+rates="1gbit 10gbit"
+hosts_n="2 4"
+per_host="1 2"
+flavours=""
+jobs="blocking nbc tnbc apps arrival grid extra"
+rounds=7
+app_rounds=7
+colls=bcast,allreduce,allgather,alltoall
+tnbc_block=1M
+build=$root/build
+results=${MCOLL_BENCH_RESULTS:-$root/bench/raw}
+setup=1
+job_timeout=900
+report_only=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --rates) rates=$2; shift 2 ;;
+    --hosts-n) hosts_n=$2; shift 2 ;;
+    --per-host) per_host=$2; shift 2 ;;
+    --flavours) flavours=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --app-rounds) app_rounds=$2; shift 2 ;;
+    --colls) colls=$2; shift 2 ;;
+    --tnbc-block) tnbc_block=$2; shift 2 ;;
+    --build) build=$(readlink -f "$2"); shift 2 ;;
+    --results) results=$(realpath -m "$2"); shift 2 ;;
+    --no-setup) setup=0; shift ;;
+    --job-timeout) job_timeout=$2; shift 2 ;;
+    --report-only) report_only=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "hosts.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if [[ -n $report_only ]]; then
+  setup=0
+  jobs=""
+fi
+export MCOLL_TESTHOSTS_PREFIX=${MCOLL_TESTHOSTS_PREFIX:-mcb}
+export MCOLL_TESTHOSTS_SUBNET=${MCOLL_TESTHOSTS_SUBNET:-10.78.0}
+testhosts=$root/scripts/testhosts.sh
+if [[ -z $report_only ]] && ! why=$("$testhosts" check 2>&1); then
+  echo "bench/run.sh --hosts: skipped: cannot make test hosts: $why"
+  exit 77
+fi
+[[ $setup -eq 1 ]] && "$root/scripts/setup.sh"
+if [[ -z $flavours ]]; then
+  for dir in "$build"/*/; do
+    [[ -x $dir/bin/mcoll-bench ]] && flavours+="$(basename "$dir") "
+  done
+fi
+[[ -n $flavours ]] || { echo "hosts.sh: no mcoll-bench under $build/*/bin" >&2; exit 2; }
+
+mkdir -p "$results"
+stamp=${report_only:-$(date +%Y%m%d-%H%M)}
+commands=$results/$stamp-hosts-command.txt
+summary=$results/$stamp-hosts-rows.tsv
+[[ -n $report_only ]] || {
+echo "# bench/run.sh --hosts $stamp on $(hostname), $(nproc) cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none); load $(cut -d' ' -f1-3 /proc/loadavg)" >"$commands"
+echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block" >>"$commands"
+printf 'setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n' >"$summary"
+}
+[[ -n $report_only ]] || trap '"$testhosts" down >/dev/null 2>&1 || true' EXIT
+
+# The tbf bucket must hold a timer tick's worth of bytes at the rate.
+burst_for() { case $1 in 10gbit) echo 320kb ;; *) echo 32kb ;; esac; }
+wants() { [[ " $jobs " == *" $1 "* ]]; }
+
+# job NAME [VAR=VALUE ...] -- PROGRAM ARGS...: one job across the hosts; its output
+# to NAME.txt. Returns the job's status (a failed job is named, the run goes on).
+failed=()
+job() {
+  local name=$1; shift
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  local cmd=(env "${envs[@]}" timeout "$job_timeout" "$testhosts" run --mpi "$flavour" --build "$build"
+             --ranks "$ranks" "$@")
+  printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"; echo >>"$commands"
+  echo "== $name"
+  if ! "${cmd[@]}" >"$results/$name.txt" 2>&1; then
+    echo "hosts.sh: $name failed (see $results/$name.txt)" >&2
+    failed+=("$name")
+    return 1
+  fi
+}
+
+# Adds the setting to a job's JSON, so that the report tells settings apart.
+tag_json() {  # file series
+  [[ -s $1 ]] || return 0
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+path, series = sys.argv[1], sys.argv[2]
+doc = json.load(open(path))
+doc["series"] = series
+json.dump(doc, open(path, "w"), indent=1)
+EOF
+}
+
+row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$setting" "$flavour" "$@" >>"$summary"; }
+
+jsons=()
+if [[ -n $report_only ]]; then
+  for j in "$results/$stamp"-hosts-*-blocking.json "$results/$stamp"-hosts-*-nbc.json; do
+    [[ -s $j ]] || continue
+    IFS=- read -r rate setting flavour _ <<<"${j#"$results/$stamp"-hosts-}"
+    tag_json "$j" "$flavour $rate $setting"
+    jsons+=("$j")
+  done
+  rates=""
+fi
+for rate in $rates; do
+  for n in $hosts_n; do
+    "$testhosts" up --qdisc "tbf rate $rate burst $(burst_for "$rate") latency 50ms" "$n" >/dev/null
+    for r in $per_host; do
+      ranks=$(printf "$r,%.0s" $(seq "$n")); ranks=${ranks%,}
+      for flavour in $flavours; do
+        setting="$rate ${n}x$r"
+        base=$results/$stamp-hosts-$rate-${n}x$r-$flavour
+        bench=$build/$flavour/bin/mcoll-bench
+        sweep=(-b 64K -e 1M -f 16 -r "$rounds")
+        if wants blocking && job "$(basename "$base")-blocking" MCOLL_PROGRESS_THREAD=0 -- \
+             "$bench" -m latency -C "$colls" "${sweep[@]}" -o "$base-blocking.json"; then
+          tag_json "$base-blocking.json" "$flavour $setting"; jsons+=("$base-blocking.json")
+        fi
+        if wants nbc && job "$(basename "$base")-nbc" MCOLL_PROGRESS_THREAD=1 MCOLL_VERBOSE=1 -- \
+             "$bench" -m nbc -P -C "$colls" "${sweep[@]}" -o "$base-nbc.json"; then
+          tag_json "$base-nbc.json" "$flavour $setting"; jsons+=("$base-nbc.json")
+          cpu=$(grep -o 'progress thread cpu=.*' "$base-nbc.txt" | grep -o '[0-9.]*% of a core' || true)
+          [[ -n $cpu ]] && row "progress thread CPU (rank 0, nbc job)" - - - "${cpu%% *}"
+        fi
+        if wants tnbc && job "$(basename "$base")-tnbc" MCOLL_TNBC=1 MCOLL_PROGRESS_THREAD=1 -- \
+             "$bench" -m tnbc -C alltoall -b "$tnbc_block" -e "$tnbc_block" -r "$rounds" -o "$base-tnbc.json"; then
+          # rows: coll scenario side total tcomm work overlap hidden% model
+          awk '$1 == "alltoall" && $2 == "curc" {printf "%s\n", $0}' "$base-tnbc.txt" |
+            while read -r coll scen side total tcomm work overlap hidden model; do
+              row "tnbc $coll $scen hidden" "$tnbc_block" - "$side" "$hidden"
+            done
+          awk '$1 == "alltoall" && $2 == "call" && $3 == "tnbc_on" {print $4, $5}' "$base-tnbc.txt" |
+            while read -r tinit tcomm; do
+              row "tnbc Tinit / Tcomm" "$tnbc_block" - - "$(awk -v a="$tinit" -v b="$tcomm" 'BEGIN{printf "%.0f%%", 100*a/b}')"
+            done
+        fi
+        if wants apps; then
+          for app in ft-like:64 is-like:20; do
+            prog=$build/$flavour/bin/mcoll-app-${app%%:*}
+            [[ -x $prog ]] || continue
+            : >"$base-${app%%:*}.times"
+            for ((k = 1; k <= app_rounds; k++)); do
+              order="0 1"; [[ $((k % 2)) -eq 0 ]] && order="1 0"
+              for t in $order; do
+                if job "$(basename "$base")-${app%%:*}-$k-tnbc$t" MCOLL_TNBC="$t" MCOLL_PROGRESS_THREAD=1 -- \
+                     "$prog" "${app##*:}" 5; then
+                  total=$(grep -o 'total_s=[0-9.]*' "$base-${app%%:*}-$k-tnbc$t.txt" | cut -d= -f2)
+                  echo "$t $total" >>"$base-${app%%:*}.times"
+                fi
+              done
+            done
+            read -r off on < <(awk '{v[$1] = v[$1] " " $2} END {print v[0] "|" v[1]}' "$base-${app%%:*}.times" |
+              python3 -c 'import sys, statistics as s
+a, b = sys.stdin.read().strip().split("|")
+med = lambda x: s.median(map(float, x.split())) if x.split() else float("nan")
+print(med(a), med(b))')
+            row "${app%%:*} total s, TNBC=0 / =1" - - "$off" "$on"
+            row "${app%%:*} TNBC=1 / TNBC=0" - - - "$(awk -v a="$on" -v b="$off" 'BEGIN{printf "%.2f", a/b}')"
+          done
+        fi
+        if wants arrival && job "$(basename "$base")-arrival" -- \
+             "$bench" -m arrival -C bcast -b 64K -e 1M -f 16 -D random:1000 -r "$rounds" -o "$base-arrival.json"; then
+          grep -E '^ +bcast' "$base-arrival.txt" | while read -r line; do row "arrival bcast (host fixed first ...)" - - - "$(echo $line)"; done
+        fi
+        if wants grid && [[ $r -gt 1 ]] && job "$(basename "$base")-grid" -- \
+             "$bench" -C alltoall -A inter.direct,inter.grid_rsend -b 16K -e 256K -f 2 -r "$rounds" \
+             -o "$base-grid.json"; then
+          grep -E '^ +alltoall' "$base-grid.txt" | while read -r line; do row "alltoall direct vs grid_rsend" - - - "$(echo $line)"; done
+        fi
+        if wants extra; then
+          for mode in ${MCOLL_HOSTS_EXTRA_MODES:-}; do
+            if "$bench" -h 2>&1 | grep -q "[|[ ]$mode[]|]"; then
+              job "$(basename "$base")-$mode" -- "$bench" -m "$mode" -r "$rounds" -o "$base-$mode.json" || true
+            else
+              echo "== $mode: skipped (mcoll-bench has no mode $mode)"
+            fi
+          done
+        fi
+      done
+    done
+    "$testhosts" down >/dev/null
+  done
+done
+
+md=$results/$stamp-hosts.md
+{
+  echo "# Cluster benchmark $stamp"
+  echo
+  echo "Test hosts on links shaped by tbf (a 50 ms queue); $(head -1 "$commands" | sed 's/^# //')."
+  echo
+  echo "## Summary"
+  echo
+  python3 - "$summary" <<'EOF'
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
+print("| " + " | ".join(rows[0]) + " |")
+print("|" + "---|" * len(rows[0]))
+for r in rows[1:]:
+    print("| " + " | ".join(r) + " |")
+EOF
+} >"$md"
+if [[ ${#jsons[@]} -gt 0 ]]; then
+  python3 "$root/tools/py/mcoll_report.py" "${jsons[@]}" --md "$results/$stamp-hosts-report.md" \
+    --png "$results/$stamp-hosts.png" && { echo; cat "$results/$stamp-hosts-report.md"; } >>"$md"
+fi
+cat "$md"
+echo
+echo "hosts.sh: results in $results/$stamp-hosts*  (commands: $commands)"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "hosts.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

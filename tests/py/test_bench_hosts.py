@@ -1,0 +1,43 @@
+"""bench/run.sh --hosts (bench/hosts.sh), the cluster benchmark: its usage, and the
+summary it makes of a run's files (--report-only: no test hosts, no jobs). The run
+itself needs root and minutes per setting; it is exercised by hand (records in
+bench/records/cluster/)."""
+
+import json
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "bench" / "run.sh"
+
+
+def test_usage_names_the_settings():
+    result = subprocess.run([RUN, "--hosts", "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    for option in ("--rates", "--hosts-n", "--per-host", "--jobs", "--report-only"):
+        assert option in result.stdout
+
+
+def test_report_only_summarises_a_run(tmp_path):
+    stamp = "20260101-0000"
+    (tmp_path / f"{stamp}-hosts-command.txt").write_text("# bench/run.sh --hosts test run\n")
+    (tmp_path / f"{stamp}-hosts-rows.tsv").write_text(
+        "setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n"
+        "1gbit 2x1\topenmpi\tft-like TNBC=1 / TNBC=0\t-\t-\t-\t0.76\n")
+    result = subprocess.run([RUN, "--hosts", "--report-only", stamp, "--results", tmp_path],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    md = (tmp_path / f"{stamp}-hosts.md").read_text()
+    assert "| 1gbit 2x1 | openmpi | ft-like TNBC=1 / TNBC=0 | - | - | - | 0.76 |" in md
+
+
+def test_report_only_names_series_by_setting(tmp_path):
+    stamp = "20260101-0000"
+    (tmp_path / f"{stamp}-hosts-command.txt").write_text("# test\n")
+    (tmp_path / f"{stamp}-hosts-rows.tsv").write_text("setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n")
+    doc = {"mode": "latency", "flavour": "openmpi", "nprocs": 4, "mcoll_loaded": True, "results": []}
+    path = tmp_path / f"{stamp}-hosts-1gbit-2x2-openmpi-blocking.json"
+    path.write_text(json.dumps(doc))
+    subprocess.run([RUN, "--hosts", "--report-only", stamp, "--results", tmp_path],
+                   capture_output=True, text=True, timeout=60)
+    assert json.loads(path.read_text())["series"] == "openmpi 1gbit 2x2"
