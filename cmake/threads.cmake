@@ -1,0 +1,34 @@
+# Thread ranks (src/threads, docs/threads.md): per flavour the launcher mcoll-threads
+# (the runtime, linked with the host MPI) and the stand-in library that takes the host
+# library's soname inside each rank's namespace (no link with the host MPI).
+function(mcoll_add_threads flavour)
+  set(kind ${MCOLL_MPI_KIND_${flavour}})
+  if(kind STREQUAL "mpich")
+    set(soname libmpich.so.12)
+  else()
+    return() # (Open MPI: not yet; its handles are addresses of the library's objects)
+  endif()
+  set(out ${CMAKE_BINARY_DIR}/${flavour})
+  set(mpi ${MCOLL_MPI_TARGET_${flavour}})
+  set(dir ${CMAKE_SOURCE_DIR}/src/threads)
+  string(REGEX REPLACE "^lib" "mct" file ${soname})
+  add_custom_command(OUTPUT ${out}/threads/stubs.c
+    COMMAND ${CMAKE_COMMAND} -DLIST=${dir}/${kind}_functions.txt -DOUT=${out}/threads/stubs.c
+            -P ${dir}/gen_stubs.cmake
+    DEPENDS ${dir}/${kind}_functions.txt ${dir}/gen_stubs.cmake)
+  add_library(mcoll-threads-standin_${flavour} SHARED ${dir}/standin.c ${out}/threads/stubs.c)
+  target_include_directories(mcoll-threads-standin_${flavour} PRIVATE
+    $<TARGET_PROPERTY:${mpi},INTERFACE_INCLUDE_DIRECTORIES>)
+  target_link_options(mcoll-threads-standin_${flavour} PRIVATE -Wl,-soname,${soname})
+  set_target_properties(mcoll-threads-standin_${flavour} PROPERTIES PREFIX "" OUTPUT_NAME ${file}
+    SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
+
+  add_executable(mcoll-threads_${flavour} ${dir}/launcher.c ${dir}/runtime.c ${dir}/coll.c
+                 ${dir}/elf.c)
+  target_link_libraries(mcoll-threads_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS} Threads::Threads)
+  target_compile_definitions(mcoll-threads_${flavour} PRIVATE
+    MCOLL_THREADS_MPI_SONAME="${soname}")
+  set_target_properties(mcoll-threads_${flavour} PROPERTIES OUTPUT_NAME mcoll-threads
+    RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
+  add_dependencies(mcoll-threads_${flavour} mcoll-threads-standin_${flavour})
+endfunction()
