@@ -68,6 +68,36 @@ static int find_main(const unsigned char *data, size_t size, size_t *main_offset
   return -1;
 }
 
+static void find_copy_relocs(const unsigned char *data, const Elf64_Phdr *ph, int nph,
+                             const Elf64_Dyn *dyn, size_t ndyn, struct thr_program *out)
+{
+  size_t rela = 0, relasz = 0, symtab = 0, strtab = 0;
+  for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
+    if (dyn[i].d_tag == DT_RELA)
+      rela = offset_of(ph, nph, dyn[i].d_un.d_ptr);
+    else if (dyn[i].d_tag == DT_RELASZ)
+      relasz = dyn[i].d_un.d_val;
+    else if (dyn[i].d_tag == DT_SYMTAB)
+      symtab = offset_of(ph, nph, dyn[i].d_un.d_ptr);
+    else if (dyn[i].d_tag == DT_STRTAB)
+      strtab = offset_of(ph, nph, dyn[i].d_un.d_ptr);
+  }
+  if (!rela || !symtab || !strtab)
+    return;
+  const Elf64_Rela *r = (const Elf64_Rela *)(data + rela);
+  size_t n = relasz / sizeof *r;
+  for (size_t i = 0; i < n; i++) {
+    if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_COPY)
+      continue;
+    const Elf64_Sym *sym = (const Elf64_Sym *)(data + symtab) + ELF64_R_SYM(r[i].r_info);
+    out->copies = realloc(out->copies, (size_t)(out->ncopies + 1) * sizeof *out->copies);
+    struct thr_copy_reloc *c = &out->copies[out->ncopies++];
+    c->offset = r[i].r_offset;
+    c->size = sym->st_size;
+    snprintf(c->name, sizeof c->name, "%s", (const char *)data + strtab + sym->st_name);
+  }
+}
+
 int thr_program_prepare(const char *program, const char *mpi_soname, const char *standin_name,
                         struct thr_program *out, char *why, size_t why_size)
 {
@@ -124,6 +154,7 @@ int thr_program_prepare(const char *program, const char *mpi_soname, const char 
            mpi_soname);
     goto done;
   }
+  find_copy_relocs(data, ph, eh->e_phnum, dyn, ndyn, out);
   if (find_main(data, size, &out->main_offset) != 0) {
     refuse(why, why_size, "%s has no symbol table with main (stripped?)", program);
     goto done;

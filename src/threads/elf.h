@@ -6,10 +6,21 @@
 
 #include <stddef.h>
 
+/* A copy relocation of the program (R_X86_64_COPY): glibc treats a dlopened program
+ * as a library and resolves it to the program's own zeroed copy, so the loader
+ * copies the library's initial value itself. */
+struct thr_copy_reloc {
+  size_t offset; /* relative to the load base */
+  size_t size;
+  char name[128];
+};
+
 struct thr_program {
   char path[4096];      /* the patched copy */
   char dir[4096];       /* its private folder */
   size_t main_offset;   /* main's address relative to the load base */
+  struct thr_copy_reloc *copies;
+  int ncopies;
 };
 
 /* Checks program and writes the patched copy into a new private folder; on refusal

@@ -87,6 +87,27 @@ static int count_strings(char **strings)
   return n;
 }
 
+/* Does the program's copy relocations (see struct thr_copy_reloc): the value comes
+ * from the first other object of the namespace that defines the symbol. */
+static void copy_relocations(struct thr_rank *r, const struct thr_program *program,
+                             struct link_map *map, Lmid_t ns)
+{
+  for (int i = 0; i < program->ncopies; i++) {
+    const struct thr_copy_reloc *c = &program->copies[i];
+    void *from = NULL;
+    for (struct link_map *lm = map->l_next; lm && !from; lm = lm->l_next) {
+      void *h = dlmopen(ns, lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+      if (!h)
+        continue;
+      from = dlsym(h, c->name);
+      dlclose(h);
+    }
+    if (!from)
+      thr_fatal("rank %d: no definition of %s for the program's copy", r->world, c->name);
+    memcpy((char *)map->l_addr + c->offset, from, c->size);
+  }
+}
+
 static void load_rank(struct thr_rank *r, const struct thr_program *program, int argc,
                       char **argv)
 {
@@ -96,6 +117,9 @@ static void load_rank(struct thr_rank *r, const struct thr_program *program, int
   struct link_map *map;
   dlinfo(handle, RTLD_DI_LINKMAP, &map);
   r->main = (int (*)(int, char **, char **))(map->l_addr + program->main_offset);
+  Lmid_t ns;
+  dlinfo(handle, RTLD_DI_LMID, &ns);
+  copy_relocations(r, program, map, ns);
   thr_standin_bind_fn *bind = (thr_standin_bind_fn *)dlsym(handle, "mcoll_threads_standin_bind");
   if (!bind)
     thr_fatal("rank %d: the program's namespace has the real MPI library, not the stand-in",
@@ -104,14 +128,14 @@ static void load_rank(struct thr_rank *r, const struct thr_program *program, int
   r->ctype_init = (void (*)(void))dlsym(handle, "__ctype_init");
   r->cxa_finalize = (void (*)(void *))dlsym(handle, "__cxa_finalize");
   r->fflush = (int (*)(void *))dlsym(handle, "fflush");
-  char ***ns_environ = dlsym(handle, "environ");
-  if (!r->ctype_init || !r->cxa_finalize || !r->fflush || !ns_environ)
+  char ***ns_environ = dlsym(handle, "environ"), ***ns_libc_environ = dlsym(handle, "__environ");
+  if (!r->ctype_init || !r->cxa_finalize || !r->fflush || !ns_environ || !ns_libc_environ)
     thr_fatal("rank %d: the namespace's libc lacks __ctype_init, __cxa_finalize, fflush or "
               "environ", r->world);
   r->argc = argc;
   r->argv = copy_strings(argv, argc);
   r->envp = copy_strings(environ, count_strings(environ));
-  *ns_environ = r->envp;
+  *ns_environ = *ns_libc_environ = r->envp;
 }
 
 static void *rank_thread(void *arg)
