@@ -47,14 +47,27 @@ static size_t type_bytes(MPI_Datatype type, int count)
   return (size_t)size * (size_t)count;
 }
 
+/* Predefined types, and contiguous runs of them, are plain bytes in memory order;
+ * any other derived type is packed (its map may reorder or overlap). */
 static int type_is_contiguous(MPI_Datatype type, int count)
 {
-  MPI_Aint lb, extent, true_lb, true_extent;
-  int size;
-  PMPI_Type_size(type, &size);
-  PMPI_Type_get_extent(type, &lb, &extent);
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  return true_lb == 0 && true_extent == size && (count <= 1 || extent == size);
+  int nints, naddrs, ntypes, combiner;
+  PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner);
+  if (combiner == MPI_COMBINER_NAMED) { /* (pair types such as MPI_DOUBLE_INT have holes) */
+    MPI_Aint lb, extent;
+    int size;
+    PMPI_Type_get_extent(type, &lb, &extent);
+    PMPI_Type_size(type, &size);
+    return lb == 0 && extent == size;
+  }
+  if (combiner != MPI_COMBINER_CONTIGUOUS || nints != 1 || ntypes != 1 || naddrs != 0)
+    return 0;
+  int n;
+  MPI_Datatype inner;
+  MPI_Aint unused;
+  PMPI_Type_get_contents(type, 1, 0, 1, &n, &unused, &inner);
+  (void)count;
+  return type_is_contiguous(inner, 1);
 }
 
 /* The bytes of count x type at buf: buf itself, or a packed copy in *owned. */
