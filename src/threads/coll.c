@@ -137,6 +137,24 @@ int thr_Reduce_scatter_block(struct thr_rank *r, const void *sbuf, void *rbuf, i
   return MPI_SUCCESS;
 }
 
+int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const int *counts,
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int total = 0, *displs = malloc((size_t)c->size * sizeof(int));
+  for (int i = 0; i < c->size; i++) {
+    displs[i] = total;
+    total += counts[i];
+  }
+  void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
+  thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
+  thr_Scatterv(r, all, counts, displs, type, rbuf, counts[c->rank], type, 0, comm);
+  if (all)
+    free_typed(all, type);
+  free(displs);
+  return MPI_SUCCESS;
+}
+
 /* Linear prefix: rank i gets x_0..x_{i-1} from rank i-1 and passes x_0..x_i on. */
 static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, int exclusive)
@@ -246,29 +264,87 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
 }
 
 /* Every rank sends block i of its send layout to rank i and receives block i of its
- * receive layout from rank i, all at once. */
+ * receive layout from rank i, all at once. Displacements are in bytes; a NULL type
+ * array means the one type for every block. */
 static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
-                     const int *scounts, const int *sdispls, MPI_Datatype stype, void *rbuf,
-                     const int *rcounts, const int *rdispls, MPI_Datatype rtype)
+                     const int *scounts, const MPI_Aint *sdispls, const MPI_Datatype *stypes,
+                     void *rbuf, const int *rcounts, const MPI_Aint *rdispls,
+                     const MPI_Datatype *rtypes)
 {
-  int n = c->size;
+  int n = c->size, me = c->rank;
   struct thr_request **reqs = malloc((size_t)(2 * n) * sizeof *reqs);
   int nreqs = 0;
   for (int k = 1; k < n; k++) {
-    int from = (c->rank - k + n) % n;
-    reqs[nreqs++] = thr_irecv(r, c, c->ctx + 1, block_at(rbuf, rdispls[from], rtype),
-                              rcounts[from], rtype, from, TAG_ALL);
+    int from = (me - k + n) % n;
+    reqs[nreqs++] = thr_irecv(r, c, c->ctx + 1, (char *)rbuf + rdispls[from], rcounts[from],
+                              rtypes[from], from, TAG_ALL);
   }
   for (int k = 1; k < n; k++) {
-    int to = (c->rank + k) % n;
-    reqs[nreqs++] = thr_isend(r, c, c->ctx + 1, block_at(sbuf, sdispls[to], stype),
-                              scounts[to], stype, to, TAG_ALL);
+    int to = (me + k) % n;
+    reqs[nreqs++] = thr_isend(r, c, c->ctx + 1, (const char *)sbuf + sdispls[to], scounts[to],
+                              stypes[to], to, TAG_ALL);
   }
-  copy_typed(block_at(rbuf, rdispls[c->rank], rtype), rcounts[c->rank], rtype,
-             block_at(sbuf, sdispls[c->rank], stype), scounts[c->rank], stype);
+  copy_typed((char *)rbuf + rdispls[me], rcounts[me], rtypes[me],
+             (const char *)sbuf + sdispls[me], scounts[me], stypes[me]);
   for (int i = 0; i < nreqs; i++)
     thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
   free(reqs);
+}
+
+/* The byte layout of a v call with one type. */
+static void byte_layout(int n, const int *displs, MPI_Datatype type, MPI_Aint **bytes,
+                        MPI_Datatype **types)
+{
+  *bytes = malloc((size_t)n * sizeof **bytes);
+  *types = malloc((size_t)n * sizeof **types);
+  MPI_Aint extent = extent_of(type);
+  for (int i = 0; i < n; i++) {
+    (*bytes)[i] = displs[i] * extent;
+    (*types)[i] = type;
+  }
+}
+
+static void exchange_v(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                       const int *scounts, const int *sdispls, MPI_Datatype stype, void *rbuf,
+                       const int *rcounts, const int *rdispls, MPI_Datatype rtype)
+{
+  MPI_Aint *sbytes, *rbytes;
+  MPI_Datatype *stypes, *rtypes;
+  byte_layout(c->size, sdispls, stype, &sbytes, &stypes);
+  byte_layout(c->size, rdispls, rtype, &rbytes, &rtypes);
+  exchange(r, c, sbuf, scounts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes);
+  free(sbytes), free(stypes), free(rbytes), free(rtypes);
+}
+
+int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, const int *sdispls,
+                  const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                  const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int n = c->size;
+  MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
+  for (int i = 0; i < n; i++) {
+    sbytes[i] = sdispls ? sdispls[i] : 0;
+    rbytes[i] = rdispls[i];
+  }
+  void *copy = NULL;
+  if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer's blocks */
+    MPI_Aint span = 0;
+    for (int i = 0; i < n; i++) {
+      MPI_Aint lb, extent;
+      PMPI_Type_get_extent(rtypes[i], &lb, &extent);
+      if (rdispls[i] + rcounts[i] * extent > span)
+        span = rdispls[i] + rcounts[i] * extent;
+    }
+    copy = malloc(span > 0 ? (size_t)span : 1);
+    memcpy(copy, rbuf, (size_t)span);
+    sbuf = copy, scounts = rcounts, stypes = rtypes;
+    for (int i = 0; i < n; i++)
+      sbytes[i] = rdispls[i];
+  }
+  exchange(r, c, sbuf, scounts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes);
+  free(copy), free(sbytes), free(rbytes);
+  return MPI_SUCCESS;
 }
 
 int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, const int *sdispls,
@@ -283,11 +359,11 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
         span = rdispls[i] + rcounts[i];
     void *copy = alloc_typed((int)span, rtype);
     copy_typed(copy, (int)span, rtype, rbuf, (int)span, rtype);
-    exchange(r, c, copy, rcounts, rdispls, rtype, rbuf, rcounts, rdispls, rtype);
+    exchange_v(r, c, copy, rcounts, rdispls, rtype, rbuf, rcounts, rdispls, rtype);
     free_typed(copy, rtype);
     return MPI_SUCCESS;
   }
-  exchange(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
+  exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
   return MPI_SUCCESS;
 }
 
@@ -319,7 +395,7 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
     scounts[i] = scount;
   if (block_at(rbuf, displs[c->rank], rtype) == (const char *)sbuf)
     scounts[c->rank] = 0; /* (already in place) */
-  exchange(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, displs, rtype);
+  exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, displs, rtype);
   free(scounts);
   free(sdispls);
   return MPI_SUCCESS;

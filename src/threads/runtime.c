@@ -894,6 +894,8 @@ static void rt_exit(struct thr_rank *r, int status)
 #define rt_Reduce thr_Reduce
 #define rt_Allreduce thr_Allreduce
 #define rt_Reduce_scatter_block thr_Reduce_scatter_block
+#define rt_Reduce_scatter thr_Reduce_scatter
+#define rt_Alltoallw thr_Alltoallw
 #define rt_Scan thr_Scan
 #define rt_Exscan thr_Exscan
 #define rt_Gather thr_Gather

@@ -107,6 +107,11 @@ THR_COLL_DECL(int, Allreduce, (const void *sbuf, void *rbuf, int count, MPI_Data
                                MPI_Op op, MPI_Comm comm), ())
 THR_COLL_DECL(int, Reduce_scatter_block, (const void *sbuf, void *rbuf, int count,
                                           MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Reduce_scatter, (const void *sbuf, void *rbuf, const int *counts,
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
+                               const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                               const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm), ())
 THR_COLL_DECL(int, Scan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
                           MPI_Op op, MPI_Comm comm), ())
 THR_COLL_DECL(int, Exscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,

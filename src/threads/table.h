@@ -82,6 +82,12 @@ struct thr_rank;
                      MPI_Comm comm), (sbuf, rbuf, count, type, op, comm))                      \
   R(int, Reduce_scatter_block, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,    \
                                 MPI_Op op, MPI_Comm comm), (sbuf, rbuf, count, type, op, comm)) \
+  R(int, Reduce_scatter, (const void *sbuf, void *rbuf, const int *counts, MPI_Datatype type,  \
+                          MPI_Op op, MPI_Comm comm), (sbuf, rbuf, counts, type, op, comm))     \
+  R(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,                 \
+                     const MPI_Datatype *stypes, void *rbuf, const int *rcounts,               \
+                     const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm),           \
+    (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm))                    \
   R(int, Scan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,         \
                 MPI_Comm comm), (sbuf, rbuf, count, type, op, comm))                           \
   R(int, Exscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,       \
