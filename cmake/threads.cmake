@@ -2,14 +2,33 @@
 # (the runtime, linked with the host MPI) and the stand-in library that takes the host
 # library's soname inside each rank's namespace (no link with the host MPI).
 function(mcoll_add_threads flavour)
+  set(out ${CMAKE_BINARY_DIR}/${flavour})
+  set(mpi ${MCOLL_MPI_TARGET_${flavour}})
+  # Its test programs (plain MPI programs, also run as processes).
+  foreach(prog mcoll-test-p2p:test_p2p mcoll-test-rank-state:test_rank_state)
+    string(REPLACE ":" ";" parts ${prog})
+    list(GET parts 0 name)
+    list(GET parts 1 src)
+    add_executable(${name}_${flavour} ${CMAKE_SOURCE_DIR}/tests/mpi/${src}.c)
+    target_link_libraries(${name}_${flavour} PRIVATE ${mpi})
+    set_target_properties(${name}_${flavour} PROPERTIES OUTPUT_NAME ${name}
+      RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
+  endforeach()
+  add_library(mcoll-test-lib-globals-lib_${flavour} SHARED ${CMAKE_SOURCE_DIR}/tests/mpi/lib_globals.c)
+  set_target_properties(mcoll-test-lib-globals-lib_${flavour} PROPERTIES
+    OUTPUT_NAME mcoll-test-globals LIBRARY_OUTPUT_DIRECTORY ${out}/lib/tests)
+  add_executable(mcoll-test-lib-globals_${flavour} ${CMAKE_SOURCE_DIR}/tests/mpi/test_lib_globals.c)
+  target_link_libraries(mcoll-test-lib-globals_${flavour} PRIVATE ${mpi}
+                        mcoll-test-lib-globals-lib_${flavour})
+  set_target_properties(mcoll-test-lib-globals_${flavour} PROPERTIES
+    OUTPUT_NAME mcoll-test-lib-globals RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
+
   set(kind ${MCOLL_MPI_KIND_${flavour}})
   if(kind STREQUAL "mpich")
     set(soname libmpich.so.12)
   else()
     return() # (Open MPI: not yet; its handles are addresses of the library's objects)
   endif()
-  set(out ${CMAKE_BINARY_DIR}/${flavour})
-  set(mpi ${MCOLL_MPI_TARGET_${flavour}})
   set(dir ${CMAKE_SOURCE_DIR}/src/threads)
   string(REGEX REPLACE "^lib" "mct" file ${soname})
   add_custom_command(OUTPUT ${out}/threads/stubs.c
