@@ -5,11 +5,12 @@ function(mcoll_add_threads flavour)
   set(out ${CMAKE_BINARY_DIR}/${flavour})
   set(mpi ${MCOLL_MPI_TARGET_${flavour}})
   # Its test programs (plain MPI programs, also run as processes).
-  foreach(prog mcoll-test-p2p:test_p2p mcoll-test-rank-state:test_rank_state)
+  foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
+               mcoll-pingpong:tools/threads/pingpong)
     string(REPLACE ":" ";" parts ${prog})
     list(GET parts 0 name)
     list(GET parts 1 src)
-    add_executable(${name}_${flavour} ${CMAKE_SOURCE_DIR}/tests/mpi/${src}.c)
+    add_executable(${name}_${flavour} ${CMAKE_SOURCE_DIR}/${src}.c)
     target_link_libraries(${name}_${flavour} PRIVATE ${mpi})
     set_target_properties(${name}_${flavour} PROPERTIES OUTPUT_NAME ${name}
       RUNTIME_OUTPUT_DIRECTORY ${out}/bin)

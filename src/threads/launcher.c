@@ -5,6 +5,7 @@
  *   mcoll-threads T program [args]     run
  *   mcoll-threads --check program      say whether program can run as thread ranks */
 #include <dlfcn.h>
+#include <time.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
@@ -156,6 +157,27 @@ static void *rank_thread(void *arg)
   return NULL;
 }
 
+/* Resident memory of this process in KiB. */
+static long resident_kib(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+static double seconds_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int usage(void)
 {
   fprintf(stderr, "usage: mcoll-threads T program [args] | mcoll-threads --check program\n");
@@ -199,8 +221,15 @@ int main(int argc, char **argv)
               provided);
   }
   thr_runtime_init((int)threads);
+  /* MCOLL_THREADS_REPORT=1: what loading the ranks costs (first process). */
+  int report = getenv("MCOLL_THREADS_REPORT") && atoi(getenv("MCOLL_THREADS_REPORT")) > 0;
+  long rss_before = resident_kib();
+  double load_start = seconds_now();
   for (int t = 0; t < threads; t++)
     load_rank(&thr_proc.ranks[t], &program, argc - 2, argv + 2);
+  if (report && thr_proc.process == 0)
+    fprintf(stderr, "mcoll threads: %ld ranks loaded in %.1f ms, resident memory +%ld KiB\n",
+            threads, 1e3 * (seconds_now() - load_start), resident_kib() - rss_before);
   thr_program_remove(&program); /* (mapped: the file is no longer needed) */
 
   pthread_t *ids = calloc((size_t)threads, sizeof *ids);
