@@ -40,8 +40,20 @@ _Noreturn void thr_fatal(const char *fmt, ...)
 
 /* ---- datatypes: bytes out of and into typed buffers ---- */
 
+/* MPICH's predefined basic types: kind "builtin", object kind datatype, their size in
+ * bits 15-8 of the handle (the pair types are not of this kind). */
+#define BASIC_TYPE_MASK 0xfc000000u
+#define BASIC_TYPE_KIND 0x4c000000u
+
+static int is_basic_type(MPI_Datatype type)
+{
+  return ((unsigned)type & BASIC_TYPE_MASK) == BASIC_TYPE_KIND;
+}
+
 static size_t type_bytes(MPI_Datatype type, int count)
 {
+  if (is_basic_type(type))
+    return (((unsigned)type >> 8) & 0xffu) * (size_t)count;
   int size;
   PMPI_Type_size(type, &size);
   return (size_t)size * (size_t)count;
@@ -51,6 +63,8 @@ static size_t type_bytes(MPI_Datatype type, int count)
  * any other derived type is packed (its map may reorder or overlap). */
 static int type_is_contiguous(MPI_Datatype type, int count)
 {
+  if (is_basic_type(type))
+    return 1;
   int nints, naddrs, ntypes, combiner;
   PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner);
   if (combiner == MPI_COMBINER_NAMED) { /* (pair types such as MPI_DOUBLE_INT have holes) */
@@ -273,6 +287,8 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
   free(q);
 }
 
+/* Waiting yields the core at once: ranks often outnumber cores, and the rank being
+ * waited for may need this one. */
 void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
 {
   (void)r;
