@@ -246,7 +246,17 @@ static void progress(void)
 
 /* ---- requests ---- */
 
-enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE };
+enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE, PERSISTENT };
+
+/* What a persistent request starts each time. */
+struct persistent_call {
+  int is_send;
+  void *buf;
+  int count;
+  MPI_Datatype type;
+  int peer, tag;
+  MPI_Comm comm;
+};
 
 struct thr_request {
   enum request_kind kind;
@@ -256,6 +266,8 @@ struct thr_request {
   MPI_Request host[2];
   struct thr_recv recv;
   MPI_Status status;
+  struct persistent_call call;  /* PERSISTENT: the call, and the operation it started */
+  struct thr_request *active;
 };
 
 static int request_done(struct thr_request *q)
@@ -273,6 +285,8 @@ static int request_done(struct thr_request *q)
     return atomic_load_explicit(&q->recv.done, memory_order_acquire);
   case DONE:
     return 1;
+  case PERSISTENT:
+    return !q->active || request_done(q->active);
   }
   return 1;
 }
@@ -473,6 +487,10 @@ void thr_runtime_init(int threads)
   thr_proc.threads = threads;
   thr_proc.world_size = threads * thr_proc.processes;
   pthread_mutex_init(&thr_proc.progress_lock, NULL);
+  MPI_Comm node;
+  PMPI_Comm_split_type(thr_proc.host, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
+  PMPI_Comm_free(&node);
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
@@ -605,6 +623,14 @@ static int rt_Comm_split(struct thr_rank *r, MPI_Comm comm, int color, int key, 
   }
   free(all);
   return MPI_SUCCESS;
+}
+
+/* Ranks share a node when their processes do (the host MPI's view). */
+static int rt_Comm_split_type(struct thr_rank *r, MPI_Comm comm, int type, int key, MPI_Info info,
+                              MPI_Comm *out)
+{
+  (void)info;
+  return rt_Comm_split(r, comm, type == MPI_UNDEFINED ? MPI_UNDEFINED : thr_proc.node, key, out);
 }
 
 static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
@@ -783,17 +809,21 @@ static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Sta
   }
 }
 
+/* A persistent request stays (inactive) after its operation completes. */
 static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
 {
-  struct thr_request *q = request_of(r, *req, 1);
-  if (!q) {
-    if (status != MPI_STATUS_IGNORE)
-      set_status(status, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
-    return MPI_SUCCESS;
-  }
-  *req = MPI_REQUEST_NULL;
+  struct thr_request *q = request_of(r, *req, 0);
   MPI_Status st;
-  thr_wait(r, q, &st);
+  set_status(&st, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  if (q && q->kind == PERSISTENT) {
+    if (q->active)
+      thr_wait(r, q->active, &st);
+    q->active = NULL;
+  } else if (q) {
+    request_of(r, *req, 1);
+    *req = MPI_REQUEST_NULL;
+    thr_wait(r, q, &st);
+  }
   copy_status(status, &st);
   return MPI_SUCCESS;
 }
@@ -841,7 +871,7 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
     int active = 0;
     for (int i = 0; i < n; i++) {
       struct thr_request *q = request_of(r, reqs[i], 0);
-      if (!q)
+      if (!q || (q->kind == PERSISTENT && !q->active))
         continue;
       active = 1;
       if (request_done(q)) {
@@ -863,8 +893,60 @@ static int rt_Request_free(struct thr_rank *r, MPI_Request *req)
 {
   struct thr_request *q = request_of(r, *req, 1);
   *req = MPI_REQUEST_NULL;
-  if (q)
+  if (q && q->kind == PERSISTENT) {
+    if (q->active)
+      thr_wait(r, q->active, MPI_STATUS_IGNORE);
+    free(q);
+  } else if (q) {
     thr_wait(r, q, MPI_STATUS_IGNORE);
+  }
+  return MPI_SUCCESS;
+}
+
+static int persistent(struct thr_rank *r, struct persistent_call call, MPI_Request *req)
+{
+  thr_comm_of(r, call.comm);
+  struct thr_request *q = new_request(PERSISTENT);
+  q->call = call;
+  *req = add_request(r, q);
+  return MPI_SUCCESS;
+}
+
+static int rt_Send_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+                        int dst, int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return persistent(r, (struct persistent_call){1, (void *)buf, count, type, dst, tag, comm}, req);
+}
+
+static int rt_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+                         int dst, int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return rt_Send_init(r, buf, count, type, dst, tag, comm, req);
+}
+
+static int rt_Recv_init(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+                        int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return persistent(r, (struct persistent_call){0, buf, count, type, src, tag, comm}, req);
+}
+
+static int rt_Start(struct thr_rank *r, MPI_Request *req)
+{
+  struct thr_request *q = request_of(r, *req, 0);
+  if (!q || q->kind != PERSISTENT || q->active)
+    thr_fatal("rank %d: MPI_Start of a request that is not an inactive persistent one", r->world);
+  struct persistent_call *call = &q->call;
+  struct thr_comm *c = thr_comm_of(r, call->comm);
+  q->active = call->is_send
+    ? thr_isend(r, c, c->ctx, call->buf, call->count, call->type, call->peer, call->tag)
+    : thr_irecv(r, c, c->ctx, call->buf, call->count, call->type, call->peer, call->tag);
+  return MPI_SUCCESS;
+}
+
+static int rt_Startall(struct thr_rank *r, int n, MPI_Request reqs[])
+{
+  for (int i = 0; i < n; i++)
+    rt_Start(r, &reqs[i]);
   return MPI_SUCCESS;
 }
 

@@ -73,6 +73,7 @@ struct thr_rank {
 
 struct thr_process {
   int threads, processes, process, world_size;
+  int node; /* the lowest host rank of this process's node (MPI_COMM_TYPE_SHARED) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */

@@ -27,6 +27,8 @@ struct thr_rank;
   R(int, Comm_dup, (MPI_Comm comm, MPI_Comm *out), (comm, out))                                \
   R(int, Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *out),                       \
     (comm, color, key, out))                                                                   \
+  R(int, Comm_split_type, (MPI_Comm comm, int type, int key, MPI_Info info, MPI_Comm *out),    \
+    (comm, type, key, info, out))                                                              \
   R(int, Comm_free, (MPI_Comm *comm), (comm))                                                  \
   R(int, Comm_compare, (MPI_Comm a, MPI_Comm b, int *result), (a, b, result))                  \
   R(int, Comm_set_errhandler, (MPI_Comm comm, MPI_Errhandler handler), (comm, handler))       \
@@ -43,6 +45,14 @@ struct thr_rank;
                  MPI_Comm comm, MPI_Request *req), (buf, count, type, dst, tag, comm, req))    \
   R(int, Issend, (const void *buf, int count, MPI_Datatype type, int dst, int tag,             \
                   MPI_Comm comm, MPI_Request *req), (buf, count, type, dst, tag, comm, req))   \
+  R(int, Send_init, (const void *buf, int count, MPI_Datatype type, int dst, int tag,          \
+                     MPI_Comm comm, MPI_Request *req), (buf, count, type, dst, tag, comm, req)) \
+  R(int, Ssend_init, (const void *buf, int count, MPI_Datatype type, int dst, int tag,         \
+                      MPI_Comm comm, MPI_Request *req), (buf, count, type, dst, tag, comm, req)) \
+  R(int, Recv_init, (void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, \
+                     MPI_Request *req), (buf, count, type, src, tag, comm, req))               \
+  R(int, Start, (MPI_Request *req), (req))                                                     \
+  R(int, Startall, (int n, MPI_Request reqs[]), (n, reqs))                                     \
   R(int, Recv, (void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,      \
                 MPI_Status *status), (buf, count, type, src, tag, comm, status))               \
   R(int, Irecv, (void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,     \

@@ -1,7 +1,8 @@
 /* test_p2p: point-to-point semantics a thread-rank runtime must keep (mcollrun
  * --threads): blocking and non-blocking sends of small and large messages, wildcards
  * with their statuses, probe, Sendrecv(_replace), non-overtaking order, derived
- * datatypes on one side, and communicators (dup, split) keeping messages apart.
+ * datatypes on one side, persistent requests, and communicators (dup, split,
+ * split_type) keeping messages apart.
  * Any rank count >= 2; prints "test_p2p: N checks, 0 errors" at rank 0.
  * usage: test_p2p [--max-bytes N] */
 #include <mpi.h>
@@ -242,6 +243,45 @@ static void communicators(void)
   check(dup == MPI_COMM_NULL, "comm freed", 0, 0);
 }
 
+/* Persistent send and receive around the ring, started three times. */
+static void persistent(void)
+{
+  enum { N = 1000 };
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  static int out[N], in[N];
+  MPI_Request reqs[2];
+  MPI_Recv_init(in, N, MPI_INT, prev, 30, MPI_COMM_WORLD, &reqs[0]);
+  MPI_Send_init(out, N, MPI_INT, next, 30, MPI_COMM_WORLD, &reqs[1]);
+  for (int round = 0; round < 3; round++) {
+    fill(out, N, rank + round, next);
+    MPI_Startall(2, reqs);
+    MPI_Status statuses[2];
+    MPI_Waitall(2, reqs, statuses);
+    check(reqs[0] != MPI_REQUEST_NULL, "persistent request kept", 0, 0);
+    check_buf(in, N, prev + round, rank, "persistent");
+    check(statuses[0].MPI_SOURCE == prev, "persistent source", statuses[0].MPI_SOURCE, prev);
+  }
+  MPI_Request_free(&reqs[0]);
+  MPI_Request_free(&reqs[1]);
+}
+
+/* MPI_COMM_TYPE_SHARED groups the ranks with the same processor name. */
+static void shared_node(void)
+{
+  char name[MPI_MAX_PROCESSOR_NAME] = "", *names = calloc((size_t)size, sizeof name);
+  int len, node_size, same = 0;
+  MPI_Get_processor_name(name, &len);
+  MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
+  for (int i = 0; i < size; i++)
+    same += strcmp(names + (size_t)i * sizeof name, name) == 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  check(node_size == same, "split_type shared size", node_size, same);
+  MPI_Comm_free(&node);
+  free(names);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
@@ -262,6 +302,8 @@ int main(int argc, char **argv)
   late_receives(max_ints);
   datatypes();
   communicators();
+  persistent();
+  shared_node();
   long totals[2] = {checks, errors}, all[2];
   MPI_Reduce(totals, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0)
