@@ -1,6 +1,6 @@
-# Writes OUT: one weak stub per name of LIST (lines starting with MPI_) that stops the
+# Writes OUT: one weak stub per function name of LIST (not the # lines) that stops the
 # job naming the call; the stand-in's own definitions override them at link time.
-file(STRINGS ${LIST} names REGEX "^MPI_")
+file(STRINGS ${LIST} names REGEX "^(P?MPIX?|MPII)_")
 set(text "/* Generated from ${LIST}: do not edit. */\nvoid mcoll_threads_standin_missing(const char *name);\n")
 foreach(name ${names})
   string(APPEND text "__attribute__((weak, visibility(\"default\"))) int ${name}(void);\n"

@@ -22,12 +22,16 @@ EXPORT void mcoll_threads_standin_missing(const char *name)
   api->missing(self, name);
 }
 
+/* Each call under its MPI_ and its PMPI_ name (the Fortran bindings call either). */
 #define STANDIN_RUNTIME(ret, name, params, args) \
-  EXPORT ret MPI_##name params { return api->name(self, THR_UNPAREN args); }
+  EXPORT ret MPI_##name params { return api->name(self, THR_UNPAREN args); } \
+  EXPORT ret PMPI_##name params { return api->name(self, THR_UNPAREN args); }
 #define STANDIN_RUNTIME0(ret, name) \
-  EXPORT ret MPI_##name(void) { return api->name(self); }
+  EXPORT ret MPI_##name(void) { return api->name(self); } \
+  EXPORT ret PMPI_##name(void) { return api->name(self); }
 #define STANDIN_HOST(ret, name, params, args) \
-  EXPORT ret MPI_##name params { return api->host_##name args; }
+  EXPORT ret MPI_##name params { return api->host_##name args; } \
+  EXPORT ret PMPI_##name params { return api->host_##name args; }
 
 THR_RUNTIME_CALLS(STANDIN_RUNTIME)
 THR_RUNTIME_CALLS0(STANDIN_RUNTIME0)
