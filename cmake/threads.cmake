@@ -27,11 +27,17 @@ function(mcoll_add_threads flavour)
   set(kind ${MCOLL_MPI_KIND_${flavour}})
   if(kind STREQUAL "mpich")
     set(soname libmpich.so.12)
+    set(fortran_soname libmpichfort.so.12)
   else()
     return() # (Open MPI: not yet; its handles are addresses of the library's objects)
   endif()
   set(dir ${CMAKE_SOURCE_DIR}/src/threads)
-  string(REGEX REPLACE "^lib" "mct" file ${soname})
+  # The real library, by its path: mcoll-threads loads it before the runtime.
+  foreach(item ${MPI_${flavour}_LINK_LIBRARIES})
+    if(item MATCHES "/lib${kind}\\.so$")
+      get_filename_component(library ${item} REALPATH)
+    endif()
+  endforeach()
   add_custom_command(OUTPUT ${out}/threads/stubs.c
     COMMAND ${CMAKE_COMMAND} -DLIST=${dir}/${kind}_functions.txt -DOUT=${out}/threads/stubs.c
             -P ${dir}/gen_stubs.cmake
@@ -40,15 +46,24 @@ function(mcoll_add_threads flavour)
   target_include_directories(mcoll-threads-standin_${flavour} PRIVATE
     $<TARGET_PROPERTY:${mpi},INTERFACE_INCLUDE_DIRECTORIES>)
   target_link_options(mcoll-threads-standin_${flavour} PRIVATE -Wl,-soname,${soname})
-  set_target_properties(mcoll-threads-standin_${flavour} PROPERTIES PREFIX "" OUTPUT_NAME ${file}
+  set_target_properties(mcoll-threads-standin_${flavour} PROPERTIES PREFIX "" OUTPUT_NAME ${soname}
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
-  add_executable(mcoll-threads_${flavour} ${dir}/launcher.c ${dir}/runtime.c ${dir}/coll.c
-                 ${dir}/elf.c)
-  target_link_libraries(mcoll-threads_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS} Threads::Threads)
+  add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/runtime.c
+              ${dir}/coll.c ${dir}/elf.c)
+  target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
+                        Threads::Threads)
+  target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE
+    MCOLL_THREADS_MPI_SONAMES="${soname} ${fortran_soname}")
+  set_target_properties(mcoll-threads-runtime_${flavour} PROPERTIES OUTPUT_NAME mcoll-threads
+    C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib)
+
+  add_executable(mcoll-threads_${flavour} ${dir}/start.c)
+  target_link_libraries(mcoll-threads_${flavour} PRIVATE ${CMAKE_DL_LIBS})
   target_compile_definitions(mcoll-threads_${flavour} PRIVATE
-    MCOLL_THREADS_MPI_SONAME="${soname}")
+    MCOLL_THREADS_MPI_LIBRARY="${library}")
   set_target_properties(mcoll-threads_${flavour} PROPERTIES OUTPUT_NAME mcoll-threads
     RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
-  add_dependencies(mcoll-threads_${flavour} mcoll-threads-standin_${flavour})
+  add_dependencies(mcoll-threads_${flavour} mcoll-threads-standin_${flavour}
+                   mcoll-threads-runtime_${flavour})
 endfunction()

@@ -98,8 +98,18 @@ static void find_copy_relocs(const unsigned char *data, const Elf64_Phdr *ph, in
   }
 }
 
-int thr_program_prepare(const char *program, const char *mpi_soname, const char *standin_name,
-                        struct thr_program *out, char *why, size_t why_size)
+/* Is name one of the space-separated words of list? */
+static int one_of(const char *name, const char *list)
+{
+  size_t n = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)); p += n)
+    if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+      return 1;
+  return 0;
+}
+
+int thr_program_prepare(const char *program, const char *mpi_sonames, struct thr_program *out,
+                        char *why, size_t why_size)
 {
   size_t size;
   unsigned char *data = read_file(program, &size);
@@ -141,17 +151,13 @@ int thr_program_prepare(const char *program, const char *mpi_soname, const char 
   for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++) {
     if (dyn[i].d_tag == DT_FLAGS_1)
       dyn[i].d_un.d_val &= ~(Elf64_Xword)DF_1_PIE;
-    if (dyn[i].d_tag == DT_NEEDED && strtab) {
-      char *name = (char *)data + strtab + dyn[i].d_un.d_val;
-      if (strcmp(name, mpi_soname) == 0) {
-        memcpy(name, standin_name, strlen(standin_name));
-        links_mpi = 1;
-      }
-    }
+    if (dyn[i].d_tag == DT_NEEDED && strtab &&
+        one_of((const char *)data + strtab + dyn[i].d_un.d_val, mpi_sonames))
+      links_mpi = 1;
   }
   if (!links_mpi) {
-    refuse(why, why_size, "%s does not link %s (the host MPI of this launcher)", program,
-           mpi_soname);
+    refuse(why, why_size, "%s links none of %s (the host MPI of this launcher)", program,
+           mpi_sonames);
     goto done;
   }
   find_copy_relocs(data, ph, eh->e_phnum, dyn, ndyn, out);

@@ -1,6 +1,5 @@
 /* The program as a loadable object: a private copy with DF_1_PIE cleared (glibc
- * refuses to dlopen an executable) and the host MPI's library renamed, so that the
- * rank namespaces load the stand-in of that soname instead of the real library. */
+ * refuses to dlopen an executable). */
 #ifndef MCOLL_THREADS_ELF_H
 #define MCOLL_THREADS_ELF_H
 
@@ -24,10 +23,10 @@ struct thr_program {
 };
 
 /* Checks program and writes the patched copy into a new private folder; on refusal
- * returns -1 with the reason in why. mpi_soname is the host library's soname,
- * standin_name the same-length name the copy needs instead. */
-int thr_program_prepare(const char *program, const char *mpi_soname, const char *standin_name,
-                        struct thr_program *out, char *why, size_t why_size);
+ * returns -1 with the reason in why. mpi_sonames: the host MPI's libraries a program
+ * links (C, Fortran), separated by spaces. */
+int thr_program_prepare(const char *program, const char *mpi_sonames, struct thr_program *out,
+                        char *why, size_t why_size);
 /* Removes the copy and its folder. */
 void thr_program_remove(struct thr_program *p);
 

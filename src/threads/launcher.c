@@ -1,7 +1,6 @@
-/* mcoll-threads: one host-MPI process holding T thread ranks of an unmodified,
- * dynamically linked MPI program. Started by mcollrun --threads T under the host's
- * mpiexec; each rank runs the program's main on its own thread, in its own link
- * namespace (own globals, libc, stdio, malloc), with the stand-in MPI library there.
+/* The process of T thread ranks (libmcoll-threads.so, entered from mcoll-threads):
+ * each rank runs the program's main on its own thread, in its own link namespace
+ * (own globals, libc, stdio, malloc), with the stand-in MPI library there.
  *   mcoll-threads T program [args]     run
  *   mcoll-threads --check program      say whether program can run as thread ranks */
 #include <dlfcn.h>
@@ -20,13 +19,6 @@
 enum { MAX_THREADS = 15 };
 
 extern char **environ;
-
-/* The stand-in's file name has the soname's length with "lib" made "mct"
- * (the program copy's DT_NEEDED is rewritten in place). */
-static void standin_name_of(const char *soname, char *out, size_t size)
-{
-  snprintf(out, size, "mct%s", soname + 3);
-}
 
 static void standin_dir(char *out, size_t size)
 {
@@ -184,14 +176,12 @@ static int usage(void)
   return 2;
 }
 
-int main(int argc, char **argv)
+__attribute__((visibility("default"))) int mcoll_threads_main(int argc, char **argv)
 {
-  char why[4096 + 512], standin[64];
+  char why[4096 + 512];
   struct thr_program program = {0};
-  standin_name_of(MCOLL_THREADS_MPI_SONAME, standin, sizeof standin);
   if (argc == 3 && strcmp(argv[1], "--check") == 0) {
-    if (thr_program_prepare(argv[2], MCOLL_THREADS_MPI_SONAME, standin, &program, why,
-                            sizeof why) != 0) {
+    if (thr_program_prepare(argv[2], MCOLL_THREADS_MPI_SONAMES, &program, why, sizeof why) != 0) {
       fprintf(stderr, "mcoll threads: cannot run as thread ranks: %s\n", why);
       return 2;
     }
@@ -208,8 +198,7 @@ int main(int argc, char **argv)
     return 2;
   }
   ensure_start_environment(argv);
-  if (thr_program_prepare(argv[2], MCOLL_THREADS_MPI_SONAME, standin, &program, why,
-                          sizeof why) != 0) {
+  if (thr_program_prepare(argv[2], MCOLL_THREADS_MPI_SONAMES, &program, why, sizeof why) != 0) {
     fprintf(stderr, "mcoll threads: cannot run as thread ranks: %s\n", why);
     return 2;
   }

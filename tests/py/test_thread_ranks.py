@@ -2,7 +2,7 @@
 as N/T processes of T thread ranks over the host MPI. The suite's correctness programs
 (collectives, datatypes, point-to-point) at 1-2 processes x 1-4 threads (more in the
 full tier), the per-rank process state, a library with mutable globals, the refusals,
-and a call the runtime lacks stopping the job with its name. MPICH only so far: the
+a call the runtime lacks stopping the job with its name, and the Fortran bindings. MPICH only so far: the
 Open MPI stand-in is not written (its handles are addresses of library objects)."""
 
 import re
@@ -13,6 +13,7 @@ import pytest
 
 import mpijob
 from mpijob import BUILD, FULL, check_passed, run_job
+from test_fortran import BINDINGS, programs  # noqa: F401 (the fixture that builds them)
 
 JOB_TIMEOUT = 180
 FLAVOUR = "mpich"
@@ -65,6 +66,16 @@ def test_datatypes_as_thread_ranks(threads, np):
     result = run_job(threads_argv(threads, np, "mcoll-test-datatypes"), None, JOB_TIMEOUT)
     assert result.returncode == 0 and "test_datatypes: 144 checks, 0 errors" in result.stdout, \
         result.describe()
+
+
+@pytest.mark.parametrize("binding", list(BINDINGS))
+def test_fortran_as_thread_ranks(programs, binding):  # noqa: F811
+    """Fortran programs (mpif.h, use mpi, use mpi_f08): MPICH's Fortran library loads in
+    each namespace and calls the stand-in."""
+    if (FLAVOUR, binding) not in programs:
+        pytest.skip(f"no mpif90.{FLAVOUR} (gfortran)")
+    result = run_job(threads_argv(2, 4, programs[FLAVOUR, binding]), None, JOB_TIMEOUT)
+    check_passed(result, "test_fortran")
 
 
 def test_rank_state():
