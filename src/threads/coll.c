@@ -212,24 +212,33 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
 }
 
 /* Counts and displacements of a regular (non-v) call, for the v algorithms. */
-static void regular_layout(int n, int count, int **counts, int **displs)
+struct layout {
+  int *counts, *displs;
+};
+
+static struct layout regular_layout(struct thr_rank *r, MPI_Comm comm, int count)
 {
-  *counts = malloc((size_t)n * sizeof(int));
-  *displs = malloc((size_t)n * sizeof(int));
+  int n = thr_comm_of(r, comm)->size;
+  struct layout l = {malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int))};
   for (int i = 0; i < n; i++) {
-    (*counts)[i] = count;
-    (*displs)[i] = i * count;
+    l.counts[i] = count;
+    l.displs[i] = i * count;
   }
+  return l;
+}
+
+static void free_layout(struct layout l)
+{
+  free(l.counts);
+  free(l.displs);
 }
 
 int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-  int *counts, *displs;
-  regular_layout(thr_comm_of(r, comm)->size, rcount, &counts, &displs);
-  thr_Gatherv(r, sbuf, scount, stype, rbuf, counts, displs, rtype, root, comm);
-  free(counts);
-  free(displs);
+  struct layout l = regular_layout(r, comm, rcount);
+  thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
+  free_layout(l);
   return MPI_SUCCESS;
 }
 
@@ -255,17 +264,14 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
 int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                 int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
-  int *counts, *displs;
-  regular_layout(thr_comm_of(r, comm)->size, scount, &counts, &displs);
-  thr_Scatterv(r, sbuf, counts, displs, stype, rbuf, rcount, rtype, root, comm);
-  free(counts);
-  free(displs);
+  struct layout l = regular_layout(r, comm, scount);
+  thr_Scatterv(r, sbuf, l.counts, l.displs, stype, rbuf, rcount, rtype, root, comm);
+  free_layout(l);
   return MPI_SUCCESS;
 }
 
 /* Every rank sends block i of its send layout to rank i and receives block i of its
- * receive layout from rank i, all at once. Displacements are in bytes; a NULL type
- * array means the one type for every block. */
+ * receive layout from rank i, all at once; displacements in bytes, a type per block. */
 static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
                      const int *scounts, const MPI_Aint *sdispls, const MPI_Datatype *stypes,
                      void *rbuf, const int *rcounts, const MPI_Aint *rdispls,
@@ -370,11 +376,10 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
 int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
                  void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-  int n = thr_comm_of(r, comm)->size, *scounts, *sdispls, *rcounts, *rdispls;
-  regular_layout(n, scount, &scounts, &sdispls);
-  regular_layout(n, rcount, &rcounts, &rdispls);
-  thr_Alltoallv(r, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
-  free(scounts), free(sdispls), free(rcounts), free(rdispls);
+  struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);
+  thr_Alltoallv(r, sbuf, s.counts, s.displs, stype, rbuf, d.counts, d.displs, rtype, comm);
+  free_layout(s);
+  free_layout(d);
   return MPI_SUCCESS;
 }
 
@@ -404,10 +409,8 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
 int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
                   void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
-  int *counts, *displs;
-  regular_layout(thr_comm_of(r, comm)->size, rcount, &counts, &displs);
-  thr_Allgatherv(r, sbuf, scount, stype, rbuf, counts, displs, rtype, comm);
-  free(counts);
-  free(displs);
+  struct layout l = regular_layout(r, comm, rcount);
+  thr_Allgatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, comm);
+  free_layout(l);
   return MPI_SUCCESS;
 }

@@ -200,4 +200,7 @@ void thr_program_remove(struct thr_program *p)
   if (p->dir[0])
     rmdir(p->dir);
   p->path[0] = p->dir[0] = 0;
+  free(p->copies);
+  p->copies = NULL;
+  p->ncopies = 0;
 }
