@@ -53,9 +53,18 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
   free(packed);
 }
 
+/* The local (in-process) algorithms serve reductions up to this size: every rank
+ * folds all inputs, which pays for small vectors only. */
+enum { LOCAL_REDUCE_MAX_BYTES = 16384 };
+
 int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_barrier(g);
+    return MPI_SUCCESS;
+  }
   if (c->rank == 0) {
     for (int i = 1; i < c->size; i++)
       thr_recv(r, c, NULL, 0, MPI_BYTE, i, TAG_BARRIER);
@@ -73,6 +82,11 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
               MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_bcast(g, c, buf, count, type, root);
+    return MPI_SUCCESS;
+  }
   int n = c->size, rel = (c->rank - root + n) % n, mask = 1;
   while (mask < n) {
     if (rel & mask) {
@@ -93,6 +107,11 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
                MPI_Op op, int root, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
+    return MPI_SUCCESS;
+  }
   if (c->rank != root) {
     thr_send(r, c, sbuf, count, type, root, TAG_REDUCE);
     return MPI_SUCCESS;
@@ -118,6 +137,11 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
                   MPI_Op op, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
+    return MPI_SUCCESS;
+  }
   if (sbuf == MPI_IN_PLACE && c->rank != 0)
     sbuf = rbuf;
   thr_Reduce(r, sbuf, rbuf, count, type, op, 0, comm);

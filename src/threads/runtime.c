@@ -50,7 +50,7 @@ static int is_basic_type(MPI_Datatype type)
   return ((unsigned)type & BASIC_TYPE_MASK) == BASIC_TYPE_KIND;
 }
 
-static size_t type_bytes(MPI_Datatype type, int count)
+size_t thr_type_bytes(MPI_Datatype type, int count)
 {
   if (is_basic_type(type))
     return (((unsigned)type >> 8) & 0xffu) * (size_t)count;
@@ -61,7 +61,7 @@ static size_t type_bytes(MPI_Datatype type, int count)
 
 /* Predefined types, and contiguous runs of them, are plain bytes in memory order;
  * any other derived type is packed (its map may reorder or overlap). */
-static int type_is_contiguous(MPI_Datatype type, int count)
+int thr_type_is_contiguous(MPI_Datatype type, int count)
 {
   if (is_basic_type(type))
     return 1;
@@ -81,16 +81,16 @@ static int type_is_contiguous(MPI_Datatype type, int count)
   MPI_Aint unused;
   PMPI_Type_get_contents(type, 1, 0, 1, &n, &unused, &inner);
   (void)count;
-  return type_is_contiguous(inner, 1);
+  return thr_type_is_contiguous(inner, 1);
 }
 
 /* The bytes of count x type at buf: buf itself, or a packed copy in *owned. */
 static const void *bytes_of(const void *buf, int count, MPI_Datatype type, size_t *len,
                             void **owned)
 {
-  *len = type_bytes(type, count);
+  *len = thr_type_bytes(type, count);
   *owned = NULL;
-  if (type_is_contiguous(type, count) || *len == 0)
+  if (thr_type_is_contiguous(type, count) || *len == 0)
     return buf;
   *owned = malloc(*len);
   int position = 0;
@@ -101,7 +101,7 @@ static const void *bytes_of(const void *buf, int count, MPI_Datatype type, size_
 /* Places len bytes into count x type at buf; MPI_ERR_TRUNCATE if they do not fit. */
 static int place_bytes(void *buf, int count, MPI_Datatype type, const void *bytes, size_t len)
 {
-  size_t capacity = type_bytes(type, count);
+  size_t capacity = thr_type_bytes(type, count);
   int err = MPI_SUCCESS;
   if (len > capacity) {
     len = capacity;
@@ -109,7 +109,7 @@ static int place_bytes(void *buf, int count, MPI_Datatype type, const void *byte
   }
   if (len == 0)
     return err;
-  if (type_is_contiguous(type, count)) {
+  if (thr_type_is_contiguous(type, count)) {
     memcpy(buf, bytes, len);
   } else {
     int position = 0, size;
@@ -639,6 +639,7 @@ static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
   if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
     thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
   r->comms[(unsigned)*comm & HANDLE_INDEX_MASK] = NULL;
+  thr_local_group_release(c);
   free(c->world);
   free(c);
   *comm = MPI_COMM_NULL;

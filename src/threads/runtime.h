@@ -47,6 +47,8 @@ struct thr_comm {
   int size, rank;
   int *world; /* comm rank -> world rank */
   MPI_Errhandler errhandler;
+  int locality; /* 0 not known yet, 1 all ranks are threads of this process, -1 not */
+  struct thr_local_group *local; /* (locality 1) shared by the ranks, coll_local.c */
 };
 
 struct thr_request;
@@ -97,6 +99,19 @@ void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count
 void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,
               int src, int tag);
 struct thr_comm *thr_comm_of(struct thr_rank *r, MPI_Comm handle);
+int thr_type_is_contiguous(MPI_Datatype type, int count);
+size_t thr_type_bytes(MPI_Datatype type, int count);
+
+/* Collectives of a communicator whose ranks are all threads of this process: they
+ * read each other's buffers in place (coll_local.c). The group is NULL otherwise. */
+struct thr_local_group *thr_local_group_of(struct thr_comm *c);
+void thr_local_group_release(struct thr_comm *c);
+void thr_local_barrier(struct thr_local_group *g);
+void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
+                     MPI_Datatype type, int root);
+/* root < 0: every rank gets the result (allreduce). */
+void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                      void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
 
 /* Collectives over the runtime's point-to-point (coll.c). */
 #define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);
