@@ -186,7 +186,13 @@ int thr_program_prepare(const char *program, const char *mpi_sonames, struct thr
     refuse(why, why_size, "cannot write %s", out->path);
     goto done;
   }
-  close(fd);
+  /* Removed at once and loaded through the open descriptor: nothing is left behind
+   * however the process ends. */
+  unlink(out->path);
+  rmdir(out->dir);
+  out->dir[0] = 0;
+  out->fd = fd;
+  snprintf(out->path, sizeof out->path, "/proc/self/fd/%d", fd);
   rc = 0;
 done:
   free(data);
@@ -195,8 +201,11 @@ done:
 
 void thr_program_remove(struct thr_program *p)
 {
-  if (p->path[0])
+  if (p->fd > 0)
+    close(p->fd);
+  else if (p->path[0])
     unlink(p->path);
+  p->fd = 0;
   if (p->dir[0])
     rmdir(p->dir);
   p->path[0] = p->dir[0] = 0;

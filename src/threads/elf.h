@@ -15,8 +15,9 @@ struct thr_copy_reloc {
 };
 
 struct thr_program {
-  char path[4096];      /* the patched copy */
-  char dir[4096];       /* its private folder */
+  char path[4096];      /* the patched copy (/proc/self/fd/<fd> once written) */
+  char dir[4096];       /* its private folder, while it is written */
+  int fd;               /* the copy, open (its file is already removed) */
   size_t main_offset;   /* main's address relative to the load base */
   struct thr_copy_reloc *copies;
   int ncopies;
@@ -27,7 +28,7 @@ struct thr_program {
  * links (C, Fortran), separated by spaces. */
 int thr_program_prepare(const char *program, const char *mpi_sonames, struct thr_program *out,
                         char *why, size_t why_size);
-/* Removes the copy and its folder. */
+/* Closes (or removes) the copy. */
 void thr_program_remove(struct thr_program *p);
 
 #endif

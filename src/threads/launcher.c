@@ -219,7 +219,7 @@ __attribute__((visibility("default"))) int mcoll_threads_main(int argc, char **a
   if (report && thr_proc.process == 0)
     fprintf(stderr, "mcoll threads: %ld ranks loaded in %.1f ms, resident memory +%ld KiB\n",
             threads, 1e3 * (seconds_now() - load_start), resident_kib() - rss_before);
-  thr_program_remove(&program); /* (mapped: the file is no longer needed) */
+  thr_program_remove(&program); /* (mapped: the descriptor is no longer needed) */
 
   pthread_t *ids = calloc((size_t)threads, sizeof *ids);
   for (int t = 0; t < threads; t++)

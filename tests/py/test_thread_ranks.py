@@ -111,9 +111,11 @@ def test_library_globals(threads, np):
     assert result.returncode == 0 and "test_lib_globals: 0 errors" in result.stdout, result.describe()
 
 
-def test_missing_call_is_named():
-    """A call the runtime lacks (here MPI_Ibarrier) stops the job with its name."""
-    result = run_job(threads_argv(2, 2, "mcoll-test-nbc"), None, JOB_TIMEOUT)
+def test_missing_call_is_named(tmp_path):
+    """A call the runtime lacks (here MPI_Ibarrier) stops the job with its name; the
+    aborted job leaves no program copy behind."""
+    result = run_job(threads_argv(2, 4, "mcoll-test-nbc"), {"TMPDIR": str(tmp_path)}, JOB_TIMEOUT)
+    assert list(tmp_path.iterdir()) == [], result.describe()
     assert result.returncode != 0, result.describe()
     assert re.search(r"called MPI_I\w+, which thread ranks do not implement", result.stderr), \
         result.describe()
