@@ -5,6 +5,7 @@ full tier), the per-rank process state, a library with mutable globals, the refu
 a call the runtime lacks stopping the job with its name, and the Fortran bindings. MPICH only so far: the
 Open MPI stand-in is not written (its handles are addresses of library objects)."""
 
+import os
 import re
 import shutil
 import subprocess
@@ -153,3 +154,30 @@ def test_fallback_to_processes(odd_programs):
                      None, JOB_TIMEOUT)
     check_passed(result, "test_p2p")
     assert "running as processes" in result.stderr, result.describe()
+
+
+from test_multihost import TESTHOSTS, hosts  # noqa: E402,F401 (the fixture: test hosts up)
+
+
+@pytest.mark.full
+@pytest.mark.hosts
+@pytest.mark.parametrize("program,args,summary", [
+    ("mcoll-test-p2p", [], "test_p2p"),
+    ("mcoll-test-coll", ["--quick", "--count-api", "0"], "test_coll"),
+])
+def test_across_test_hosts(hosts, program, args, summary):  # noqa: F811
+    """2 test hosts (network namespaces, TCP between them) x 1 process x 2 thread ranks:
+    messages between hosts go through the host MPI with their envelopes. MPICH over
+    UCX's TCP may hang in MPI_Finalize (see test_multihost.run_on_hosts): a job killed
+    at the timeout counts when the program printed its verdict."""
+    threads = 2
+    placement = subprocess.run([str(TESTHOSTS), "launcher-args", FLAVOUR, "1,1"], check=True,
+                               capture_output=True, text=True).stdout.split("\n")[:-1]
+    at = placement.index("-np") + 1
+    placement[at] = str(int(placement[at]) * threads)
+    argv = [str(mpijob.MCOLLRUN), "--mpi", FLAVOUR, "--threads", str(threads), *placement,
+            str(BUILD.bin(FLAVOUR, program)), *args]
+    # (run_job drops MCOLL_* variables: the rsh agent needs the test-host set's)
+    env = {k: v for k, v in os.environ.items() if k.startswith("MCOLL_TESTHOSTS_")}
+    result = run_job(argv, env, 120, expect_timeout=True)
+    assert re.search(rf"^{summary}: \d+ checks, 0 errors$", result.stdout, re.M), result.describe()
