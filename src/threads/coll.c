@@ -1,0 +1,440 @@
+/* Collectives over the runtime's point-to-point, in the communicator's collective
+ * context: simple, correct algorithms (linear folds in rank order, so that
+ * non-commutative operations come out right), not yet the node engines. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+enum { TAG_BARRIER = 1, TAG_BCAST, TAG_REDUCE, TAG_SCAN, TAG_GATHER, TAG_SCATTER, TAG_ALL };
+
+static MPI_Aint extent_of(MPI_Datatype type)
+{
+  MPI_Aint lb, extent;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  return extent;
+}
+
+static char *block_at(const void *buf, MPI_Aint displ, MPI_Datatype type)
+{
+  return (char *)buf + displ * extent_of(type);
+}
+
+/* A buffer for count x type (freed with free_typed). */
+static void *alloc_typed(int count, MPI_Datatype type)
+{
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * extent_of(type) : 0);
+  char *base = malloc(size > 0 ? (size_t)size : 1);
+  return base - true_lb;
+}
+
+static void free_typed(void *buf, MPI_Datatype type)
+{
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  free((char *)buf + true_lb);
+}
+
+/* Local copy between two typed buffers of the same signature. */
+static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
+                       MPI_Datatype stype)
+{
+  int size;
+  PMPI_Type_size(stype, &size);
+  if (size == 0 || scount == 0)
+    return;
+  int packed_size = size * scount, position = 0;
+  void *packed = malloc((size_t)packed_size);
+  PMPI_Pack(src, scount, stype, packed, packed_size, &position, MPI_COMM_SELF);
+  position = 0;
+  PMPI_Unpack(packed, packed_size, &position, dst, dcount, dtype, MPI_COMM_SELF);
+  free(packed);
+}
+
+/* The local (in-process) algorithms serve reductions up to this size: every rank
+ * folds all inputs, which pays for small vectors only. */
+enum { LOCAL_REDUCE_MAX_BYTES = 16384 };
+
+int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_barrier(g);
+    return MPI_SUCCESS;
+  }
+  if (c->rank == 0) {
+    for (int i = 1; i < c->size; i++)
+      thr_recv(r, c, NULL, 0, MPI_BYTE, i, TAG_BARRIER);
+    for (int i = 1; i < c->size; i++)
+      thr_send(r, c, NULL, 0, MPI_BYTE, i, TAG_BARRIER);
+  } else {
+    thr_send(r, c, NULL, 0, MPI_BYTE, 0, TAG_BARRIER);
+    thr_recv(r, c, NULL, 0, MPI_BYTE, 0, TAG_BARRIER);
+  }
+  return MPI_SUCCESS;
+}
+
+/* Binomial tree over ranks relative to the root. */
+int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int root,
+              MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_bcast(g, c, buf, count, type, root);
+    return MPI_SUCCESS;
+  }
+  int n = c->size, rel = (c->rank - root + n) % n, mask = 1;
+  while (mask < n) {
+    if (rel & mask) {
+      thr_recv(r, c, buf, count, type, (rel - mask + root) % n, TAG_BCAST);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (rel + mask < n)
+      thr_send(r, c, buf, count, type, (rel + mask + root) % n, TAG_BCAST);
+  return MPI_SUCCESS;
+}
+
+/* The root folds the contributions from the last rank to the first:
+ * acc = x_i op acc, so the result is x_0 op x_1 op ... op x_{n-1}. */
+int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+               MPI_Op op, int root, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
+    return MPI_SUCCESS;
+  }
+  if (c->rank != root) {
+    thr_send(r, c, sbuf, count, type, root, TAG_REDUCE);
+    return MPI_SUCCESS;
+  }
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *acc = alloc_typed(count, type), *in = alloc_typed(count, type);
+  for (int i = c->size - 1; i >= 0; i--) {
+    void *target = i == c->size - 1 ? acc : in;
+    if (i == c->rank)
+      copy_typed(target, count, type, mine, count, type);
+    else
+      thr_recv(r, c, target, count, type, i, TAG_REDUCE);
+    if (i != c->size - 1)
+      PMPI_Reduce_local(in, acc, count, type, op);
+  }
+  copy_typed(rbuf, count, type, acc, count, type);
+  free_typed(acc, type);
+  free_typed(in, type);
+  return MPI_SUCCESS;
+}
+
+int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                  MPI_Op op, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
+    return MPI_SUCCESS;
+  }
+  if (sbuf == MPI_IN_PLACE && c->rank != 0)
+    sbuf = rbuf;
+  thr_Reduce(r, sbuf, rbuf, count, type, op, 0, comm);
+  return thr_Bcast(r, rbuf, count, type, 0, comm);
+}
+
+int thr_Reduce_scatter_block(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
+                             MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int total = count * c->size;
+  void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
+  thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
+  thr_Scatter(r, all, count, type, rbuf, count, type, 0, comm);
+  if (all)
+    free_typed(all, type);
+  return MPI_SUCCESS;
+}
+
+int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const int *counts,
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int total = 0, *displs = malloc((size_t)c->size * sizeof(int));
+  for (int i = 0; i < c->size; i++) {
+    displs[i] = total;
+    total += counts[i];
+  }
+  void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
+  thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
+  thr_Scatterv(r, all, counts, displs, type, rbuf, counts[c->rank], type, 0, comm);
+  if (all)
+    free_typed(all, type);
+  free(displs);
+  return MPI_SUCCESS;
+}
+
+/* Linear prefix: rank i gets x_0..x_{i-1} from rank i-1 and passes x_0..x_i on. */
+static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
+                   MPI_Datatype type, MPI_Op op, MPI_Comm comm, int exclusive)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *acc = alloc_typed(count, type);
+  copy_typed(acc, count, type, mine, count, type);
+  if (c->rank > 0) {
+    void *before = alloc_typed(count, type);
+    thr_recv(r, c, before, count, type, c->rank - 1, TAG_SCAN);
+    PMPI_Reduce_local(before, acc, count, type, op);
+    if (exclusive)
+      copy_typed(rbuf, count, type, before, count, type);
+    free_typed(before, type);
+  }
+  if (c->rank + 1 < c->size)
+    thr_send(r, c, acc, count, type, c->rank + 1, TAG_SCAN);
+  if (!exclusive)
+    copy_typed(rbuf, count, type, acc, count, type);
+  free_typed(acc, type);
+}
+
+int thr_Scan(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+             MPI_Op op, MPI_Comm comm)
+{
+  prefix(r, sbuf, rbuf, count, type, op, comm, 0);
+  return MPI_SUCCESS;
+}
+
+int thr_Exscan(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+               MPI_Op op, MPI_Comm comm)
+{
+  prefix(r, sbuf, rbuf, count, type, op, comm, 1);
+  return MPI_SUCCESS;
+}
+
+int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
+                MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  if (c->rank != root) {
+    thr_send(r, c, sbuf, scount, stype, root, TAG_GATHER);
+    return MPI_SUCCESS;
+  }
+  for (int i = 0; i < c->size; i++) {
+    char *at = block_at(rbuf, displs[i], rtype);
+    if (i != root)
+      thr_recv(r, c, at, rcounts[i], rtype, i, TAG_GATHER);
+    else if (sbuf != MPI_IN_PLACE)
+      copy_typed(at, rcounts[i], rtype, sbuf, scount, stype);
+  }
+  return MPI_SUCCESS;
+}
+
+/* Counts and displacements of a regular (non-v) call, for the v algorithms. */
+struct layout {
+  int *counts, *displs;
+};
+
+static struct layout regular_layout(struct thr_rank *r, MPI_Comm comm, int count)
+{
+  int n = thr_comm_of(r, comm)->size;
+  struct layout l = {malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int))};
+  for (int i = 0; i < n; i++) {
+    l.counts[i] = count;
+    l.displs[i] = i * count;
+  }
+  return l;
+}
+
+static void free_layout(struct layout l)
+{
+  free(l.counts);
+  free(l.displs);
+}
+
+int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+               int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  struct layout l = regular_layout(r, comm, rcount);
+  thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
+  free_layout(l);
+  return MPI_SUCCESS;
+}
+
+int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const int *displs,
+                 MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root,
+                 MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  if (c->rank != root) {
+    thr_recv(r, c, rbuf, rcount, rtype, root, TAG_SCATTER);
+    return MPI_SUCCESS;
+  }
+  for (int i = 0; i < c->size; i++) {
+    const char *at = block_at(sbuf, displs[i], stype);
+    if (i != root)
+      thr_send(r, c, at, scounts[i], stype, i, TAG_SCATTER);
+    else if (rbuf != MPI_IN_PLACE)
+      copy_typed(rbuf, rcount, rtype, at, scounts[i], stype);
+  }
+  return MPI_SUCCESS;
+}
+
+int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+  struct layout l = regular_layout(r, comm, scount);
+  thr_Scatterv(r, sbuf, l.counts, l.displs, stype, rbuf, rcount, rtype, root, comm);
+  free_layout(l);
+  return MPI_SUCCESS;
+}
+
+/* Every rank sends block i of its send layout to rank i and receives block i of its
+ * receive layout from rank i, all at once; displacements in bytes, a type per block. */
+static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                     const int *scounts, const MPI_Aint *sdispls, const MPI_Datatype *stypes,
+                     void *rbuf, const int *rcounts, const MPI_Aint *rdispls,
+                     const MPI_Datatype *rtypes)
+{
+  int n = c->size, me = c->rank;
+  struct thr_request **reqs = malloc((size_t)(2 * n) * sizeof *reqs);
+  int nreqs = 0;
+  for (int k = 1; k < n; k++) {
+    int from = (me - k + n) % n;
+    reqs[nreqs++] = thr_irecv(r, c, c->ctx + 1, (char *)rbuf + rdispls[from], rcounts[from],
+                              rtypes[from], from, TAG_ALL);
+  }
+  for (int k = 1; k < n; k++) {
+    int to = (me + k) % n;
+    reqs[nreqs++] = thr_isend(r, c, c->ctx + 1, (const char *)sbuf + sdispls[to], scounts[to],
+                              stypes[to], to, TAG_ALL);
+  }
+  copy_typed((char *)rbuf + rdispls[me], rcounts[me], rtypes[me],
+             (const char *)sbuf + sdispls[me], scounts[me], stypes[me]);
+  for (int i = 0; i < nreqs; i++)
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+  free(reqs);
+}
+
+/* The byte layout of a v call with one type. */
+static void byte_layout(int n, const int *displs, MPI_Datatype type, MPI_Aint **bytes,
+                        MPI_Datatype **types)
+{
+  *bytes = malloc((size_t)n * sizeof **bytes);
+  *types = malloc((size_t)n * sizeof **types);
+  MPI_Aint extent = extent_of(type);
+  for (int i = 0; i < n; i++) {
+    (*bytes)[i] = displs[i] * extent;
+    (*types)[i] = type;
+  }
+}
+
+static void exchange_v(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                       const int *scounts, const int *sdispls, MPI_Datatype stype, void *rbuf,
+                       const int *rcounts, const int *rdispls, MPI_Datatype rtype)
+{
+  MPI_Aint *sbytes, *rbytes;
+  MPI_Datatype *stypes, *rtypes;
+  byte_layout(c->size, sdispls, stype, &sbytes, &stypes);
+  byte_layout(c->size, rdispls, rtype, &rbytes, &rtypes);
+  exchange(r, c, sbuf, scounts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes);
+  free(sbytes), free(stypes), free(rbytes), free(rtypes);
+}
+
+int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, const int *sdispls,
+                  const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                  const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int n = c->size;
+  MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
+  for (int i = 0; i < n; i++) {
+    sbytes[i] = sdispls ? sdispls[i] : 0;
+    rbytes[i] = rdispls[i];
+  }
+  void *copy = NULL;
+  if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer's blocks */
+    MPI_Aint span = 0;
+    for (int i = 0; i < n; i++) {
+      MPI_Aint lb, extent;
+      PMPI_Type_get_extent(rtypes[i], &lb, &extent);
+      if (rdispls[i] + rcounts[i] * extent > span)
+        span = rdispls[i] + rcounts[i] * extent;
+    }
+    copy = malloc(span > 0 ? (size_t)span : 1);
+    memcpy(copy, rbuf, (size_t)span);
+    sbuf = copy, scounts = rcounts, stypes = rtypes;
+    for (int i = 0; i < n; i++)
+      sbytes[i] = rdispls[i];
+  }
+  exchange(r, c, sbuf, scounts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes);
+  free(copy), free(sbytes), free(rbytes);
+  return MPI_SUCCESS;
+}
+
+int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, const int *sdispls,
+                  MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                  MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer */
+    MPI_Aint span = 0;
+    for (int i = 0; i < c->size; i++)
+      if (rdispls[i] + rcounts[i] > span)
+        span = rdispls[i] + rcounts[i];
+    void *copy = alloc_typed((int)span, rtype);
+    copy_typed(copy, (int)span, rtype, rbuf, (int)span, rtype);
+    exchange_v(r, c, copy, rcounts, rdispls, rtype, rbuf, rcounts, rdispls, rtype);
+    free_typed(copy, rtype);
+    return MPI_SUCCESS;
+  }
+  exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
+  return MPI_SUCCESS;
+}
+
+int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
+                 void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);
+  thr_Alltoallv(r, sbuf, s.counts, s.displs, stype, rbuf, d.counts, d.displs, rtype, comm);
+  free_layout(s);
+  free_layout(d);
+  return MPI_SUCCESS;
+}
+
+/* Every rank's block to every rank: the exchange with the same block for all. */
+int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
+                   void *rbuf, const int *rcounts, const int *displs, MPI_Datatype rtype,
+                   MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  int n = c->size;
+  if (sbuf == MPI_IN_PLACE) {
+    sbuf = block_at(rbuf, displs[c->rank], rtype);
+    scount = rcounts[c->rank];
+    stype = rtype;
+  }
+  int *scounts = malloc((size_t)n * sizeof(int)), *sdispls = calloc((size_t)n, sizeof(int));
+  for (int i = 0; i < n; i++)
+    scounts[i] = scount;
+  if (block_at(rbuf, displs[c->rank], rtype) == (const char *)sbuf)
+    scounts[c->rank] = 0; /* (already in place) */
+  exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, displs, rtype);
+  free(scounts);
+  free(sdispls);
+  return MPI_SUCCESS;
+}
+
+int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
+                  void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+  struct layout l = regular_layout(r, comm, rcount);
+  thr_Allgatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, comm);
+  free_layout(l);
+  return MPI_SUCCESS;
+}

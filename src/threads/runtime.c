@@ -1,0 +1,1019 @@
+/* The thread-rank runtime: ranks, communicators, requests and point-to-point
+ * matching; the calls of the function table the stand-in libraries use. */
+#include "runtime.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct thr_process thr_proc;
+
+/* Messages up to this size are copied on send when no receive is posted yet; larger
+ * ones wait for the receiver, which copies once from the sender's buffer. */
+enum { EAGER_BYTES = 16384 };
+/* Host tags: envelopes on HDR_TAG, their bytes on DATA_TAG + source thread (each
+ * sending thread's bytes stay in the order of its envelopes). */
+enum { HDR_TAG = 0, DATA_TAG = 1 };
+
+/* The handles this runtime gives out (MPICH's encoding: kind bits 31-30 "direct",
+ * object kind in bits 29-26), so that programs compare them with MPI's constants. */
+#define COMM_HANDLE_BASE 0x84000000u
+#define REQUEST_HANDLE_BASE 0xac000000u
+#define HANDLE_KIND_MASK 0xfc000000u
+#define HANDLE_INDEX_MASK 0x03ffffffu
+
+_Noreturn void thr_fatal(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("mcoll threads: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+  PMPI_Abort(MPI_COMM_WORLD, 1);
+  abort();
+}
+
+/* ---- datatypes: bytes out of and into typed buffers ---- */
+
+/* MPICH's predefined basic types: kind "builtin", object kind datatype, their size in
+ * bits 15-8 of the handle (the pair types are not of this kind). */
+#define BASIC_TYPE_MASK 0xfc000000u
+#define BASIC_TYPE_KIND 0x4c000000u
+
+static int is_basic_type(MPI_Datatype type)
+{
+  return ((unsigned)type & BASIC_TYPE_MASK) == BASIC_TYPE_KIND;
+}
+
+size_t thr_type_bytes(MPI_Datatype type, int count)
+{
+  if (is_basic_type(type))
+    return (((unsigned)type >> 8) & 0xffu) * (size_t)count;
+  int size;
+  PMPI_Type_size(type, &size);
+  return (size_t)size * (size_t)count;
+}
+
+/* Predefined types, and contiguous runs of them, are plain bytes in memory order;
+ * any other derived type is packed (its map may reorder or overlap). */
+int thr_type_is_contiguous(MPI_Datatype type, int count)
+{
+  if (is_basic_type(type))
+    return 1;
+  int nints, naddrs, ntypes, combiner;
+  PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner);
+  if (combiner == MPI_COMBINER_NAMED) { /* (pair types such as MPI_DOUBLE_INT have holes) */
+    MPI_Aint lb, extent;
+    int size;
+    PMPI_Type_get_extent(type, &lb, &extent);
+    PMPI_Type_size(type, &size);
+    return lb == 0 && extent == size;
+  }
+  if (combiner != MPI_COMBINER_CONTIGUOUS || nints != 1 || ntypes != 1 || naddrs != 0)
+    return 0;
+  int n;
+  MPI_Datatype inner;
+  MPI_Aint unused;
+  PMPI_Type_get_contents(type, 1, 0, 1, &n, &unused, &inner);
+  (void)count;
+  return thr_type_is_contiguous(inner, 1);
+}
+
+/* The bytes of count x type at buf: buf itself, or a packed copy in *owned. */
+static const void *bytes_of(const void *buf, int count, MPI_Datatype type, size_t *len,
+                            void **owned)
+{
+  *len = thr_type_bytes(type, count);
+  *owned = NULL;
+  if (thr_type_is_contiguous(type, count) || *len == 0)
+    return buf;
+  *owned = malloc(*len);
+  int position = 0;
+  PMPI_Pack(buf, count, type, *owned, (int)*len, &position, MPI_COMM_SELF);
+  return *owned;
+}
+
+/* Places len bytes into count x type at buf; MPI_ERR_TRUNCATE if they do not fit. */
+static int place_bytes(void *buf, int count, MPI_Datatype type, const void *bytes, size_t len)
+{
+  size_t capacity = thr_type_bytes(type, count);
+  int err = MPI_SUCCESS;
+  if (len > capacity) {
+    len = capacity;
+    err = MPI_ERR_TRUNCATE;
+  }
+  if (len == 0)
+    return err;
+  if (thr_type_is_contiguous(type, count)) {
+    memcpy(buf, bytes, len);
+  } else {
+    int position = 0, size;
+    PMPI_Type_size(type, &size);
+    PMPI_Unpack(bytes, (int)len, &position, buf, (int)(len / (size_t)size), type, MPI_COMM_SELF);
+  }
+  return err;
+}
+
+static void set_status(MPI_Status *status, int src, int tag, int err, size_t len)
+{
+  status->MPI_SOURCE = src;
+  status->MPI_TAG = tag;
+  status->MPI_ERROR = err;
+  PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)len);
+}
+
+static void copy_status(MPI_Status *out, const MPI_Status *in)
+{
+  if (out != MPI_STATUS_IGNORE)
+    *out = *in;
+}
+
+/* ---- matching ---- */
+
+static int matches(int ctx, int src, int tag, const struct thr_msg *m)
+{
+  return m->ctx == ctx && (src == MPI_ANY_SOURCE || src == m->src) &&
+         (tag == MPI_ANY_TAG || tag == m->tag);
+}
+
+/* The receive gets the message's bytes; the sender of a large message is released. */
+static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
+{
+  const void *bytes = m->data ? m->data : m->sender_buf;
+  int err = place_bytes(rv->buf, rv->count, rv->type, bytes, m->len);
+  set_status(&rv->status, m->src, m->tag, err, m->len);
+  if (m->sender_done)
+    atomic_store_explicit(m->sender_done, 1, memory_order_release);
+  free(m->data);
+  free(m);
+  atomic_store_explicit(&rv->done, 1, memory_order_release);
+}
+
+/* Hands m to rank dest: to the first matching posted receive, else to the unexpected
+ * queue (a large in-process message stays in its sender's buffer until received). */
+static void deliver(struct thr_rank *dest, struct thr_msg *m)
+{
+  struct thr_mailbox *box = &dest->box;
+  pthread_mutex_lock(&box->lock);
+  for (struct thr_recv **p = &box->posted; *p; p = &(*p)->next) {
+    struct thr_recv *rv = *p;
+    if (matches(rv->ctx, rv->src, rv->tag, m)) {
+      *p = rv->next;
+      if (box->posted_tail == &rv->next)
+        box->posted_tail = p;
+      pthread_mutex_unlock(&box->lock);
+      complete_recv(rv, m);
+      return;
+    }
+  }
+  if (!m->data && m->len <= EAGER_BYTES) {
+    m->data = malloc(m->len ? m->len : 1);
+    memcpy(m->data, m->sender_buf, m->len);
+    atomic_store_explicit(m->sender_done, 1, memory_order_release);
+    m->sender_done = NULL;
+    m->sender_buf = NULL;
+  }
+  m->next = NULL;
+  *box->unexpected_tail = m;
+  box->unexpected_tail = &m->next;
+  pthread_mutex_unlock(&box->lock);
+}
+
+/* Posts rv at rank r, or completes it from the first matching unexpected message. */
+static void post_recv(struct thr_rank *r, struct thr_recv *rv)
+{
+  struct thr_mailbox *box = &r->box;
+  atomic_store_explicit(&rv->done, 0, memory_order_relaxed);
+  pthread_mutex_lock(&box->lock);
+  for (struct thr_msg **p = &box->unexpected; *p; p = &(*p)->next) {
+    struct thr_msg *m = *p;
+    if (matches(rv->ctx, rv->src, rv->tag, m)) {
+      *p = m->next;
+      if (box->unexpected_tail == &m->next)
+        box->unexpected_tail = p;
+      pthread_mutex_unlock(&box->lock);
+      complete_recv(rv, m);
+      return;
+    }
+  }
+  rv->next = NULL;
+  *box->posted_tail = rv;
+  box->posted_tail = &rv->next;
+  pthread_mutex_unlock(&box->lock);
+}
+
+/* ---- the host MPI between processes ---- */
+
+struct host_envelope {
+  int ctx, src, tag, dst_thread, src_thread, pad;
+  uint64_t len;
+};
+
+/* Drains envelopes that arrived from other processes into the ranks' mailboxes. */
+static void progress(void)
+{
+  if (thr_proc.processes == 1 || pthread_mutex_trylock(&thr_proc.progress_lock) != 0)
+    return;
+  for (;;) {
+    int flag;
+    MPI_Message handle;
+    MPI_Status status;
+    PMPI_Improbe(MPI_ANY_SOURCE, HDR_TAG, thr_proc.host, &flag, &handle, &status);
+    if (!flag)
+      break;
+    struct host_envelope env;
+    PMPI_Mrecv(&env, sizeof env, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+    struct thr_msg *m = calloc(1, sizeof *m);
+    m->ctx = env.ctx;
+    m->src = env.src;
+    m->tag = env.tag;
+    m->len = env.len;
+    m->data = malloc(env.len ? env.len : 1);
+    if (env.len)
+      PMPI_Recv(m->data, (int)env.len, MPI_BYTE, status.MPI_SOURCE, DATA_TAG + env.src_thread,
+                thr_proc.host, MPI_STATUS_IGNORE);
+    if (env.dst_thread < 0 || env.dst_thread >= thr_proc.threads)
+      thr_fatal("envelope for thread %d of %d", env.dst_thread, thr_proc.threads);
+    deliver(&thr_proc.ranks[env.dst_thread], m);
+  }
+  pthread_mutex_unlock(&thr_proc.progress_lock);
+}
+
+/* ---- requests ---- */
+
+enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE, PERSISTENT };
+
+/* What a persistent request starts each time. */
+struct persistent_call {
+  int is_send;
+  void *buf;
+  int count;
+  MPI_Datatype type;
+  int peer, tag;
+  MPI_Comm comm;
+};
+
+struct thr_request {
+  enum request_kind kind;
+  atomic_int send_done;
+  void *owned; /* packed bytes or the envelope, freed on completion */
+  void *owned2;
+  MPI_Request host[2];
+  struct thr_recv recv;
+  MPI_Status status;
+  struct persistent_call call;  /* PERSISTENT: the call, and the operation it started */
+  struct thr_request *active;
+};
+
+static int request_done(struct thr_request *q)
+{
+  switch (q->kind) {
+  case SEND_LOCAL:
+    return atomic_load_explicit(&q->send_done, memory_order_acquire);
+  case SEND_HOST: {
+    int flag;
+    MPI_Status statuses[2];
+    PMPI_Testall(2, q->host, &flag, statuses);
+    return flag;
+  }
+  case RECV:
+    return atomic_load_explicit(&q->recv.done, memory_order_acquire);
+  case DONE:
+    return 1;
+  case PERSISTENT:
+    return !q->active || request_done(q->active);
+  }
+  return 1;
+}
+
+static void request_finish(struct thr_request *q, MPI_Status *status)
+{
+  if (q->kind == RECV)
+    q->status = q->recv.status;
+  copy_status(status, &q->status);
+  free(q->owned);
+  free(q->owned2);
+  free(q);
+}
+
+/* Waiting yields the core at once: ranks often outnumber cores, and the rank being
+ * waited for may need this one. */
+void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
+{
+  (void)r;
+  while (!request_done(q)) {
+    progress();
+    sched_yield();
+  }
+  request_finish(q, status);
+}
+
+static struct thr_request *new_request(enum request_kind kind)
+{
+  struct thr_request *q = calloc(1, sizeof *q);
+  q->kind = kind;
+  q->host[0] = q->host[1] = MPI_REQUEST_NULL;
+  set_status(&q->status, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  return q;
+}
+
+struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, const void *buf,
+                              int count, MPI_Datatype type, int dst, int tag)
+{
+  if (dst == MPI_PROC_NULL)
+    return new_request(DONE);
+  if (dst < 0 || dst >= c->size)
+    thr_fatal("rank %d: send to rank %d of a communicator of %d", r->world, dst, c->size);
+  int dst_world = c->world[dst];
+  int dst_process = dst_world / thr_proc.threads;
+  size_t len;
+  void *owned;
+  const void *bytes = bytes_of(buf, count, type, &len, &owned);
+  if (dst_process == thr_proc.process) {
+    struct thr_request *q = new_request(SEND_LOCAL);
+    struct thr_msg *m = calloc(1, sizeof *m);
+    *m = (struct thr_msg){.ctx = ctx, .src = c->rank, .tag = tag, .len = len};
+    if (owned) { /* already a private copy: the send is complete */
+      m->data = owned;
+      atomic_store(&q->send_done, 1);
+    } else {
+      m->sender_buf = bytes;
+      m->sender_done = &q->send_done;
+    }
+    deliver(&thr_proc.ranks[dst_world % thr_proc.threads], m);
+    return q;
+  }
+  struct thr_request *q = new_request(SEND_HOST);
+  struct host_envelope *env = malloc(sizeof *env);
+  *env = (struct host_envelope){.ctx = ctx, .src = c->rank, .tag = tag,
+                                .dst_thread = dst_world % thr_proc.threads,
+                                .src_thread = r->thread, .len = len};
+  q->owned = env;
+  q->owned2 = owned;
+  PMPI_Isend(env, sizeof *env, MPI_BYTE, dst_process, HDR_TAG, thr_proc.host, &q->host[0]);
+  if (len)
+    PMPI_Isend(bytes, (int)len, MPI_BYTE, dst_process, DATA_TAG + r->thread, thr_proc.host,
+               &q->host[1]);
+  return q;
+}
+
+struct thr_request *thr_irecv(struct thr_rank *r, struct thr_comm *c, int ctx, void *buf,
+                              int count, MPI_Datatype type, int src, int tag)
+{
+  if (src == MPI_PROC_NULL) {
+    struct thr_request *q = new_request(DONE);
+    set_status(&q->status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+    return q;
+  }
+  if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+    thr_fatal("rank %d: receive from rank %d of a communicator of %d", r->world, src, c->size);
+  struct thr_request *q = new_request(RECV);
+  q->recv = (struct thr_recv){.ctx = ctx, .src = src, .tag = tag, .buf = buf, .count = count,
+                              .type = type};
+  post_recv(r, &q->recv);
+  return q;
+}
+
+void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,
+              MPI_Datatype type, int dst, int tag)
+{
+  thr_wait(r, thr_isend(r, c, c->ctx + 1, buf, count, type, dst, tag), MPI_STATUS_IGNORE);
+}
+
+void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,
+              int src, int tag)
+{
+  thr_wait(r, thr_irecv(r, c, c->ctx + 1, buf, count, type, src, tag), MPI_STATUS_IGNORE);
+}
+
+/* ---- handles ---- */
+
+static int add_handle(void ***table, int *n, void *object)
+{
+  for (int i = 0; i < *n; i++)
+    if (!(*table)[i]) {
+      (*table)[i] = object;
+      return i;
+    }
+  int grown = *n ? 2 * *n : 16;
+  *table = realloc(*table, (size_t)grown * sizeof **table);
+  memset(*table + *n, 0, (size_t)(grown - *n) * sizeof **table);
+  int i = *n;
+  *n = grown;
+  (*table)[i] = object;
+  return i;
+}
+
+struct thr_comm *thr_comm_of(struct thr_rank *r, MPI_Comm handle)
+{
+  unsigned h = (unsigned)handle;
+  unsigned index = h & HANDLE_INDEX_MASK;
+  if (handle == MPI_COMM_WORLD)
+    index = 0;
+  else if (handle == MPI_COMM_SELF)
+    index = 1;
+  else if ((h & HANDLE_KIND_MASK) != COMM_HANDLE_BASE)
+    index = (unsigned)r->ncomms;
+  if (index >= (unsigned)r->ncomms || !r->comms[index])
+    thr_fatal("rank %d: invalid communicator 0x%x", r->world, h);
+  return r->comms[index];
+}
+
+static MPI_Comm add_comm(struct thr_rank *r, struct thr_comm *c)
+{
+  int index = add_handle((void ***)&r->comms, &r->ncomms, c);
+  return (MPI_Comm)(COMM_HANDLE_BASE | (unsigned)index);
+}
+
+static MPI_Request add_request(struct thr_rank *r, struct thr_request *q)
+{
+  int index = add_handle((void ***)&r->reqs, &r->nreqs, q);
+  return (MPI_Request)(REQUEST_HANDLE_BASE | (unsigned)index);
+}
+
+/* The request of a handle, taken out of the table when take. NULL for MPI_REQUEST_NULL. */
+static struct thr_request *request_of(struct thr_rank *r, MPI_Request handle, int take)
+{
+  if (handle == MPI_REQUEST_NULL)
+    return NULL;
+  unsigned h = (unsigned)handle, index = h & HANDLE_INDEX_MASK;
+  if ((h & HANDLE_KIND_MASK) != REQUEST_HANDLE_BASE || index >= (unsigned)r->nreqs ||
+      !r->reqs[index])
+    thr_fatal("rank %d: invalid request 0x%x", r->world, h);
+  struct thr_request *q = r->reqs[index];
+  if (take)
+    r->reqs[index] = NULL;
+  return q;
+}
+
+static struct thr_comm *new_comm(int ctx, int size, int rank)
+{
+  struct thr_comm *c = calloc(1, sizeof *c);
+  *c = (struct thr_comm){.ctx = ctx, .size = size, .rank = rank,
+                         .world = malloc((size_t)size * sizeof(int)),
+                         .errhandler = MPI_ERRORS_ARE_FATAL};
+  return c;
+}
+
+/* World: contexts 0/1; self: 2/3; new communicators from 4 on, agreed over the parent. */
+void thr_rank_init(struct thr_rank *r, int thread)
+{
+  memset(r, 0, sizeof *r);
+  r->thread = thread;
+  r->world = thr_proc.process * thr_proc.threads + thread;
+  pthread_mutex_init(&r->box.lock, NULL);
+  r->box.unexpected_tail = &r->box.unexpected;
+  r->box.posted_tail = &r->box.posted;
+  struct thr_comm *world = new_comm(0, thr_proc.world_size, r->world);
+  for (int i = 0; i < world->size; i++)
+    world->world[i] = i;
+  struct thr_comm *self = new_comm(2, 1, 0);
+  self->world[0] = r->world;
+  add_comm(r, world);
+  add_comm(r, self);
+  r->next_ctx = 4;
+}
+
+void thr_runtime_init(int threads)
+{
+  PMPI_Comm_dup(MPI_COMM_WORLD, &thr_proc.host);
+  PMPI_Comm_size(thr_proc.host, &thr_proc.processes);
+  PMPI_Comm_rank(thr_proc.host, &thr_proc.process);
+  thr_proc.threads = threads;
+  thr_proc.world_size = threads * thr_proc.processes;
+  pthread_mutex_init(&thr_proc.progress_lock, NULL);
+  MPI_Comm node;
+  PMPI_Comm_split_type(thr_proc.host, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
+  PMPI_Comm_free(&node);
+  thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
+  for (int t = 0; t < threads; t++)
+    thr_rank_init(&thr_proc.ranks[t], t);
+}
+
+/* ---- the calls of the table ---- */
+
+static int rt_Init(struct thr_rank *r, int *argc, char ***argv)
+{
+  (void)argc, (void)argv;
+  r->initialized = 1;
+  r->thread_level = MPI_THREAD_SINGLE;
+  return MPI_SUCCESS;
+}
+
+/* Threads of one rank may call MPI one at a time: the rank's tables have no lock. */
+static int rt_Init_thread(struct thr_rank *r, int *argc, char ***argv, int required,
+                          int *provided)
+{
+  rt_Init(r, argc, argv);
+  r->thread_level = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
+  *provided = r->thread_level;
+  return MPI_SUCCESS;
+}
+
+static int rt_Initialized(struct thr_rank *r, int *flag)
+{
+  *flag = r->initialized;
+  return MPI_SUCCESS;
+}
+
+static int rt_Finalized(struct thr_rank *r, int *flag)
+{
+  *flag = r->finalized;
+  return MPI_SUCCESS;
+}
+
+static int rt_Query_thread(struct thr_rank *r, int *provided)
+{
+  *provided = r->thread_level;
+  return MPI_SUCCESS;
+}
+
+static int rt_Is_thread_main(struct thr_rank *r, int *flag)
+{
+  (void)r;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+static int rt_Finalize(struct thr_rank *r)
+{
+  thr_Barrier(r, MPI_COMM_WORLD);
+  r->finalized = 1;
+  return MPI_SUCCESS;
+}
+
+static int rt_Abort(struct thr_rank *r, MPI_Comm comm, int code)
+{
+  (void)comm;
+  fprintf(stderr, "mcoll threads: rank %d called MPI_Abort(%d)\n", r->world, code);
+  fflush(stderr);
+  r->fflush(NULL);
+  PMPI_Abort(MPI_COMM_WORLD, code);
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_rank(struct thr_rank *r, MPI_Comm comm, int *rank)
+{
+  *rank = thr_comm_of(r, comm)->rank;
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_size(struct thr_rank *r, MPI_Comm comm, int *size)
+{
+  *size = thr_comm_of(r, comm)->size;
+  return MPI_SUCCESS;
+}
+
+/* A context free at every rank of comm (collective over comm). */
+static int agree_ctx(struct thr_rank *r, MPI_Comm comm)
+{
+  int ctx;
+  thr_Allreduce(r, &r->next_ctx, &ctx, 1, MPI_INT, MPI_MAX, comm);
+  r->next_ctx = ctx + 2;
+  return ctx;
+}
+
+static int rt_Comm_dup(struct thr_rank *r, MPI_Comm comm, MPI_Comm *out)
+{
+  struct thr_comm *parent = thr_comm_of(r, comm);
+  int ctx = agree_ctx(r, comm);
+  struct thr_comm *c = new_comm(ctx, parent->size, parent->rank);
+  memcpy(c->world, parent->world, (size_t)parent->size * sizeof(int));
+  c->errhandler = parent->errhandler;
+  *out = add_comm(r, c);
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_split(struct thr_rank *r, MPI_Comm comm, int color, int key, MPI_Comm *out)
+{
+  struct thr_comm *parent = thr_comm_of(r, comm);
+  int ctx = agree_ctx(r, comm);
+  int mine[2] = {color, key};
+  int *all = malloc((size_t)parent->size * 2 * sizeof(int));
+  thr_Allgather(r, mine, 2, MPI_INT, all, 2, MPI_INT, comm);
+  *out = MPI_COMM_NULL;
+  if (color != MPI_UNDEFINED) {
+    int size = 0, rank = 0;
+    int *members = malloc((size_t)parent->size * sizeof(int));
+    for (int i = 0; i < parent->size; i++)
+      if (all[2 * i] == color)
+        members[size++] = i;
+    /* By key, then by rank in the parent (insertion sort: stable). */
+    for (int i = 1; i < size; i++)
+      for (int j = i; j > 0 && all[2 * members[j - 1] + 1] > all[2 * members[j] + 1]; j--) {
+        int t = members[j];
+        members[j] = members[j - 1];
+        members[j - 1] = t;
+      }
+    struct thr_comm *c = new_comm(ctx, size, 0);
+    for (int i = 0; i < size; i++) {
+      if (members[i] == parent->rank)
+        rank = i;
+      c->world[i] = parent->world[members[i]];
+    }
+    c->rank = rank;
+    free(members);
+    *out = add_comm(r, c);
+  }
+  free(all);
+  return MPI_SUCCESS;
+}
+
+/* Ranks share a node when their processes do (the host MPI's view). */
+static int rt_Comm_split_type(struct thr_rank *r, MPI_Comm comm, int type, int key, MPI_Info info,
+                              MPI_Comm *out)
+{
+  (void)info;
+  return rt_Comm_split(r, comm, type == MPI_UNDEFINED ? MPI_UNDEFINED : thr_proc.node, key, out);
+}
+
+static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
+{
+  struct thr_comm *c = thr_comm_of(r, *comm);
+  if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
+    thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
+  r->comms[(unsigned)*comm & HANDLE_INDEX_MASK] = NULL;
+  thr_local_group_release(c);
+  free(c->world);
+  free(c);
+  *comm = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_compare(struct thr_rank *r, MPI_Comm a, MPI_Comm b, int *result)
+{
+  struct thr_comm *x = thr_comm_of(r, a), *y = thr_comm_of(r, b);
+  if (x == y) {
+    *result = MPI_IDENT;
+    return MPI_SUCCESS;
+  }
+  int same = x->size == y->size;
+  for (int i = 0; same && i < x->size; i++)
+    same = x->world[i] == y->world[i];
+  *result = same ? MPI_CONGRUENT : MPI_UNEQUAL; /* (MPI_SIMILAR not told apart) */
+  return MPI_SUCCESS;
+}
+
+/* Errors stop the job whatever the handler says; the handler is only kept. */
+static int rt_Comm_set_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler handler)
+{
+  thr_comm_of(r, comm)->errhandler = handler;
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_get_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler *handler)
+{
+  *handler = thr_comm_of(r, comm)->errhandler;
+  return MPI_SUCCESS;
+}
+
+static int rt_Comm_get_attr(struct thr_rank *r, MPI_Comm comm, int key, void *value, int *flag)
+{
+  static int tag_ub = 0x7fffffff;
+  thr_comm_of(r, comm);
+  *flag = 0;
+  if (key == MPI_TAG_UB) {
+    *(int **)value = &tag_ub;
+    *flag = 1;
+  }
+  return MPI_SUCCESS;
+}
+
+static int rt_Isend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+                    int tag, MPI_Comm comm, MPI_Request *req)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  *req = add_request(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag));
+  return MPI_SUCCESS;
+}
+
+static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+                   int tag, MPI_Comm comm)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  thr_wait(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag), MPI_STATUS_IGNORE);
+  return MPI_SUCCESS;
+}
+
+/* Synchronous and ready sends complete like standard sends (no handshake yet). */
+static int rt_Ssend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+                    int tag, MPI_Comm comm)
+{
+  return rt_Send(r, buf, count, type, dst, tag, comm);
+}
+
+static int rt_Rsend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+                    int tag, MPI_Comm comm)
+{
+  return rt_Send(r, buf, count, type, dst, tag, comm);
+}
+
+static int rt_Issend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+                     int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return rt_Isend(r, buf, count, type, dst, tag, comm, req);
+}
+
+static int rt_Irecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+                    int tag, MPI_Comm comm, MPI_Request *req)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  *req = add_request(r, thr_irecv(r, c, c->ctx, buf, count, type, src, tag));
+  return MPI_SUCCESS;
+}
+
+static int rt_Recv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+                   int tag, MPI_Comm comm, MPI_Status *status)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  MPI_Status st;
+  thr_wait(r, thr_irecv(r, c, c->ctx, buf, count, type, src, tag), &st);
+  copy_status(status, &st);
+  return st.MPI_ERROR;
+}
+
+static int rt_Sendrecv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
+                       int dst, int stag, void *rbuf, int rcount, MPI_Datatype rtype, int src,
+                       int rtag, MPI_Comm comm, MPI_Status *status)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_request *rq = thr_irecv(r, c, c->ctx, rbuf, rcount, rtype, src, rtag);
+  struct thr_request *sq = thr_isend(r, c, c->ctx, sbuf, scount, stype, dst, stag);
+  MPI_Status st;
+  thr_wait(r, sq, MPI_STATUS_IGNORE);
+  thr_wait(r, rq, &st);
+  copy_status(status, &st);
+  return st.MPI_ERROR;
+}
+
+static int rt_Sendrecv_replace(struct thr_rank *r, void *buf, int count, MPI_Datatype type,
+                               int dst, int stag, int src, int rtag, MPI_Comm comm,
+                               MPI_Status *status)
+{
+  size_t len;
+  void *owned;
+  const void *bytes = bytes_of(buf, count, type, &len, &owned);
+  void *copy = malloc(len ? len : 1);
+  memcpy(copy, bytes, len);
+  free(owned);
+  int err = rt_Sendrecv(r, copy, (int)len, MPI_BYTE, dst, stag, buf, count, type, src, rtag,
+                        comm, status);
+  free(copy);
+  return err;
+}
+
+/* The first unexpected message matching (src, tag) on comm, as a status. */
+static int find_unexpected(struct thr_rank *r, struct thr_comm *c, int src, int tag,
+                           MPI_Status *status)
+{
+  int found = 0;
+  pthread_mutex_lock(&r->box.lock);
+  for (struct thr_msg *m = r->box.unexpected; m && !found; m = m->next)
+    if (matches(c->ctx, src, tag, m)) {
+      found = 1;
+      if (status != MPI_STATUS_IGNORE)
+        set_status(status, m->src, m->tag, MPI_SUCCESS, m->len);
+    }
+  pthread_mutex_unlock(&r->box.lock);
+  return found;
+}
+
+static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
+                     MPI_Status *status)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  if (src == MPI_PROC_NULL) {
+    *flag = 1;
+    if (status != MPI_STATUS_IGNORE)
+      set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+    return MPI_SUCCESS;
+  }
+  progress();
+  *flag = find_unexpected(r, c, src, tag, status);
+  return MPI_SUCCESS;
+}
+
+static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Status *status)
+{
+  int flag = 0;
+  for (;;) {
+    rt_Iprobe(r, src, tag, comm, &flag, status);
+    if (flag)
+      return MPI_SUCCESS;
+    sched_yield();
+  }
+}
+
+/* A persistent request stays (inactive) after its operation completes. */
+static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
+{
+  struct thr_request *q = request_of(r, *req, 0);
+  MPI_Status st;
+  set_status(&st, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  if (q && q->kind == PERSISTENT) {
+    if (q->active)
+      thr_wait(r, q->active, &st);
+    q->active = NULL;
+  } else if (q) {
+    request_of(r, *req, 1);
+    *req = MPI_REQUEST_NULL;
+    thr_wait(r, q, &st);
+  }
+  copy_status(status, &st);
+  return MPI_SUCCESS;
+}
+
+static int rt_Test(struct thr_rank *r, MPI_Request *req, int *flag, MPI_Status *status)
+{
+  struct thr_request *q = request_of(r, *req, 0);
+  *flag = 1;
+  if (!q)
+    return rt_Wait(r, req, status);
+  progress();
+  if (!request_done(q)) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  return rt_Wait(r, req, status);
+}
+
+static int rt_Waitall(struct thr_rank *r, int n, MPI_Request reqs[], MPI_Status statuses[])
+{
+  for (int i = 0; i < n; i++)
+    rt_Wait(r, &reqs[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+  return MPI_SUCCESS;
+}
+
+static int rt_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
+                      MPI_Status statuses[])
+{
+  progress();
+  for (int i = 0; i < n; i++) {
+    struct thr_request *q = request_of(r, reqs[i], 0);
+    if (q && !request_done(q)) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+  }
+  *flag = 1;
+  return rt_Waitall(r, n, reqs, statuses);
+}
+
+static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
+                      MPI_Status *status)
+{
+  for (;;) {
+    int active = 0;
+    for (int i = 0; i < n; i++) {
+      struct thr_request *q = request_of(r, reqs[i], 0);
+      if (!q || (q->kind == PERSISTENT && !q->active))
+        continue;
+      active = 1;
+      if (request_done(q)) {
+        *index = i;
+        return rt_Wait(r, &reqs[i], status);
+      }
+    }
+    if (!active) {
+      *index = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    progress();
+    sched_yield();
+  }
+}
+
+/* A freed request still completes: its sender's bytes are still read. */
+static int rt_Request_free(struct thr_rank *r, MPI_Request *req)
+{
+  struct thr_request *q = request_of(r, *req, 1);
+  *req = MPI_REQUEST_NULL;
+  if (q && q->kind == PERSISTENT) {
+    if (q->active)
+      thr_wait(r, q->active, MPI_STATUS_IGNORE);
+    free(q);
+  } else if (q) {
+    thr_wait(r, q, MPI_STATUS_IGNORE);
+  }
+  return MPI_SUCCESS;
+}
+
+static int persistent(struct thr_rank *r, struct persistent_call call, MPI_Request *req)
+{
+  thr_comm_of(r, call.comm);
+  struct thr_request *q = new_request(PERSISTENT);
+  q->call = call;
+  *req = add_request(r, q);
+  return MPI_SUCCESS;
+}
+
+static int rt_Send_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+                        int dst, int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return persistent(r, (struct persistent_call){1, (void *)buf, count, type, dst, tag, comm}, req);
+}
+
+static int rt_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+                         int dst, int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return rt_Send_init(r, buf, count, type, dst, tag, comm, req);
+}
+
+static int rt_Recv_init(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+                        int tag, MPI_Comm comm, MPI_Request *req)
+{
+  return persistent(r, (struct persistent_call){0, buf, count, type, src, tag, comm}, req);
+}
+
+static int rt_Start(struct thr_rank *r, MPI_Request *req)
+{
+  struct thr_request *q = request_of(r, *req, 0);
+  if (!q || q->kind != PERSISTENT || q->active)
+    thr_fatal("rank %d: MPI_Start of a request that is not an inactive persistent one", r->world);
+  struct persistent_call *call = &q->call;
+  struct thr_comm *c = thr_comm_of(r, call->comm);
+  q->active = call->is_send
+    ? thr_isend(r, c, c->ctx, call->buf, call->count, call->type, call->peer, call->tag)
+    : thr_irecv(r, c, c->ctx, call->buf, call->count, call->type, call->peer, call->tag);
+  return MPI_SUCCESS;
+}
+
+static int rt_Startall(struct thr_rank *r, int n, MPI_Request reqs[])
+{
+  for (int i = 0; i < n; i++)
+    rt_Start(r, &reqs[i]);
+  return MPI_SUCCESS;
+}
+
+/* Packing is local: the host's MPI_COMM_SELF stands for any communicator. */
+static int rt_Pack(struct thr_rank *r, const void *in, int count, MPI_Datatype type, void *out,
+                   int size, int *position, MPI_Comm comm)
+{
+  thr_comm_of(r, comm);
+  return PMPI_Pack(in, count, type, out, size, position, MPI_COMM_SELF);
+}
+
+static int rt_Unpack(struct thr_rank *r, const void *in, int size, int *position, void *out,
+                     int count, MPI_Datatype type, MPI_Comm comm)
+{
+  thr_comm_of(r, comm);
+  return PMPI_Unpack(in, size, position, out, count, type, MPI_COMM_SELF);
+}
+
+static int rt_Pack_size(struct thr_rank *r, int count, MPI_Datatype type, MPI_Comm comm,
+                        int *size)
+{
+  thr_comm_of(r, comm);
+  return PMPI_Pack_size(count, type, MPI_COMM_SELF, size);
+}
+
+static void rt_missing(struct thr_rank *r, const char *name)
+{
+  thr_fatal("rank %d called %s, which thread ranks do not implement yet", r->world, name);
+}
+
+/* exit() in a rank: its namespace's atexit handlers and stdio, then back to the loader. */
+static void rt_exit(struct thr_rank *r, int status)
+{
+  r->exit_status = status;
+  r->cxa_finalize(NULL);
+  r->fflush(NULL);
+  longjmp(r->exit_jump, 1);
+}
+
+/* The collectives keep their names in coll.c. */
+#define rt_Barrier thr_Barrier
+#define rt_Bcast thr_Bcast
+#define rt_Reduce thr_Reduce
+#define rt_Allreduce thr_Allreduce
+#define rt_Reduce_scatter_block thr_Reduce_scatter_block
+#define rt_Reduce_scatter thr_Reduce_scatter
+#define rt_Alltoallw thr_Alltoallw
+#define rt_Scan thr_Scan
+#define rt_Exscan thr_Exscan
+#define rt_Gather thr_Gather
+#define rt_Gatherv thr_Gatherv
+#define rt_Scatter thr_Scatter
+#define rt_Scatterv thr_Scatterv
+#define rt_Allgather thr_Allgather
+#define rt_Allgatherv thr_Allgatherv
+#define rt_Alltoall thr_Alltoall
+#define rt_Alltoallv thr_Alltoallv
+
+#define RUNTIME_ENTRY(ret, name, params, args) .name = rt_##name,
+#define RUNTIME_ENTRY0(ret, name) .name = rt_##name,
+#define HOST_ENTRY(ret, name, params, args) .host_##name = PMPI_##name,
+
+const struct thr_api thr_runtime_api = {
+  THR_RUNTIME_CALLS(RUNTIME_ENTRY)
+  THR_RUNTIME_CALLS0(RUNTIME_ENTRY0)
+  THR_HOST_CALLS(HOST_ENTRY)
+  .missing = rt_missing,
+  .exit = rt_exit,
+};

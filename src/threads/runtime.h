@@ -1,0 +1,156 @@
+/* The thread-rank runtime: T ranks per process run as threads, each in its own
+ * namespace; MPI_COMM_WORLD has (host processes x T) ranks, world rank =
+ * process x T + thread. Messages between ranks of one process are matched and copied
+ * here; messages between processes go through the host MPI with the envelope
+ * (context, source, tag, destination thread) in a header, so the receiving process
+ * matches them in the same queues, in MPI order. */
+#ifndef MCOLL_THREADS_RUNTIME_H
+#define MCOLL_THREADS_RUNTIME_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "table.h"
+
+/* A message that arrived before its receive was posted. */
+struct thr_msg {
+  struct thr_msg *next;
+  int ctx, src, tag;
+  size_t len;
+  void *data;             /* owned bytes (eager or from another process), or NULL */
+  const void *sender_buf; /* large in-process message: the sender's bytes */
+  atomic_int *sender_done;
+};
+
+/* A posted receive: bytes land in buf as count x type. */
+struct thr_recv {
+  struct thr_recv *next;
+  int ctx, src, tag;
+  void *buf;
+  int count;
+  MPI_Datatype type;
+  atomic_int done;
+  MPI_Status status;
+};
+
+struct thr_mailbox {
+  pthread_mutex_t lock;
+  struct thr_msg *unexpected, **unexpected_tail;
+  struct thr_recv *posted, **posted_tail;
+};
+
+/* A communicator as one rank sees it. */
+struct thr_comm {
+  int ctx;   /* point-to-point context; collectives use ctx + 1 */
+  int size, rank;
+  int *world; /* comm rank -> world rank */
+  MPI_Errhandler errhandler;
+  int locality; /* 0 not known yet, 1 all ranks are threads of this process, -1 not */
+  struct thr_local_group *local; /* (locality 1) shared by the ranks, coll_local.c */
+};
+
+struct thr_request;
+
+struct thr_rank {
+  int world, thread;
+  struct thr_mailbox box;
+  struct thr_comm **comms; /* handle index -> communicator */
+  int ncomms;
+  struct thr_request **reqs;
+  int nreqs;
+  int next_ctx;
+  int initialized, finalized, thread_level;
+  /* The program in its namespace. */
+  int (*main)(int, char **, char **);
+  int argc;
+  char **argv, **envp;
+  void (*ctype_init)(void);
+  void (*cxa_finalize)(void *);
+  int (*fflush)(void *);
+  jmp_buf exit_jump;
+  int exit_status;
+};
+
+struct thr_process {
+  int threads, processes, process, world_size;
+  int node; /* the lowest host rank of this process's node (MPI_COMM_TYPE_SHARED) */
+  MPI_Comm host;                  /* the host MPI's world, duplicated */
+  struct thr_rank *ranks;         /* this process's T ranks */
+  pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
+};
+
+extern struct thr_process thr_proc;
+extern const struct thr_api thr_runtime_api;
+
+void thr_runtime_init(int threads);
+void thr_rank_init(struct thr_rank *rank, int thread);
+_Noreturn void thr_fatal(const char *fmt, ...);
+
+/* Runtime-internal point-to-point used by the collectives (context ctx). */
+struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, const void *buf,
+                              int count, MPI_Datatype type, int dst, int tag);
+struct thr_request *thr_irecv(struct thr_rank *r, struct thr_comm *c, int ctx, void *buf,
+                              int count, MPI_Datatype type, int src, int tag);
+void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status);
+void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,
+              MPI_Datatype type, int dst, int tag);
+void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,
+              int src, int tag);
+struct thr_comm *thr_comm_of(struct thr_rank *r, MPI_Comm handle);
+int thr_type_is_contiguous(MPI_Datatype type, int count);
+size_t thr_type_bytes(MPI_Datatype type, int count);
+
+/* Collectives of a communicator whose ranks are all threads of this process: they
+ * read each other's buffers in place (coll_local.c). The group is NULL otherwise. */
+struct thr_local_group *thr_local_group_of(struct thr_comm *c);
+void thr_local_group_release(struct thr_comm *c);
+void thr_local_barrier(struct thr_local_group *g);
+void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
+                     MPI_Datatype type, int root);
+/* root < 0: every rank gets the result (allreduce). */
+void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                      void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
+
+/* Collectives over the runtime's point-to-point (coll.c). */
+#define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);
+THR_COLL_DECL(int, Barrier, (MPI_Comm comm), ())
+THR_COLL_DECL(int, Bcast, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Reduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                            MPI_Op op, int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Allreduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                               MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Reduce_scatter_block, (const void *sbuf, void *rbuf, int count,
+                                          MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Reduce_scatter, (const void *sbuf, void *rbuf, const int *counts,
+                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
+                               const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                               const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm), ())
+THR_COLL_DECL(int, Scan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                          MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Exscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
+                            MPI_Op op, MPI_Comm comm), ())
+THR_COLL_DECL(int, Gather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Gatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                             const int *rcounts, const int *displs, MPI_Datatype rtype,
+                             int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Scatter, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Scatterv, (const void *sbuf, const int *scounts, const int *displs,
+                              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
+                              int root, MPI_Comm comm), ())
+THR_COLL_DECL(int, Allgather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                               int rcount, MPI_Datatype rtype, MPI_Comm comm), ())
+THR_COLL_DECL(int, Allgatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                                const int *rcounts, const int *displs, MPI_Datatype rtype,
+                                MPI_Comm comm), ())
+THR_COLL_DECL(int, Alltoall, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                              int rcount, MPI_Datatype rtype, MPI_Comm comm), ())
+THR_COLL_DECL(int, Alltoallv, (const void *sbuf, const int *scounts, const int *sdispls,
+                               MPI_Datatype stype, void *rbuf, const int *rcounts,
+                               const int *rdispls, MPI_Datatype rtype, MPI_Comm comm), ())
+
+#endif

@@ -1,0 +1,313 @@
+/* test_p2p: point-to-point semantics a thread-rank runtime must keep (mcollrun
+ * --threads): blocking and non-blocking sends of small and large messages, wildcards
+ * with their statuses, probe, Sendrecv(_replace), non-overtaking order, derived
+ * datatypes on one side, persistent requests, and communicators (dup, split,
+ * split_type) keeping messages apart.
+ * Any rank count >= 2; prints "test_p2p: N checks, 0 errors" at rank 0.
+ * usage: test_p2p [--max-bytes N] */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, size;
+static long checks, errors;
+
+static void check(int ok, const char *what, long a, long b)
+{
+  checks++;
+  if (!ok && errors++ < 20)
+    fprintf(stderr, "rank %d: %s: got %ld, want %ld\n", rank, what, a, b);
+}
+
+static int value(int src, int dst, long i)
+{
+  return (int)(src * 1000003L + dst * 7919L + i * 31L);
+}
+
+static void fill(int *buf, long n, int src, int dst)
+{
+  for (long i = 0; i < n; i++)
+    buf[i] = value(src, dst, i);
+}
+
+static void check_buf(const int *buf, long n, int src, int dst, const char *what)
+{
+  long bad = -1;
+  for (long i = 0; i < n && bad < 0; i++)
+    if (buf[i] != value(src, dst, i))
+      bad = i;
+  check(bad < 0, what, bad, -1);
+}
+
+/* Ring: each rank sends to the next and receives from the previous, blocking
+ * (odd ranks receive first) and non-blocking, for each size. */
+static void ring(long max_ints)
+{
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  int *out = malloc((size_t)max_ints * sizeof(int)), *in = malloc((size_t)max_ints * sizeof(int));
+  for (long n = 1; n <= max_ints; n *= 16) {
+    fill(out, n, rank, next);
+    memset(in, 0, (size_t)n * sizeof(int));
+    MPI_Status st;
+    if (rank % 2 == 0) {
+      MPI_Send(out, (int)n, MPI_INT, next, 7, MPI_COMM_WORLD);
+      MPI_Recv(in, (int)n, MPI_INT, prev, 7, MPI_COMM_WORLD, &st);
+    } else {
+      MPI_Recv(in, (int)n, MPI_INT, prev, 7, MPI_COMM_WORLD, &st);
+      MPI_Send(out, (int)n, MPI_INT, next, 7, MPI_COMM_WORLD);
+    }
+    check_buf(in, n, prev, rank, "ring blocking");
+    int count;
+    MPI_Get_count(&st, MPI_INT, &count);
+    check(count == n && st.MPI_SOURCE == prev && st.MPI_TAG == 7, "ring status", count, n);
+
+    MPI_Request reqs[2];
+    memset(in, 0, (size_t)n * sizeof(int));
+    MPI_Isend(out, (int)n, MPI_INT, next, 8, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Irecv(in, (int)n, MPI_INT, prev, 8, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Status statuses[4];
+    MPI_Waitall(2, reqs, statuses);
+    check_buf(in, n, prev, rank, "ring non-blocking");
+    check(reqs[0] == MPI_REQUEST_NULL && reqs[1] == MPI_REQUEST_NULL, "requests freed", 0, 0);
+
+    memset(in, 0, (size_t)n * sizeof(int));
+    MPI_Sendrecv(out, (int)n, MPI_INT, next, 9, in, (int)n, MPI_INT, prev, 9, MPI_COMM_WORLD, &st);
+    check_buf(in, n, prev, rank, "sendrecv");
+
+    fill(in, n, rank, next);
+    MPI_Sendrecv_replace(in, (int)n, MPI_INT, next, 10, prev, 10, MPI_COMM_WORLD, &st);
+    check_buf(in, n, prev, rank, "sendrecv_replace");
+  }
+  free(out);
+  free(in);
+}
+
+/* Rank 0 receives one message from every other rank with MPI_ANY_SOURCE and
+ * MPI_ANY_TAG, after probing it; the status tells which it was. */
+static void wildcards(void)
+{
+  if (rank != 0) {
+    int n = rank * 3, *buf = malloc((size_t)n * sizeof(int));
+    fill(buf, n, rank, 0);
+    MPI_Send(buf, n, MPI_INT, 0, 100 + rank, MPI_COMM_WORLD);
+    free(buf);
+    return;
+  }
+  int *seen = calloc((size_t)size, sizeof(int));
+  for (int k = 1; k < size; k++) {
+    MPI_Status st;
+    int count, flag = 0;
+    if (k % 2) {
+      MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    } else {
+      while (!flag)
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+    }
+    MPI_Get_count(&st, MPI_INT, &count);
+    int src = st.MPI_SOURCE;
+    check(src > 0 && src < size && !seen[src], "probe source", src, -1);
+    check(st.MPI_TAG == 100 + src, "probe tag", st.MPI_TAG, 100 + src);
+    check(count == src * 3, "probe count", count, src * 3);
+    int *buf = malloc((size_t)count * sizeof(int) + 1);
+    MPI_Recv(buf, count, MPI_INT, src, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    check_buf(buf, count, src, 0, "wildcard data");
+    seen[src] = 1;
+    free(buf);
+  }
+  free(seen);
+}
+
+/* Non-overtaking: messages of one sender to one receiver arrive in send order, also
+ * for MPI_ANY_TAG and mixed sizes (a large message is not overtaken by a small one). */
+static void order(long max_ints)
+{
+  enum { MESSAGES = 40 };
+  int *buf = malloc((size_t)max_ints * sizeof(int));
+  if (rank == 1) {
+    for (int m = 0; m < MESSAGES; m++) {
+      long n = m % 5 == 0 ? max_ints : m + 1;
+      fill(buf, n, m, 0);
+      MPI_Send(buf, (int)n, MPI_INT, 0, m % 3, MPI_COMM_WORLD);
+    }
+  } else if (rank == 0) {
+    for (int m = 0; m < MESSAGES; m++) {
+      MPI_Status st;
+      MPI_Recv(buf, (int)max_ints, MPI_INT, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+      int count;
+      MPI_Get_count(&st, MPI_INT, &count);
+      check(st.MPI_TAG == m % 3, "order tag", st.MPI_TAG, m % 3);
+      check(count == (m % 5 == 0 ? max_ints : m + 1), "order count", count, m);
+      check_buf(buf, count, m, 0, "order data");
+    }
+  }
+  free(buf);
+}
+
+/* A large send posted before its receive, receives posted in reverse tag order. */
+static void late_receives(long max_ints)
+{
+  int peer = rank ^ 1;
+  if (peer >= size) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  int *out = malloc((size_t)max_ints * sizeof(int) * 2), *in = malloc((size_t)max_ints * sizeof(int) * 2);
+  MPI_Request sends[2], recvs[2];
+  fill(out, max_ints, rank, peer);
+  fill(out + max_ints, max_ints, peer, rank);
+  MPI_Isend(out, (int)max_ints, MPI_INT, peer, 1, MPI_COMM_WORLD, &sends[0]);
+  MPI_Isend(out + max_ints, (int)max_ints, MPI_INT, peer, 2, MPI_COMM_WORLD, &sends[1]);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Irecv(in + max_ints, (int)max_ints, MPI_INT, peer, 2, MPI_COMM_WORLD, &recvs[1]);
+  MPI_Irecv(in, (int)max_ints, MPI_INT, peer, 1, MPI_COMM_WORLD, &recvs[0]);
+  int index, done = 0;
+  while (done < 2) {
+    MPI_Waitany(2, recvs, &index, MPI_STATUS_IGNORE);
+    done++;
+  }
+  int flag = 0;
+  MPI_Status statuses[2];
+  while (!flag)
+    MPI_Testall(2, sends, &flag, statuses);
+  check_buf(in, max_ints, peer, rank, "late receive 1");
+  check_buf(in + max_ints, max_ints, rank, peer, "late receive 2");
+  free(out);
+  free(in);
+}
+
+/* A strided datatype on the sender, contiguous ints at the receiver, and back. */
+static void datatypes(void)
+{
+  enum { N = 100 };
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  MPI_Datatype every_other;
+  MPI_Type_vector(N, 1, 2, MPI_INT, &every_other);
+  MPI_Type_commit(&every_other);
+  int strided[2 * N], flat[N], want[N];
+  fill(want, N, rank, next);
+  for (int i = 0; i < N; i++) {
+    strided[2 * i] = want[i];
+    strided[2 * i + 1] = -1;
+  }
+  MPI_Sendrecv(strided, 1, every_other, next, 20, flat, N, MPI_INT, prev, 20, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  check_buf(flat, N, prev, rank, "vector to ints");
+  memset(strided, 0, sizeof strided);
+  MPI_Sendrecv(want, N, MPI_INT, next, 21, strided, 1, every_other, prev, 21, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  long bad = -1;
+  for (int i = 0; i < N && bad < 0; i++)
+    if (strided[2 * i] != value(prev, rank, i) || strided[2 * i + 1] != 0)
+      bad = i;
+  check(bad < 0, "ints to vector", bad, -1);
+  MPI_Type_free(&every_other);
+}
+
+/* Messages on a duplicate never match receives on the original; split halves. */
+static void communicators(void)
+{
+  MPI_Comm dup, half;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size, a = rank, b = -rank, x = -1, y = -1;
+  MPI_Request reqs[4];
+  MPI_Irecv(&x, 1, MPI_INT, prev, 5, MPI_COMM_WORLD, &reqs[0]);
+  MPI_Irecv(&y, 1, MPI_INT, prev, 5, dup, &reqs[1]);
+  MPI_Isend(&b, 1, MPI_INT, next, 5, dup, &reqs[2]);
+  MPI_Isend(&a, 1, MPI_INT, next, 5, MPI_COMM_WORLD, &reqs[3]);
+  MPI_Status statuses[4];
+  MPI_Waitall(4, reqs, statuses);
+  check(x == prev && y == -prev, "dup keeps messages apart", x, prev);
+
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+  int hrank, hsize;
+  MPI_Comm_rank(half, &hrank);
+  MPI_Comm_size(half, &hsize);
+  check(hsize == (size + 1 - rank % 2) / 2, "split size", hsize, (size + 1 - rank % 2) / 2);
+  int sum = 0;
+  MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, half);
+  int want = 0;
+  for (int i = rank % 2; i < size; i += 2)
+    want += i;
+  check(sum == want, "split allreduce", sum, want);
+  /* Key -rank: the highest world rank is rank 0 of its half. */
+  int top;
+  MPI_Bcast(&rank, 0, MPI_INT, 0, half);
+  top = rank;
+  MPI_Bcast(&top, 1, MPI_INT, 0, half);
+  int want_top = (size - 1) - ((size - 1) % 2 != rank % 2);
+  check(top == want_top, "split order by key", top, want_top);
+  MPI_Comm_free(&half);
+  MPI_Comm_free(&dup);
+  check(dup == MPI_COMM_NULL, "comm freed", 0, 0);
+}
+
+/* Persistent send and receive around the ring, started three times. */
+static void persistent(void)
+{
+  enum { N = 1000 };
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  static int out[N], in[N];
+  MPI_Request reqs[2];
+  MPI_Recv_init(in, N, MPI_INT, prev, 30, MPI_COMM_WORLD, &reqs[0]);
+  MPI_Send_init(out, N, MPI_INT, next, 30, MPI_COMM_WORLD, &reqs[1]);
+  for (int round = 0; round < 3; round++) {
+    fill(out, N, rank + round, next);
+    MPI_Startall(2, reqs);
+    MPI_Status statuses[2];
+    MPI_Waitall(2, reqs, statuses);
+    check(reqs[0] != MPI_REQUEST_NULL, "persistent request kept", 0, 0);
+    check_buf(in, N, prev + round, rank, "persistent");
+    check(statuses[0].MPI_SOURCE == prev, "persistent source", statuses[0].MPI_SOURCE, prev);
+  }
+  MPI_Request_free(&reqs[0]);
+  MPI_Request_free(&reqs[1]);
+}
+
+/* MPI_COMM_TYPE_SHARED groups the ranks with the same processor name. */
+static void shared_node(void)
+{
+  char name[MPI_MAX_PROCESSOR_NAME] = "", *names = calloc((size_t)size, sizeof name);
+  int len, node_size, same = 0;
+  MPI_Get_processor_name(name, &len);
+  MPI_Allgather(name, sizeof name, MPI_CHAR, names, sizeof name, MPI_CHAR, MPI_COMM_WORLD);
+  for (int i = 0; i < size; i++)
+    same += strcmp(names + (size_t)i * sizeof name, name) == 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  check(node_size == same, "split_type shared size", node_size, same);
+  MPI_Comm_free(&node);
+  free(names);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  long max_ints = 1 << 18; /* 1 MiB */
+  for (int i = 1; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--max-bytes"))
+      max_ints = atol(argv[i + 1]) / (long)sizeof(int);
+  if (size < 2) {
+    fprintf(stderr, "test_p2p: needs 2 ranks or more\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  ring(max_ints);
+  wildcards();
+  MPI_Barrier(MPI_COMM_WORLD); /* (order's messages must not meet wildcards' probes) */
+  order(max_ints);
+  late_receives(max_ints);
+  datatypes();
+  communicators();
+  persistent();
+  shared_node();
+  long totals[2] = {checks, errors}, all[2];
+  MPI_Reduce(totals, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("test_p2p: %ld checks, %ld errors\n", all[0], all[1]);
+  MPI_Finalize();
+  return errors ? 1 : 0;
+}
