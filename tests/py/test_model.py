@@ -372,6 +372,10 @@ def test_net_messages_priced_by_the_link_curve(tmp_path):
     m2 = M.load(_link_machine(tmp_path, [50.0, 60.0, 600.0, 8500.0]), nodes=2, ranks_per_node=1)
     env = cost.environment(m2, "bcast", 65536)
     assert cost.terms_us([["net", "lg(N)", "n*lg(N)"]], m2, env) == pytest.approx(600.0)
+    # a point faster than a smaller size (a busy host's noise) is raised to it
+    bumpy = M.load(_link_machine(tmp_path, [50.0, 300.0, 90.0, 8500.0]))
+    assert bumpy.net_msg_us(1, 65536) == pytest.approx(300.0)
+    assert bumpy.net_msg_us(1, 4096) == pytest.approx(300.0)
     # without a curve: alpha and bandwidth
     plain = M.load(None)
     assert plain.net_msg_us(3, 3000) == pytest.approx(3 * plain.net["alpha_us"] + 3000 / plain.net["nic_MBps"])
