@@ -78,6 +78,12 @@ def flavour_param(flavour, ranks):
     return pytest.param(flavour, ranks, marks=marks, id=f"{flavour}-{ranks.replace(',', '+')}")
 
 
+# The host set the fixture made (scripts/testhosts.sh reads these), which run_job drops
+# with the other MCOLL_ variables of this process's environment.
+HOST_SET_ENV = {k: os.environ[k] for k in ("MCOLL_TESTHOSTS_PREFIX", "MCOLL_TESTHOSTS_SUBNET")
+                if k in os.environ}
+
+
 def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeout=JOB_TIMEOUT,
                  finished=None):
     """One job across the hosts. MPICH 4.0 over UCX 1.13's TCP often hangs in
@@ -89,6 +95,7 @@ def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeo
     if native:
         argv.append("--native")
     argv += [str(program), *map(str, args)]
+    env = {**HOST_SET_ENV, **(env or {})}
     if flavour != "mpich" or finished is None:
         result = run_job(argv, env or {}, timeout)
         result.finalize_hang = False
