@@ -146,6 +146,9 @@ void mcoll__count_level(enum mcoll_alg_level level, enum mcoll_coll coll, int al
 /* One control message of an inter-node algorithm (e.g. alltoall grid_rsend's
  * arrival messages): reported as control_msgs= on the .inter line. */
 void mcoll__count_control(enum mcoll_coll coll);
+/* Time a rank spent in a phase of control messages (grid_rsend's arrival phase, from
+ * its first control send to its last receive): control_wait_us= on the .inter line. */
+void mcoll__count_control_wait(enum mcoll_coll coll, double seconds);
 /* A call whose node's inter-node step was led by another rank than the node's usual
  * leader (local rank 0 away from the root: bcast's first_arrival): reported as
  * other_leader= on the .inter line. */

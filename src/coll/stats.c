@@ -12,6 +12,7 @@ struct coll_counters {
   atomic_ulong mixed;                 /* calls whose blocks took different algorithms */
   atomic_ulong blocks[MCOLL_MAX_ALGS]; /* their blocks, by algorithm */
   atomic_ulong control; /* control messages sent between nodes */
+  atomic_ulong control_wait_ns; /* time in the phases that wait for them */
   atomic_ulong other_leader; /* calls whose node leader was not its usual one */
   atomic_ulong passthrough;
   atomic_ulong invalid;
@@ -45,6 +46,10 @@ void mcoll__count_mixed(enum mcoll_coll coll, const unsigned long *blocks) {
     if (blocks[a]) atomic_fetch_add_explicit(&counters[coll].blocks[a], blocks[a], memory_order_relaxed);
 }
 void mcoll__count_control(enum mcoll_coll coll) { bump(&counters[coll].control); }
+void mcoll__count_control_wait(enum mcoll_coll coll, double seconds) {
+  atomic_fetch_add_explicit(&counters[coll].control_wait_ns, (unsigned long)(seconds * 1e9),
+                            memory_order_relaxed);
+}
 void mcoll__count_other_leader(enum mcoll_coll coll) { bump(&counters[coll].other_leader); }
 void mcoll__count_passthrough(enum mcoll_coll coll) { bump(&counters[coll].passthrough); }
 void mcoll__count_invalid(enum mcoll_coll coll) { bump(&counters[coll].invalid); }
@@ -124,6 +129,8 @@ void mcoll__stats_report(FILE *out) {
       for (int a = 0; a < inter->nalgs; a++)
         fprintf(out, " %s=%lu", inter->algs[a].name, get(&k->inter[a]));
       if (get(&k->control)) fprintf(out, " control_msgs=%lu", get(&k->control));
+      if (get(&k->control_wait_ns))
+        fprintf(out, " control_wait_us=%lu", get(&k->control_wait_ns) / 1000);
       if (get(&k->other_leader)) fprintf(out, " other_leader=%lu", get(&k->other_leader));
       fprintf(out, "\n");
     }

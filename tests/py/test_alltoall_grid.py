@@ -37,10 +37,13 @@ def control_sends(n, rank):
 
 
 def inter_counts(stderr):
-    m = re.search(r"^mcoll: alltoall\.inter calls=(\d+) direct=(\d+) grid_rsend=(\d+)(?: control_msgs=(\d+))?$",
-                  stderr, re.M)
+    """calls, direct, grid_rsend, control_msgs of rank 0's report line; the time in
+    the arrival phase (control_wait_us=) comes with the control messages."""
+    m = re.search(r"^mcoll: alltoall\.inter calls=(\d+) direct=(\d+) grid_rsend=(\d+)"
+                  r"(?: control_msgs=(\d+))?( control_wait_us=\d+)?$", stderr, re.M)
     assert m, stderr[-3000:]
-    return [int(g or 0) for g in m.groups()]
+    assert bool(m.group(4)) == bool(m.group(5)), m.group(0)
+    return [int(g or 0) for g in m.groups()[:4]]
 
 
 # Square (4), products (6, 8), primes (5, 7), 3 (one short row of 1), 2 (one row).
@@ -90,3 +93,22 @@ def test_grid_rsend_nonblocking_and_persistent(request, flavour, np, topo):
     check_passed(result)
     calls, direct, grid_calls, control = inter_counts(result.stderr)
     assert grid_calls == calls > 0 and direct == 0, result.describe()
+
+
+def test_rules_never_choose_grid_rsend():
+    """grid_rsend lost to direct in every measured setting across test hosts
+    (bench/records/grid-alltoall/): neither the built-in rules nor the model's choice
+    between nodes, with the link calibrated on test hosts or without, ever take it."""
+    import json
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tools" / "py"))
+    from mcoll_model import tune
+    builtin = json.loads(tune.json_from_c((root / "src" / "coll" / "rules_builtin.c").read_text()))
+    inter = [r for r in builtin["rules"] if r["coll"] == "alltoall" and r["level"] == "inter"]
+    assert inter and {r["alg"] for r in inter} == {"direct"}
+    nets = [None] + sorted(str(p) for p in (root / "tools" / "py" / "mcoll_model" / "machines").glob("testhosts*.json"))
+    for net in nets:
+        doc = tune.tune("here", (2,), (2, 4, 8), colls=["alltoall"], tolerance=0.0, prior=None, net=net)
+        assert {r["alg"] for r in doc["rules"] if r["level"] == "inter"} == {"direct"}, net

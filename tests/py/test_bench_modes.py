@@ -192,7 +192,7 @@ def test_burst_mode(flavour, tmp_path):
 def test_arrival_mode(flavour, tmp_path):
     """-m arrival: bcast after per-rank delays, timed from the last arrival; 4 ranks on
     2 fake nodes, rank 2 (local rank 0 of the node without the root) late. Rows for
-    every size with positive medians of the three sides, each its rounds' median."""
+    every size with positive medians of the four sides, each its rounds' median."""
     out = tmp_path / "arrival.json"
     program = BUILD.bin(flavour, "mcoll-bench")
     args = ["-m", "arrival", "-D", "late:2:300", "-b", "8", "-e", "4K", "-f", "16", "-r", "3",
@@ -204,7 +204,7 @@ def test_arrival_mode(flavour, tmp_path):
     assert doc["mode"] == "arrival" and doc["delays"] == "late:2:300" and doc["nprocs"] == 4
     assert [r["bytes"] for r in doc["rows"]] == [8, 128, 2048]
     for row in doc["rows"]:
-        for side in ("host", "fixed_leader", "first_arrival"):
+        for side in ("host", "fixed_leader", "first_arrival", "push"):
             samples = row[f"{side}_samples_us"]
             assert len(samples) == 3 and all(positive(s) for s in samples)
             assert row[f"{side}_us"] == pytest.approx(sorted(samples)[1], rel=1e-3)

@@ -274,6 +274,9 @@ class _StubMachine:
     def net_beta_us(self):
         return 1e-3
 
+    def net_msg_us(self, count, b):
+        return count * 2.0 + b * 1e-3
+
     def hops(self):
         return 3
 
@@ -343,3 +346,81 @@ def test_generated_c_matches_the_python_costs(tmp_path):
         assert bool(int(ok)) == bool(py_ok), line
         assert float(c_cost) == pytest.approx(cost.terms_us(entry["terms"], stub, env),
                                               rel=1e-9, abs=1e-12), line
+
+
+def _link_machine(tmp_path, us):
+    """A machine file whose net section is a link curve (as --calibrate across hosts
+    writes it): 8 B .. 1 MiB one way in `us`."""
+    sizes = [8, 512, 65536, 1 << 20]
+    path = tmp_path / "link.json"
+    path.write_text(json.dumps({"name": "link", "net": {"alpha_us": us[0], "nic_MBps": 125,
+                                                        "link_curve": {"sizes": sizes, "us": us}}}))
+    return path
+
+
+def test_net_messages_priced_by_the_link_curve(tmp_path):
+    m = M.load(_link_machine(tmp_path, [50.0, 60.0, 600.0, 8500.0]))
+    assert m.net_msg_us(0, 100) == 0.0
+    assert m.net_msg_us(1, 8) == pytest.approx(50.0)
+    assert m.net_msg_us(2, 1024) == pytest.approx(2 * 60.0)           # 512 B each
+    assert m.net_msg_us(1, 4) == pytest.approx(50.0)                  # below the curve
+    assert m.net_msg_us(1, 2 << 20) == pytest.approx(2 * 8500.0)      # its last bandwidth
+    mid = m.net_msg_us(1, 4096)                                       # log-log between points
+    assert 60.0 < mid < 600.0
+    assert mid == pytest.approx(math.exp(math.log(60) + (math.log(600) - math.log(60)) * 3 / 7), rel=1e-6)
+    # a cost term between nodes takes it: binomial bcast over 2 nodes is one message
+    m2 = M.load(_link_machine(tmp_path, [50.0, 60.0, 600.0, 8500.0]), nodes=2, ranks_per_node=1)
+    env = cost.environment(m2, "bcast", 65536)
+    assert cost.terms_us([["net", "lg(N)", "n*lg(N)"]], m2, env) == pytest.approx(600.0)
+    # a point faster than a smaller size (a busy host's noise) is raised to it
+    bumpy = M.load(_link_machine(tmp_path, [50.0, 300.0, 90.0, 8500.0]))
+    assert bumpy.net_msg_us(1, 65536) == pytest.approx(300.0)
+    assert bumpy.net_msg_us(1, 4096) == pytest.approx(300.0)
+    # without a curve: alpha and bandwidth
+    plain = M.load(None)
+    assert plain.net_msg_us(3, 3000) == pytest.approx(3 * plain.net["alpha_us"] + 3000 / plain.net["nic_MBps"])
+
+
+def test_compare_across_nodes(tmp_path):
+    from mcoll_model import compare as C
+    link = _link_machine(tmp_path, [50.0, 60.0, 600.0, 8500.0])
+    m = M.load(link, ranks_per_node=2, nodes=2)
+    results = []
+    for coll, n in (("bcast", 8), ("allreduce", 65536), ("alltoall", 4096)):
+        results.append({"coll": coll, "bytes": n, "mcoll_us": 2 * cost.choose(coll, m, n)[0]})
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"nprocs": 4, "flavour": "x", "mode": "latency", "results": results}))
+    doc, m_used, rows = C.compare(link, path, nodes=2)
+    assert m_used.topo["nodes"] == 2 and m_used.topo["ranks_per_node"] == 2
+    assert [r["error"] for r in rows] == pytest.approx([-0.5] * 3)
+    assert all(" + " in r["algorithm"] for r in rows)     # the inter-node algorithm named
+    assert "4 ranks on 2 nodes" in C.markdown(doc, m_used, rows)
+    with pytest.raises(ValueError):
+        C.compare(link, path, nodes=3)
+
+
+def test_tune_prices_the_inter_node_choice_by_a_calibrated_link(tmp_path):
+    from mcoll_model import tune as T
+    # On 4 nodes rabenseifner sends more messages and fewer bytes than recursive
+    # doubling: a link with cheap messages switches to it sooner than the prior's
+    # threshold, one whose messages cost 10 ms later.
+    cheap = _link_machine(tmp_path, [1.0, 1.0, 600.0, 8500.0])
+    dear_path = tmp_path / "dear.json"
+    dear_path.write_text(json.dumps({"name": "dear", "net": {
+        "alpha_us": 1e4, "nic_MBps": 125,
+        "link_curve": {"sizes": [8, 1 << 20], "us": [1e4, 1e4 + 8400]}}}))
+
+    def inter(net):
+        doc = T.tune("here", (2,), (4,), colls=["allreduce"], tolerance=2.0, prior=T.PRIOR,
+                     net=net, net_tolerance=0.05)
+        return doc, [(r["bytes"], r["alg"]) for r in doc["rules"] if r["level"] == "inter"]
+    doc, cheap_rules = inter(cheap)
+    assert "--net" in doc["made_by"] and "--net-tolerance 0.05" in doc["made_by"]
+    _, dear_rules = inter(dear_path)
+    _, prior_rules = inter(None)   # without --net: the prior's threshold
+    assert [alg for _, alg in prior_rules] == ["recursive_doubling", "rabenseifner"]
+    prior_edge = prior_rules[1][0][0]
+    assert [alg for _, alg in cheap_rules] == ["recursive_doubling", "rabenseifner"]
+    assert cheap_rules[1][0][0] < prior_edge          # cheap messages: halving sooner
+    assert [alg for _, alg in dear_rules] == ["recursive_doubling", "rabenseifner"]
+    assert dear_rules[1][0][0] > prior_edge

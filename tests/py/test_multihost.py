@@ -78,6 +78,12 @@ def flavour_param(flavour, ranks):
     return pytest.param(flavour, ranks, marks=marks, id=f"{flavour}-{ranks.replace(',', '+')}")
 
 
+# The host set the fixture made (scripts/testhosts.sh reads these), which run_job drops
+# with the other MCOLL_ variables of this process's environment.
+HOST_SET_ENV = {k: os.environ[k] for k in ("MCOLL_TESTHOSTS_PREFIX", "MCOLL_TESTHOSTS_SUBNET")
+                if k in os.environ}
+
+
 def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeout=JOB_TIMEOUT,
                  finished=None):
     """One job across the hosts. MPICH 4.0 over UCX 1.13's TCP often hangs in
@@ -89,6 +95,7 @@ def run_on_hosts(flavour, ranks, program, args=(), env=None, native=False, timeo
     if native:
         argv.append("--native")
     argv += [str(program), *map(str, args)]
+    env = {**HOST_SET_ENV, **(env or {})}
     if flavour != "mpich" or finished is None:
         result = run_job(argv, env or {}, timeout)
         result.finalize_hang = False
@@ -240,3 +247,22 @@ def test_bcast_first_arrival_multihost(hosts, request, flavour, ranks):
         counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
         if program_name == "mcoll-test-coll":
             assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
+
+
+@pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1,2"), flavour_param("mpich", "1,2,1")])
+def test_bcast_push_multihost(hosts, request, flavour, ranks):
+    """Bcast with push forced between real hosts (the root sends to every rank of the
+    other hosts, which receive without a node step): test_coll's and test_nbc's checks
+    (every root, pieced and unpieced sizes), and the report says push ran every
+    inter-node call."""
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALG_BCAST_INTER": "push"}
+    for program_name in ("mcoll-test-coll", "mcoll-test-nbc"):
+        program = BUILD.bin(flavour, program_name)
+        name = program_name.replace("mcoll-", "").replace("-", "_")
+        make_args = coll_args if program_name == "mcoll-test-coll" else nbc_args
+        args = make_args(flavour, ranks) + ["--colls", "bcast", "--seed", seed_for(request)]
+        result = run_on_hosts(flavour, ranks, program, args, env, finished=rf"^{name}: \d+ checks, 0 errors$")
+        check_summary(result, name)
+        if program_name == "mcoll-test-coll":
+            counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+            assert counts.get("calls", 0) > 0 and counts.get("push") == counts["calls"], counts

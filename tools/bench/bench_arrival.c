@@ -6,10 +6,11 @@
  * every rank of this machine shares (CLOCK_MONOTONIC: test hosts are namespaces of
  * one kernel). A barrier before every call.
  *
- * Three sides take turns in every round, in a rotating order: the host MPI's
+ * Four sides take turns in every round, in a rotating order: the host MPI's
  * MPI_Bcast, mcoll with the fixed leader between nodes (binomial: local rank 0 leads
- * a node that does not hold the root) and mcoll with first_arrival (the node's first
- * rank to arrive leads). A row reports per side the median over rounds of the median
+ * a node that does not hold the root), mcoll with first_arrival (the node's first
+ * rank to arrive leads) and mcoll with push (the root sends to every rank of the
+ * other nodes). A row reports per side the median over rounds of the median
  * call. */
 #include "bench.h"
 
@@ -20,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SIDE_HOST, SIDE_FIXED, SIDE_FIRST, NSIDES };
-static const char *const side_names[NSIDES] = {"host", "fixed_leader", "first_arrival"};
+enum { SIDE_HOST, SIDE_FIXED, SIDE_FIRST, SIDE_PUSH, NSIDES };
+static const char *const side_names[NSIDES] = {"host", "fixed_leader", "first_arrival", "push"};
+/* mcoll's algorithm between nodes of each mcoll side */
+static const char *const side_algs[NSIDES] = {NULL, "binomial", "first_arrival", "push"};
 
 struct delays {
     enum { DELAY_RANDOM, DELAY_LATE } kind;
@@ -77,8 +80,8 @@ static const struct mpi_api *side_api(int side)
     if (!set_algorithm)
         set_algorithm = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
     if (!set_algorithm ||
-        set_algorithm("bcast.inter", side == SIDE_FIXED ? "binomial" : "first_arrival") != 0)
-        bench_usage_exit("-m arrival: mcoll not loaded, or without first_arrival");
+        set_algorithm("bcast.inter", side_algs[side]) != 0)
+        bench_usage_exit("-m arrival: mcoll not loaded, or without first_arrival and push");
     return &bench_mcoll_api;
 }
 
@@ -123,9 +126,9 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
     if (rank == 0)
         printf("# arrival: bcast, %d ranks, delays %s, root %d; time from the last arrival to the "
                "last completion, us (median call, median of %d rounds)\n"
-               "# %10s %10s %14s %14s %12s\n",
+               "# %10s %10s %14s %14s %12s %14s %12s\n",
                p, o->arrival ? o->arrival : "random:100", o->root, o->rounds, "bytes", "host_us",
-               "fixed_us", "first_us", "fixed/first");
+               "fixed_us", "first_us", "fixed/first", "push_us", "fixed/push");
     int first = 1;
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes = (size_t)(bytes * o->factor)) {
         struct row r;
@@ -143,8 +146,8 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
         for (int s = 0; s < NSIDES; s++)
             med[s] = bench_median(samples + s * o->rounds, o->rounds);
         if (rank == 0)
-            printf("  %10zu %10.2f %14.2f %14.2f %12.2f\n", r.block, med[0] * 1e6, med[1] * 1e6,
-                   med[2] * 1e6, med[1] / med[2]);
+            printf("  %10zu %10.2f %14.2f %14.2f %12.2f %14.2f %12.2f\n", r.block, med[0] * 1e6,
+                   med[1] * 1e6, med[2] * 1e6, med[1] / med[2], med[3] * 1e6, med[1] / med[3]);
         if (json) {
             fprintf(json, "%s  {\"bytes\": %zu", first ? "" : ",\n", r.block);
             for (int s = 0; s < NSIDES; s++) {

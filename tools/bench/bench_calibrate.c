@@ -9,7 +9,12 @@
  *                               trip of 8 B, bandwidth from the slope 256 KiB .. 4 MiB
  *   net                         the same ping-pong unpinned: between fake nodes
  *                               (MCOLL_TOPO) mcoll's inter-node phases use this host
- *                               point-to-point
+ *                               point-to-point; when the job spans several hosts (test
+ *                               hosts, a cluster: host names differ), the ping-pong
+ *                               between rank 0 and the first rank of another host
+ *                               instead (the link: latency from 8-512 B, rate from the
+ *                               slope 32 KiB .. 4 MiB), and the node measurements run on
+ *                               rank 0's host only
  *   node.sync_us                a flag hand-off through a shared cache line, two cores
  *   node.sched_turn_us          the same on one core, yielding while waiting
  *   node.xfer_curve             by size: write a buffer, hand it over, the other core
@@ -551,12 +556,13 @@ static double robust_gbs(const size_t *sizes, const double *t, int first, int n)
     return m ? bench_median(slopes, m) : NAN;
 }
 
-/* alpha (µs): the median of the three smallest sizes; GB/s from 32 KiB on. */
-static void fit_level(const double *t, double *alpha_us, double *gbs)
+/* alpha (µs): the median of the three smallest sizes; GB/s from pp_sizes[first] on
+ * (32 KiB in a node; 256 KiB on a link, past a shaped link's token-bucket burst). */
+static void fit_pingpong(const double *t, int first, double *alpha_us, double *gbs)
 {
     double small[3] = {t[0], t[1], t[2]};
     *alpha_us = bench_median(small, 3) * 1e6;
-    *gbs = robust_gbs(pp_sizes, t, 4, NPP_SIZES);
+    *gbs = robust_gbs(pp_sizes, t, first, NPP_SIZES);
 }
 
 static void json_num(FILE *f, double v)
@@ -582,7 +588,7 @@ static void write_curve(FILE *f, const size_t *sizes, const double *values, int 
 static void write_level(FILE *f, const char *name, const double *t, bool last)
 {
     double a, b;
-    fit_level(t, &a, &b);
+    fit_pingpong(t, 4, &a, &b);
     fprintf(f, "    \"%s\": {\"alpha_us\": ", name);
     json_num(f, a);
     fputs(", \"GBps\": ", f);
@@ -594,6 +600,8 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
 
 struct calibration {
     int nprocs, cpus, rejected, rounds;
+    int nodes;                  /* hosts the job spans (1: fake nodes at most) */
+    double link[NPP_SIZES];     /* ping-pong to another host, one way, s */
     long llc;
     double cma_pair, fold[NFOLD_SIZES];
     double pp[3][NPP_SIZES], handoff[2], xfer[NXFER_SIZES], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
@@ -604,16 +612,16 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
 {
     double cma_gbs = isnan(c->cma[0]) ? NAN : robust_gbs(cma_sizes, c->cma, 2, NCMA_SIZES);
     double net_alpha, net_gbs;
-    fit_level(c->pp[2], &net_alpha, &net_gbs);
+    fit_pingpong(c->pp[2], 4, &net_alpha, &net_gbs);
     fprintf(f, "{\n  \"name\": \"calibrated on %s\",\n", ri->hostname);
     fprintf(f, "  \"source\": \"mcoll-bench --calibrate, %s, %d ranks, %d rounds, medians after "
                "3-MAD outlier rejection (%d samples rejected)\",\n",
             ri->date, c->nprocs, c->rounds, c->rejected);
     fputs("  \"mpi\": ", f);
     bench_json_string(f, ri->mpi_version);
-    fprintf(f, ",\n  \"topology\": {\"nodes\": 1, \"ranks_per_node\": %d, \"cores_per_node\": %d, "
+    fprintf(f, ",\n  \"topology\": {\"nodes\": %d, \"ranks_per_node\": %d, \"cores_per_node\": %d, "
                "\"sockets_per_node\": 1, \"llc_bytes\": %ld},\n",
-            c->nprocs, c->cpus, c->llc);
+            c->nodes, c->nprocs, c->cpus, c->llc);
     fputs("  \"levels\": {\n", f);
     write_level(f, "core", c->pp[0], false);
     if (!isnan(c->pp[1][0]))
@@ -658,12 +666,21 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     fputs(",\n    \"fold_curve\": {", f);
     write_curve(f, fold_sizes, c->fold, NFOLD_SIZES, "GBps", 1);
     fputs("}", f);
+    if (c->nodes > 1)
+        fit_pingpong(c->link, 5, &net_alpha, &net_gbs);
     fputs("\n  },\n  \"net\": {\"alpha_us\": ", f);
     json_num(f, net_alpha);
     fputs(", \"nic_MBps\": ", f);
     json_num(f, net_gbs * 1e3);
-    fputs(", \"_note\": \"fake nodes (MCOLL_TOPO): the host MPI's point-to-point inside this "
-          "node\"}\n}\n", f);
+    if (c->nodes > 1) {
+        fputs(", \"link_curve\": {", f);
+        write_curve(f, pp_sizes, c->link, NPP_SIZES, "us", 1e6);
+        fputs("}, \"_note\": \"the link between two hosts: host MPI ping-pong between rank 0 and "
+              "the first rank of another host\"}\n}\n", f);
+    } else {
+        fputs(", \"_note\": \"fake nodes (MCOLL_TOPO): the host MPI's point-to-point inside this "
+              "node\"}\n}\n", f);
+    }
 }
 
 static void print_summary(const struct calibration *c)
@@ -698,19 +715,108 @@ static void print_summary(const struct calibration *c)
     printf("\n# copiers at once, aggregate GB/s:");
     for (int i = 0; i < c->nprocs; i++)
         printf(" %d: %.2f", i + 1, c->copiers[i]);
+    if (c->nodes > 1) {
+        printf("\n# link to another host (%d hosts), one way µs:", c->nodes);
+        for (int i = 0; i < NPP_SIZES; i++)
+            printf(" %zu %.1f", pp_sizes[i], c->link[i] * 1e6);
+    }
     printf("\n# %d samples rejected as outliers\n", c->rejected);
     fflush(stdout);
 }
 
+/* --- the link between two hosts ---------------------------------------------------- */
+
+static double link_sample(void *ctx, int i)
+{
+    struct pingpong_ctx *c = ctx;
+    return pingpong_once(c->pair, c->rank, c->buf, pp_sizes[i], c->reps[0][i]);
+}
+
+/* link[size]: one way between ranks 0 and 1 of `pair` (on two hosts), unpinned. */
+static void measure_link(MPI_Comm pair, int rank, const struct options *o, double link[NPP_SIZES],
+                         int *rejected)
+{
+    struct pingpong_ctx c = {.pair = pair, .rank = rank, .pinned = -1};
+    c.buf = bench_alloc_pages(pp_sizes[NPP_SIZES - 1]);
+    memset(c.buf, 1, pp_sizes[NPP_SIZES - 1]);
+    for (int i = 0; i < NPP_SIZES; i++) {
+        pingpong_once(pair, rank, c.buf, pp_sizes[i], 1); /* warm */
+        c.reps[0][i] = reps_for(pingpong_once(pair, rank, c.buf, pp_sizes[i], 1), o);
+    }
+    alternate_rounds(o, NPP_SIZES, link_sample, &c, link, rejected);
+    free(c.buf);
+}
+
+enum { HOST_NAME_BYTES = 64 };
+
+/* The hosts of the job by host name: how many, whether this rank shares rank 0's,
+ * and the first rank of another host (-1: one host). */
+static int job_hosts(MPI_Comm comm, int nprocs, int *same_as_0, int *remote)
+{
+    char mine[HOST_NAME_BYTES] = {0};
+    gethostname(mine, sizeof mine - 1);
+    char *all = malloc((size_t)nprocs * HOST_NAME_BYTES);
+    if (!all)
+        bench_die(comm, "out of memory");
+    PMPI_Allgather(mine, HOST_NAME_BYTES, MPI_CHAR, all, HOST_NAME_BYTES, MPI_CHAR, comm);
+    int hosts = 0;
+    *remote = -1;
+    for (int i = 0; i < nprocs; i++) {
+        const char *name = all + (size_t)i * HOST_NAME_BYTES;
+        int first = 1;
+        for (int j = 0; j < i && first; j++)
+            first = strcmp(name, all + (size_t)j * HOST_NAME_BYTES) != 0;
+        hosts += first;
+        if (*remote < 0 && strcmp(name, all) != 0)
+            *remote = i;
+    }
+    *same_as_0 = strcmp(mine, all) == 0;
+    free(all);
+    return hosts;
+}
+
+static void calibrate_node(const struct run_info *ri, const struct options *o, MPI_Comm comm,
+                           struct calibration *link);
+
 void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Comm comm)
+{
+    int rank, nprocs, on_host0, remote;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &nprocs);
+    struct calibration link = {.nodes = job_hosts(comm, nprocs, &on_host0, &remote)};
+    for (int i = 0; i < NPP_SIZES; i++)
+        link.link[i] = NAN;
+    if (link.nodes > 1) {
+        MPI_Comm pair;
+        PMPI_Comm_split(comm, rank == 0 || rank == remote ? 0 : MPI_UNDEFINED, rank, &pair);
+        if (pair != MPI_COMM_NULL) {
+            measure_link(pair, rank == 0 ? 0 : 1, o, link.link, &link.rejected);
+            PMPI_Comm_free(&pair);
+        }
+        bench_sleepy_barrier(comm);
+    }
+    MPI_Comm host0;
+    PMPI_Comm_split(comm, on_host0 ? 0 : MPI_UNDEFINED, rank, &host0);
+    if (host0 != MPI_COMM_NULL) {
+        calibrate_node(ri, o, host0, &link);
+        PMPI_Comm_free(&host0);
+    }
+    bench_sleepy_barrier(comm);
+}
+
+/* The node's measurements among the ranks of rank 0's host; writes the machine file
+ * with the link's, if any. */
+static void calibrate_node(const struct run_info *ri, const struct options *o, MPI_Comm comm,
+                           struct calibration *link)
 {
     int rank, nprocs;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     if (nprocs < 2)
-        bench_usage_exit("--calibrate needs at least 2 ranks (ranks 0 and 1 on one node)");
+        bench_usage_exit("--calibrate needs at least 2 ranks on rank 0's host (ranks 0 and 1 on one node)");
     struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds,
-                            .cma_pair = NAN};
+                            .cma_pair = NAN, .nodes = link->nodes};
+    memcpy(c.link, link->link, sizeof c.link);
     for (int i = 0; i < NCMA_SIZES; i++)
         c.cma[i] = NAN;
     c.llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
@@ -735,7 +841,7 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     c.copiers = bench_alloc_doubles(nprocs);
     measure_copiers(comm, rank, nprocs, o, c.copiers, &rej);
     PMPI_Reduce(rank == 0 ? MPI_IN_PLACE : &rej, &rej, 1, MPI_INT, MPI_SUM, 0, comm);
-    c.rejected = rej;
+    c.rejected = rej + link->rejected;
     if (rank == 0) {
         print_summary(&c);
         if (o->json_path) {

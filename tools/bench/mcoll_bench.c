@@ -343,7 +343,7 @@ static void usage(void)
             "           burst: -K MPI_I<coll> in flight on one communicator, then\n"
             "           Waitall; host, mcoll one call after the other, side by side\n"
             "           arrival: bcast after per-rank delays (-D), timed from the last\n"
-            "           arrival; host, mcoll fixed leader, mcoll first_arrival\n"
+            "           arrival; host, mcoll fixed leader, first_arrival, push\n"
             "  -a       nbc mode: a block's time is its calls' average (OSU's), not median\n"
             "  -P       nbc mode: no persistent block (start + wait)\n"
             "  -K       cold mode: calls timed per fresh communicator (default 100);\n"

@@ -130,7 +130,11 @@ static int grid_rsend_start(struct mcoll_a2a *a, MPI_Request *reqs, int *nreq) {
   const struct mcoll_topo *t = &c->topo;
   int n = c->size, me = c->rank;
   int err = post_receives(a, reqs, nreq);
-  if (err == MPI_SUCCESS) err = grid_arrival(c, a->coll);
+  if (err == MPI_SUCCESS) {
+    double start = PMPI_Wtime();
+    err = grid_arrival(c, a->coll);
+    mcoll__count_control_wait(a->coll, PMPI_Wtime() - start);
+  }
   /* Sends reuse GRID_IN_FLIGHT slots after the receives; a slot is waited before
    * it is reused, the last ones are waited with the receives. */
   MPI_Request *slots = reqs + *nreq;

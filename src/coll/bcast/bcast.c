@@ -140,6 +140,7 @@ static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
   if (call->inter_alg == MCOLL_BCAST_INTER_FIRST) return mcoll__bcast_first_arrival(call, lo, hi);
+  if (call->inter_alg == MCOLL_BCAST_INTER_PUSH) return mcoll__bcast_push_send(call, lo, hi);
   return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root, call->inter_alg);
 }
 
@@ -262,6 +263,9 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call, .overlap = 1};
   if (t->nnodes > 1) call.inter_alg = mcoll__bcast_inter_select(c, bytes < hc.piece ? bytes : hc.piece);
+  /* push: away from the root's node every rank receives its own copy; no node step */
+  if (call.inter_alg == MCOLL_BCAST_INTER_PUSH && t->nnodes > 1 && t->node_of[root] != t->node)
+    return mcoll__bcast_push_receive(c, buf, bytes, hc.piece, root);
   if (call.inter_alg == MCOLL_BCAST_INTER_FIRST && t->nnodes > 1) {
     /* The CP bcast: away from the root's node, the first rank to arrive leads. */
     call.parity = c->first_arrival_calls++ & 1;

@@ -19,6 +19,7 @@ enum mcoll_bcast_inter_alg {
   MCOLL_BCAST_INTER_BINOMIAL,
   MCOLL_BCAST_INTER_SAG,
   MCOLL_BCAST_INTER_FIRST,
+  MCOLL_BCAST_INTER_PUSH,
   MCOLL_BCAST_INTER_NALGS
 };
 
@@ -102,6 +103,11 @@ int mcoll__bcast_between_nodes(struct mcoll_comm *c, char *buf, size_t lo, size_
 
 /* first_arrival's step between nodes for [lo, hi) of the call (bcast_inter.c). */
 int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t hi);
+
+/* push: the root's step, [lo, hi) to every rank of the other nodes; and a rank of
+ * another node's whole call, its pieces (of `piece` bytes, 0: one) from the root. */
+int mcoll__bcast_push_send(struct mcoll_bcast_call *call, size_t lo, size_t hi);
+int mcoll__bcast_push_receive(struct mcoll_comm *c, char *buf, size_t bytes, size_t piece, int root);
 
 /* bcast's selection step between nodes, for pieces of `piece` bytes (counted). */
 int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece);

@@ -17,6 +17,9 @@ const struct mcoll_coll_algs mcoll__bcast_inter_algs = {
         {"first_arrival", "CP bcast (docs/architecture.md): each node's first rank to arrive leads it and "
                           "announces itself to the root, which sends to the nodes in order of "
                           "arrival (flat)", 0, NULL},
+        {"push", "the root sends to every rank of the other nodes, which receive on arrival "
+                 "without a node step (no rank waits for a late leader; r times the bytes)",
+         0, NULL},
     },
     MCOLL_BCAST_INTER_NALGS};
 
@@ -171,5 +174,41 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
     if (err == MPI_SUCCESS) err = one;
   }
   free(sends);
+  return err;
+}
+
+/* push (docs/algorithms.md): the CP bcast's aim, no rank waiting for a late leader,
+ * without first_arrival's announcement round trip: the root sends eagerly to every
+ * rank away from its node, so each finds its data waiting when it arrives and needs
+ * no node step. Pieces go in order, so receivers match them in order. */
+int mcoll__bcast_push_send(struct mcoll_bcast_call *call, size_t lo, size_t hi) {
+  struct mcoll_comm *c = call->c;
+  const struct mcoll_topo *t = &c->topo;
+  int root_node = t->node_of[call->root], posted = 0, err = MPI_SUCCESS;
+  MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)c->size);
+  if (!sends) return MPI_ERR_NO_MEM;
+  for (int s = 1; s < c->size && err == MPI_SUCCESS; s++) {
+    int to = (call->root + s) % c->size;
+    if (t->node_of[to] == root_node) continue;
+    err = PMPI_Isend(call->buf + lo, (int)(hi - lo), MPI_BYTE, to, mcoll__host_tag(MCOLL_TAG_BCAST),
+                     c->p2p, &sends[posted]);
+    if (err == MPI_SUCCESS) posted++;
+  }
+  for (int k = 0; k < posted; k++) {
+    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
+    if (err == MPI_SUCCESS) err = one;
+  }
+  free(sends);
+  return err;
+}
+
+int mcoll__bcast_push_receive(struct mcoll_comm *c, char *buf, size_t bytes, size_t piece, int root) {
+  size_t step = piece ? piece : bytes;
+  int err = MPI_SUCCESS;
+  for (size_t lo = 0; lo < bytes && err == MPI_SUCCESS; lo += step) {
+    size_t hi = bytes - lo < step ? bytes : lo + step;
+    err = mcoll__host_recv(buf + lo, (int)(hi - lo), MPI_BYTE, root, MCOLL_TAG_BCAST, c->p2p,
+                           MPI_STATUS_IGNORE);
+  }
   return err;
 }

@@ -20,19 +20,23 @@ def model_bytes(coll, nbytes, nprocs):
     return nbytes * nprocs if coll in PER_RANK_VECTOR else nbytes
 
 
-def compare(machine_path, results_path, table=None):
+def compare(machine_path, results_path, table=None, nodes=1):
+    """nodes: the hosts the results' job spanned (its ranks spread evenly over them)."""
     doc = json.loads(Path(results_path).read_text())
     n = doc["nprocs"]
-    m = M.load(machine_path, ranks_per_node=n, nodes=1)
+    if n % nodes:
+        raise ValueError(f"{n} ranks do not spread evenly over {nodes} nodes")
+    m = M.load(machine_path, ranks_per_node=n // nodes, nodes=nodes)
     table = table or cost.load_table()
     rows = []
     for r in doc["results"]:
         coll = r["coll"]
         if cost.canonical(coll, table) not in table["node"] or not r.get("mcoll_us"):
             continue
-        t, alg, _ = cost.choose(coll, m, model_bytes(coll, r["bytes"], n), table)
+        t, alg, inter = cost.choose(coll, m, model_bytes(coll, r["bytes"], n), table)
         rows.append({"coll": coll, "bytes": r["bytes"], "measured_us": r["mcoll_us"],
-                     "native_us": r.get("native_us"), "predicted_us": t, "algorithm": alg,
+                     "native_us": r.get("native_us"), "predicted_us": t,
+                     "algorithm": alg + (" + " + inter if inter else ""),
                      "error": t / r["mcoll_us"] - 1})
     return doc, m, rows
 
@@ -47,7 +51,9 @@ def summary(rows):
 
 def markdown(doc, m, rows):
     per, overall = summary(rows)
-    out = [f"# Model vs. measured: {doc.get('flavour')} {doc['nprocs']} ranks, mode "
+    nodes = m.topo["nodes"]
+    out = [f"# Model vs. measured: {doc.get('flavour')} {doc['nprocs']} ranks"
+           f"{f' on {nodes} nodes' if nodes > 1 else ''}, mode "
            f"{doc.get('mode', 'back2back')}, {doc.get('date')}", "",
            f"machine file: {m.name}", "",
            "| collective | median \\|error\\| | rows |", "|---|---|---|"]

@@ -98,8 +98,7 @@ def term_us(term, machine, env):
     if kind == "p2p":
         return machine.level_msg_us("node", *args)
     if kind == "net":
-        count, nbytes = args
-        return count * machine.net["alpha_us"] + nbytes * machine.net_beta_us()
+        return machine.net_msg_us(*args)
     if kind == "net_a2a":
         messages, k = args
         if messages <= 0:

@@ -50,6 +50,9 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
       },
       "net": {                      # between nodes (host MPI point-to-point)
         "alpha_us": a, "nic_MBps": b,      # latency, one-way bandwidth of a node's NIC
+        "link_curve": {"sizes": [...], "us": [...]},
+                                           # one way by size between two hosts (--calibrate
+                                           # across hosts): prices each net message
         "gap_us": g,                       # NIC time per message when many are queued
                                            # (LogGP's g; absent: alpha, as seed 002 counts)
         "switch_radix": 16, "hops": 3, "packet_bits": 256, "cycle_ns": 3.2,
@@ -124,6 +127,20 @@ def load(path=None, **topology):
         if val is not None:
             m.data["topology"][key] = val
     return m
+
+
+def _loglog_us(curve, nbytes):
+    """A calibrated {"sizes", "us"} curve at nbytes: log-log between points, the first
+    point's time below it, the last point's bandwidth beyond it."""
+    pts = sorted(zip(curve["sizes"], curve["us"]))
+    if nbytes <= pts[0][0]:
+        return pts[0][1]
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
+        if nbytes <= s1:
+            f = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
+            return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
+    s_last, t_last = pts[-1]
+    return t_last * nbytes / s_last
 
 
 class Machine:
@@ -215,17 +232,7 @@ class Machine:
         """One process_vm_readv of nbytes from the calibrated curve (log-log between
         points, the last point's bandwidth beyond); None without a curve."""
         cv = self.node.get("cma_curve")
-        if not cv:
-            return None
-        pts = sorted(zip(cv["sizes"], cv["us"]))
-        if nbytes <= pts[0][0]:
-            return pts[0][1]
-        for (s0, t0), (s1, t1) in zip(pts, pts[1:]):
-            if nbytes <= s1:
-                f = (math.log(nbytes) - math.log(s0)) / (math.log(s1) - math.log(s0))
-                return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
-        s_last, t_last = pts[-1]
-        return t_last * nbytes / s_last
+        return _loglog_us(cv, nbytes) if cv else None
 
     def _contention(self, nbytes, readers, single_GBps):
         """How much longer a memory-bound transfer takes when `readers` run at once."""
@@ -333,6 +340,22 @@ class Machine:
     # -- network ------------------------------------------------------------------
     def net_beta_us(self):
         return 1.0 / self.net["nic_MBps"]           # µs per byte
+
+    def net_msg_us(self, count, nbytes):
+        """count messages one after the other between nodes, nbytes in all: from the
+        link's calibrated ping-pong curve where the machine file has one (a link
+        measured over test hosts or a cluster: mcoll-bench --calibrate across hosts),
+        else alpha and bandwidth."""
+        if count <= 0:
+            return 0.0
+        curve = self.net.get("link_curve")
+        if curve:
+            # a larger message never arrives sooner: a point below a smaller size's time
+            # is noise of the run (a busy host), raised to it
+            pts = sorted(zip(curve["sizes"], curve["us"]))
+            us = [max(t for _, t in pts[:i + 1]) for i in range(len(pts))]
+            return count * _loglog_us({"sizes": [p[0] for p in pts], "us": us}, nbytes / count)
+        return count * self.net["alpha_us"] + nbytes * self.net_beta_us()
 
     def hops(self):
         """Switches a packet crosses: the file's hops, or the mean over a node's peers in

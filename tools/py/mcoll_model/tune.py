@@ -173,11 +173,12 @@ def _count_ranges(values):
 
 
 def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=None,
-         tolerance=0.05, prior=None, calibrated_tolerance=None):
+         tolerance=0.05, prior=None, calibrated_tolerance=None, net=None, net_tolerance=None):
     """The rules document (a dict) for the machine file; prior: a rules file of today's
     choices the model overrides only where it prices another algorithm cheaper by more
     than the tolerance (calibrated_tolerance, when given, at the rank count the machine's
-    corrections were measured at)."""
+    corrections were measured at). net: a machine file whose net section (a link
+    calibrated across hosts) prices the choice between nodes, with net_tolerance there."""
     table = table or cost.load_table()
     prior_rules = json.loads(Path(prior).read_text())["rules"] if prior else None
 
@@ -186,6 +187,8 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             return None
         return lambda n: prior_pick(prior_rules, coll, level, n, count)
     base = M.load(machine)
+    net_section = M.load(net).net if net else None
+    inter_tolerance = net_tolerance if net and net_tolerance is not None else tolerance
     rules = []
     for coll in colls or list(table["node"]):
         for r, lo, hi in _count_ranges(sorted(ranks)):
@@ -216,7 +219,9 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
         r = base.topo["ranks_per_node"]
         for N, lo, hi in _count_ranges(sorted(nodes)):
             m = M.load(machine, nodes=N, ranks_per_node=r)
-            for blo, bhi, alg in _ranges(lambda n, m=m: _inter_costs(table, coll, m, n), tolerance,
+            if net_section:
+                m.net = m.data["net"] = dict(net_section)
+            for blo, bhi, alg in _ranges(lambda n, m=m: _inter_costs(table, coll, m, n), inter_tolerance,
                                          prior_for(coll, "inter", N)):
                 rules.append({"coll": coll, "level": "inter", "bytes": [blo, bhi],
                               "nodes": [lo if lo is not None else 2, hi], "alg": alg})
@@ -225,7 +230,8 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
                 machine, ",".join(map(str, ranks)), ",".join(map(str, nodes)), tolerance,
                 " --prior " + Path(prior).name if prior else "",
                 " --calibrated-tolerance %g" % calibrated_tolerance
-                if calibrated_tolerance is not None else ""),
+                if calibrated_tolerance is not None else "") + (
+                " --net %s --net-tolerance %g" % (net, inter_tolerance) if net else ""),
             "_doc": "bytes [lo, hi): bcast the message, reductions the vector, the gather "
                     "family and alltoall one block; ranks_per_node, nodes and levels inclusive; "
                     "null: no limit; oversubscribed: more ranks than cores on the node. "
@@ -313,6 +319,10 @@ def main(argv=None):
     ap.add_argument("--calibrated-tolerance", type=float, default=BUILTIN_CALIBRATED_TOLERANCE,
                     help="the tolerance at the rank count the machine's corrections were "
                     "measured at (mcoll model fit; default %(default)s)")
+    ap.add_argument("--net", help="machine file whose net section (a link measured across hosts by "
+                    "mcoll-bench --calibrate) prices the choice between nodes")
+    ap.add_argument("--net-tolerance", type=float, default=None,
+                    help="the tolerance between nodes with --net (default: --tolerance)")
     ap.add_argument("-o", "--output", help="write the rules JSON here (default: stdout)")
     ap.add_argument("--c", dest="c_output", help="write the built-in rules C file here "
                     "(src/coll/rules_builtin.c)")
@@ -321,7 +331,7 @@ def main(argv=None):
     ints = lambda text: [int(x) for x in text.split(",") if x]
     doc = tune(a.machine, ints(a.ranks), ints(a.nodes), tolerance=a.tolerance,
                prior=None if a.prior == "none" else a.prior,
-               calibrated_tolerance=a.calibrated_tolerance)
+               calibrated_tolerance=a.calibrated_tolerance, net=a.net, net_tolerance=a.net_tolerance)
     if a.c_output:
         Path(a.c_output).write_text(to_c(doc))
     if a.output:
