@@ -32,7 +32,7 @@ static void context_destroy(struct mcoll_comm *c) {
   if (c->p2p != MPI_COMM_NULL) PMPI_Comm_free(&c->p2p);
   if (c->group != MPI_GROUP_NULL) PMPI_Group_free(&c->group);
   free(c->users);
-  for (int coll = 0; coll < MCOLL_NCOLLS; coll++) free(c->adapt[coll]);
+  for (int coll = 0; coll < MCOLL_CHOICE_SLOTS; coll++) free(c->adapt[coll]);
   free(c);
 }
 

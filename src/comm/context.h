@@ -7,7 +7,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "coll/registry.h"
 #include "core/fallback.h"
 #include "shm/channel.h"
 #include "topo/topo.h"
@@ -50,7 +49,7 @@ struct mcoll_comm {
   } choice[MCOLL_CHOICE_SLOTS];
   /* The adaptive choice's size classes per collective (coll/adapt.h), NULL until its
    * first blocking call. */
-  struct mcoll_adapt_coll *adapt[MCOLL_NCOLLS];
+  struct mcoll_adapt_coll *adapt[MCOLL_CHOICE_SLOTS];
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */

@@ -224,7 +224,7 @@ static MPI_Comm returning_comm(void)
 static void report_start(const char *name, int rc, MPI_Request *req)
 {
     /* A call that returned MPI_SUCCESS is waited for; its error is the wait's. */
-    char text[64];
+    char text[MPI_MAX_ERROR_STRING + 32];
     if (rc == MPI_SUCCESS) {
         rc = MPI_Wait(req, MPI_STATUS_IGNORE);
         snprintf(text, sizeof text, "wait %s", class_name(rc));
@@ -271,7 +271,7 @@ static void case_wait_error(void)
     MPI_Request bcast = MPI_REQUEST_NULL, bad = MPI_REQUEST_NULL;
     int bcast_rc = MPI_Ibcast(big, N, MPI_INT, root, comm, &bcast);
     int bad_rc = MPI_Iallreduce(send, recv, 8, MPI_INT, MPI_OP_NULL, comm, &bad);
-    char text[64];
+    char text[MPI_MAX_ERROR_STRING + 32];
     snprintf(text, sizeof text, "%s", call_or_wait(bad_rc, &bad));
     report("wait_error iallreduce op=MPI_OP_NULL behind an ibcast", text);
     report("wait_error the ibcast before it", call_or_wait(bcast_rc, &bcast));
