@@ -142,48 +142,6 @@ static void forget(uintptr_t lo, uintptr_t hi) {
   if (guard.forget) guard.forget(lo, hi);
 }
 
-/* ---- who calls ----------------------------------------------------------------------
- * The host MPI's own code (its progress engine on whichever thread drives it, its
- * transports, its helper threads) never waits for T-NBC: what it would wait for may
- * need that same progress, which it holds (a progress lock, the only thread on a
- * socket). Only the application's own calls wait. Known by the object the call comes
- * from: the one that defines PMPI_Init, and the MPI stack's libraries and plugins by
- * name. Verdicts are kept per object (base address | 1 if the host's). */
-enum { CALLER_OBJECTS = 64 };
-static _Atomic uintptr_t caller_objects[CALLER_OBJECTS];
-
-static int host_object(const char *path, const void *base) {
-  static const char *const prefixes[] = {
-      "libmpi", "libopen-", "libmca", "mca_", "libpmix", "libpmi", "libprrte", "libucp",
-      "libucs", "libuct", "libucm", "libfabric", "libpsm", "libibverbs", "librdmacm", "libmlx",
-      "libevent", "libhwloc", "libyaksa", "libhcoll", "libxpmem", "libknem", "libmpl"};
-  Dl_info mpi;
-  void *pmpi_init = dlsym(RTLD_DEFAULT, "PMPI_Init");
-  if (pmpi_init && dladdr(pmpi_init, &mpi) && mpi.dli_fbase == base) return 1;
-  const char *name = path ? strrchr(path, '/') : NULL;
-  name = name ? name + 1 : path ? path : "";
-  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
-    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
-  size_t n = strlen(name);
-  return n > 6 && !strcmp(name + n - 6, "-fi.so"); /* libfabric's providers */
-}
-
-int mcoll__libc_host_caller(const void *caller) {
-  Dl_info info;
-  if (!caller || !dladdr(caller, &info) || !info.dli_fbase) return 0;
-  uintptr_t base = (uintptr_t)info.dli_fbase;
-  for (int i = 0; i < CALLER_OBJECTS; i++) {
-    uintptr_t known = atomic_load_explicit(&caller_objects[i], memory_order_relaxed);
-    if ((known & ~(uintptr_t)1) == base) return (int)(known & 1);
-    if (!known) {
-      uintptr_t verdict = base | (uintptr_t)host_object(info.dli_fname, info.dli_fbase);
-      atomic_compare_exchange_strong(&caller_objects[i], &known, verdict);
-      return (int)(verdict & 1);
-    }
-  }
-  return host_object(info.dli_fname, info.dli_fbase);
-}
-
 /* ---- memory given back -------------------------------------------------------------- */
 /* A malloc block about to be freed or moved: its header and usable bytes. */
 static void guard_block(const void *caller, void *p) {
@@ -403,6 +361,48 @@ MCOLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
 }
 
 #endif
+
+/* ---- who calls ----------------------------------------------------------------------
+ * The host MPI's own code (its progress engine on whichever thread drives it, its
+ * transports, its helper threads) never waits for T-NBC: what it would wait for may
+ * need that same progress, which it holds (a progress lock, the only thread on a
+ * socket). Only the application's own calls wait. Known by the object the call comes
+ * from: the one that defines PMPI_Init, and the MPI stack's libraries and plugins by
+ * name. Verdicts are kept per object (base address | 1 if the host's). */
+enum { CALLER_OBJECTS = 64 };
+static _Atomic uintptr_t caller_objects[CALLER_OBJECTS];
+
+static int host_object(const char *path, const void *base) {
+  static const char *const prefixes[] = {
+      "libmpi", "libopen-", "libmca", "mca_", "libpmix", "libpmi", "libprrte", "libucp",
+      "libucs", "libuct", "libucm", "libfabric", "libpsm", "libibverbs", "librdmacm", "libmlx",
+      "libevent", "libhwloc", "libyaksa", "libhcoll", "libxpmem", "libknem", "libmpl"};
+  Dl_info mpi;
+  void *pmpi_init = dlsym(RTLD_DEFAULT, "PMPI_Init");
+  if (pmpi_init && dladdr(pmpi_init, &mpi) && mpi.dli_fbase == base) return 1;
+  const char *name = path ? strrchr(path, '/') : NULL;
+  name = name ? name + 1 : path ? path : "";
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+  size_t n = strlen(name);
+  return n > 6 && !strcmp(name + n - 6, "-fi.so"); /* libfabric's providers */
+}
+
+int mcoll__libc_host_caller(const void *caller) {
+  Dl_info info;
+  if (!caller || !dladdr(caller, &info) || !info.dli_fbase) return 0;
+  uintptr_t base = (uintptr_t)info.dli_fbase;
+  for (int i = 0; i < CALLER_OBJECTS; i++) {
+    uintptr_t known = atomic_load_explicit(&caller_objects[i], memory_order_relaxed);
+    if ((known & ~(uintptr_t)1) == base) return (int)(known & 1);
+    if (!known) {
+      uintptr_t verdict = base | (uintptr_t)host_object(info.dli_fname, info.dli_fbase);
+      atomic_compare_exchange_strong(&caller_objects[i], &known, verdict);
+      return (int)(verdict & 1);
+    }
+  }
+  return host_object(info.dli_fname, info.dli_fbase);
+}
 
 int mcoll__libc_mprotect(void *addr, size_t len, int prot) {
   return (int)syscall(SYS_mprotect, addr, len, prot);
