@@ -56,6 +56,9 @@ static void check_message(const uint64_t *p, int n, int src, int round, const ch
     intact = p[i] == (uint64_t)src * 1000003u + (uint64_t)round * 7919u + (uint64_t)i;
   CHECK(intact, "%s: %d words from rank %d round %d wrong", what, n, src, round);
   int handed = p[0] == (uint64_t)(uintptr_t)p;
+  /* (a process's copy of its own message may reuse the address of its freed original) */
+  if (src == rank && !threads)
+    return;
   CHECK(handed == same_process(src, rank), "%s from rank %d: %s, expected %s", what, src,
         handed ? "the sender's buffer" : "a copy",
         same_process(src, rank) ? "the sender's buffer" : "a copy");
