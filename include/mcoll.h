@@ -2,7 +2,7 @@
  *
  * mcoll takes over MPI's collectives through the profiling interface (PMPI):
  * preload it (mcollrun, LD_PRELOAD) or link -lmcoll ahead of the MPI library.
- * This header is only needed to query it. */
+ * This header is needed to query it, and for the SMPI extension (MPIX_Smpi_*). */
 #ifndef MCOLL_H
 #define MCOLL_H
 
