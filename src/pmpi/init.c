@@ -153,6 +153,7 @@ void mcoll__started(void) {
 }
 
 void mcoll__finishing(void) {
+  mcoll__smpi_finish(); /* (SMPI works with mcoll disabled too) */
   if (mcoll__cfg.DISABLE || atomic_exchange(&finished_once, 1)) return;
   mcoll__tnbc_stop(); /* (a program may exit right after its last collective) */
   mcoll__progress_thread_stop();

@@ -36,6 +36,8 @@
 void mcoll__before_init(void); /* disables mcoll in a program of another MPI */
 void mcoll__started(void);
 void mcoll__finishing(void);
+/* Completes the SMPI sends still in flight (pmpi/smpi.c), before the host's finalize. */
+void mcoll__smpi_finish(void);
 
 /* Inside a task (an MPI_I* call): the context if the communicator's ranks agree that
  * it may run tasks (comm/context.h); decided at its first non-blocking call. */

@@ -145,7 +145,18 @@ static int matches(int ctx, int src, int tag, const struct thr_msg *m)
 static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
 {
   const void *bytes = m->data ? m->data : m->sender_buf;
-  int err = place_bytes(rv->buf, rv->count, rv->type, bytes, m->len);
+  int err;
+  if (rv->take) { /* SMPI: the receiver takes the bytes themselves, copied only if lent */
+    err = m->len > thr_type_bytes(rv->type, rv->count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    if (!m->data) {
+      m->data = malloc(m->len ? m->len : 1);
+      memcpy(m->data, m->sender_buf, m->len);
+    }
+    *rv->take = m->data;
+    m->data = NULL;
+  } else {
+    err = place_bytes(rv->buf, rv->count, rv->type, bytes, m->len);
+  }
   set_status(&rv->status, m->src, m->tag, err, m->len);
   if (m->sender_done)
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
@@ -541,8 +552,11 @@ static int rt_Is_thread_main(struct thr_rank *r, int *flag)
   return MPI_SUCCESS;
 }
 
+static void smpi_reap(struct thr_rank *r, int wait);
+
 static int rt_Finalize(struct thr_rank *r)
 {
+  smpi_reap(r, 1);
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   return MPI_SUCCESS;
@@ -973,6 +987,107 @@ static int rt_Pack_size(struct thr_rank *r, int count, MPI_Datatype type, MPI_Co
   return PMPI_Pack_size(count, type, MPI_COMM_SELF, size);
 }
 
+/* ---- SMPI: ownership passing ---- */
+
+/* Buffers come from the runtime's allocator (the base namespace's malloc), so that a
+ * buffer allocated by one rank may be freed by another: each rank's namespace has a
+ * malloc of its own, and memory must not be freed in a namespace other than its own. */
+static int rt_Smpi_alloc(struct thr_rank *r, MPI_Aint size, void *baseptr)
+{
+  (void)r;
+  void *p = size >= 0 ? malloc(size ? (size_t)size : 1) : NULL;
+  *(void **)baseptr = p;
+  return p ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+static int rt_Smpi_free(struct thr_rank *r, void *ptr)
+{
+  (void)r;
+  free(ptr);
+  return MPI_SUCCESS;
+}
+
+/* An SMPI send to another process: its bytes go through the host MPI, and the buffer is
+ * freed once they are sent. */
+struct thr_smpi_send {
+  struct thr_smpi_send *next;
+  struct thr_request *request;
+  void *buffer;
+};
+
+/* Frees the buffers of the SMPI sends that have completed; all of them when wait is set. */
+static void smpi_reap(struct thr_rank *r, int wait)
+{
+  for (struct thr_smpi_send **p = &r->smpi_sends; *p;) {
+    struct thr_smpi_send *s = *p;
+    if (wait) {
+      thr_wait(r, s->request, MPI_STATUS_IGNORE);
+    } else if (request_done(s->request)) {
+      request_finish(s->request, MPI_STATUS_IGNORE);
+    } else {
+      p = &s->next;
+      continue;
+    }
+    *p = s->next;
+    free(s->buffer);
+    free(s);
+  }
+}
+
+/* The send returns at once, wherever the peer is (a ring of sends followed by receives
+ * must not wait on itself). To a thread rank of this process the buffer itself becomes
+ * the message: no copy. */
+static int rt_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype type, int dst,
+                        int tag, MPI_Comm comm)
+{
+  if (!thr_type_is_contiguous(type, count))
+    return MPI_ERR_TYPE;
+  struct thr_comm *c = thr_comm_of(r, comm);
+  smpi_reap(r, 0);
+  if (dst == MPI_PROC_NULL) {
+    free(ptr);
+    return MPI_SUCCESS;
+  }
+  if (dst < 0 || dst >= c->size)
+    thr_fatal("rank %d: send to rank %d of a communicator of %d", r->world, dst, c->size);
+  int dst_world = c->world[dst];
+  if (dst_world / thr_proc.threads != thr_proc.process) {
+    struct thr_smpi_send *s = malloc(sizeof *s);
+    *s = (struct thr_smpi_send){.next = r->smpi_sends, .buffer = ptr,
+                                .request = thr_isend(r, c, c->ctx, ptr, count, type, dst, tag)};
+    r->smpi_sends = s;
+    return MPI_SUCCESS;
+  }
+  struct thr_msg *m = calloc(1, sizeof *m);
+  *m = (struct thr_msg){.ctx = c->ctx, .src = c->rank, .tag = tag,
+                        .len = thr_type_bytes(type, count), .data = ptr};
+  deliver(&thr_proc.ranks[dst_world % thr_proc.threads], m);
+  return MPI_SUCCESS;
+}
+
+static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype type, int src,
+                        int tag, MPI_Comm comm, MPI_Status *status)
+{
+  if (!thr_type_is_contiguous(type, count))
+    return MPI_ERR_TYPE;
+  struct thr_comm *c = thr_comm_of(r, comm);
+  void **take = ptrp;
+  *take = NULL;
+  if (src == MPI_PROC_NULL)
+    return rt_Recv(r, NULL, 0, type, src, tag, comm, status);
+  if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
+    thr_fatal("rank %d: receive from rank %d of a communicator of %d", r->world, src, c->size);
+  struct thr_request *q = new_request(RECV);
+  q->recv = (struct thr_recv){.ctx = c->ctx, .src = src, .tag = tag, .count = count,
+                              .type = type, .take = take};
+  post_recv(r, &q->recv);
+  MPI_Status st;
+  thr_wait(r, q, &st);
+  copy_status(status, &st);
+  smpi_reap(r, 0);
+  return st.MPI_ERROR;
+}
+
 static void rt_missing(struct thr_rank *r, const char *name)
 {
   thr_fatal("rank %d called %s, which thread ranks do not implement yet", r->world, name);
@@ -1012,6 +1127,7 @@ static void rt_exit(struct thr_rank *r, int status)
 
 const struct thr_api thr_runtime_api = {
   THR_RUNTIME_CALLS(RUNTIME_ENTRY)
+  THR_SMPI_CALLS(RUNTIME_ENTRY)
   THR_RUNTIME_CALLS0(RUNTIME_ENTRY0)
   THR_HOST_CALLS(HOST_ENTRY)
   .missing = rt_missing,

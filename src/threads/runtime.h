@@ -31,6 +31,7 @@ struct thr_recv {
   void *buf;
   int count;
   MPI_Datatype type;
+  void **take; /* SMPI receive: gets the message's bytes (runtime-allocated), buf unused */
   atomic_int done;
   MPI_Status status;
 };
@@ -52,6 +53,7 @@ struct thr_comm {
 };
 
 struct thr_request;
+struct thr_smpi_send;
 
 struct thr_rank {
   int world, thread;
@@ -61,6 +63,7 @@ struct thr_rank {
   struct thr_request **reqs;
   int nreqs;
   int next_ctx;
+  struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
   int initialized, finalized, thread_level;
   /* The program in its namespace. */
   int (*main)(int, char **, char **);

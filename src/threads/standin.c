@@ -26,6 +26,8 @@ EXPORT void mcoll_threads_standin_missing(const char *name)
 #define STANDIN_RUNTIME(ret, name, params, args) \
   EXPORT ret MPI_##name params { return api->name(self, THR_UNPAREN args); } \
   EXPORT ret PMPI_##name params { return api->name(self, THR_UNPAREN args); }
+#define STANDIN_SMPI(ret, name, params, args) \
+  EXPORT ret MPIX_##name params { return api->name(self, THR_UNPAREN args); }
 #define STANDIN_RUNTIME0(ret, name) \
   EXPORT ret MPI_##name(void) { return api->name(self); } \
   EXPORT ret PMPI_##name(void) { return api->name(self); }
@@ -34,6 +36,7 @@ EXPORT void mcoll_threads_standin_missing(const char *name)
   EXPORT ret PMPI_##name params { return api->host_##name args; }
 
 THR_RUNTIME_CALLS(STANDIN_RUNTIME)
+THR_SMPI_CALLS(STANDIN_SMPI)
 THR_RUNTIME_CALLS0(STANDIN_RUNTIME0)
 THR_HOST_CALLS(STANDIN_HOST)
 

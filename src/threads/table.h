@@ -131,6 +131,16 @@ struct thr_rank;
                      MPI_Datatype rtype, MPI_Comm comm),                                       \
     (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm))
 
+/* The SMPI extension (mcoll.h), exported as MPIX_<name>: ownership of a buffer from the
+ * runtime's allocator passes between ranks. */
+#define THR_SMPI_CALLS(R)                                                                      \
+  R(int, Smpi_alloc, (MPI_Aint size, void *baseptr), (size, baseptr))                          \
+  R(int, Smpi_free, (void *ptr), (ptr))                                                        \
+  R(int, Smpi_send, (void *ptr, int count, MPI_Datatype type, int dst, int tag, MPI_Comm comm), \
+    (ptr, count, type, dst, tag, comm))                                                        \
+  R(int, Smpi_recv, (void *ptrp, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,\
+                     MPI_Status *status), (ptrp, count, type, src, tag, comm, status))
+
 /* Calls the runtime implements that take no argument but the rank. */
 #define THR_RUNTIME_CALLS0(R) R(int, Finalize)
 
@@ -185,6 +195,7 @@ struct thr_rank;
 
 struct thr_api {
   THR_RUNTIME_CALLS(THR_RUNTIME_FIELD)
+  THR_SMPI_CALLS(THR_RUNTIME_FIELD)
   THR_RUNTIME_CALLS0(THR_RUNTIME_FIELD0)
   THR_HOST_CALLS(THR_HOST_FIELD)
   /* A call the runtime does not implement: stops the job naming it. */
