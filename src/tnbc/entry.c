@@ -215,8 +215,10 @@ int mcoll__tnbc_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendty
     blocks[p + r] = block;
   }
   char *edges_in = edges + (size_t)p * 2 * E;
+  long long started = mcoll__tnbc_verbose_clock();
   *err = alltoall_task(
       &(struct mcoll_mpi_alltoall_args){edges, 2 * E, MPI_BYTE, edges_in, 2 * E, MPI_BYTE, comm});
+  long long exchanged = mcoll__tnbc_verbose_clock();
   struct mcoll_bytes packed;
   void *target = mcoll__tnbc_recv_target(recvbuf, recvcount * p, recvtype, bytes, &packed);
   if (*err == MPI_SUCCESS && !target)
@@ -238,6 +240,7 @@ int mcoll__tnbc_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendty
   }
   if (*err == MPI_SUCCESS) *err = task_err;
   mcoll__bytes_release(&packed, recvbuf, recvcount * p, recvtype, 1);
+  mcoll__tnbc_note_return(started, exchanged, mcoll__tnbc_verbose_clock());
   return 1;
 }
 

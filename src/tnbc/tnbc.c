@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -89,6 +90,10 @@ static atomic_ulong n_calls, n_protected, n_faults, n_waits;
 /* Interposed calls from inside the host MPI that met a pending call's pages and did
  * not wait. */
 static atomic_ulong n_host_passes;
+/* Early-returning alltoall(v) calls timed (MCOLL_VERBOSE), and their ns before the
+ * call returned: in the edge exchange, and in the rest. */
+static atomic_ulong n_timed;
+static atomic_llong exchange_ns, post_ns;
 static int was_on;
 /* Its address names the calling thread. */
 static MCOLL_TLS char this_thread;
@@ -902,11 +907,31 @@ void mcoll__tnbc_put_edges(void *recvbuf, size_t bytes, const void *head, const 
   memcpy((char *)recvbuf + bytes - MCOLL_TNBC_EDGE, tail, MCOLL_TNBC_EDGE);
 }
 
+long long mcoll__tnbc_verbose_clock(void) {
+  if (!mcoll__cfg.VERBOSE) return 0;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+void mcoll__tnbc_note_return(long long start, long long exchanged, long long end) {
+  if (!start) return;
+  atomic_fetch_add_explicit(&n_timed, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&exchange_ns, exchanged - start, memory_order_relaxed);
+  atomic_fetch_add_explicit(&post_ns, end - exchanged, memory_order_relaxed);
+}
+
 void mcoll__tnbc_report(FILE *out) {
   if (!mcoll__cfg.TNBC) return;
   fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu host=%lu\n",
           was_on, atomic_load(&n_calls), atomic_load(&n_protected),
           atomic_load(&n_faults), atomic_load(&n_waits), atomic_load(&n_host_passes));
+  unsigned long timed = atomic_load(&n_timed);
+  if (timed)
+    fprintf(out, "mcoll: tnbc alltoall early return: %lu calls, per call edge exchange=%.3f ms "
+                 "protect+post=%.3f ms\n",
+            timed, (double)atomic_load(&exchange_ns) / 1e6 / (double)timed,
+            (double)atomic_load(&post_ns) / 1e6 / (double)timed);
 }
 
 /* For the overlap benchmark (tools/bench, found with dlsym): T-NBC on or off between

@@ -54,6 +54,11 @@ int mcoll_tnbc_enable(int on);
 
 /* Counts for the MCOLL_VERBOSE report (when MCOLL_TNBC is set). */
 void mcoll__tnbc_report(FILE *out);
+/* MCOLL_VERBOSE: the monotonic clock in ns (0 without MCOLL_VERBOSE, so a call's own
+ * timing costs nothing then), and where an early-returning alltoall spent its time
+ * before it returned: the edge exchange, and the rest (protection and posting). */
+long long mcoll__tnbc_verbose_clock(void);
+void mcoll__tnbc_note_return(long long start, long long exchanged, long long end);
 
 /* Waits for the pending T-NBC calls this thread made and frees what they held; from
  * the application's threads (not from a task). Not the other threads' calls: each

@@ -230,3 +230,17 @@ def test_tnbc_threads(flavour):
 def test_tnbc_threads_repeated(flavour, threads, run):
     """The same, repeated (two threads deadlocked in about half the runs)."""
     run_threads(flavour, threads, 20 if threads == 2 else 8)
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_early_return_split(flavour):
+    """MCOLL_VERBOSE splits an early-returning alltoall's time before it returns into
+    the edge exchange and the rest (where the early return goes, per call)."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    result = run_job(mpiexec_argv(flavour, 2, program, ["touch"]), ON, JOB_TIMEOUT)
+    passed(result, "touch")
+    m = re.search(r"^mcoll: tnbc alltoall early return: (\d+) calls, per call edge exchange="
+                  r"([0-9.]+) ms protect\+post=([0-9.]+) ms$", result.stderr, re.M)
+    assert m, result.describe()
+    assert int(m.group(1)) > 0
+    assert int(m.group(1)) <= tnbc_counts(result.stderr)["calls"]
