@@ -364,11 +364,15 @@ int mcoll__bytes_of(const void *buf, int count, MPI_Datatype type, struct mcoll_
 int mcoll__bytes_acquire(const void *buf, int count, MPI_Datatype type, int fill,
                          struct mcoll_bytes *out) {
   int err = mcoll__bytes_of(buf, count, type, out);
-  if (err != MPI_SUCCESS || out->contiguous) return err;
-  out->packed = mcoll__xmalloc(out->bytes);
-  out->ptr = out->packed;
-  if (fill) err = mcoll__pack_move((void *)buf, count, type, out->packed, 1);
-  return err;
+  return err != MPI_SUCCESS ? err : mcoll__bytes_pack(buf, count, type, fill, out);
+}
+
+int mcoll__bytes_pack(const void *buf, int count, MPI_Datatype type, int fill,
+                      struct mcoll_bytes *b) {
+  if (b->contiguous) return MPI_SUCCESS;
+  b->packed = mcoll__xmalloc(b->bytes);
+  b->ptr = b->packed;
+  return fill ? mcoll__pack_move((void *)buf, count, type, b->packed, 1) : MPI_SUCCESS;
 }
 
 void mcoll__bytes_release(struct mcoll_bytes *b, void *buf, int count, MPI_Datatype type,

@@ -54,6 +54,12 @@ int mcoll__bytes_of(const void *buf, int count, MPI_Datatype type, struct mcoll_
 int mcoll__bytes_acquire(const void *buf, int count, MPI_Datatype type, int fill,
                          struct mcoll_bytes *out);
 
+/* The second half of mcoll__bytes_acquire, for `b` already described by
+ * mcoll__bytes_of (an entry that validated its arguments with it): the packed copy
+ * of non-contiguous data, without describing the type again. */
+int mcoll__bytes_pack(const void *buf, int count, MPI_Datatype type, int fill,
+                      struct mcoll_bytes *b);
+
 /* Unpacks into buf when `drain` (receive side) and frees the packed copy. */
 void mcoll__bytes_release(struct mcoll_bytes *b, void *buf, int count, MPI_Datatype type,
                           int drain);

@@ -19,7 +19,7 @@ MCOLL_SHARED_BODY int allgather(struct mcoll_comm *c, enum mcoll_coll coll, int 
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      send.bytes != mcoll__block_len(&dst, c->rank))))
     return mcoll__invalid(coll);
-  if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
+  if (!in_place) mcoll__bytes_pack(sendbuf, sendcount, sendtype, 1, &send);
   int err = mcoll__allgather(c, coll, in_place ? NULL : send.ptr, mcoll__block_len(&dst, c->rank),
                              &dst);
   if (!in_place) mcoll__bytes_release(&send, NULL, sendcount, sendtype, 0);

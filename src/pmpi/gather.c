@@ -20,7 +20,7 @@ MCOLL_SHARED_BODY int gather(struct mcoll_comm *c, enum mcoll_coll coll, int v, 
                      mcoll__bytes_of(sendbuf, sendcount, sendtype, &send) != MPI_SUCCESS ||
                      (is_root && send.bytes != mcoll__block_len(&dst, root)))))
     return mcoll__invalid(coll);
-  if (!in_place) mcoll__bytes_acquire(sendbuf, sendcount, sendtype, 1, &send);
+  if (!in_place) mcoll__bytes_pack(sendbuf, sendcount, sendtype, 1, &send);
   struct mcoll_gather_args a = {.mine = in_place ? NULL : send.ptr,
                                 .my_len = in_place ? mcoll__block_len(&dst, root) : send.bytes,
                                 .dst = is_root ? &dst : NULL, .root = root, .v = v};

@@ -20,7 +20,7 @@ MCOLL_SHARED_BODY int scatter(struct mcoll_comm *c, enum mcoll_coll coll, int v,
                      mcoll__bytes_of(recvbuf, recvcount, recvtype, &recv) != MPI_SUCCESS ||
                      (is_root && recv.bytes != mcoll__block_len(&src, root)))))
     return mcoll__invalid(coll);
-  if (!in_place) mcoll__bytes_acquire(recvbuf, recvcount, recvtype, 0, &recv);
+  if (!in_place) mcoll__bytes_pack(recvbuf, recvcount, recvtype, 0, &recv);
   struct mcoll_scatter_args a = {.src = is_root ? &src : NULL, .mine = in_place ? NULL : recv.ptr,
                                  .my_len = in_place ? mcoll__block_len(&src, root) : recv.bytes,
                                  .root = root, .v = v};
