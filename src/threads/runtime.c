@@ -1,6 +1,7 @@
 /* The thread-rank runtime: ranks, communicators, requests and point-to-point
  * matching; the calls of the function table the stand-in libraries use. */
 #include "runtime.h"
+#include "handles.h"
 
 #include <sched.h>
 #include <stdarg.h>
@@ -18,13 +19,6 @@ enum { EAGER_BYTES = 16384 };
  * sending thread's bytes stay in the order of its envelopes). */
 enum { HDR_TAG = 0, DATA_TAG = 1 };
 
-/* The handles this runtime gives out (MPICH's encoding: kind bits 31-30 "direct",
- * object kind in bits 29-26), so that programs compare them with MPI's constants. */
-#define COMM_HANDLE_BASE 0x84000000u
-#define REQUEST_HANDLE_BASE 0xac000000u
-#define HANDLE_KIND_MASK 0xfc000000u
-#define HANDLE_INDEX_MASK 0x03ffffffu
-
 _Noreturn void thr_fatal(const char *fmt, ...)
 {
   va_list ap;
@@ -40,20 +34,11 @@ _Noreturn void thr_fatal(const char *fmt, ...)
 
 /* ---- datatypes: bytes out of and into typed buffers ---- */
 
-/* MPICH's predefined basic types: kind "builtin", object kind datatype, their size in
- * bits 15-8 of the handle (the pair types are not of this kind). */
-#define BASIC_TYPE_MASK 0xfc000000u
-#define BASIC_TYPE_KIND 0x4c000000u
-
-static int is_basic_type(MPI_Datatype type)
-{
-  return ((unsigned)type & BASIC_TYPE_MASK) == BASIC_TYPE_KIND;
-}
-
 size_t thr_type_bytes(MPI_Datatype type, int count)
 {
-  if (is_basic_type(type))
-    return (((unsigned)type >> 8) & 0xffu) * (size_t)count;
+  size_t basic = thr_basic_type_size(type);
+  if (basic)
+    return basic * (size_t)count;
   int size;
   PMPI_Type_size(type, &size);
   return (size_t)size * (size_t)count;
@@ -63,7 +48,7 @@ size_t thr_type_bytes(MPI_Datatype type, int count)
  * any other derived type is packed (its map may reorder or overlap). */
 int thr_type_is_contiguous(MPI_Datatype type, int count)
 {
-  if (is_basic_type(type))
+  if (thr_basic_type_size(type))
     return 1;
   int nints, naddrs, ntypes, combiner;
   PMPI_Type_get_envelope(type, &nints, &naddrs, &ntypes, &combiner);
@@ -422,29 +407,24 @@ static int add_handle(void ***table, int *n, void *object)
 
 struct thr_comm *thr_comm_of(struct thr_rank *r, MPI_Comm handle)
 {
-  unsigned h = (unsigned)handle;
-  unsigned index = h & HANDLE_INDEX_MASK;
-  if (handle == MPI_COMM_WORLD)
-    index = 0;
-  else if (handle == MPI_COMM_SELF)
-    index = 1;
-  else if ((h & HANDLE_KIND_MASK) != COMM_HANDLE_BASE)
-    index = (unsigned)r->ncomms;
-  if (index >= (unsigned)r->ncomms || !r->comms[index])
-    thr_fatal("rank %d: invalid communicator 0x%x", r->world, h);
+  int index = handle == MPI_COMM_WORLD  ? 0
+              : handle == MPI_COMM_SELF ? 1
+                                        : thr_comm_index(handle);
+  if (index < 0 || index >= r->ncomms || !r->comms[index])
+    thr_fatal("rank %d: invalid communicator " THR_HANDLE_FMT, r->world, THR_HANDLE_ARG(handle));
   return r->comms[index];
 }
 
 static MPI_Comm add_comm(struct thr_rank *r, struct thr_comm *c)
 {
   int index = add_handle((void ***)&r->comms, &r->ncomms, c);
-  return (MPI_Comm)(COMM_HANDLE_BASE | (unsigned)index);
+  return thr_comm_handle(index);
 }
 
 static MPI_Request add_request(struct thr_rank *r, struct thr_request *q)
 {
   int index = add_handle((void ***)&r->reqs, &r->nreqs, q);
-  return (MPI_Request)(REQUEST_HANDLE_BASE | (unsigned)index);
+  return thr_request_handle(index);
 }
 
 /* The request of a handle, taken out of the table when take. NULL for MPI_REQUEST_NULL. */
@@ -452,10 +432,9 @@ static struct thr_request *request_of(struct thr_rank *r, MPI_Request handle, in
 {
   if (handle == MPI_REQUEST_NULL)
     return NULL;
-  unsigned h = (unsigned)handle, index = h & HANDLE_INDEX_MASK;
-  if ((h & HANDLE_KIND_MASK) != REQUEST_HANDLE_BASE || index >= (unsigned)r->nreqs ||
-      !r->reqs[index])
-    thr_fatal("rank %d: invalid request 0x%x", r->world, h);
+  int index = thr_request_index(handle);
+  if (index < 0 || index >= r->nreqs || !r->reqs[index])
+    thr_fatal("rank %d: invalid request " THR_HANDLE_FMT, r->world, THR_HANDLE_ARG(handle));
   struct thr_request *q = r->reqs[index];
   if (take)
     r->reqs[index] = NULL;
@@ -652,7 +631,7 @@ static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
   struct thr_comm *c = thr_comm_of(r, *comm);
   if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
     thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
-  r->comms[(unsigned)*comm & HANDLE_INDEX_MASK] = NULL;
+  r->comms[thr_comm_index(*comm)] = NULL;
   thr_local_group_release(c);
   free(c->world);
   free(c);
