@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct thr_process thr_proc;
 
@@ -21,13 +22,21 @@ enum { HDR_TAG = 0, DATA_TAG = 1 };
 
 _Noreturn void thr_fatal(const char *fmt, ...)
 {
+  /* One write, then a pause before the abort: the launcher forwards a rank's stderr
+   * through a pipe, and an abort that tears the job down at once can lose a message
+   * still in that pipe. */
+  char text[512];
+  int n = snprintf(text, sizeof text, "mcoll threads: ");
   va_list ap;
   va_start(ap, fmt);
-  fputs("mcoll threads: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  n += vsnprintf(text + n, sizeof text - (size_t)n - 1, fmt, ap);
   va_end(ap);
+  if (n > (int)sizeof text - 2) n = (int)sizeof text - 2;
+  text[n++] = '\n';
   fflush(stderr);
+  ssize_t written = write(STDERR_FILENO, text, (size_t)n);
+  (void)written;
+  usleep(200 * 1000);
   PMPI_Abort(MPI_COMM_WORLD, 1);
   abort();
 }
