@@ -137,6 +137,16 @@ static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MP
   return err;
 }
 
+/* Waits for the first `posted` sends and frees the array; the first error wins. */
+static int finish_sends(MPI_Request *sends, int posted, int err) {
+  for (int k = 0; k < posted; k++) {
+    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
+    if (err == MPI_SUCCESS) err = one;
+  }
+  free(sends);
+  return err;
+}
+
 /* CP bcast (docs/architecture.md). The root cannot know which rank of another node arrived first:
  * that rank announces itself with an empty message (piece 0 only) and the root
  * (learn_leaders) sends each piece to the nodes' leaders in the order they came. The announcements' tag alternates with the call's parity: a
@@ -169,12 +179,7 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
       if (err == MPI_SUCCESS) posted++;
     }
   }
-  for (int k = 0; k < posted; k++) {
-    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
-    if (err == MPI_SUCCESS) err = one;
-  }
-  free(sends);
-  return err;
+  return finish_sends(sends, posted, err);
 }
 
 /* push (docs/algorithms.md): the CP bcast's aim, no rank waiting for a late leader,
@@ -194,12 +199,7 @@ int mcoll__bcast_push_send(struct mcoll_bcast_call *call, size_t lo, size_t hi) 
                      c->p2p, &sends[posted]);
     if (err == MPI_SUCCESS) posted++;
   }
-  for (int k = 0; k < posted; k++) {
-    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
-    if (err == MPI_SUCCESS) err = one;
-  }
-  free(sends);
-  return err;
+  return finish_sends(sends, posted, err);
 }
 
 int mcoll__bcast_push_receive(struct mcoll_comm *c, char *buf, size_t bytes, size_t piece, int root) {
