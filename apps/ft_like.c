@@ -123,6 +123,7 @@ int main(int argc, char **argv) {
   if (!rank)
     printf("ft_like: N=%d ranks=%d iters=%d total_s=%.6f alltoall_call_s=%.6f %s\n", n, p, iters,
            slowest[0], slowest[1], all_bad ? "FAILED" : "verified");
+  fflush(stdout); /* seen even if the host MPI then hangs in MPI_Finalize */
   free(a);
   free(send);
   free(recv);

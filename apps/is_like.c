@@ -90,6 +90,7 @@ int main(int argc, char **argv) {
   if (!rank)
     printf("is_like: keys/rank=2^%d ranks=%d iters=%d total_s=%.6f alltoallv_call_s=%.6f %s\n",
            log2n, p, iters, slowest[0], slowest[1], all_bad ? "FAILED" : "verified");
+  fflush(stdout); /* seen even if the host MPI then hangs in MPI_Finalize */
   free(keys);
   free(sendk);
   free(recvk);

@@ -107,6 +107,9 @@ wants() { [[ " $jobs " == *" $1 "* ]]; }
 # job NAME [VAR=VALUE ...] -- PROGRAM ARGS...: one job across the hosts; its output
 # to NAME.txt. Returns the job's status (a failed job is named, the run goes on).
 failed=()
+finalize_hangs=()
+finalize_grace=30
+done_marker='^# mcoll-bench: done|^(ft|is)_like: .* verified$'
 job() {
   local name=$1; shift
   local envs=()
@@ -116,8 +119,15 @@ job() {
              --ranks "$ranks" "$@")
   printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"; echo >>"$commands"
   echo "== $name"
-  if ! "${cmd[@]}" >"$results/$name.txt" 2>&1; then
-    echo "hosts.sh: $name failed (see $results/$name.txt)" >&2
+  local out=$results/$name.txt status=0
+  "$root/bench/watch_job.sh" "$finalize_grace" "$done_marker" "$out" -- "${cmd[@]}" || status=$?
+  if ((status == 75)); then
+    echo "hosts.sh: $name: the host MPI hung in MPI_Finalize after the results; ended" | tee -a "$out" >&2
+    finalize_hangs+=("$name")
+    return 0
+  fi
+  if ((status != 0)); then
+    echo "hosts.sh: $name failed (see $out)" >&2
     failed+=("$name")
     return 1
   fi
@@ -205,12 +215,20 @@ print(med(a), med(b))')
         fi
         if wants arrival && job "$(basename "$base")-arrival" -- \
              "$bench" -m arrival -C bcast -b 64K -e 1M -f 16 -D random:1000 -r "$rounds" -o "$base-arrival.json"; then
-          grep -E '^ +bcast' "$base-arrival.txt" | while read -r line; do row "arrival bcast (host fixed first ...)" - - - "$(echo $line)"; done
+          # rows: bytes host_us fixed_us first_us fixed/first push_us fixed/push
+          { grep -E '^ +[0-9]+ +[0-9.]+ ' "$base-arrival.txt" || true; } |
+            while read -r bytes host fixed first fixed_first push fixed_push; do
+              row "bcast under random arrival: first_arrival (CP); value fixed/first" "$bytes" "$host" "$first" "$fixed_first"
+              row "bcast under random arrival: push; value fixed/push" "$bytes" "$host" "$push" "$fixed_push"
+            done
         fi
         if wants grid && [[ $r -gt 1 ]] && job "$(basename "$base")-grid" -- \
              "$bench" -C alltoall -A inter.direct,inter.grid_rsend -b 16K -e 256K -f 2 -r "$rounds" \
              -o "$base-grid.json"; then
-          grep -E '^ +alltoall' "$base-grid.txt" | while read -r line; do row "alltoall direct vs grid_rsend" - - - "$(echo $line)"; done
+          { grep -E '^ +alltoall' "$base-grid.txt" || true; } |
+            while read -r _ bytes _ _ direct grid ratio _; do
+              row "alltoall between nodes: direct (host column) vs grid_rsend (mcoll); value direct/grid" "$bytes" "$direct" "$grid" "$ratio"
+            done
         fi
         if wants extra; then
           for mode in ${MCOLL_HOSTS_EXTRA_MODES:-}; do
@@ -243,6 +261,12 @@ print("|" + "---|" * len(rows[0]))
 for r in rows[1:]:
     print("| " + " | ".join(r) + " |")
 EOF
+  if [[ ${#finalize_hangs[@]} -gt 0 ]]; then
+    echo
+    echo "Jobs whose host MPI hung in MPI_Finalize after their results (ended after" \
+         "${finalize_grace} s; MPICH over UCX's TCP transport, natively too: openucx/ucx#8738):" \
+         "${finalize_hangs[*]}"
+  fi
 } >"$md"
 if [[ ${#jsons[@]} -gt 0 ]]; then
   python3 "$root/tools/py/mcoll_report.py" "${jsons[@]}" --md "$results/$stamp-hosts-report.md" \

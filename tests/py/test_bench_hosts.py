@@ -41,3 +41,27 @@ def test_report_only_names_series_by_setting(tmp_path):
     subprocess.run([RUN, "--hosts", "--report-only", stamp, "--results", tmp_path],
                    capture_output=True, text=True, timeout=60)
     assert json.loads(path.read_text())["series"] == "openmpi 1gbit 2x2"
+
+
+WATCH = ROOT / "bench" / "watch_job.sh"
+MARKER = "^# mcoll-bench: done"
+
+
+def test_watch_job_ends_a_job_that_hangs_after_its_results(tmp_path):
+    out = tmp_path / "job.txt"
+    result = subprocess.run([WATCH, "1", MARKER, out, "--", "sh", "-c",
+                             "echo row; echo '# mcoll-bench: done'; exec sleep 60"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 75
+    assert out.read_text().splitlines()[:2] == ["row", "# mcoll-bench: done"]
+
+
+def test_watch_job_keeps_the_status_of_a_job_that_ends(tmp_path):
+    out = tmp_path / "job.txt"
+    done = subprocess.run([WATCH, "5", MARKER, out, "--", "sh", "-c", "echo '# mcoll-bench: done'"],
+                          timeout=30)
+    assert done.returncode == 0
+    failed = subprocess.run([WATCH, "5", MARKER, out, "--", "sh", "-c", "echo partial; exit 3"],
+                            timeout=30)
+    assert failed.returncode == 3
+    assert out.read_text() == "partial\n"
