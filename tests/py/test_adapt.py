@@ -1,6 +1,5 @@
-"""The choice that adapts at run time (src/coll/adapt.c): blocking reduce and
-allreduce calls of a repeating size class time the algorithms within reach in
-turn, the ranks agree on the slowest rank's times, and every rank keeps the same
+"""The choice that adapts at run time (src/coll/adapt.c): blocking calls of a
+repeating size class time the algorithms within reach in turn, the ranks agree on the slowest rank's times, and every rank keeps the same
 algorithm. MCOLL_TEST_ADAPT_SKEW_US skews each rank's timings so that each rank
 alone would choose another algorithm: the agreement must still give every rank the
 same one (else the ranks would run different protocols and hang or mix results),
@@ -31,16 +30,18 @@ def adapt_lines(stderr):
     return out
 
 
-@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
-@pytest.mark.parametrize("flavour", FLAVOURS)
-def test_skewed_ranks_agree(flavour, np):
-    program = BUILD.bin(flavour, "mcoll-bench")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
-    result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
+# Alltoall from 8 B (pair_inline, bruck) to 256 KiB (single copy, tiles): up to 6
+# candidates x 5 timed calls after the 16 warm-up calls.
+A2A_SWEEP = ["-C", "alltoall", "-b", "8", "-e", "256K", "-f", "8", "-m", "latency", "-n", "60", "-w", "0",
+             "-r", "1", "-c"]
+
+
+def check_agreement(result, np, colls):
+    """Every rank reported each class's decision, all ranks the same algorithm, and
+    the skew made at least one class's ranks disagree alone."""
     assert result.returncode == 0, result.describe()
     lines = adapt_lines(result.stderr)
-    assert {coll for coll, _ in lines} >= {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"}, \
-        result.describe()
+    assert {coll for coll, _ in lines} >= colls, result.describe()
     skewed = 0
     for key, by_rank in lines.items():
         assert sorted(by_rank) == list(range(np)), f"{key}: {by_rank}"
@@ -49,6 +50,32 @@ def test_skewed_ranks_agree(flavour, np):
         skewed += len({alone for _, alone in by_rank.values()}) > 1
     # the skew worked: alone, the ranks would have disagreed
     assert skewed > 0, result.stderr
+    return lines
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_skewed_ranks_agree(flavour, np):
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
+    check_agreement(result, np, {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"})
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_alltoall_skewed_ranks_agree(flavour, np):
+    """Alltoall adapts too: the same candidate on every rank per call (else the ranks'
+    protocols would differ: a hang, or blocks in the wrong place, which -c checks), and
+    the same decision; every candidate within reach ran on rank 0 during the rounds."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    result = run_job(mpiexec_argv(flavour, np, program, A2A_SWEEP), env, JOB_TIMEOUT)
+    lines = check_agreement(result, np, {"alltoall"})
+    assert len([k for k in lines if k[0] == "alltoall"]) == 6, result.stderr  # 8 B ... 256 KiB
+    counts = parse_verbose_report(result.stderr)["alltoall"]
+    expected = {"shm_direct", "bruck", "tiled", "pairwise_cma", "tiled_cma"} | ({"pair_inline"} if np == 2 else set())
+    assert {alg for alg in expected if counts.get(alg, 0) > 0} == expected, counts
 
 
 @pytest.mark.full
