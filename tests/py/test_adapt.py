@@ -14,8 +14,8 @@ from mpijob import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
-# 16 warm-up calls, then 3 candidates x 5 timed calls, then the decision: 60 calls
-# per size and block are past it.
+# 16 warm-up calls, then up to 4 candidates x (1 untimed + 5 timed calls), then the
+# decision: 60 calls per size and block are past it.
 SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
          "-n", "60", "-w", "0", "-r", "1", "-c"]
 LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
@@ -31,7 +31,7 @@ def adapt_lines(stderr):
 
 
 # Alltoall from 8 B (pair_inline, bruck) to 256 KiB (single copy, tiles): up to 6
-# candidates x 5 timed calls after the 16 warm-up calls.
+# candidates x 6 calls after the 16 warm-up calls.
 A2A_SWEEP = ["-C", "alltoall", "-b", "8", "-e", "256K", "-f", "8", "-m", "latency", "-n", "60", "-w", "0",
              "-r", "1", "-c"]
 
@@ -91,3 +91,36 @@ def test_off_and_forced_do_not_adapt(flavour):
         if alg:
             counts = parse_verbose_report(result.stderr)["reduce"]
             assert counts[alg] == counts["calls"], counts
+
+
+# Each rank forces its own bcast engine (a wrapper script sets MCOLL_ALG_BCAST by
+# rank): a reader whose source went by another engine must leave its wait and read
+# by the source's (coll/bcast/bcast.c: the guard, each engine's abandon), and get
+# MPI_SUCCESS since the sizes agree. The shared-memory tree was out of the adaptive
+# rounds on nodes without levels until it had that way out (its reader waited for
+# ever); it is a candidate now.
+PER_RANK = """#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+eval "alg=\\${TEST_ALG_R$r:-}"
+[ -n "$alg" ] && export MCOLL_ALG_BCAST=$alg
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("pair", ["shm_pipeline:shm_tree", "shm_tree:shm_slot",
+                                  pytest.param("shm_tree:cma", marks=pytest.mark.full),
+                                  pytest.param("cma:shm_tree", marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_bcast_engines_differ_per_rank(flavour, pair, tmp_path):
+    wrapper = tmp_path / "per_rank.sh"
+    wrapper.write_text(PER_RANK)
+    wrapper.chmod(0o755)
+    source_alg, reader_alg = pair.split(":")
+    program = BUILD.bin(flavour, "mcoll-bench")
+    largest = "512" if "shm_slot" in pair else "64K"  # (a slot holds small calls only)
+    args = ["-m", "latency", "-C", "bcast", "-b", "8", "-e", largest, "-f", "8", "-n", "20", "-w", "0", "-r", "1",
+            "-c"]
+    env = {**BASE_ENV, "TEST_ALG_R0": source_alg, "TEST_ALG_R1": reader_alg}
+    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, 60)
+    assert result.returncode == 0, result.describe()
+    assert len(re.findall(r"^  bcast ", result.stdout, re.M)) == (3 if largest == "512" else 5), result.describe()
