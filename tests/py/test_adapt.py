@@ -14,6 +14,8 @@ from mpijob import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
+# The first round after 16 calls, not the default 160, to keep the jobs short.
+EARLY = {"MCOLL_ADAPT_WARMUP": "16"}
 # 16 warm-up calls, then up to 4 candidates x (1 untimed + 5 timed calls), then the
 # decision: 60 calls per size and block are past it.
 SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
@@ -57,7 +59,7 @@ def check_agreement(result, np, colls):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_skewed_ranks_agree(flavour, np):
     program = BUILD.bin(flavour, "mcoll-bench")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
     result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
     check_agreement(result, np, {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"})
 
@@ -69,7 +71,7 @@ def test_alltoall_skewed_ranks_agree(flavour, np):
     protocols would differ: a hang, or blocks in the wrong place, which -c checks), and
     the same decision; every candidate within reach ran on rank 0 during the rounds."""
     program = BUILD.bin(flavour, "mcoll-bench")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
     result = run_job(mpiexec_argv(flavour, np, program, A2A_SWEEP), env, JOB_TIMEOUT)
     lines = check_agreement(result, np, {"alltoall"})
     assert len([k for k in lines if k[0] == "alltoall"]) == 6, result.stderr  # 8 B ... 256 KiB
@@ -84,7 +86,7 @@ def test_off_and_forced_do_not_adapt(flavour):
     """MCOLL_ADAPT=0 and a forced algorithm leave every call to the rules/the force."""
     program = BUILD.bin(flavour, "mcoll-bench")
     for extra, alg in (({"MCOLL_ADAPT": "0"}, None), ({"MCOLL_ALG_REDUCE": "hsra"}, "hsra")):
-        env = {**BASE_ENV, "MCOLL_VERBOSE": "2", **extra}
+        env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", **extra}
         result = run_job(mpiexec_argv(flavour, 2, program, SWEEP), env, JOB_TIMEOUT)
         assert result.returncode == 0, result.describe()
         assert not any(coll == "reduce" for coll, _ in adapt_lines(result.stderr)), result.stderr
