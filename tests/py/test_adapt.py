@@ -109,7 +109,7 @@ exec "$@"
 """
 
 
-@pytest.mark.parametrize("pair", ["shm_pipeline:shm_tree", "shm_tree:shm_slot",
+@pytest.mark.parametrize("pair", ["shm_pipeline:shm_tree", pytest.param("shm_tree:shm_slot", marks=pytest.mark.full),
                                   pytest.param("shm_tree:cma", marks=pytest.mark.full),
                                   pytest.param("cma:shm_tree", marks=pytest.mark.full)])
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -119,10 +119,12 @@ def test_bcast_engines_differ_per_rank(flavour, pair, tmp_path):
     wrapper.chmod(0o755)
     source_alg, reader_alg = pair.split(":")
     program = BUILD.bin(flavour, "mcoll-bench")
-    largest = "512" if "shm_slot" in pair else "64K"  # (a slot holds small calls only)
-    args = ["-m", "latency", "-C", "bcast", "-b", "8", "-e", largest, "-f", "8", "-n", "20", "-w", "0", "-r", "1",
+    # 8 B, 512 B (and 32 KiB: a slot holds small calls only), a few calls each: a
+    # strayed reader leaves its wait only past its spin, which takes long under load.
+    largest = "512" if "shm_slot" in pair else "32K"
+    args = ["-m", "latency", "-C", "bcast", "-b", "8", "-e", largest, "-f", "64", "-n", "5", "-w", "0", "-r", "1",
             "-c"]
     env = {**BASE_ENV, "TEST_ALG_R0": source_alg, "TEST_ALG_R1": reader_alg}
-    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, 60)
+    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, 150)
     assert result.returncode == 0, result.describe()
-    assert len(re.findall(r"^  bcast ", result.stdout, re.M)) == (3 if largest == "512" else 5), result.describe()
+    assert len(re.findall(r"^  bcast ", result.stdout, re.M)) == (2 if largest == "512" else 3), result.describe()
