@@ -39,8 +39,8 @@ static unsigned samples_per_candidate(void) {
 
 /* A round runs each candidate's calls one after the other, the first WARM_CALLS of
  * them untimed: a call right after another algorithm's finds the lines and pages it
- * uses cold and costs 2-4x its steady time below a few KiB (flat against HSRA at 8 B,
- * 2026-11-29), which interleaving the candidates call by call measured instead. */
+ * uses cold and takes several times its steady time below a few KiB, so timing the
+ * candidates call by call in turn ranks them by their cold calls (docs/performance.md). */
 enum { WARM_CALLS = 1 };
 
 static unsigned calls_per_candidate(void) { return WARM_CALLS + samples_per_candidate(); }

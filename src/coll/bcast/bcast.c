@@ -92,9 +92,9 @@ static int choose(const struct mcoll_comm *c, size_t bytes, int *adaptable) {
 }
 
 /* Single copy's system calls are out of reach below a few KiB. The tree on a node
- * without levels (every reader copies from the source's area) beat the pipeline and
- * the slot by up to 1.7x at 512 B-4 KiB but took 4-7x their time from 32 KiB
- * (2 ranks, 2026-11-29): out of reach there, so that a round costs little. */
+ * without levels (every reader copies from the source's area) wins at a few KiB and
+ * loses by several times from tens of KiB (docs/performance.md): out of reach there,
+ * so that a round costs little. */
 enum { BCAST_CMA_REACH = 2 << 10, BCAST_FLAT_TREE_REACH = 16 << 10 };
 
 int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing) {
