@@ -37,6 +37,14 @@ static unsigned samples_per_candidate(void) {
   return s < 1 ? 1 : s > MCOLL_ADAPT_MAX_SAMPLES ? MCOLL_ADAPT_MAX_SAMPLES : (unsigned)s;
 }
 
+/* A round runs each candidate's calls one after the other, the first WARM_CALLS of
+ * them untimed: a call right after another algorithm's finds the lines and pages it
+ * uses cold and takes several times its steady time below a few KiB, so timing the
+ * candidates call by call in turn ranks them by their cold calls (docs/performance.md). */
+enum { WARM_CALLS = 1 };
+
+static unsigned calls_per_candidate(void) { return WARM_CALLS + samples_per_candidate(); }
+
 /* Settled until the next re-check, which comes after ADAPT_RECHECK calls, then twice
  * as many each time (up to 64 times as many). */
 static void settle(struct mcoll_adapt_class *k) {
@@ -64,7 +72,7 @@ static void round_begin(struct mcoll_adapt_class *k, enum mcoll_coll coll, int a
   for (int i = 0; i < k->ncands; i++)
     for (unsigned s = 0; s < MCOLL_ADAPT_MAX_SAMPLES; s++) k->samples[i][s] = -1.0f;
   k->explore_from = k->calls;
-  k->explore_end = k->calls + k->ncands * samples_per_candidate();
+  k->explore_end = k->calls + k->ncands * calls_per_candidate();
   k->round_open = 1;
 }
 
@@ -90,10 +98,11 @@ int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, 
   if (!k->round_open) round_begin(k, coll, alg, facts, reach);
   if (!k->round_open) return alg; /* nothing to compare: settled */
   k->next = n + 1;
-  unsigned i = n - k->explore_from;
-  int cand = (int)(i % k->ncands);
+  unsigned i = n - k->explore_from, per = calls_per_candidate();
+  int cand = (int)(i / per);
   if (!allowed(coll, k->cands[cand], facts)) return alg; /* (not timed) */
-  *call = (struct mcoll_adapt_call){c, k, cand, (int)(i / k->ncands), now_us()};
+  if (i % per < WARM_CALLS) return k->cands[cand];
+  *call = (struct mcoll_adapt_call){c, k, cand, (int)(i % per - WARM_CALLS), now_us()};
   return k->cands[cand];
 }
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tls.h"
 #include "mcoll.h"
 
 /* ---- JSON subset: a value tree in one array ---- */
@@ -400,19 +401,52 @@ static int covers(const struct mcoll_rule *r, const struct mcoll_facts *f) {
          (r->oversubscribed < 0 || r->oversubscribed == !!f->oversubscribed);
 }
 
-int mcoll__rules_pick(enum mcoll_coll coll, enum mcoll_alg_level level,
-                      const struct mcoll_facts *facts, const struct mcoll_rule **rule) {
-  rules_load();
+static int rules_search(enum mcoll_coll coll, enum mcoll_alg_level level, const struct mcoll_facts *facts,
+                        const struct mcoll_rule **rule) {
   const int *list = rules_in_force.index[level][coll];
   for (int i = 0; i < rules_in_force.count[level][coll]; i++) {
     const struct mcoll_rule *r = &rules_in_force.all[list[i]];
     if (facts->bytes < r->bytes_lo || facts->bytes >= r->bytes_hi || !covers(r, facts)) continue;
     /* An algorithm whose restrictions fail here is no pick: the thresholds decide. */
     if (mcoll__level_algs(level, coll)->algs[r->alg].needs & ~facts->holds) return -1;
-    if (rule) *rule = r;
+    *rule = r;
     return r->alg;
   }
+  *rule = NULL;
   return -1;
+}
+
+/* The last answers per thread: a program repeats its calls, and a hit costs about a
+ * third of the search. The rules never change once loaded, so an answer holds for
+ * the same question. */
+struct rules_memo {
+  int valid, coll, level, alg;
+  struct mcoll_facts facts;
+  const struct mcoll_rule *rule;
+};
+enum { RULES_MEMO = 32 };
+static MCOLL_TLS struct rules_memo rules_memo[RULES_MEMO];
+
+static int same_facts(const struct mcoll_facts *a, const struct mcoll_facts *b) {
+  return a->bytes == b->bytes && a->holds == b->holds && a->local_size == b->local_size &&
+         a->nnodes == b->nnodes && a->count == b->count && a->ranks == b->ranks &&
+         a->oversubscribed == b->oversubscribed && a->nlevels == b->nlevels;
+}
+
+int mcoll__rules_pick(enum mcoll_coll coll, enum mcoll_alg_level level,
+                      const struct mcoll_facts *facts, const struct mcoll_rule **rule) {
+  rules_load();
+  unsigned slot = ((unsigned)coll * 3u + (unsigned)level + (unsigned)(facts->bytes >> 3) * 7u) % RULES_MEMO;
+  struct rules_memo *m = &rules_memo[slot];
+  if (!m->valid || m->coll != (int)coll || m->level != (int)level || !same_facts(&m->facts, facts)) {
+    m->alg = rules_search(coll, level, facts, &m->rule);
+    m->coll = (int)coll;
+    m->level = (int)level;
+    m->facts = *facts;
+    m->valid = 1;
+  }
+  if (rule && m->alg >= 0) *rule = m->rule;
+  return m->alg;
 }
 
 long mcoll__rule_param(const struct mcoll_rule *rule, enum mcoll_param param, long fallback) {

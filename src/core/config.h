@@ -54,7 +54,7 @@
   X(TNBC_MIN, NUM, "64K", "T-NBC: only calls with at least this many bytes per block (alltoall, allgather) or in all (bcast, allreduce)") \
   X(TNBC_BLOCKS, NUM, "1", "T-NBC alltoall: 1 = point-to-point schedule publishing each source's block as it arrives; 0 = mcoll's alltoall engine, published when it ends") \
   X(ADAPT, NUM, "1", "1: blocking calls whose size class repeats on a communicator within one node time the algorithms within reach in turn and keep the fastest (the slowest rank's time decides; docs/algorithms.md); 0: the rules alone") \
-  X(ADAPT_WARMUP, NUM, "16", "adaptive choice: calls of a size class before its first round of timed calls") \
+  X(ADAPT_WARMUP, NUM, "160", "adaptive choice: calls of a size class before its first round of timed calls (past the first pass over the 128 area slots, which is faster than later ones)") \
   X(ADAPT_SAMPLES, NUM, "5", "adaptive choice: timed calls per candidate in a round (1-15; the median counts)") \
   X(ADAPT_RECHECK, NUM, "2000", "adaptive choice: calls of a size class after a decision before the next round, doubling after each round up to 64 times; 0 = never again") \
   X(ADAPT_MARGIN, NUM, "5", "adaptive choice: percent by which another algorithm must beat the rules' choice to replace it") \

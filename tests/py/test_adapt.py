@@ -1,6 +1,5 @@
-"""The choice that adapts at run time (src/coll/adapt.c): blocking reduce and
-allreduce calls of a repeating size class time the algorithms within reach in
-turn, the ranks agree on the slowest rank's times, and every rank keeps the same
+"""The choice that adapts at run time (src/coll/adapt.c): blocking calls of a
+repeating size class time the algorithms within reach in turn, the ranks agree on the slowest rank's times, and every rank keeps the same
 algorithm. MCOLL_TEST_ADAPT_SKEW_US skews each rank's timings so that each rank
 alone would choose another algorithm: the agreement must still give every rank the
 same one (else the ranks would run different protocols and hang or mix results),
@@ -15,8 +14,10 @@ from mpijob import BASE_ENV, BUILD, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
-# 16 warm-up calls, then 3 candidates x 5 timed calls, then the decision: 60 calls
-# per size and block are past it.
+# The first round after 16 calls, not the default 160, to keep the jobs short.
+EARLY = {"MCOLL_ADAPT_WARMUP": "16"}
+# 16 warm-up calls, then up to 4 candidates x (1 untimed + 5 timed calls), then the
+# decision: 60 calls per size and block are past it.
 SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
          "-n", "60", "-w", "0", "-r", "1", "-c"]
 LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
@@ -31,16 +32,18 @@ def adapt_lines(stderr):
     return out
 
 
-@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
-@pytest.mark.parametrize("flavour", FLAVOURS)
-def test_skewed_ranks_agree(flavour, np):
-    program = BUILD.bin(flavour, "mcoll-bench")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
-    result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
+# Alltoall from 8 B (pair_inline, bruck) to 256 KiB (single copy, tiles): up to 6
+# candidates x 6 calls after the 16 warm-up calls.
+A2A_SWEEP = ["-C", "alltoall", "-b", "8", "-e", "256K", "-f", "8", "-m", "latency", "-n", "60", "-w", "0",
+             "-r", "1", "-c"]
+
+
+def check_agreement(result, np, colls):
+    """Every rank reported each class's decision, all ranks the same algorithm, and
+    the skew made at least one class's ranks disagree alone."""
     assert result.returncode == 0, result.describe()
     lines = adapt_lines(result.stderr)
-    assert {coll for coll, _ in lines} >= {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"}, \
-        result.describe()
+    assert {coll for coll, _ in lines} >= colls, result.describe()
     skewed = 0
     for key, by_rank in lines.items():
         assert sorted(by_rank) == list(range(np)), f"{key}: {by_rank}"
@@ -49,6 +52,32 @@ def test_skewed_ranks_agree(flavour, np):
         skewed += len({alone for _, alone in by_rank.values()}) > 1
     # the skew worked: alone, the ranks would have disagreed
     assert skewed > 0, result.stderr
+    return lines
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_skewed_ranks_agree(flavour, np):
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
+    check_agreement(result, np, {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"})
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_alltoall_skewed_ranks_agree(flavour, np):
+    """Alltoall adapts too: the same candidate on every rank per call (else the ranks'
+    protocols would differ: a hang, or blocks in the wrong place, which -c checks), and
+    the same decision; every candidate within reach ran on rank 0 during the rounds."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
+    result = run_job(mpiexec_argv(flavour, np, program, A2A_SWEEP), env, JOB_TIMEOUT)
+    lines = check_agreement(result, np, {"alltoall"})
+    assert len([k for k in lines if k[0] == "alltoall"]) == 6, result.stderr  # 8 B ... 256 KiB
+    counts = parse_verbose_report(result.stderr)["alltoall"]
+    expected = {"shm_direct", "bruck", "tiled", "pairwise_cma", "tiled_cma"} | ({"pair_inline"} if np == 2 else set())
+    assert {alg for alg in expected if counts.get(alg, 0) > 0} == expected, counts
 
 
 @pytest.mark.full
@@ -57,10 +86,45 @@ def test_off_and_forced_do_not_adapt(flavour):
     """MCOLL_ADAPT=0 and a forced algorithm leave every call to the rules/the force."""
     program = BUILD.bin(flavour, "mcoll-bench")
     for extra, alg in (({"MCOLL_ADAPT": "0"}, None), ({"MCOLL_ALG_REDUCE": "hsra"}, "hsra")):
-        env = {**BASE_ENV, "MCOLL_VERBOSE": "2", **extra}
+        env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", **extra}
         result = run_job(mpiexec_argv(flavour, 2, program, SWEEP), env, JOB_TIMEOUT)
         assert result.returncode == 0, result.describe()
         assert not any(coll == "reduce" for coll, _ in adapt_lines(result.stderr)), result.stderr
         if alg:
             counts = parse_verbose_report(result.stderr)["reduce"]
             assert counts[alg] == counts["calls"], counts
+
+
+# Each rank forces its own bcast engine (a wrapper script sets MCOLL_ALG_BCAST by
+# rank): a reader whose source went by another engine must leave its wait and read
+# by the source's (coll/bcast/bcast.c: the guard, each engine's abandon), and get
+# MPI_SUCCESS since the sizes agree. The shared-memory tree was out of the adaptive
+# rounds on nodes without levels until it had that way out (its reader waited for
+# ever); it is a candidate now.
+PER_RANK = """#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+eval "alg=\\${TEST_ALG_R$r:-}"
+[ -n "$alg" ] && export MCOLL_ALG_BCAST=$alg
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("pair", ["shm_pipeline:shm_tree", pytest.param("shm_tree:shm_slot", marks=pytest.mark.full),
+                                  pytest.param("shm_tree:cma", marks=pytest.mark.full),
+                                  pytest.param("cma:shm_tree", marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_bcast_engines_differ_per_rank(flavour, pair, tmp_path):
+    wrapper = tmp_path / "per_rank.sh"
+    wrapper.write_text(PER_RANK)
+    wrapper.chmod(0o755)
+    source_alg, reader_alg = pair.split(":")
+    program = BUILD.bin(flavour, "mcoll-bench")
+    # 8 B, 512 B (and 32 KiB: a slot holds small calls only), a few calls each: a
+    # strayed reader leaves its wait only past its spin, which takes long under load.
+    largest = "512" if "shm_slot" in pair else "32K"
+    args = ["-m", "latency", "-C", "bcast", "-b", "8", "-e", largest, "-f", "64", "-n", "5", "-w", "0", "-r", "1",
+            "-c"]
+    env = {**BASE_ENV, "TEST_ALG_R0": source_alg, "TEST_ALG_R1": reader_alg}
+    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, 150)
+    assert result.returncode == 0, result.describe()
+    assert len(re.findall(r"^  bcast ", result.stdout, re.M)) == (2 if largest == "512" else 3), result.describe()

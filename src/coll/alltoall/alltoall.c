@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/adapt.h"
 #include "coll/facts.h"
 #include "coll/rules.h"
 #include "core/config.h"
@@ -96,9 +97,10 @@ static int bruck_fits(const struct mcoll_a2a *a) {
 /* Depends only on what every rank of the node knows alike: the collective, the
  * block size of alltoall, the node's shape and the environment. Nodes may choose
  * differently: the algorithm only moves blocks inside the node. */
-static int choose(const struct mcoll_a2a *a) {
+static int choose(const struct mcoll_a2a *a, int *adaptable) {
   const struct mcoll_comm *c = a->c;
   int alg = -1;
+  *adaptable = 0;
   /* (a rank alone on its node counts as a pair: it moves no block through the lines) */
   int pair = !mcoll__node_has_peers(c) || mcoll__a2a_pair_inline_fits(a);
   if (mcoll__alg_forced(a->coll) >= 0) {
@@ -118,6 +120,7 @@ static int choose(const struct mcoll_a2a *a) {
     if (!bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
     if (!pair) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
     alg = mcoll__rules_pick(a->coll, MCOLL_LEVEL_NODE, &facts, NULL);
+    *adaptable = 1;
   }
   /* Where no rule covers the call: the thresholds. */
   if (alg < 0 && mcoll__node_has_peers(c) && pair) alg = MCOLL_A2A_PAIR_INLINE;
@@ -132,9 +135,31 @@ static int choose(const struct mcoll_a2a *a) {
   return alg;
 }
 
+/* Single copy's system calls are out of reach for small blocks; Bruck's log2(n)
+ * rounds move each block several times, and pair_inline is for lines only. */
+enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10 };
+
+/* A blocking alltoall's choice adapts at run time (coll/adapt.h): its block size,
+ * the class, is the same on every rank (alltoallv/w's blocks are not, so their
+ * classes could differ between ranks: they keep the rules' choice). The facts are
+ * those the rules saw, alike on every rank of the node. */
+static int adapt(struct mcoll_a2a *a, int alg, struct mcoll_adapt_call *timing) {
+  const struct mcoll_comm *c = a->c;
+  struct mcoll_facts facts = mcoll__facts(c, a->block);
+  if (!bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
+  if (!mcoll__a2a_pair_inline_fits(a)) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
+  unsigned reach = (1u << MCOLL_A2A_SHM_DIRECT) | (1u << MCOLL_A2A_TILED) | (1u << MCOLL_A2A_PAIR_INLINE) |
+                   (a->block <= A2A_BRUCK_REACH ? 1u << MCOLL_A2A_BRUCK : 0) |
+                   (a->block >= A2A_CMA_REACH ? (1u << MCOLL_A2A_PAIRWISE_CMA) | (1u << MCOLL_A2A_TILED_CMA) : 0);
+  return mcoll__adapt_pick(a->c, a->coll, a->block, alg, &facts, reach, timing);
+}
+
 int mcoll__a2a_run(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
-  int alg = choose(a), me = c->rank, nreq = 0, err = MPI_SUCCESS;
+  int adaptable;
+  int alg = choose(a, &adaptable), me = c->rank, nreq = 0, err = MPI_SUCCESS;
+  struct mcoll_adapt_call timing = {.cls = NULL};
+  if (adaptable && a->block > 0) alg = adapt(a, alg, &timing);
   mcoll__count_alg(a->coll, alg);
   int inter = c->topo.nnodes > 1 ? mcoll__a2a_inter_choose(a) : -1;
   if (a->uniform && a->block == 0) return MPI_SUCCESS;
@@ -166,5 +191,6 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
     if (err == MPI_SUCCESS) err = wait_err;
   }
   if (reqs != local_reqs) free(reqs);
+  mcoll__adapt_done(&timing);
   return err;
 }

@@ -91,9 +91,11 @@ static int choose(const struct mcoll_comm *c, size_t bytes, int *adaptable) {
   return ruled >= 0 ? ruled : choose_by_thresholds(c, bytes);
 }
 
-/* Single copy's system calls are out of reach below a few KiB; the level tree on a
- * node without levels is not hardened against mismatched calls like the others. */
-enum { BCAST_CMA_REACH = 2 << 10 };
+/* Single copy's system calls are out of reach below a few KiB. The tree on a node
+ * without levels (every reader copies from the source's area) wins at a few KiB and
+ * loses by several times from tens of KiB (docs/performance.md): out of reach there,
+ * so that a round costs little. */
+enum { BCAST_CMA_REACH = 2 << 10, BCAST_FLAT_TREE_REACH = 16 << 10 };
 
 int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing) {
   int adaptable;
@@ -104,7 +106,7 @@ int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_c
     if (!fits_slot(c, bytes)) facts.holds &= ~MCOLL_NEED_SLOT;
     unsigned reach = (1u << MCOLL_BCAST_SHM_PIPELINE) | (1u << MCOLL_BCAST_SHM_SLOT) |
                      (bytes >= BCAST_CMA_REACH ? 1u << MCOLL_BCAST_CMA : 0) |
-                     (c->topo.nlevels > 0 ? 1u << MCOLL_BCAST_SHM_TREE : 0);
+                     (c->topo.nlevels > 0 || bytes <= BCAST_FLAT_TREE_REACH ? 1u << MCOLL_BCAST_SHM_TREE : 0);
     alg = mcoll__adapt_pick(c, MCOLL_COLL_BCAST, bytes, alg, &facts, reach, timing);
   }
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
@@ -166,7 +168,10 @@ static void read_as_sent(struct mcoll_bcast_call *call, const struct mcoll_bcast
   if (own_call) intra->finish(&as_sent);
   memcpy(call->buf, scratch, source_bytes < call->bytes ? source_bytes : call->bytes);
   free(scratch);
-  call->error = source_bytes > call->bytes ? MPI_ERR_TRUNCATE : MCOLL_BCAST_SHORTER_ERROR;
+  /* (equal sizes: only the engines differed, e.g. ranks forced differently) */
+  call->error = source_bytes > call->bytes   ? MPI_ERR_TRUNCATE
+                : source_bytes < call->bytes ? MCOLL_BCAST_SHORTER_ERROR
+                                             : MPI_SUCCESS;
 }
 
 static void read_mismatched(struct mcoll_bcast_call *call, size_t source_bytes) {

@@ -77,4 +77,10 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {NULL, publish, read_range, finish, NULL};
+/* A reader whose source went by another engine (sizes that straddle an edge, or an
+ * adaptive round's candidate on the source's side only) leaves in its first wait for
+ * its parent's area, before it takes a generation: nothing to give back. Its
+ * parent, if not the source, is a reader that leaves the same way. */
+static void abandon(struct mcoll_bcast_call *call) { (void)call; }
+
+const struct mcoll_bcast_intra mcoll__bcast_shm_tree = {NULL, publish, read_range, finish, abandon};
