@@ -490,6 +490,7 @@ void thr_runtime_init(int threads)
   PMPI_Comm_split_type(thr_proc.host, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
   PMPI_Comm_free(&node);
+  thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
@@ -1120,4 +1121,5 @@ const struct thr_api thr_runtime_api = {
   THR_HOST_CALLS(HOST_ENTRY)
   .missing = rt_missing,
   .exit = rt_exit,
+  .host_objects = THR_HOST_OBJECTS,
 };

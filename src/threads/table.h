@@ -202,6 +202,9 @@ struct thr_api {
   void (*missing)(struct thr_rank *, const char *name);
   /* exit() of the program in this rank: ends the rank only. */
   void (*exit)(struct thr_rank *, int status);
+  /* Open MPI: the host library's data objects (handles are their addresses), by index of
+   * openmpi_objects.txt; NULL for MPICH. */
+  const void *const *host_objects;
 };
 
 /* Exported by the stand-in; the loader calls it before the rank's main. */
