@@ -28,24 +28,23 @@ function(mcoll_add_threads flavour)
   set(dir ${CMAKE_SOURCE_DIR}/src/threads)
   set(standin_sources ${dir}/standin.c ${out}/threads/stubs.c)
   set(runtime_sources "")
-  set(refused "")
   if(kind STREQUAL "mpich")
     set(libname mpich)
     set(soname libmpich.so.12)
     set(fortran_soname libmpichfort.so.12)
   else()
     # Open MPI: handles are addresses of the library's data objects, which the
-    # stand-in defines and translates (standin_openmpi.h). Its Fortran libraries need
-    # libmpi internals the stand-in does not have yet: refused.
+    # stand-in defines and translates (standin_openmpi.h); its Fortran libraries
+    # (mpif.h, use mpi, use mpi_f08) call the stand-in too.
     set(libname mpi)
     set(soname libmpi.so.40)
-    set(fortran_soname "")
-    set(refused "libmpi_mpifh.so.40 libmpi_usempif08.so.40 libmpi_usempi_ignore_tkr.so.40 libmpi_usempi.so.40")
+    set(fortran_soname "libmpi_mpifh.so.40 libmpi_usempif08.so.40 libmpi_usempi_ignore_tkr.so.40")
     add_custom_command(OUTPUT ${out}/threads/objects.c ${out}/threads/object_names.c
       COMMAND ${CMAKE_COMMAND} -DLIST=${dir}/openmpi_objects.txt -DSTANDIN=${out}/threads/objects.c
               -DNAMES=${out}/threads/object_names.c -P ${dir}/gen_objects.cmake
       DEPENDS ${dir}/openmpi_objects.txt ${dir}/gen_objects.cmake)
-    list(APPEND standin_sources ${dir}/standin_openmpi.c ${out}/threads/objects.c)
+    list(APPEND standin_sources ${dir}/standin_openmpi.c ${dir}/standin_openmpi_fortran.c
+         ${out}/threads/objects.c)
     list(APPEND runtime_sources ${dir}/handles_openmpi.c ${out}/threads/object_names.c)
   endif()
   # The real library, by its path: mcoll-threads loads it before the runtime.
@@ -71,10 +70,6 @@ function(mcoll_add_threads flavour)
                         Threads::Threads)
   target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE
     MCOLL_THREADS_MPI_SONAMES="${soname} ${fortran_soname}")
-  if(refused)
-    target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE
-      MCOLL_THREADS_REFUSED_SONAMES="${refused}")
-  endif()
   set_target_properties(mcoll-threads-runtime_${flavour} PROPERTIES OUTPUT_NAME mcoll-threads
     C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib)
 

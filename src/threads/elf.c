@@ -155,17 +155,6 @@ int thr_program_prepare(const char *program, const char *mpi_sonames, struct thr
         one_of((const char *)data + strtab + dyn[i].d_un.d_val, mpi_sonames))
       links_mpi = 1;
   }
-#ifdef MCOLL_THREADS_REFUSED_SONAMES
-  for (size_t i = 0; i < ndyn && dyn[i].d_tag != DT_NULL; i++)
-    if (dyn[i].d_tag == DT_NEEDED && strtab &&
-        one_of((const char *)data + strtab + dyn[i].d_un.d_val, MCOLL_THREADS_REFUSED_SONAMES)) {
-      refuse(why, why_size, "%s links %s: Fortran programs do not run as thread ranks on "
-             "Open MPI yet (its Fortran library needs internals of libmpi that the stand-in "
-             "lacks); run them with MPICH, or as processes", program,
-             (const char *)data + strtab + dyn[i].d_un.d_val);
-      goto done;
-    }
-#endif
   if (!links_mpi) {
     refuse(why, why_size, "%s links none of %s (the host MPI of this launcher)", program,
            mpi_sonames);

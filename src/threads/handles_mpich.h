@@ -47,4 +47,5 @@ static inline size_t thr_basic_type_size(MPI_Datatype type)
 
 /* (Open MPI's runtime keeps tables of the host library's objects.) */
 #define THR_HOST_OBJECTS NULL
+#define THR_HOST_SYMBOL NULL
 static inline void thr_handles_init(void) {}

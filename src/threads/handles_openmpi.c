@@ -16,6 +16,10 @@ extern const int thr_openmpi_nobjects;
 
 const void *thr_openmpi_host_objects[MAX_OBJECTS];
 
+/* The host library, by an explicit handle: dlsym(RTLD_DEFAULT) searches the namespace of
+ * its caller, which for a call made on a stand-in's behalf (a tail call) is the rank's. */
+static void *host_library;
+
 /* A predefined type and its size, sorted by address. */
 struct basic_type {
   uintptr_t address;
@@ -36,8 +40,11 @@ void thr_openmpi_handles_init(void)
 {
   if (thr_openmpi_nobjects > MAX_OBJECTS)
     thr_fatal("%d library objects, room for %d", thr_openmpi_nobjects, MAX_OBJECTS);
+  host_library = dlmopen(LM_ID_BASE, "libmpi.so.40", RTLD_LAZY | RTLD_NOLOAD);
+  if (!host_library)
+    thr_fatal("the host MPI library libmpi.so.40 is not loaded: %s", dlerror());
   for (int i = 0; i < thr_openmpi_nobjects; i++) {
-    thr_openmpi_host_objects[i] = dlsym(RTLD_DEFAULT, thr_openmpi_object_names[i]);
+    thr_openmpi_host_objects[i] = dlsym(host_library, thr_openmpi_object_names[i]);
     if (!thr_openmpi_host_objects[i])
       thr_fatal("the host MPI library has no %s (another Open MPI than the one the stand-in "
                 "was built for?)", thr_openmpi_object_names[i]);
@@ -70,6 +77,11 @@ void thr_openmpi_handles_init(void)
       basics[nbasics++] = (struct basic_type){(uintptr_t)types[i], (size_t)size};
   }
   qsort(basics, (size_t)nbasics, sizeof *basics, by_address);
+}
+
+void *thr_openmpi_host_symbol(const char *name)
+{
+  return dlsym(host_library, name);
 }
 
 size_t thr_openmpi_basic_type_size(MPI_Datatype type)

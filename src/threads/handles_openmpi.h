@@ -41,8 +41,10 @@ static inline int thr_request_index(MPI_Request handle)
 extern const void *thr_openmpi_host_objects[];
 void thr_openmpi_handles_init(void);
 size_t thr_openmpi_basic_type_size(MPI_Datatype type);
+void *thr_openmpi_host_symbol(const char *name);
 
 #define THR_HOST_OBJECTS thr_openmpi_host_objects
+#define THR_HOST_SYMBOL thr_openmpi_host_symbol
 static inline void thr_handles_init(void)
 {
   thr_openmpi_handles_init();

@@ -1122,4 +1122,5 @@ const struct thr_api thr_runtime_api = {
   .missing = rt_missing,
   .exit = rt_exit,
   .host_objects = THR_HOST_OBJECTS,
+  .host_symbol = THR_HOST_SYMBOL,
 };

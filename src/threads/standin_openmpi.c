@@ -64,7 +64,7 @@ static int index_of(const struct object_index *table, void *handle)
 void *thr_standin_to_host(void *handle)
 {
   int i = index_of(rank_sorted, handle);
-  return i < 0 ? handle : (void *)host_objects[i];
+  return i < 0 ? thr_standin_comm_shell_handle(handle) : (void *)host_objects[i];
 }
 
 void *thr_standin_to_rank(void *handle)

@@ -18,6 +18,8 @@ extern const int thr_standin_nobjects;
 void *thr_standin_to_host(void *handle);
 void *thr_standin_to_rank(void *handle);
 void thr_standin_objects_bind(const void *const *host_objects);
+/* (standin_openmpi_fortran.c) The runtime's handle of a Fortran communicator's C shell. */
+void *thr_standin_comm_shell_handle(void *handle);
 
 /* (standin.c) */
 extern struct thr_rank *self;

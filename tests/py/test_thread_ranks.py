@@ -3,8 +3,7 @@ as N/T processes of T thread ranks over the host MPI, on MPICH and on Open MPI. 
 suite's correctness programs (collectives, datatypes, point-to-point) at 1-2 processes x
 1-4 threads (more in the full tier), a program built with the MPI's own compiler
 wrapper, the per-rank process state, a library with mutable globals, the refusals, a
-call the runtime lacks stopping the job with its name, and the Fortran bindings (MPICH;
-refused with the reason on Open MPI)."""
+call the runtime lacks stopping the job with its name, and the Fortran bindings."""
 
 import os
 import re
@@ -96,33 +95,15 @@ def test_datatypes_as_thread_ranks(flavour, threads, np):
         result.describe()
 
 
-@needs_threads
 @pytest.mark.parametrize("binding", list(BINDINGS))
-def test_fortran_as_thread_ranks(programs, binding):  # noqa: F811
-    """Fortran programs (mpif.h, use mpi, use mpi_f08): MPICH's Fortran library loads in
-    each namespace and calls the stand-in."""
-    if (FLAVOUR, binding) not in programs:
-        pytest.skip(f"no mpif90.{FLAVOUR} (gfortran)")
-    result = run_job(threads_argv(2, 4, programs[FLAVOUR, binding]), None, JOB_TIMEOUT)
+@pytest.mark.parametrize("flavour", flavours())
+def test_fortran_as_thread_ranks(programs, flavour, binding):  # noqa: F811
+    """Fortran programs (mpif.h, use mpi, use mpi_f08): the MPI's Fortran library loads in
+    each namespace and calls the stand-in (Open MPI's through MPI_*_f2c/_c2f)."""
+    if (flavour, binding) not in programs:
+        pytest.skip(f"no mpif90.{flavour} (gfortran)")
+    result = run_job(threads_argv(2, 4, programs[flavour, binding], flavour=flavour), None, JOB_TIMEOUT)
     check_passed(result, "test_fortran")
-
-
-@pytest.mark.skipif(not threads_built("openmpi"), reason="build/openmpi/bin/mcoll-threads not built")
-@pytest.mark.parametrize("binding", list(BINDINGS))
-def test_fortran_refused_on_openmpi(programs, binding):  # noqa: F811
-    """Open MPI's Fortran library needs libmpi internals the stand-in lacks: the program is
-    refused with the reason, and --threads-fallback runs it as processes."""
-    if ("openmpi", binding) not in programs:
-        pytest.skip("no mpif90.openmpi (gfortran)")
-    argv = threads_argv(2, 4, programs["openmpi", binding], flavour="openmpi")
-    result = run_job(argv, None, JOB_TIMEOUT)
-    assert result.returncode == 2 and "Fortran programs do not run as thread ranks on Open MPI" \
-        in result.stderr, result.describe()
-    argv = threads_argv(2, 4, programs["openmpi", binding], flavour="openmpi",
-                        extra=["--threads-fallback"])
-    result = run_job(argv, None, JOB_TIMEOUT)
-    check_passed(result, "test_fortran")
-    assert "running as processes" in result.stderr, result.describe()
 
 
 @pytest.mark.parametrize("flavour", flavours())
