@@ -106,6 +106,37 @@ def test_fortran_as_thread_ranks(programs, flavour, binding):  # noqa: F811
     check_passed(result, "test_fortran")
 
 
+FORTRAN_ATTR = """program attr
+  use mpi
+  implicit none
+  integer :: ierr
+  integer(kind=MPI_ADDRESS_KIND) :: value
+  logical :: flag
+  call MPI_Init(ierr)
+  call MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, value, flag, ierr)
+  print *, 'tag_ub', value, flag
+  call MPI_Finalize(ierr)
+end program
+"""
+
+
+@pytest.mark.parametrize("flavour", flavours())
+def test_missing_fortran_call_is_named(flavour, tmp_path):
+    """A Fortran call whose path the runtime lacks (attributes: MPICH's MPII_Comm_get_attr,
+    Open MPI's ompi_attr_get_aint) stops the job naming it; nothing faults on the way
+    out (a rank's Fortran runtime reports faults with handlers of its own)."""
+    compiler = shutil.which(f"mpif90.{flavour}")
+    if not compiler:
+        pytest.skip(f"no mpif90.{flavour} (gfortran)")
+    (tmp_path / "attr.f90").write_text(FORTRAN_ATTR)
+    subprocess.run([compiler, "-o", tmp_path / "attr", tmp_path / "attr.f90"], check=True)
+    result = run_job(threads_argv(2, 4, tmp_path / "attr", flavour=flavour), None, JOB_TIMEOUT)
+    assert result.returncode != 0, result.describe()
+    assert re.search(r"called (MPII_Comm_get_attr|ompi_attr_get_aint).*, which thread ranks do "
+                     r"not implement", result.stderr), result.describe()
+    assert "SIGSEGV" not in result.stderr and "Segmentation" not in result.stderr, result.describe()
+
+
 @pytest.mark.parametrize("flavour", flavours())
 def test_rank_state(flavour):
     """Each rank has its own globals, constructors, argv/getopt, environ, stdout buffer
