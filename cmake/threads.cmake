@@ -25,16 +25,31 @@ function(mcoll_add_threads flavour)
     OUTPUT_NAME mcoll-test-lib-globals RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
 
   set(kind ${MCOLL_MPI_KIND_${flavour}})
+  set(dir ${CMAKE_SOURCE_DIR}/src/threads)
+  set(standin_sources ${dir}/standin.c ${out}/threads/stubs.c)
+  set(runtime_sources "")
   if(kind STREQUAL "mpich")
+    set(libname mpich)
     set(soname libmpich.so.12)
     set(fortran_soname libmpichfort.so.12)
   else()
-    return() # (Open MPI: not yet; its handles are addresses of the library's objects)
+    # Open MPI: handles are addresses of the library's data objects, which the
+    # stand-in defines and translates (standin_openmpi.h); its Fortran libraries
+    # (mpif.h, use mpi, use mpi_f08) call the stand-in too.
+    set(libname mpi)
+    set(soname libmpi.so.40)
+    set(fortran_soname "libmpi_mpifh.so.40 libmpi_usempif08.so.40 libmpi_usempi_ignore_tkr.so.40")
+    add_custom_command(OUTPUT ${out}/threads/objects.c ${out}/threads/object_names.c
+      COMMAND ${CMAKE_COMMAND} -DLIST=${dir}/openmpi_objects.txt -DSTANDIN=${out}/threads/objects.c
+              -DNAMES=${out}/threads/object_names.c -P ${dir}/gen_objects.cmake
+      DEPENDS ${dir}/openmpi_objects.txt ${dir}/gen_objects.cmake)
+    list(APPEND standin_sources ${dir}/standin_openmpi.c ${dir}/standin_openmpi_fortran.c
+         ${out}/threads/objects.c)
+    list(APPEND runtime_sources ${dir}/handles_openmpi.c ${out}/threads/object_names.c)
   endif()
-  set(dir ${CMAKE_SOURCE_DIR}/src/threads)
   # The real library, by its path: mcoll-threads loads it before the runtime.
   foreach(item ${MPI_${flavour}_LINK_LIBRARIES})
-    if(item MATCHES "/lib${kind}\\.so$")
+    if(item MATCHES "/lib${libname}\\.so$")
       get_filename_component(library ${item} REALPATH)
     endif()
   endforeach()
@@ -42,7 +57,7 @@ function(mcoll_add_threads flavour)
     COMMAND ${CMAKE_COMMAND} -DLIST=${dir}/${kind}_functions.txt -DOUT=${out}/threads/stubs.c
             -P ${dir}/gen_stubs.cmake
     DEPENDS ${dir}/${kind}_functions.txt ${dir}/gen_stubs.cmake)
-  add_library(mcoll-threads-standin_${flavour} SHARED ${dir}/standin.c ${out}/threads/stubs.c)
+  add_library(mcoll-threads-standin_${flavour} SHARED ${standin_sources})
   target_include_directories(mcoll-threads-standin_${flavour} PRIVATE
     $<TARGET_PROPERTY:${mpi},INTERFACE_INCLUDE_DIRECTORIES>)
   target_link_options(mcoll-threads-standin_${flavour} PRIVATE -Wl,-soname,${soname})
@@ -50,7 +65,7 @@ function(mcoll_add_threads flavour)
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
   add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/runtime.c
-              ${dir}/coll.c ${dir}/coll_local.c ${dir}/elf.c)
+              ${dir}/coll.c ${dir}/coll_local.c ${dir}/elf.c ${runtime_sources})
   target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
                         Threads::Threads)
   target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE

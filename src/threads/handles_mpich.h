@@ -44,3 +44,8 @@ static inline size_t thr_basic_type_size(MPI_Datatype type)
   unsigned h = (unsigned)type;
   return (h & THR_HANDLE_KIND_MASK) == THR_BASIC_TYPE_KIND ? (h >> 8) & 0xffu : 0;
 }
+
+/* (Open MPI's runtime keeps tables of the host library's objects.) */
+#define THR_HOST_OBJECTS NULL
+#define THR_HOST_SYMBOL NULL
+static inline void thr_handles_init(void) {}

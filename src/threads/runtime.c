@@ -4,6 +4,7 @@
 #include "handles.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,29 @@ enum { EAGER_BYTES = 16384 };
 /* Host tags: envelopes on HDR_TAG, their bytes on DATA_TAG + source thread (each
  * sending thread's bytes stay in the order of its envelopes). */
 enum { HDR_TAG = 0, DATA_TAG = 1 };
+
+static void exit_quietly(int sig)
+{
+  (void)sig;
+  _exit(1);
+}
+
+/* Ends the job once, whichever ranks ask. The host's abort may exit the process while
+ * other ranks still run, and the libraries of their namespaces (a Fortran runtime, Open
+ * MPI's Fortran library with its own libopen-pal) then fault in their destructors or
+ * report a fault with handlers of their own: a fault from here on ends the process
+ * quietly. */
+static _Noreturn void abort_job(int code)
+{
+  static atomic_int aborting;
+  signal(SIGSEGV, exit_quietly);
+  signal(SIGBUS, exit_quietly);
+  if (atomic_exchange(&aborting, 1))
+    for (;;)
+      pause();
+  PMPI_Abort(MPI_COMM_WORLD, code);
+  abort();
+}
 
 _Noreturn void thr_fatal(const char *fmt, ...)
 {
@@ -37,8 +61,7 @@ _Noreturn void thr_fatal(const char *fmt, ...)
   ssize_t written = write(STDERR_FILENO, text, (size_t)n);
   (void)written;
   usleep(200 * 1000);
-  PMPI_Abort(MPI_COMM_WORLD, 1);
-  abort();
+  abort_job(1);
 }
 
 /* ---- datatypes: bytes out of and into typed buffers ---- */
@@ -490,6 +513,7 @@ void thr_runtime_init(int threads)
   PMPI_Comm_split_type(thr_proc.host, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
   PMPI_Comm_free(&node);
+  thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
@@ -556,8 +580,7 @@ static int rt_Abort(struct thr_rank *r, MPI_Comm comm, int code)
   fprintf(stderr, "mcoll threads: rank %d called MPI_Abort(%d)\n", r->world, code);
   fflush(stderr);
   r->fflush(NULL);
-  PMPI_Abort(MPI_COMM_WORLD, code);
-  return MPI_SUCCESS;
+  abort_job(code);
 }
 
 static int rt_Comm_rank(struct thr_rank *r, MPI_Comm comm, int *rank)
@@ -1120,4 +1143,6 @@ const struct thr_api thr_runtime_api = {
   THR_HOST_CALLS(HOST_ENTRY)
   .missing = rt_missing,
   .exit = rt_exit,
+  .host_objects = THR_HOST_OBJECTS,
+  .host_symbol = THR_HOST_SYMBOL,
 };

@@ -8,13 +8,21 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static struct thr_rank *self;
-static const struct thr_api *api;
+/* (hidden: not seen by the program) */
+struct thr_rank *self;
+const struct thr_api *api;
+
+#if defined(OMPI_MAJOR_VERSION)
+#include "standin_openmpi.h"
+#endif
 
 EXPORT void mcoll_threads_standin_bind(struct thr_rank *rank, const struct thr_api *table)
 {
   self = rank;
   api = table;
+#if defined(OMPI_MAJOR_VERSION)
+  thr_standin_objects_bind(table->host_objects);
+#endif
 }
 
 EXPORT void mcoll_threads_standin_missing(const char *name)
@@ -23,6 +31,7 @@ EXPORT void mcoll_threads_standin_missing(const char *name)
 }
 
 /* Each call under its MPI_ and its PMPI_ name (the Fortran bindings call either). */
+#if !defined(OMPI_MAJOR_VERSION)
 #define STANDIN_RUNTIME(ret, name, params, args) \
   EXPORT ret MPI_##name params { return api->name(self, THR_UNPAREN args); } \
   EXPORT ret PMPI_##name params { return api->name(self, THR_UNPAREN args); }
@@ -34,6 +43,7 @@ EXPORT void mcoll_threads_standin_missing(const char *name)
 #define STANDIN_HOST(ret, name, params, args) \
   EXPORT ret MPI_##name params { return api->host_##name args; } \
   EXPORT ret PMPI_##name params { return api->host_##name args; }
+#endif
 
 THR_RUNTIME_CALLS(STANDIN_RUNTIME)
 THR_SMPI_CALLS(STANDIN_SMPI)
@@ -48,8 +58,11 @@ EXPORT void exit(int status)
   abort(); /* (not reached) */
 }
 
-/* Data objects the host library exports, which programs may refer to. */
+/* Data objects the host library exports, which programs may refer to (Open MPI's: in
+ * the generated objects.c). */
+#if !defined(OMPI_MAJOR_VERSION)
 EXPORT int *const MPI_UNWEIGHTED = (int *)(void *)&self;
 EXPORT int *const MPI_WEIGHTS_EMPTY = (int *)(void *)&api;
 EXPORT MPI_Fint *MPI_F_STATUS_IGNORE = 0;
 EXPORT MPI_Fint *MPI_F_STATUSES_IGNORE = 0;
+#endif

@@ -202,6 +202,12 @@ struct thr_api {
   void (*missing)(struct thr_rank *, const char *name);
   /* exit() of the program in this rank: ends the rank only. */
   void (*exit)(struct thr_rank *, int status);
+  /* Open MPI: the host library's data objects (handles are their addresses), by index of
+   * openmpi_objects.txt; NULL for MPICH. */
+  const void *const *host_objects;
+  /* Open MPI: a function or object of the host library by name (for the Fortran
+   * library's handle conversions); NULL for MPICH. */
+  void *(*host_symbol)(const char *name);
 };
 
 /* Exported by the stand-in; the loader calls it before the rank's main. */

@@ -8,18 +8,18 @@ import pytest
 
 import mpijob
 from mpijob import BUILD, FULL, check_passed, run_job
-from test_thread_ranks import FLAVOUR, layout, needs_threads, threads_argv
+from test_thread_ranks import FLAVOUR, flavoured, layout, threads_argv
 
 JOB_TIMEOUT = 180
 
 
-@needs_threads
-@pytest.mark.parametrize("threads,np", [layout(4, 4), layout(2, 4), layout(1, 3),
-                                        layout(3, 3, full=True), layout(3, 6, full=True),
-                                        layout(15, 15, full=True)])
-def test_smpi_as_thread_ranks(threads, np):
+@pytest.mark.parametrize("flavour,threads,np", flavoured(
+    [layout(4, 4), layout(2, 4), layout(1, 3), layout(3, 3, full=True), layout(3, 6, full=True),
+     layout(15, 15, full=True)], openmpi_default=["2x2"]))
+def test_smpi_as_thread_ranks(flavour, threads, np):
     """Same process: the sender's buffer itself; another process: a copy."""
-    result = run_job(threads_argv(threads, np, "mcoll-test-smpi", [threads]), None, JOB_TIMEOUT)
+    result = run_job(threads_argv(threads, np, "mcoll-test-smpi", [threads], flavour=flavour), None,
+                     JOB_TIMEOUT)
     check_passed(result, "test_smpi")
 
 
@@ -44,12 +44,12 @@ def check_cannon(result, np, variants=("mpi", "smpi")):
         assert f"ranks={np} {variant} " in result.stdout, result.describe()
 
 
-@needs_threads
-@pytest.mark.parametrize("threads,np", [layout(4, 4), layout(2, 4), layout(1, 4, full=True),
-                                        layout(9, 9, full=True), layout(8, 16, full=True)])
-def test_cannon_as_thread_ranks(threads, np):
-    result = run_job(threads_argv(threads, np, "mcoll-app-cannon", [48, "both", 2]), None,
-                     JOB_TIMEOUT)
+@pytest.mark.parametrize("flavour,threads,np", flavoured(
+    [layout(4, 4), layout(2, 4), layout(1, 4, full=True), layout(9, 9, full=True),
+     layout(8, 16, full=True)], openmpi_default=["2x2"]))
+def test_cannon_as_thread_ranks(flavour, threads, np):
+    result = run_job(threads_argv(threads, np, "mcoll-app-cannon", [48, "both", 2], flavour=flavour),
+                     None, JOB_TIMEOUT)
     check_cannon(result, np)
 
 

@@ -1,0 +1,150 @@
+/* Open MPI's stand-in, the part standin.c does not generate: the translation of
+ * predefined handles between the rank's namespace and the host library (see
+ * standin_openmpi.h), and the calls that take arrays of handles. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "table.h"
+#include "standin_openmpi.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* An object's address and its index in openmpi_objects.txt, sorted by address. */
+struct object_index {
+  uintptr_t address;
+  int index;
+};
+
+static struct object_index *rank_sorted, *host_sorted;
+static const void *const *host_objects;
+
+static int by_address(const void *a, const void *b)
+{
+  uintptr_t x = ((const struct object_index *)a)->address;
+  uintptr_t y = ((const struct object_index *)b)->address;
+  return x < y ? -1 : x > y;
+}
+
+static struct object_index *sorted_table(const void *const *objects)
+{
+  struct object_index *table = malloc((size_t)thr_standin_nobjects * sizeof *table);
+  for (int i = 0; i < thr_standin_nobjects; i++)
+    table[i] = (struct object_index){(uintptr_t)objects[i], i};
+  qsort(table, (size_t)thr_standin_nobjects, sizeof *table, by_address);
+  return table;
+}
+
+void thr_standin_objects_bind(const void *const *host)
+{
+  host_objects = host;
+  rank_sorted = sorted_table((const void *const *)thr_standin_objects);
+  host_sorted = sorted_table(host);
+}
+
+/* The index of the object at handle, -1 when it is none of them (most handles the host or
+ * the runtime made are outside the table's range: two compares). */
+static int index_of(const struct object_index *table, void *handle)
+{
+  uintptr_t h = (uintptr_t)handle;
+  int lo = 0, hi = thr_standin_nobjects - 1;
+  if (h < table[lo].address || h > table[hi].address)
+    return -1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (table[mid].address == h)
+      return table[mid].index;
+    if (table[mid].address < h)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return -1;
+}
+
+void *thr_standin_to_host(void *handle)
+{
+  int i = index_of(rank_sorted, handle);
+  return i < 0 ? thr_standin_comm_shell_handle(handle) : (void *)host_objects[i];
+}
+
+void *thr_standin_to_rank(void *handle)
+{
+  int i = index_of(host_sorted, handle);
+  return i < 0 ? handle : thr_standin_objects[i];
+}
+
+static void requests_in(int n, MPI_Request reqs[])
+{
+  for (int i = 0; i < n; i++)
+    reqs[i] = thr_standin_to_host(reqs[i]);
+}
+
+static void requests_out(int n, MPI_Request reqs[])
+{
+  for (int i = 0; i < n; i++)
+    reqs[i] = thr_standin_to_rank(reqs[i]);
+}
+
+/* n types, the host's, in a new array (the program's may be read-only). */
+static MPI_Datatype *types_in(int n, const MPI_Datatype types[])
+{
+  MPI_Datatype *host = malloc((size_t)(n > 0 ? n : 1) * sizeof *host);
+  for (int i = 0; i < n; i++)
+    host[i] = thr_standin_to_host(types[i]);
+  return host;
+}
+
+/* Each under its MPI_ and PMPI_ name. */
+#define BOTH(ret, name, params, ...) \
+  EXPORT ret MPI_##name params __VA_ARGS__ EXPORT ret PMPI_##name params __VA_ARGS__
+
+BOTH(int, Startall, (int n, MPI_Request reqs[]), {
+  requests_in(n, reqs);
+  int rc = api->Startall(self, n, reqs);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Waitall, (int n, MPI_Request reqs[], MPI_Status statuses[]), {
+  requests_in(n, reqs);
+  int rc = api->Waitall(self, n, reqs, statuses);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Testall, (int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]), {
+  requests_in(n, reqs);
+  int rc = api->Testall(self, n, reqs, flag, statuses);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Waitany, (int n, MPI_Request reqs[], int *index, MPI_Status *status), {
+  requests_in(n, reqs);
+  int rc = api->Waitany(self, n, reqs, index, status);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
+                      const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                      const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm), {
+  comm = thr_standin_to_host(comm);
+  int size;
+  api->Comm_size(self, comm, &size);
+  MPI_Datatype *s = sbuf == MPI_IN_PLACE ? NULL : types_in(size, stypes);
+  MPI_Datatype *r = types_in(size, rtypes);
+  int rc = api->Alltoallw(self, sbuf, scounts, sdispls, s, rbuf, rcounts, rdispls, r, comm);
+  free(s);
+  free(r);
+  return rc;
+})
+
+BOTH(int, Type_create_struct, (int n, const int *b, const MPI_Aint *d, const MPI_Datatype *t,
+                               MPI_Datatype *o), {
+  MPI_Datatype *host = types_in(n, t);
+  int rc = api->host_Type_create_struct(n, b, d, host, o);
+  free(host);
+  *o = thr_standin_to_rank(*o);
+  return rc;
+})
