@@ -39,6 +39,8 @@ THR_RUNTIME_CALLS(STANDIN_RUNTIME)
 THR_SMPI_CALLS(STANDIN_SMPI)
 THR_RUNTIME_CALLS0(STANDIN_RUNTIME0)
 THR_HOST_CALLS(STANDIN_HOST)
+THR_NBC_CALLS(STANDIN_RUNTIME)
+THR_GROUP_CALLS(STANDIN_RUNTIME)
 
 /* exit() of the program or of any library in the namespace ends this rank only;
  * the runtime runs the namespace's atexit handlers and flushes its stdio. */
