@@ -6,7 +6,8 @@ function(mcoll_add_threads flavour)
   set(mpi ${MCOLL_MPI_TARGET_${flavour}})
   # Its test programs (plain MPI programs, also run as processes).
   foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
-               mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench)
+               mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench
+               mcoll-test-groups:tests/mpi/test_groups)
     string(REPLACE ":" ";" parts ${prog})
     list(GET parts 0 name)
     list(GET parts 1 src)

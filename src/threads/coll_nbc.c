@@ -35,6 +35,11 @@ struct thr_coll_args {
   const MPI_Datatype *stypes, *rtypes;
   MPI_Op op;
   MPI_Comm comm;
+  /* Persistent: the communicator as it was at init (it may be freed before a start),
+   * and the call's tag, drawn at init (persistent collectives match in the order of
+   * their initialisation, whatever the order of the starts). */
+  struct thr_comm kept_comm;
+  int tag;
 };
 
 enum step_kind { STEP_SEND, STEP_RECV, STEP_COPY, STEP_REDUCE, STEP_ROUND };
@@ -59,7 +64,7 @@ struct thr_nbc {
   int nactive;
   void **temps;
   int ntemps;
-  int done;
+  int done, error;
 };
 
 /* The rank this thread last ran a non-blocking collective for. */
@@ -532,7 +537,7 @@ static void advance(struct thr_nbc *s)
   while (!s->done) {
     int still = 0;
     for (int i = 0; i < s->nactive; i++)
-      if (!thr_request_test(s->active[i]))
+      if (!thr_request_test(s->active[i], &s->error))
         s->active[still++] = s->active[i];
     s->nactive = still;
     if (still)
@@ -574,21 +579,39 @@ int thr_nbc_test(struct thr_nbc *s)
   return s->done;
 }
 
+int thr_nbc_error(const struct thr_nbc *s)
+{
+  return s->error;
+}
+
 void thr_nbc_free(struct thr_nbc *s)
 {
   free(s);
 }
 
-/* A new schedule of the call, started (its first round's messages are out). */
-static struct thr_nbc *start(struct thr_rank *r, const struct thr_coll_args *a)
+/* The tag of a new call on c: TAG_PARTS tags of its own. */
+static int next_tag(struct thr_comm *c)
 {
-  struct thr_comm *c = thr_comm_of(r, a->comm);
+  return TAG_BASE + (int)((c->nbc_seq++ & 0xffffffu) * TAG_PARTS);
+}
+
+/* A copy of what the schedule needs of a communicator. */
+static struct thr_comm comm_copy(const struct thr_comm *c)
+{
+  struct thr_comm copy = {.ctx = c->ctx, .size = c->size, .rank = c->rank,
+                          .world = malloc((size_t)c->size * sizeof(int))};
+  memcpy(copy.world, c->world, (size_t)c->size * sizeof(int));
+  return copy;
+}
+
+/* A new schedule of the call, started (its first round's messages are out). */
+static struct thr_nbc *start(struct thr_rank *r, const struct thr_comm *c, int tag,
+                             const struct thr_coll_args *a)
+{
   struct thr_nbc *s = calloc(1, sizeof *s);
   s->rank = r;
-  s->comm = (struct thr_comm){.ctx = c->ctx, .size = c->size, .rank = c->rank,
-                              .world = malloc((size_t)c->size * sizeof(int))};
-  memcpy(s->comm.world, c->world, (size_t)c->size * sizeof(int));
-  s->tag = TAG_BASE + (int)((c->nbc_seq++ & 0xffffffu) * TAG_PARTS);
+  s->comm = comm_copy(c);
+  s->tag = tag;
   build(s, a);
   current_rank = r;
   advance(s);
@@ -603,26 +626,31 @@ static struct thr_nbc *start(struct thr_rank *r, const struct thr_coll_args *a)
 
 struct thr_nbc *thr_nbc_start(struct thr_rank *r, const struct thr_coll_args *args)
 {
-  return start(r, args);
+  return start(r, &args->kept_comm, args->tag, args);
 }
 
 void thr_coll_args_free(struct thr_coll_args *args)
 {
+  if (args)
+    free(args->kept_comm.world);
   free(args);
 }
 
 static int post(struct thr_rank *r, struct thr_coll_args a, MPI_Request *req)
 {
-  *req = thr_coll_request(r, start(r, &a));
+  struct thr_comm *c = thr_comm_of(r, a.comm);
+  *req = thr_coll_request(r, start(r, c, next_tag(c), &a));
   return MPI_SUCCESS;
 }
 
 static int init(struct thr_rank *r, struct thr_coll_args a, MPI_Info info, MPI_Request *req)
 {
   (void)info;
-  thr_comm_of(r, a.comm);
+  struct thr_comm *c = thr_comm_of(r, a.comm);
   struct thr_coll_args *kept = malloc(sizeof *kept);
   *kept = a;
+  kept->kept_comm = comm_copy(c);
+  kept->tag = next_tag(c);
   *req = thr_persistent_coll_request(r, kept, a.comm);
   return MPI_SUCCESS;
 }

@@ -316,9 +316,11 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
 {
   if (q->kind == RECV)
     q->status = q->recv.status;
-  copy_status(status, &q->status);
-  if (q->kind == COLL)
+  if (q->kind == COLL) { /* (a receive of the schedule failed: MPI_ERR_TRUNCATE) */
+    q->status.MPI_ERROR = thr_nbc_error(q->nbc);
     thr_nbc_free(q->nbc);
+  }
+  copy_status(status, &q->status);
   free(q->owned);
   free(q->owned2);
   free(q);
@@ -336,11 +338,14 @@ void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
   request_finish(q, status);
 }
 
-int thr_request_test(struct thr_request *q)
+int thr_request_test(struct thr_request *q, int *error)
 {
   if (!request_done(q))
     return 0;
-  request_finish(q, MPI_STATUS_IGNORE);
+  MPI_Status status;
+  request_finish(q, &status);
+  if (status.MPI_ERROR != MPI_SUCCESS)
+    *error = status.MPI_ERROR;
   return 1;
 }
 
@@ -856,6 +861,8 @@ static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
   struct thr_request *q = request_of(r, *req, 0);
   MPI_Status st;
   set_status(&st, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  /* A collective's error (a truncated receive) is the call's; (q is freed below) */
+  int collective = q && (q->kind == COLL || (q->kind == PERSISTENT && q->call.coll));
   if (q && q->kind == PERSISTENT) {
     if (q->active)
       thr_wait(r, q->active, &st);
@@ -866,7 +873,7 @@ static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
     thr_wait(r, q, &st);
   }
   copy_status(status, &st);
-  return MPI_SUCCESS;
+  return collective ? st.MPI_ERROR : MPI_SUCCESS;
 }
 
 static int rt_Test(struct thr_rank *r, MPI_Request *req, int *flag, MPI_Status *status)

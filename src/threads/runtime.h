@@ -174,6 +174,7 @@ void thr_nbc_progress(struct thr_rank *r);
 void thr_nbc_progress_self(void);
 int thr_nbc_test(struct thr_nbc *s);
 void thr_nbc_free(struct thr_nbc *s);
+int thr_nbc_error(const struct thr_nbc *s); /* MPI_SUCCESS, or a receive's error */
 /* MPI_Start of a persistent collective: a new schedule from its arguments. */
 struct thr_nbc *thr_nbc_start(struct thr_rank *r, const struct thr_coll_args *args);
 void thr_coll_args_free(struct thr_coll_args *args);
@@ -184,8 +185,9 @@ void thr_host_drain(void);
 MPI_Request thr_coll_request(struct thr_rank *r, struct thr_nbc *s);
 MPI_Request thr_persistent_coll_request(struct thr_rank *r, struct thr_coll_args *args,
                                         MPI_Comm comm);
-/* 1 (and the request freed) when q is complete, else 0; never waits. */
-int thr_request_test(struct thr_request *q);
+/* 1 (and the request freed) when q is complete, else 0; never waits. An error of its
+ * status goes to *error. */
+int thr_request_test(struct thr_request *q, int *error);
 /* A context free at every rank of comm (collective over comm), and a new communicator. */
 int thr_agree_ctx(struct thr_rank *r, MPI_Comm comm);
 MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int *world);
