@@ -576,6 +576,11 @@ static void smpi_reap(struct thr_rank *r, int wait);
 static int rt_Finalize(struct thr_rank *r)
 {
   smpi_reap(r, 1);
+  while (r->nbc_pending) { /* (others may still need this rank's part of them) */
+    thr_nbc_progress(r);
+    thr_host_drain();
+    sched_yield();
+  }
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   return MPI_SUCCESS;
