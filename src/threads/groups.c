@@ -271,7 +271,7 @@ int thr_Comm_create_group(struct thr_rank *r, MPI_Comm comm, MPI_Group group, in
       thr_fatal("rank %d: MPI_Comm_create_group: the group is not within the communicator",
                 r->world);
   }
-  int ctx = r->next_ctx, ctag = -16 - tag;
+  int ctx = r->next_ctx, ctag = -16 - (tag & 0x0fffffff);
   if (me == 0) {
     for (int i = 1; i < g->size; i++) {
       int theirs;

@@ -1,7 +1,8 @@
 """Thread ranks (mcollrun --threads T, docs/threads.md): unmodified MPI programs run
 as N/T processes of T thread ranks over the host MPI. The suite's correctness programs
-(collectives, datatypes, point-to-point) at 1-2 processes x 1-4 threads (more in the
-full tier), the per-rank process state, a library with mutable globals, the refusals,
+(collectives blocking, non-blocking and persistent, datatypes, point-to-point, groups)
+at 1-2 processes x 1-4 threads and 1 x 3 (more in the full tier), the per-rank process
+state, a library with mutable globals, the refusals,
 a call the runtime lacks stopping the job with its name, and the Fortran bindings. MPICH only so far: the
 Open MPI stand-in is not written (its handles are addresses of library objects)."""
 
