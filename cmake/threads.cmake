@@ -6,7 +6,8 @@ function(mcoll_add_threads flavour)
   set(mpi ${MCOLL_MPI_TARGET_${flavour}})
   # Its test programs (plain MPI programs, also run as processes).
   foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
-               mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench)
+               mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench
+               mcoll-test-groups:tests/mpi/test_groups)
     string(REPLACE ":" ";" parts ${prog})
     list(GET parts 0 name)
     list(GET parts 1 src)
@@ -65,7 +66,8 @@ function(mcoll_add_threads flavour)
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
   add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/runtime.c
-              ${dir}/coll.c ${dir}/coll_local.c ${dir}/elf.c ${runtime_sources})
+              ${dir}/coll.c ${dir}/coll_local.c ${dir}/elf.c
+              ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources})
   target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
                         Threads::Threads)
   target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE

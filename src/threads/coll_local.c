@@ -82,8 +82,10 @@ void thr_local_barrier(struct thr_local_group *g)
     atomic_store_explicit(&g->generation, generation + 1, memory_order_release);
     return;
   }
-  while (atomic_load_explicit(&g->generation, memory_order_acquire) == generation)
+  while (atomic_load_explicit(&g->generation, memory_order_acquire) == generation) {
+    thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
     sched_yield();
+  }
 }
 
 /* Copies a published buffer into count x type at dst (same type signature). */

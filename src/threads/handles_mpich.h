@@ -49,3 +49,17 @@ static inline size_t thr_basic_type_size(MPI_Datatype type)
 #define THR_HOST_OBJECTS NULL
 #define THR_HOST_SYMBOL NULL
 static inline void thr_handles_init(void) {}
+
+/* Groups (groups.c): direct handles of MPICH's group kind. */
+#define THR_GROUP_HANDLE_BASE 0x88000000u
+
+static inline MPI_Group thr_group_handle(int index)
+{
+  return (MPI_Group)(THR_GROUP_HANDLE_BASE | (unsigned)index);
+}
+
+static inline int thr_group_index(MPI_Group handle)
+{
+  unsigned h = (unsigned)handle;
+  return (h & THR_HANDLE_KIND_MASK) == THR_GROUP_HANDLE_BASE ? (int)(h & THR_HANDLE_INDEX_MASK) : -1;
+}

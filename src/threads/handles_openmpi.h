@@ -6,6 +6,7 @@
 
 #define THR_COMM_HANDLE_BASE ((uintptr_t)0xc1 << 56)
 #define THR_REQUEST_HANDLE_BASE ((uintptr_t)0xc2 << 56)
+#define THR_GROUP_HANDLE_BASE ((uintptr_t)0xc3 << 56)
 #define THR_HANDLE_KIND_MASK ((uintptr_t)0xff << 56)
 #define THR_HANDLE_INDEX_MASK ((uintptr_t)0x7fffffff)
 
@@ -35,6 +36,18 @@ static inline int thr_request_index(MPI_Request handle)
   uintptr_t h = (uintptr_t)handle;
   return (h & THR_HANDLE_KIND_MASK) == THR_REQUEST_HANDLE_BASE ? (int)(h & THR_HANDLE_INDEX_MASK)
                                                                 : -1;
+}
+
+/* Groups (groups.c). */
+static inline MPI_Group thr_group_handle(int index)
+{
+  return (MPI_Group)(THR_GROUP_HANDLE_BASE | (uintptr_t)index);
+}
+
+static inline int thr_group_index(MPI_Group handle)
+{
+  uintptr_t h = (uintptr_t)handle;
+  return (h & THR_HANDLE_KIND_MASK) == THR_GROUP_HANDLE_BASE ? (int)(h & THR_HANDLE_INDEX_MASK) : -1;
 }
 
 /* (handles_openmpi.c) */

@@ -243,7 +243,7 @@ struct host_envelope {
 };
 
 /* Drains envelopes that arrived from other processes into the ranks' mailboxes. */
-static void progress(void)
+void thr_host_drain(void)
 {
   if (thr_proc.processes == 1 || pthread_mutex_trylock(&thr_proc.progress_lock) != 0)
     return;
@@ -272,9 +272,18 @@ static void progress(void)
   pthread_mutex_unlock(&thr_proc.progress_lock);
 }
 
+/* Every wait and test: the calling rank's non-blocking collectives advance too. */
+static void progress(void)
+{
+  thr_nbc_progress_self();
+  thr_host_drain();
+}
+
 /* ---- requests ---- */
 
-enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE, PERSISTENT };
+/* COLL: a non-blocking collective (coll_nbc.c); MATCHED: a message MPI_Mprobe took out
+ * of the queues (its handle is an MPI_Message). */
+enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE, PERSISTENT, COLL, MATCHED };
 
 /* What a persistent request starts each time. */
 struct persistent_call {
@@ -284,6 +293,7 @@ struct persistent_call {
   MPI_Datatype type;
   int peer, tag;
   MPI_Comm comm;
+  struct thr_coll_args *coll; /* a persistent collective: MPI_Start makes its schedule */
 };
 
 struct thr_request {
@@ -296,6 +306,8 @@ struct thr_request {
   MPI_Status status;
   struct persistent_call call;  /* PERSISTENT: the call, and the operation it started */
   struct thr_request *active;
+  struct thr_nbc *nbc;  /* COLL */
+  struct thr_msg *msg;  /* MATCHED */
 };
 
 static int request_done(struct thr_request *q)
@@ -315,6 +327,10 @@ static int request_done(struct thr_request *q)
     return 1;
   case PERSISTENT:
     return !q->active || request_done(q->active);
+  case COLL:
+    return thr_nbc_test(q->nbc);
+  case MATCHED:
+    return 1;
   }
   return 1;
 }
@@ -323,6 +339,10 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
 {
   if (q->kind == RECV)
     q->status = q->recv.status;
+  if (q->kind == COLL) { /* (a receive of the schedule failed: MPI_ERR_TRUNCATE) */
+    q->status.MPI_ERROR = thr_nbc_error(q->nbc);
+    thr_nbc_free(q->nbc);
+  }
   copy_status(status, &q->status);
   free(q->owned);
   free(q->owned2);
@@ -339,6 +359,17 @@ void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
     sched_yield();
   }
   request_finish(q, status);
+}
+
+int thr_request_test(struct thr_request *q, int *error)
+{
+  if (!request_done(q))
+    return 0;
+  MPI_Status status;
+  request_finish(q, &status);
+  if (status.MPI_ERROR != MPI_SUCCESS)
+    *error = status.MPI_ERROR;
+  return 1;
 }
 
 static struct thr_request *new_request(enum request_kind kind)
@@ -569,6 +600,11 @@ static void smpi_reap(struct thr_rank *r, int wait);
 static int rt_Finalize(struct thr_rank *r)
 {
   smpi_reap(r, 1);
+  while (r->nbc_pending) { /* (others may still need this rank's part of them) */
+    thr_nbc_progress(r);
+    thr_host_drain();
+    sched_yield();
+  }
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   return MPI_SUCCESS;
@@ -602,6 +638,18 @@ static int agree_ctx(struct thr_rank *r, MPI_Comm comm)
   thr_Allreduce(r, &r->next_ctx, &ctx, 1, MPI_INT, MPI_MAX, comm);
   r->next_ctx = ctx + 2;
   return ctx;
+}
+
+int thr_agree_ctx(struct thr_rank *r, MPI_Comm comm)
+{
+  return agree_ctx(r, comm);
+}
+
+MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int *world)
+{
+  struct thr_comm *c = new_comm(ctx, size, rank);
+  memcpy(c->world, world, (size_t)size * sizeof(int));
+  return add_comm(r, c);
 }
 
 static int rt_Comm_dup(struct thr_rank *r, MPI_Comm comm, MPI_Comm *out)
@@ -841,6 +889,8 @@ static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
   struct thr_request *q = request_of(r, *req, 0);
   MPI_Status st;
   set_status(&st, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  /* A collective's error (a truncated receive) is the call's; (q is freed below) */
+  int collective = q && (q->kind == COLL || (q->kind == PERSISTENT && q->call.coll));
   if (q && q->kind == PERSISTENT) {
     if (q->active)
       thr_wait(r, q->active, &st);
@@ -851,7 +901,7 @@ static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
     thr_wait(r, q, &st);
   }
   copy_status(status, &st);
-  return MPI_SUCCESS;
+  return collective ? st.MPI_ERROR : MPI_SUCCESS;
 }
 
 static int rt_Test(struct thr_rank *r, MPI_Request *req, int *flag, MPI_Status *status)
@@ -917,12 +967,18 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
 /* A freed request still completes: its sender's bytes are still read. */
 static int rt_Request_free(struct thr_rank *r, MPI_Request *req)
 {
+  MPI_Request handle = *req;
   struct thr_request *q = request_of(r, *req, 1);
   *req = MPI_REQUEST_NULL;
   if (q && q->kind == PERSISTENT) {
     if (q->active)
       thr_wait(r, q->active, MPI_STATUS_IGNORE);
+    thr_coll_args_free(q->call.coll);
     free(q);
+  } else if (q && q->kind == COLL) { /* erroneous (MPI-3.1 5.12); MPICH rejects it too */
+    *req = handle; /* (still the program's to complete) */
+    r->reqs[thr_request_index(handle)] = q;
+    return MPI_ERR_REQUEST;
   } else if (q) {
     thr_wait(r, q, MPI_STATUS_IGNORE);
   }
@@ -941,7 +997,7 @@ static int persistent(struct thr_rank *r, struct persistent_call call, MPI_Reque
 static int rt_Send_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
                         int dst, int tag, MPI_Comm comm, MPI_Request *req)
 {
-  return persistent(r, (struct persistent_call){1, (void *)buf, count, type, dst, tag, comm}, req);
+  return persistent(r, (struct persistent_call){1, (void *)buf, count, type, dst, tag, comm, NULL}, req);
 }
 
 static int rt_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
@@ -953,7 +1009,7 @@ static int rt_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Dat
 static int rt_Recv_init(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
                         int tag, MPI_Comm comm, MPI_Request *req)
 {
-  return persistent(r, (struct persistent_call){0, buf, count, type, src, tag, comm}, req);
+  return persistent(r, (struct persistent_call){0, buf, count, type, src, tag, comm, NULL}, req);
 }
 
 static int rt_Start(struct thr_rank *r, MPI_Request *req)
@@ -962,6 +1018,11 @@ static int rt_Start(struct thr_rank *r, MPI_Request *req)
   if (!q || q->kind != PERSISTENT || q->active)
     thr_fatal("rank %d: MPI_Start of a request that is not an inactive persistent one", r->world);
   struct persistent_call *call = &q->call;
+  if (call->coll) {
+    q->active = new_request(COLL);
+    q->active->nbc = thr_nbc_start(r, call->coll);
+    return MPI_SUCCESS;
+  }
   struct thr_comm *c = thr_comm_of(r, call->comm);
   q->active = call->is_send
     ? thr_isend(r, c, c->ctx, call->buf, call->count, call->type, call->peer, call->tag)
@@ -1099,6 +1160,224 @@ static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype 
   return st.MPI_ERROR;
 }
 
+/* ---- requests of non-blocking and persistent collectives (coll_nbc.c) ---- */
+
+MPI_Request thr_coll_request(struct thr_rank *r, struct thr_nbc *s)
+{
+  struct thr_request *q = new_request(COLL);
+  q->nbc = s;
+  return add_request(r, q);
+}
+
+MPI_Request thr_persistent_coll_request(struct thr_rank *r, struct thr_coll_args *args,
+                                        MPI_Comm comm)
+{
+  struct thr_request *q = new_request(PERSISTENT);
+  q->call.comm = comm;
+  q->call.coll = args;
+  return add_request(r, q);
+}
+
+/* ---- more completion calls ---- */
+
+/* Neither MPI_REQUEST_NULL nor an inactive persistent request. */
+static int request_active(struct thr_request *q)
+{
+  return q && !(q->kind == PERSISTENT && !q->active);
+}
+
+static MPI_Status *status_at(MPI_Status statuses[], int i)
+{
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
+static void empty_status(MPI_Status *status)
+{
+  if (status != MPI_STATUS_IGNORE)
+    set_status(status, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
+}
+
+int thr_Testsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+  progress();
+  int active = 0, done = 0;
+  for (int i = 0; i < n; i++) {
+    struct thr_request *q = request_of(r, reqs[i], 0);
+    if (!request_active(q))
+      continue;
+    active = 1;
+    if (request_done(q)) {
+      rt_Wait(r, &reqs[i], status_at(statuses, done));
+      indices[done++] = i;
+    }
+  }
+  *outcount = active ? done : MPI_UNDEFINED;
+  return MPI_SUCCESS;
+}
+
+int thr_Waitsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+  for (;;) {
+    thr_Testsome(r, n, reqs, outcount, indices, statuses);
+    if (*outcount != 0)
+      return MPI_SUCCESS;
+    sched_yield();
+  }
+}
+
+int thr_Testany(struct thr_rank *r, int n, MPI_Request reqs[], int *index, int *flag,
+                MPI_Status *status)
+{
+  progress();
+  int active = 0;
+  *index = MPI_UNDEFINED;
+  for (int i = 0; i < n; i++) {
+    struct thr_request *q = request_of(r, reqs[i], 0);
+    if (!request_active(q))
+      continue;
+    active = 1;
+    if (request_done(q)) {
+      *index = i;
+      *flag = 1;
+      return rt_Wait(r, &reqs[i], status);
+    }
+  }
+  *flag = !active;
+  if (!active)
+    empty_status(status);
+  return MPI_SUCCESS;
+}
+
+/* Like MPI_Test, but the request stays. */
+int thr_Request_get_status(struct thr_rank *r, MPI_Request req, int *flag, MPI_Status *status)
+{
+  struct thr_request *q = request_of(r, req, 0);
+  progress();
+  *flag = !request_active(q) || request_done(q);
+  if (!*flag)
+    return MPI_SUCCESS;
+  if (q && q->kind == PERSISTENT)
+    q = q->active;
+  if (!q || status == MPI_STATUS_IGNORE)
+    empty_status(status);
+  else
+    *status = q->kind == RECV ? q->recv.status : q->status;
+  return MPI_SUCCESS;
+}
+
+/* ---- cancelling a receive, matched probes ---- */
+
+/* A receive still posted leaves the queue, cancelled; one already matched completes as
+ * it is, as does a send (MPI lets a cancel fail). */
+int thr_Cancel(struct thr_rank *r, MPI_Request *req)
+{
+  struct thr_request *q = request_of(r, *req, 0);
+  if (q && q->kind == PERSISTENT)
+    q = q->active;
+  if (!q || q->kind != RECV)
+    return MPI_SUCCESS;
+  struct thr_mailbox *box = &r->box;
+  pthread_mutex_lock(&box->lock);
+  for (struct thr_recv **p = &box->posted; *p; p = &(*p)->next)
+    if (*p == &q->recv) {
+      *p = q->recv.next;
+      if (box->posted_tail == &q->recv.next)
+        box->posted_tail = p;
+      set_status(&q->recv.status, q->recv.src, q->recv.tag, MPI_SUCCESS, 0);
+      PMPI_Status_set_cancelled(&q->recv.status, 1);
+      atomic_store_explicit(&q->recv.done, 1, memory_order_release);
+      break;
+    }
+  pthread_mutex_unlock(&box->lock);
+  return MPI_SUCCESS;
+}
+
+int thr_Improbe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
+                MPI_Message *msg, MPI_Status *status)
+{
+  struct thr_comm *c = thr_comm_of(r, comm);
+  *flag = 1;
+  if (src == MPI_PROC_NULL) {
+    *msg = MPI_MESSAGE_NO_PROC;
+    if (status != MPI_STATUS_IGNORE)
+      set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+    return MPI_SUCCESS;
+  }
+  progress();
+  struct thr_msg *found = NULL;
+  struct thr_mailbox *box = &r->box;
+  pthread_mutex_lock(&box->lock);
+  for (struct thr_msg **p = &box->unexpected; *p; p = &(*p)->next)
+    if (matches(c->ctx, src, tag, *p)) {
+      found = *p;
+      *p = found->next;
+      if (box->unexpected_tail == &found->next)
+        box->unexpected_tail = p;
+      break;
+    }
+  pthread_mutex_unlock(&box->lock);
+  if (!found) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
+  if (status != MPI_STATUS_IGNORE)
+    set_status(status, found->src, found->tag, MPI_SUCCESS, found->len);
+  struct thr_request *q = new_request(MATCHED);
+  q->msg = found;
+  *msg = (MPI_Message)add_request(r, q);
+  return MPI_SUCCESS;
+}
+
+int thr_Mprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Message *msg,
+               MPI_Status *status)
+{
+  for (;;) {
+    int flag;
+    thr_Improbe(r, src, tag, comm, &flag, msg, status);
+    if (flag)
+      return MPI_SUCCESS;
+    sched_yield();
+  }
+}
+
+/* The matched message's bytes into buf, at once (it is here already). */
+static void receive_matched(struct thr_rank *r, void *buf, int count, MPI_Datatype type,
+                            MPI_Message *msg, MPI_Status *status)
+{
+  if (*msg == MPI_MESSAGE_NO_PROC) {
+    set_status(status, MPI_PROC_NULL, MPI_ANY_TAG, MPI_SUCCESS, 0);
+  } else {
+    struct thr_request *q = request_of(r, (MPI_Request)*msg, 1);
+    if (!q || q->kind != MATCHED)
+      thr_fatal("rank %d: MPI_Mrecv of a message MPI_Mprobe did not give", r->world);
+    struct thr_recv rv = {.buf = buf, .count = count, .type = type};
+    complete_recv(&rv, q->msg);
+    *status = rv.status;
+    free(q);
+  }
+  *msg = MPI_MESSAGE_NULL;
+}
+
+int thr_Mrecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+              MPI_Status *status)
+{
+  MPI_Status st;
+  receive_matched(r, buf, count, type, msg, &st);
+  copy_status(status, &st);
+  return st.MPI_ERROR;
+}
+
+int thr_Imrecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+               MPI_Request *req)
+{
+  struct thr_request *q = new_request(DONE);
+  receive_matched(r, buf, count, type, msg, &q->status);
+  *req = add_request(r, q);
+  return MPI_SUCCESS;
+}
+
 static void rt_missing(struct thr_rank *r, const char *name)
 {
   thr_fatal("rank %d called %s, which thread ranks do not implement yet", r->world, name);
@@ -1135,12 +1414,15 @@ static void rt_exit(struct thr_rank *r, int status)
 #define RUNTIME_ENTRY(ret, name, params, args) .name = rt_##name,
 #define RUNTIME_ENTRY0(ret, name) .name = rt_##name,
 #define HOST_ENTRY(ret, name, params, args) .host_##name = PMPI_##name,
+#define THR_ENTRY(ret, name, params, args) .name = thr_##name,
 
 const struct thr_api thr_runtime_api = {
   THR_RUNTIME_CALLS(RUNTIME_ENTRY)
   THR_SMPI_CALLS(RUNTIME_ENTRY)
   THR_RUNTIME_CALLS0(RUNTIME_ENTRY0)
   THR_HOST_CALLS(HOST_ENTRY)
+  THR_NBC_CALLS(THR_ENTRY)
+  THR_GROUP_CALLS(THR_ENTRY)
   .missing = rt_missing,
   .exit = rt_exit,
   .host_objects = THR_HOST_OBJECTS,

@@ -50,6 +50,7 @@ struct thr_comm {
   MPI_Errhandler errhandler;
   int locality; /* 0 not known yet, 1 all ranks are threads of this process, -1 not */
   struct thr_local_group *local; /* (locality 1) shared by the ranks, coll_local.c */
+  unsigned nbc_seq; /* non-blocking collectives started on it (their tags, coll_nbc.c) */
 };
 
 struct thr_request;
@@ -64,6 +65,10 @@ struct thr_rank {
   int nreqs;
   int next_ctx;
   struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
+  struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
+  int nbc_busy;                /* (their progress is running: no reentry) */
+  struct thr_group **groups;   /* handle index -> group (groups.c) */
+  int ngroups;
   int initialized, finalized, thread_level;
   /* The program in its namespace. */
   int (*main)(int, char **, char **);
@@ -155,5 +160,36 @@ THR_COLL_DECL(int, Alltoall, (const void *sbuf, int scount, MPI_Datatype stype, 
 THR_COLL_DECL(int, Alltoallv, (const void *sbuf, const int *scounts, const int *sdispls,
                                MPI_Datatype stype, void *rbuf, const int *rcounts,
                                const int *rdispls, MPI_Datatype rtype, MPI_Comm comm), ())
+
+/* Non-blocking and persistent collectives (coll_nbc.c): each call is a schedule of
+ * rounds of point-to-point and local steps, advanced by every progress of its rank. */
+struct thr_nbc;
+struct thr_coll_args;
+THR_NBC_CALLS(THR_COLL_DECL)
+THR_GROUP_CALLS(THR_COLL_DECL)
+/* Advances the rank's pending schedules (no-op when none or when already inside). */
+void thr_nbc_progress(struct thr_rank *r);
+/* The same for the rank this thread last ran a non-blocking collective for (progress
+ * inside loops that do not know their rank, e.g. the in-process barrier). */
+void thr_nbc_progress_self(void);
+int thr_nbc_test(struct thr_nbc *s);
+void thr_nbc_free(struct thr_nbc *s);
+int thr_nbc_error(const struct thr_nbc *s); /* MPI_SUCCESS, or a receive's error */
+/* MPI_Start of a persistent collective: a new schedule from its arguments. */
+struct thr_nbc *thr_nbc_start(struct thr_rank *r, const struct thr_coll_args *args);
+void thr_coll_args_free(struct thr_coll_args *args);
+
+/* Drains what other processes sent into the mailboxes (runtime.c). */
+void thr_host_drain(void);
+/* Requests for coll_nbc.c and groups.c (runtime.c). */
+MPI_Request thr_coll_request(struct thr_rank *r, struct thr_nbc *s);
+MPI_Request thr_persistent_coll_request(struct thr_rank *r, struct thr_coll_args *args,
+                                        MPI_Comm comm);
+/* 1 (and the request freed) when q is complete, else 0; never waits. An error of its
+ * status goes to *error. */
+int thr_request_test(struct thr_request *q, int *error);
+/* A context free at every rank of comm (collective over comm), and a new communicator. */
+int thr_agree_ctx(struct thr_rank *r, MPI_Comm comm);
+MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int *world);
 
 #endif

@@ -49,6 +49,17 @@ THR_RUNTIME_CALLS(STANDIN_RUNTIME)
 THR_SMPI_CALLS(STANDIN_SMPI)
 THR_RUNTIME_CALLS0(STANDIN_RUNTIME0)
 THR_HOST_CALLS(STANDIN_HOST)
+THR_NBC_CALLS(STANDIN_RUNTIME)
+THR_GROUP_CALLS(STANDIN_RUNTIME)
+
+#if defined(OMPI_MAJOR_VERSION)
+/* Open MPI 4.1 names the persistent collectives MPIX_<Coll>_init (its pcollreq extension):
+ * the same calls. (The MPIX_I<coll> names this also makes are unused.) */
+#define STANDIN_MPIX(ret, name, params, args) \
+  EXPORT ret MPIX_##name params { return MPI_##name args; } \
+  EXPORT ret PMPIX_##name params { return MPI_##name args; }
+THR_NBC_CALLS(STANDIN_MPIX)
+#endif
 
 /* exit() of the program or of any library in the namespace ends this rank only;
  * the runtime runs the namespace's atexit handlers and flushes its stdio. */

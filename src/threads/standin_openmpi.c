@@ -126,6 +126,61 @@ BOTH(int, Waitany, (int n, MPI_Request reqs[], int *index, MPI_Status *status), 
   return rc;
 })
 
+BOTH(int, Waitsome, (int n, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[]), {
+  requests_in(n, reqs);
+  int rc = api->Waitsome(self, n, reqs, outcount, indices, statuses);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Testsome, (int n, MPI_Request reqs[], int *outcount, int indices[],
+                     MPI_Status statuses[]), {
+  requests_in(n, reqs);
+  int rc = api->Testsome(self, n, reqs, outcount, indices, statuses);
+  requests_out(n, reqs);
+  return rc;
+})
+
+BOTH(int, Testany, (int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status), {
+  requests_in(n, reqs);
+  int rc = api->Testany(self, n, reqs, index, flag, status);
+  requests_out(n, reqs);
+  return rc;
+})
+
+/* The schedule is built inside the call: the host's type arrays can go after it. */
+BOTH(int, Ialltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
+                       const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                       const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                       MPI_Request *req), {
+  comm = thr_standin_to_host(comm);
+  int size;
+  api->Comm_size(self, comm, &size);
+  MPI_Datatype *s = sbuf == MPI_IN_PLACE ? NULL : types_in(size, stypes);
+  MPI_Datatype *r = types_in(size, rtypes);
+  int rc = api->Ialltoallw(self, sbuf, scounts, sdispls, s, rbuf, rcounts, rdispls, r, comm, req);
+  free(s);
+  free(r);
+  return rc;
+})
+
+/* A persistent call reads its arguments at every start, so the host's type arrays live
+ * as long as the program: two arrays of the communicator's size per init call. */
+BOTH(int, Alltoallw_init, (const void *sbuf, const int *scounts, const int *sdispls,
+                           const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                           const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,
+                           MPI_Info info, MPI_Request *req), {
+  comm = thr_standin_to_host(comm);
+  info = thr_standin_to_host(info);
+  int size;
+  api->Comm_size(self, comm, &size);
+  MPI_Datatype *s = sbuf == MPI_IN_PLACE ? NULL : types_in(size, stypes);
+  MPI_Datatype *r = types_in(size, rtypes);
+  return api->Alltoallw_init(self, sbuf, scounts, sdispls, s, rbuf, rcounts, rdispls, r, comm,
+                             info, req);
+})
+
 BOTH(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
                       const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
                       const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm), {

@@ -141,6 +141,164 @@ struct thr_rank;
   R(int, Smpi_recv, (void *ptrp, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,\
                      MPI_Status *status), (ptrp, count, type, src, tag, comm, status))
 
+/* Non-blocking (MPI_I*) and persistent (MPI_<Coll>_init) collectives and the completion
+ * calls beyond Wait/Test/Waitall/Testall/Waitany: R(...) as above, implemented as
+ * thr_<name> (coll_nbc.c; the completion calls in runtime.c). */
+#define THR_NBC_CALLS(R)                                                                       \
+  R(int, Ibarrier, (MPI_Comm comm, MPI_Request *req), (comm, req))                             \
+  R(int, Ibcast, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,            \
+                  MPI_Request *req), (buf, count, type, root, comm, req))                      \
+  R(int, Ireduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,      \
+                   int root, MPI_Comm comm, MPI_Request *req),                                 \
+    (sbuf, rbuf, count, type, op, root, comm, req))                                            \
+  R(int, Iallreduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,   \
+                      MPI_Comm comm, MPI_Request *req), (sbuf, rbuf, count, type, op, comm, req)) \
+  R(int, Ireduce_scatter_block, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,   \
+                                 MPI_Op op, MPI_Comm comm, MPI_Request *req),                  \
+    (sbuf, rbuf, count, type, op, comm, req))                                                  \
+  R(int, Ireduce_scatter, (const void *sbuf, void *rbuf, const int *counts, MPI_Datatype type, \
+                           MPI_Op op, MPI_Comm comm, MPI_Request *req),                        \
+    (sbuf, rbuf, counts, type, op, comm, req))                                                 \
+  R(int, Iscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,        \
+                 MPI_Comm comm, MPI_Request *req), (sbuf, rbuf, count, type, op, comm, req))   \
+  R(int, Iexscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,      \
+                   MPI_Comm comm, MPI_Request *req), (sbuf, rbuf, count, type, op, comm, req)) \
+  R(int, Igather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,   \
+                   MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req),             \
+    (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))                               \
+  R(int, Igatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,              \
+                    const int *rcounts, const int *displs, MPI_Datatype rtype, int root,       \
+                    MPI_Comm comm, MPI_Request *req),                                          \
+    (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, req))                      \
+  R(int, Iscatter, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,  \
+                    MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Request *req),            \
+    (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req))                               \
+  R(int, Iscatterv, (const void *sbuf, const int *scounts, const int *displs,                  \
+                     MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root, \
+                     MPI_Comm comm, MPI_Request *req),                                         \
+    (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, req))                      \
+  R(int, Iallgather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,            \
+                      int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req),        \
+    (sbuf, scount, stype, rbuf, rcount, rtype, comm, req))                                     \
+  R(int, Iallgatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,           \
+                       const int *rcounts, const int *displs, MPI_Datatype rtype,              \
+                       MPI_Comm comm, MPI_Request *req),                                       \
+    (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, req))                            \
+  R(int, Ialltoall, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,             \
+                     int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req),         \
+    (sbuf, scount, stype, rbuf, rcount, rtype, comm, req))                                     \
+  R(int, Ialltoallv, (const void *sbuf, const int *scounts, const int *sdispls,                \
+                      MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,  \
+                      MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req),                    \
+    (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, req))                 \
+  R(int, Ialltoallw, (const void *sbuf, const int *scounts, const int *sdispls,                \
+                      const MPI_Datatype *stypes, void *rbuf, const int *rcounts,              \
+                      const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,           \
+                      MPI_Request *req),                                                       \
+    (sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes, comm, req))               \
+  R(int, Barrier_init, (MPI_Comm comm, MPI_Info info, MPI_Request *req), (comm, info, req))    \
+  R(int, Bcast_init, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm,        \
+                      MPI_Info info, MPI_Request *req), (buf, count, type, root, comm, info, req)) \
+  R(int, Reduce_init, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,  \
+                       int root, MPI_Comm comm, MPI_Info info, MPI_Request *req),              \
+    (sbuf, rbuf, count, type, op, root, comm, info, req))                                      \
+  R(int, Allreduce_init, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,          \
+                          MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *req),          \
+    (sbuf, rbuf, count, type, op, comm, info, req))                                            \
+  R(int, Reduce_scatter_block_init, (const void *sbuf, void *rbuf, int count,                  \
+                                     MPI_Datatype type, MPI_Op op, MPI_Comm comm,              \
+                                     MPI_Info info, MPI_Request *req),                         \
+    (sbuf, rbuf, count, type, op, comm, info, req))                                            \
+  R(int, Reduce_scatter_init, (const void *sbuf, void *rbuf, const int *counts,                \
+                               MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,     \
+                               MPI_Request *req), (sbuf, rbuf, counts, type, op, comm, info, req)) \
+  R(int, Scan_init, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,    \
+                     MPI_Comm comm, MPI_Info info, MPI_Request *req),                          \
+    (sbuf, rbuf, count, type, op, comm, info, req))                                            \
+  R(int, Exscan_init, (const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,  \
+                       MPI_Comm comm, MPI_Info info, MPI_Request *req),                        \
+    (sbuf, rbuf, count, type, op, comm, info, req))                                            \
+  R(int, Gather_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,           \
+                       int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, \
+                       MPI_Request *req), (sbuf, scount, stype, rbuf, rcount, rtype, root,     \
+                       comm, info, req))                                                       \
+  R(int, Gatherv_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,          \
+                        const int *rcounts, const int *displs, MPI_Datatype rtype, int root,   \
+                        MPI_Comm comm, MPI_Info info, MPI_Request *req),                       \
+    (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req))                \
+  R(int, Scatter_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,          \
+                        int rcount, MPI_Datatype rtype, int root, MPI_Comm comm, MPI_Info info, \
+                        MPI_Request *req), (sbuf, scount, stype, rbuf, rcount, rtype, root,    \
+                        comm, info, req))                                                      \
+  R(int, Scatterv_init, (const void *sbuf, const int *scounts, const int *displs,              \
+                         MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,       \
+                         int root, MPI_Comm comm, MPI_Info info, MPI_Request *req),            \
+    (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req))                \
+  R(int, Allgather_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,        \
+                          int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,        \
+                          MPI_Request *req), (sbuf, scount, stype, rbuf, rcount, rtype, comm,  \
+                          info, req))                                                          \
+  R(int, Allgatherv_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,       \
+                           const int *rcounts, const int *displs, MPI_Datatype rtype,          \
+                           MPI_Comm comm, MPI_Info info, MPI_Request *req),                    \
+    (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req))                      \
+  R(int, Alltoall_init, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,         \
+                         int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info,         \
+                         MPI_Request *req), (sbuf, scount, stype, rbuf, rcount, rtype, comm,   \
+                         info, req))                                                           \
+  R(int, Alltoallv_init, (const void *sbuf, const int *scounts, const int *sdispls,            \
+                          MPI_Datatype stype, void *rbuf, const int *rcounts,                  \
+                          const int *rdispls, MPI_Datatype rtype, MPI_Comm comm, MPI_Info info, \
+                          MPI_Request *req), (sbuf, scounts, sdispls, stype, rbuf, rcounts,    \
+                          rdispls, rtype, comm, info, req))                                    \
+  R(int, Alltoallw_init, (const void *sbuf, const int *scounts, const int *sdispls,            \
+                          const MPI_Datatype *stypes, void *rbuf, const int *rcounts,          \
+                          const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm,       \
+                          MPI_Info info, MPI_Request *req), (sbuf, scounts, sdispls, stypes,   \
+                          rbuf, rcounts, rdispls, rtypes, comm, info, req))                    \
+  R(int, Waitsome, (int n, MPI_Request reqs[], int *outcount, int indices[],                   \
+                    MPI_Status statuses[]), (n, reqs, outcount, indices, statuses))            \
+  R(int, Testsome, (int n, MPI_Request reqs[], int *outcount, int indices[],                   \
+                    MPI_Status statuses[]), (n, reqs, outcount, indices, statuses))            \
+  R(int, Testany, (int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status),      \
+    (n, reqs, index, flag, status))                                                            \
+  R(int, Request_get_status, (MPI_Request req, int *flag, MPI_Status *status),                 \
+    (req, flag, status))
+
+/* Groups and the communicators made from them (groups.c), and the receive-side calls
+ * that take a message out of the queues (runtime.c): implemented as thr_<name>. */
+#define THR_GROUP_CALLS(R)                                                                     \
+  R(int, Comm_group, (MPI_Comm comm, MPI_Group *group), (comm, group))                         \
+  R(int, Group_size, (MPI_Group group, int *size), (group, size))                              \
+  R(int, Group_rank, (MPI_Group group, int *rank), (group, rank))                              \
+  R(int, Group_incl, (MPI_Group group, int n, const int ranks[], MPI_Group *out),              \
+    (group, n, ranks, out))                                                                    \
+  R(int, Group_excl, (MPI_Group group, int n, const int ranks[], MPI_Group *out),              \
+    (group, n, ranks, out))                                                                    \
+  R(int, Group_range_incl, (MPI_Group group, int n, int ranges[][3], MPI_Group *out),          \
+    (group, n, ranges, out))                                                                   \
+  R(int, Group_range_excl, (MPI_Group group, int n, int ranges[][3], MPI_Group *out),          \
+    (group, n, ranges, out))                                                                   \
+  R(int, Group_translate_ranks, (MPI_Group a, int n, const int ranks_a[], MPI_Group b,         \
+                                 int ranks_b[]), (a, n, ranks_a, b, ranks_b))                  \
+  R(int, Group_compare, (MPI_Group a, MPI_Group b, int *result), (a, b, result))               \
+  R(int, Group_union, (MPI_Group a, MPI_Group b, MPI_Group *out), (a, b, out))                 \
+  R(int, Group_intersection, (MPI_Group a, MPI_Group b, MPI_Group *out), (a, b, out))          \
+  R(int, Group_difference, (MPI_Group a, MPI_Group b, MPI_Group *out), (a, b, out))            \
+  R(int, Group_free, (MPI_Group *group), (group))                                              \
+  R(int, Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *out), (comm, group, out))     \
+  R(int, Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *out),          \
+    (comm, group, tag, out))                                                                   \
+  R(int, Cancel, (MPI_Request *req), (req))                                                    \
+  R(int, Mprobe, (int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *status),      \
+    (src, tag, comm, msg, status))                                                             \
+  R(int, Improbe, (int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,               \
+                   MPI_Status *status), (src, tag, comm, flag, msg, status))                   \
+  R(int, Mrecv, (void *buf, int count, MPI_Datatype type, MPI_Message *msg, MPI_Status *status), \
+    (buf, count, type, msg, status))                                                           \
+  R(int, Imrecv, (void *buf, int count, MPI_Datatype type, MPI_Message *msg, MPI_Request *req), \
+    (buf, count, type, msg, req))
+
 /* Calls the runtime implements that take no argument but the rank. */
 #define THR_RUNTIME_CALLS0(R) R(int, Finalize)
 
@@ -187,7 +345,9 @@ struct thr_rank;
   H(int, Get_version, (int *v, int *sv), (v, sv))                                              \
   H(int, Get_library_version, (char *text, int *len), (text, len))                             \
   H(int, Alloc_mem, (MPI_Aint size, MPI_Info info, void *p), (size, info, p))                  \
-  H(int, Free_mem, (void *p), (p))
+  H(int, Free_mem, (void *p), (p))                                                             \
+  H(int, Test_cancelled, (const MPI_Status *s, int *flag), (s, flag))                          \
+  H(int, Status_set_cancelled, (MPI_Status *s, int flag), (s, flag))
 
 #define THR_RUNTIME_FIELD(ret, name, params, args) ret (*name)(struct thr_rank *, THR_UNPAREN params);
 #define THR_RUNTIME_FIELD0(ret, name) ret (*name)(struct thr_rank *);
@@ -197,6 +357,8 @@ struct thr_api {
   THR_RUNTIME_CALLS(THR_RUNTIME_FIELD)
   THR_SMPI_CALLS(THR_RUNTIME_FIELD)
   THR_RUNTIME_CALLS0(THR_RUNTIME_FIELD0)
+  THR_NBC_CALLS(THR_RUNTIME_FIELD)
+  THR_GROUP_CALLS(THR_RUNTIME_FIELD)
   THR_HOST_CALLS(THR_HOST_FIELD)
   /* A call the runtime does not implement: stops the job naming it. */
   void (*missing)(struct thr_rank *, const char *name);

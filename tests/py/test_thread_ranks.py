@@ -1,9 +1,10 @@
 """Thread ranks (mcollrun --threads T, docs/threads.md): unmodified MPI programs run
 as N/T processes of T thread ranks over the host MPI, on MPICH and on Open MPI. The
-suite's correctness programs (collectives, datatypes, point-to-point) at 1-2 processes x
-1-4 threads (more in the full tier), a program built with the MPI's own compiler
-wrapper, the per-rank process state, a library with mutable globals, the refusals, a
-call the runtime lacks stopping the job with its name, and the Fortran bindings."""
+suite's correctness programs (collectives blocking, and on MPICH non-blocking and
+persistent; datatypes, point-to-point, groups on MPICH) at 1-2 processes x 1-4 threads
+and 1 x 3 (more in the full tier), a program built with the MPI's own compiler wrapper,
+the per-rank process state, a library with mutable globals, the refusals, a call the
+runtime lacks stopping the job with its name, and the Fortran bindings."""
 
 import os
 import re
@@ -13,7 +14,7 @@ import subprocess
 import pytest
 
 import mpijob
-from mpijob import BUILD, FULL, check_passed, run_job
+from mpijob import BUILD, FULL, check_passed, run_job, seed_for
 from test_fortran import BINDINGS, programs  # noqa: F401 (the fixture that builds them)
 
 JOB_TIMEOUT = 180
@@ -95,6 +96,91 @@ def test_datatypes_as_thread_ranks(flavour, threads, np):
         result.describe()
 
 
+# Odd numbers of ranks too, for the non-blocking collectives and the groups.
+ODD_LAYOUTS = [layout(3, 3), layout(1, 3, full=True), layout(5, 5, full=True)]
+
+
+def nbc_thread_args(np):
+    """Fewer outstanding groups, communicators and bytes as ranks outnumber the cores
+    (every waiting rank spins): every collective still runs in both forms."""
+    if np <= 4:
+        return ["--groups", "4", "--disorder", "2", "--max-bytes", "256K"]
+    return ["--groups", "2", "--disorder", "2", "--comms", "world,reversed", "--max-bytes", "64K",
+            "--free-active", "1"]
+
+
+@pytest.mark.parametrize("flavour,threads,np", flavoured(LAYOUTS + ODD_LAYOUTS, openmpi_default=["2x2"]))
+def test_nbc_as_thread_ranks(request, flavour, threads, np):
+    """Every collective's MPI_I* and persistent (MPI_<Coll>_init + MPI_Start(all)) forms,
+    checked against test_coll's point-to-point reference (tests/mpi/test_nbc.c): several
+    outstanding on one and on several communicators, started in different orders on
+    different communicators, completed in rank-dependent orders by Wait, Test loops,
+    Waitall, Waitany, Waitsome, Testall, Testany and Testsome, mixed with point-to-point
+    requests and blocking collectives; MPI_Request_free of an active one is rejected."""
+    args = nbc_thread_args(np) + ["--seed", seed_for(request)]
+    result = run_job(threads_argv(threads, np, "mcoll-test-nbc", args, flavour=flavour), None, JOB_TIMEOUT)
+    assert check_passed(result, "test_nbc") > 0
+    # Open MPI 4.1's mpi.h is MPI 3.1: the persistent forms (MPIX_) run in test_persistent.
+    forms = "nonblocking" if flavour == "openmpi" else "nonblocking persistent"
+    assert re.search(rf"^test_nbc: forms: {forms},", result.stdout, re.M), result.describe()
+    assert re.search(r"accepted 0, rejected [1-9]", result.stdout), result.describe()
+
+
+@pytest.mark.parametrize("case", ["progress-test", "progress-testall", "progress-testany",
+                                  "progress-testsome", "progress-get_status", "order",
+                                  "freed-comm"])
+@pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 2), layout(1, 2, full=True),
+                                                          layout(3, 3, full=True)]))
+def test_persistent_as_thread_ranks(case, flavour, threads, np):
+    """Persistent collectives where they differ from MPI_I* calls (tests/mpi/
+    test_persistent.c): a test call on a started barrier lets a large message through;
+    they match in the order of their initialisation whatever the order of the starts;
+    their communicator may be freed before they start."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-persistent", ["--deadline", "20", case],
+                                  flavour=flavour),
+                     None, JOB_TIMEOUT)
+    assert re.search(rf"^{case}: done$", result.stdout, re.M), result.describe()
+    check_passed(result, "test_persistent")
+
+
+def test_persistent_truncate_as_thread_ranks():
+    """A persistent bcast whose root sends more than the others expect: MPI_Wait returns
+    MPI_ERR_TRUNCATE on the others."""
+    result = run_job(threads_argv(3, 3, "mcoll-test-persistent", ["--deadline", "20", "truncate"]),
+                     None, JOB_TIMEOUT)
+    assert re.search(r"^truncate: wait: MPI_SUCCESS \(rank 1: MPI_ERR_TRUNCATE\) "
+                     r"\(rank 2: MPI_ERR_TRUNCATE\)$", result.stdout, re.M), result.describe()
+
+
+@pytest.mark.parametrize("flavour,threads,np", flavoured(LAYOUTS + ODD_LAYOUTS, openmpi_default=["2x2"]))
+def test_groups_as_thread_ranks(flavour, threads, np):
+    """Groups (MPI_Comm_group, MPI_Group_incl/excl/range_incl/range_excl/translate_ranks/
+    compare/union/intersection/difference/free), MPI_Comm_create (one group, and disjoint
+    groups) and MPI_Comm_create_group called by a group's members only, MPI_Cancel of
+    posted (and persistent) receives, MPI_Mprobe/Improbe + MPI_Mrecv/Imrecv
+    (tests/mpi/test_groups.c)."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-groups", flavour=flavour), None, JOB_TIMEOUT)
+    assert check_passed(result, "test_groups") > 0
+
+
+@pytest.mark.parametrize("np", [1, 3])
+def test_groups_as_processes(np):
+    """The groups program is plain MPI: it passes under the host MPI too."""
+    result = run_job(mpijob.mpiexec_argv(FLAVOUR, np, BUILD.bin(FLAVOUR, "mcoll-test-groups"),
+                                         mcoll=False), None, JOB_TIMEOUT)
+    check_passed(result, "test_groups")
+
+
+@pytest.mark.parametrize("case", ["touch", "late", "next", "stack", "noncontig", "colls",
+                                  "alltoallv"])
+def test_tnbc_programs_as_thread_ranks(case):
+    """The T-NBC hazard programs' legal cases (tests/mpi/test_tnbc.c: buffers read early,
+    late, reused, on the stack, non-contiguous) complete with the right bytes."""
+    result = run_job(threads_argv(2, 4, "mcoll-test-tnbc", [case]), None, JOB_TIMEOUT)
+    assert result.returncode == 0 and f"test_tnbc: passed ({case})" in result.stdout, \
+        result.describe()
+
+
 @pytest.mark.parametrize("binding", list(BINDINGS))
 @pytest.mark.parametrize("flavour", flavours())
 def test_fortran_as_thread_ranks(programs, flavour, binding):  # noqa: F811
@@ -173,31 +259,38 @@ def test_library_globals(flavour, threads, np):
 
 
 @pytest.mark.parametrize("flavour", flavours())
-def test_missing_call_is_named(flavour, tmp_path):
-    """A call the runtime lacks (here MPI_Ibarrier) stops the job with its name; the
+def test_missing_call_is_named(flavour, odd_programs, tmp_path):
+    """A call the runtime lacks (here MPI_Win_fence) stops the job with its name; the
     aborted job leaves no program copy behind."""
-    result = run_job(threads_argv(2, 4, "mcoll-test-nbc", flavour=flavour), {"TMPDIR": str(tmp_path)},
+    result = run_job(threads_argv(2, 4, odd_program(odd_programs, "missing", flavour), flavour=flavour),
+                     {"TMPDIR": str(tmp_path)},
                      JOB_TIMEOUT)
     assert list(tmp_path.iterdir()) == [], result.describe()
     assert result.returncode != 0, result.describe()
-    assert re.search(r"called MPI_I\w+, which thread ranks do not implement", result.stderr), \
+    assert re.search(r"called MPI_Win_fence, which thread ranks do not implement", result.stderr), \
         result.describe()
     assert "Segmentation" not in result.stderr, result.describe()
 
 
 @pytest.fixture(scope="module")
 def odd_programs(tmp_path_factory):
-    """Per MPI: a static program, a non-PIE MPI program, and the point-to-point program
-    built by the MPI's own compiler wrapper (as a user builds theirs)."""
+    """Per MPI: a static program, a non-PIE MPI program, the point-to-point program
+    built by the MPI's own compiler wrapper (as a user builds theirs), and one that
+    calls what thread ranks lack."""
     folder = tmp_path_factory.mktemp("threads-programs")
     (folder / "plain.c").write_text("int main(void) { return 0; }\n")
     subprocess.run(["cc", "-static", "-o", folder / "static", folder / "plain.c"], check=True)
     source = mpijob.ROOT / "tests" / "mpi" / "test_p2p.c"
+    (folder / "missing.c").write_text(
+        "#include <mpi.h>\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n"
+        "  MPI_Win_fence(0, MPI_WIN_NULL);\n  MPI_Finalize();\n  return 0;\n}\n")
     for flavour in mpijob.FLAVOURS:
         if shutil.which(f"mpicc.{flavour}"):
             subprocess.run([f"mpicc.{flavour}", "-no-pie", "-fno-pie", "-o", folder / f"nopie.{flavour}",
                             source], check=True)
             subprocess.run([f"mpicc.{flavour}", "-o", folder / f"wrapped.{flavour}", source], check=True)
+            subprocess.run([f"mpicc.{flavour}", "-o", folder / f"missing.{flavour}", folder / "missing.c"],
+                           check=True)
     return folder
 
 
