@@ -166,7 +166,10 @@ launcher_args() {
   case $kind in
     openmpi)
       # mpirun runs outside the hosts, on the bridge: its daemons reach it there.
-      printf '%s\n' --host "$hostlist" -np "$total" \
+      # --bind-to none: each host's daemon binds its first rank to core 0 (np <= 2),
+      # and the hosts share this machine's cores, so every host's rank 0 would share
+      # one core (a 1-byte ping-pong took 8 ms: a scheduler tick each way).
+      printf '%s\n' --host "$hostlist" -np "$total" --bind-to none \
         --mca plm_rsh_agent "$agent_exe" \
         --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$SUBNET.0/24" \
