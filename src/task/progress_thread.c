@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "task/task.h"
 
 static pthread_t thread;
@@ -118,7 +119,8 @@ static void *progress_main(void *arg) {
       sched_yield();
     } else {
       nap(sleep_ns);
-      if (sleep_ns < SLEEP_MAX_NS) sleep_ns = sleep_ns * 2 > SLEEP_MAX_NS ? SLEEP_MAX_NS : sleep_ns * 2;
+      long max_ns = mcoll__cfg.PROGRESS_SLEEP_US > 0 ? mcoll__cfg.PROGRESS_SLEEP_US * 1000 : SLEEP_MAX_NS;
+      sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
     }
   }
   atomic_fetch_add(&awake_ns, now_ns(CLOCK_MONOTONIC) - awake_since);
