@@ -9,7 +9,8 @@ Open MPI's daemons must not bind the hosts' ranks, which share this machine's co
 ping-pong took 8 ms).
 
 The timing checks have wide margins (a 1 MiB block takes 8.4 ms on a 1 Gbit/s link;
-the computation is 60 ms), as the machine may be loaded."""
+the computation is 60 ms, or 4 times the blocking call where a loaded machine makes
+that longer)."""
 
 import re
 import subprocess
