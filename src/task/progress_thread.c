@@ -2,14 +2,14 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <stdint.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "task/task.h"
