@@ -76,7 +76,8 @@ def test_tnbc_returns_early(shaped, flavour, ranks):
         result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-overlap"),
                               ["tnbc", 1 << 20, 9], {"MCOLL_PROGRESS_THREAD": "1", "MCOLL_TNBC": tnbc},
                               timeout=120, finished=FINISHED)
-        ret[tnbc] = float(overlap_line(result, "tnbc")["return_ms"])
-    # returns long before the data is in (before: MPICH 1.7 ms of 8.5 with the sends
-    # posted on the caller; now about 0.3)
+        ret[tnbc] = float(overlap_line(result, "tnbc")["return_min_ms"])
+    # returns long before the data is in (the fastest of 9 calls: a loaded machine
+    # stretches the median of the early return, never the blocking call's below the
+    # wire's 8.4 ms)
     assert ret["1"] < 0.4 * ret["0"], ret
