@@ -26,9 +26,12 @@
 #                             [--flavours "openmpi mpich"] [--jobs "blocking nbc tnbc apps
 #                             arrival grid extra"] [--rounds N] [--app-rounds N]
 #                             [--colls LIST] [--tnbc-block BYTES] [--no-setup]
-#                             [--job-timeout S] [--build DIR] [--results DIR]
+#                             [--job-timeout S] [--build DIR] [--results DIR] [--mtu BYTES]
 #                             [--report-only STAMP]
 #   --report-only  no jobs: the summary and report of run STAMP's files (a run cut short)
+#   --mtu          the links' MTU (default 9000, jumbo frames: at 1500 the CPU carries six
+#                  times as many packets through the bridge and the peers' stacks, and
+#                  the two cores' compute loops pay for it)
 # Exit 77 (skipped, with the reason) where test hosts cannot be made (not root, no
 # network namespaces). Uses the test-host set MCOLL_TESTHOSTS_PREFIX/SUBNET (default
 # mcb / 10.78.0) and removes it at the end.
@@ -49,6 +52,7 @@ results=${MCOLL_BENCH_RESULTS:-$root/bench/raw}
 setup=1
 job_timeout=900
 report_only=""
+mtu=9000
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rates) rates=$2; shift 2 ;;
@@ -65,6 +69,7 @@ while [[ $# -gt 0 ]]; do
     --no-setup) setup=0; shift ;;
     --job-timeout) job_timeout=$2; shift 2 ;;
     --report-only) report_only=$2; shift 2 ;;
+    --mtu) mtu=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "hosts.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -95,7 +100,7 @@ commands=$results/$stamp-hosts-command.txt
 summary=$results/$stamp-hosts-rows.tsv
 [[ -n $report_only ]] || {
 echo "# bench/run.sh --hosts $stamp on $(hostname), $(nproc) cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none); load $(cut -d' ' -f1-3 /proc/loadavg)" >"$commands"
-echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block" >>"$commands"
+echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block mtu=$mtu" >>"$commands"
 printf 'setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n' >"$summary"
 }
 [[ -n $report_only ]] || trap '"$testhosts" down >/dev/null 2>&1 || true' EXIT
@@ -159,7 +164,7 @@ if [[ -n $report_only ]]; then
 fi
 for rate in $rates; do
   for n in $hosts_n; do
-    "$testhosts" up --qdisc "tbf rate $rate burst $(burst_for "$rate") latency 50ms" "$n" >/dev/null
+    "$testhosts" up --qdisc "tbf rate $rate burst $(burst_for "$rate") latency 50ms" --mtu "$mtu" "$n" >/dev/null
     for r in $per_host; do
       ranks=$(printf "$r,%.0s" $(seq "$n")); ranks=${ranks%,}
       for flavour in $flavours; do

@@ -9,13 +9,17 @@
 # them and shared memory inside each.
 #
 #   testhosts.sh check            can this machine make them? (exit 77 and the reason if not)
-#   testhosts.sh up [--qdisc SPEC] N
+#   testhosts.sh up [--qdisc SPEC] [--mtu BYTES] N
 #                                 make hosts mch1..mchN (2-8); removes a stale set first;
 #                                 --qdisc "tbf rate 1gbit burst 32kb latency 1ms" (or
 #                                 "netem rate 1gbit delay 50us" where the kernel has
 #                                 sch_netem): that qdisc on each host's bridge-side veth
 #                                 (every packet between two hosts leaves through one of
-#                                 them: the receiver's link); `down` removes it with the veth
+#                                 them: the receiver's link); `down` removes it with the veth.
+#                                 --mtu 9000 (jumbo frames, default 1500): tbf cuts every
+#                                 64 KiB TCP segment larger than its burst into MTU-sized
+#                                 packets, each of which the CPU carries through the bridge
+#                                 and the peer's stack: 1/6 of the packets at 9000
 #   testhosts.sh down             remove every host, veth, bridge and state (idempotent)
 #   testhosts.sh status           list what exists
 #   testhosts.sh run [--mpi openmpi|mpich] [--native] [--build DIR] --ranks 2,1 prog args
@@ -81,8 +85,14 @@ down() {
 }
 
 up() {
-  local qdisc=
-  if [[ ${1:-} == --qdisc ]]; then qdisc=$2; shift 2; fi
+  local qdisc= mtu=1500
+  while [[ ${1:-} == --* ]]; do
+    case $1 in
+      --qdisc) qdisc=$2; shift 2 ;;
+      --mtu) mtu=$2; shift 2 ;;
+      *) die "up: unknown option $1" ;;
+    esac
+  done
   local n=${1:-2} k h
   [[ $n =~ ^[0-9]+$ && $n -ge 1 && $n -le 8 ]] || die "up: 1 to 8 hosts, not '$n'"
   local why; why=$(missing_privilege)
@@ -91,18 +101,18 @@ up() {
   mkdir -p "$STATE"
   ip link add "$BRIDGE" type bridge forward_delay 0 stp_state 0
   ip addr add "$SUBNET.254/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
+  ip link set "$BRIDGE" mtu "$mtu" up
   for k in $(seq 1 "$n"); do
     h=$PREFIX$k
     ip netns add "$h"
     ip link add "${h}v" type veth peer name eth0 netns "$h"
-    ip link set "${h}v" master "$BRIDGE" up
+    ip link set "${h}v" mtu "$mtu" master "$BRIDGE" up
     if [[ -n $qdisc ]]; then
       # shellcheck disable=SC2086  # SPEC is tc's words
       tc qdisc add dev "${h}v" root $qdisc || { down; die "tc qdisc add ... root $qdisc failed"; }
     fi
     ip -n "$h" addr add "$SUBNET.$k/24" dev eth0
-    ip -n "$h" link set eth0 up
+    ip -n "$h" link set eth0 mtu "$mtu" up
     ip -n "$h" link set lo up
     # The holder keeps the host's mount, UTS and IPC namespaces (and its /dev/shm)
     # alive between jobs; it runs in the netns, so `down` ends it with the rest.
@@ -166,7 +176,10 @@ launcher_args() {
   case $kind in
     openmpi)
       # mpirun runs outside the hosts, on the bridge: its daemons reach it there.
-      printf '%s\n' --host "$hostlist" -np "$total" \
+      # --bind-to none: each host's daemon binds its first rank to core 0 (np <= 2),
+      # and the hosts share this machine's cores, so every host's rank 0 would share
+      # one core (a 1-byte ping-pong took 8 ms: a scheduler tick each way).
+      printf '%s\n' --host "$hostlist" -np "$total" --bind-to none \
         --mca plm_rsh_agent "$agent_exe" \
         --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$SUBNET.0/24" \

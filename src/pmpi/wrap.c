@@ -75,3 +75,14 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
   if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
   return err;
 }
+
+int mcoll__nbc_handoff(MPI_Comm comm) {
+  long how = mcoll__cfg.NBC_HANDOFF;
+  if (how == 0 || !mcoll__task_has_waker()) return 0;
+  if (how == 1) return 1;
+  /* 2: a communicator whose context spans nodes (one not built yet runs here:
+   * its first call agrees on the context and builds it). */
+  int exists = 0;
+  const struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
+  return c && c->topo.nnodes > 1;
+}

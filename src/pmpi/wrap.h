@@ -82,11 +82,18 @@ static inline int mcoll__nbc_on(MPI_Comm comm) {
          PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
 }
 
+/* Whether an MPI_I* call on comm goes to the progress thread before it runs a step
+ * (MCOLL_NBC_HANDOFF): across nodes the host's transport may push a whole message
+ * inside the call that posts it (MPICH's UCX over TCP blocks in sendmsg at the
+ * wire's pace), which would keep the caller there for the transfer. */
+int mcoll__nbc_handoff(MPI_Comm comm);
+
 /* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
  * copied arrays, or NULL. */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *args, size_t bytes,
                                struct mcoll_task_keep *keep, MPI_Request *req) {
   mcoll__tnbc_settle_pending();
+  if (mcoll__nbc_handoff(comm)) mcoll__task_defer_next();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 

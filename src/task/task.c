@@ -89,6 +89,8 @@ static void (*_Atomic waker)(void);
 
 void mcoll__task_set_waker(void (*fn)(void)) { atomic_store(&waker, fn); }
 
+int mcoll__task_has_waker(void) { return atomic_load_explicit(&waker, memory_order_relaxed) != NULL; }
+
 static void wake_progress(void) {
   void (*fn)(void) = atomic_load_explicit(&waker, memory_order_acquire);
   if (fn) fn();

@@ -55,6 +55,9 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
  * thread (T-NBC: the blocking call returns before its communication runs). */
 void mcoll__task_defer_next(void);
 
+/* Whether a progress thread runs or starts when a task is left pending. */
+int mcoll__task_has_waker(void);
+
 /* Advances every pending task once; cheap when none is pending. Not from a task. */
 void mcoll__progress(void);
 

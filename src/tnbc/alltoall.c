@@ -16,6 +16,7 @@
 
 #include "core/fiber.h"
 #include "tnbc/tnbc.h"
+#include "core/config.h"
 #include "tnbc/tnbc_internal.h"
 
 enum { TAG_TNBC_A2A = 4242 };
@@ -243,10 +244,13 @@ static int a2a_task(const void *args) {
                        a->pcomm, &reqs[src]);
   }
   int sending = !a->turn || a->first; /* (the others when the first is done) */
-  if (sending && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
+  int sends_later = mcoll__cfg.TNBC_SENDS_LATER != 0;
+  if (sending && !sends_later && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
-   * on the progress thread: the call returns now. */
+   * on the progress thread: the call returns now. The sends too by default: with
+   * MPICH's UCX over TCP an MPI_Isend of a block writes it at the wire's pace. */
   mcoll__fiber_yield();
+  if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
   /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
   int ahead = 0;
   for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];

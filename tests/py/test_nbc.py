@@ -86,6 +86,19 @@ def test_nbc(request, flavour, np, topo, progress):
     check_summary(result, flavour)
 
 
+@pytest.mark.parametrize("flavour,np", [flavour_param(f, 2) for f in ("openmpi", "mpich")])
+def test_nbc_handed_to_thread(request, flavour, np):
+    """MCOLL_NBC_HANDOFF=1: every MPI_I* call goes to the progress thread before its
+    first step (by default only those across nodes: the nodes=2 rows above). Each
+    call then waits for the thread to wake: fewer groups (a loaded machine took
+    2.7 min for the full set)."""
+    program = BUILD.bin(flavour, PROGRAM)
+    args = ["--groups", "4", "--disorder", "2", "--max-bytes", "256K", "--seed", seed_for(request)]
+    env = {**nbc_env("flat", 1), "MCOLL_NBC_HANDOFF": "1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)
+
+
 HEAVY = [("openmpi", 3, "nodes=2", 0), ("mpich", 2, "flat", 1)]
 
 

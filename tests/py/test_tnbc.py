@@ -90,6 +90,18 @@ def test_tnbc_hazard(flavour, np, case):
         assert counts["waits"] > 0, counts
 
 
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("case", ["colls", "compute"])
+def test_tnbc_sends_on_caller(flavour, case):
+    """MCOLL_TNBC_SENDS_LATER=0: the alltoall's sends posted on the caller's thread
+    before it returns (by default the progress thread posts them)."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    result = run_job(mpiexec_argv(flavour, 3, program, [case]), {**ON, "MCOLL_TNBC_SENDS_LATER": "0"},
+                     JOB_TIMEOUT)
+    passed(result, case)
+    assert tnbc_counts(result.stderr)["calls"] > 0
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour,np,case", params(nps=(2,)))
 def test_tnbc_reference(flavour, np, case):

@@ -20,8 +20,10 @@
 
 #include "bench.h"
 
-enum { SIDE_HOST, SIDE_OFF, SIDE_ON, NSIDES };
-static const char *const side_names[NSIDES] = {"host", "tnbc_off", "tnbc_on"};
+/* With -V NAME=a,b a fourth side: T-NBC on with MCOLL_NAME=b (tnbc_on has a), an A/B
+ * of a T-NBC parameter inside the job. */
+enum { SIDE_HOST, SIDE_OFF, SIDE_ON, SIDE_ON_V, NSIDES };
+static const char *const side_names[NSIDES] = {"host", "tnbc_off", "tnbc_on", "tnbc_on_v"};
 enum { SC_ALONE, SC_CURC, SC_CRC, SC_BOTH, NSCEN };
 static const char *const scen_names[NSCEN] = {"call", "curc", "crc", "curc+crc"};
 
@@ -60,6 +62,8 @@ struct tnbc_coll {
 };
 
 static int (*tnbc_enable)(int);
+static int (*set_param)(const char *, const char *);
+static const struct options *opts;
 
 static void call(const struct tnbc_coll *c, int side, void *send, void *recv, MPI_Comm comm) {
     if (!strcmp(c->name, "alltoall")) {
@@ -73,7 +77,8 @@ static void call(const struct tnbc_coll *c, int side, void *send, void *recv, MP
 /* One timed run: the call, then the scenario's work; the slowest rank's seconds. */
 static double run(const struct tnbc_coll *c, int side, int scen, void *send, void *recv,
                   long curc_iters, int crc_passes, MPI_Comm comm) {
-    if (tnbc_enable) tnbc_enable(side == SIDE_ON);
+    if (tnbc_enable) tnbc_enable(side >= SIDE_ON);
+    if (set_param && side >= SIDE_ON) set_param(opts->vary_param, opts->vary[side == SIDE_ON_V]);
     MPI_Barrier(comm);
     double t0 = now();
     call(c, side, send, recv, comm);
@@ -115,7 +120,14 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
     MPI_Comm_size(comm, &p);
     tnbc_enable = (int (*)(int))dlsym(RTLD_DEFAULT, "mcoll_tnbc_enable");
     if (tnbc_enable && !tnbc_enable(1)) tnbc_enable = NULL; /* T-NBC could not start */
-    int nsides = tnbc_enable ? NSIDES : SIDE_ON;
+    opts = o;
+    set_param = NULL;
+    if (tnbc_enable && o->vary_param) {
+        set_param = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_param");
+        if (!set_param || set_param(o->vary_param, o->vary[0]) != 0)
+            bench_usage_exit("-V: mcoll not loaded, or not a parameter it can change while running");
+    }
+    int nsides = tnbc_enable ? (set_param ? NSIDES : SIDE_ON_V) : SIDE_ON;
     size_t block = o->max_bytes;
     FILE *json = rank == 0 && o->json_path ? fopen(o->json_path, "w") : NULL;
     if (json)
@@ -123,6 +135,8 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
                       "\"date\": \"%s\", \"rounds\": %d, \"tnbc_available\": %s, \"rows\": [\n",
                 p, ri->flavour ? ri->flavour : "", ri->hostname, ri->date, o->rounds,
                 tnbc_enable ? "true" : "false");
+    if (rank == 0 && set_param)
+        printf("# tnbc_on: MCOLL_%s=%s, tnbc_on_v: =%s\n", o->vary_param, o->vary[0], o->vary[1]);
     if (rank == 0)
         printf("# tnbc overlap: %d ranks, %zu bytes per block, %d rounds (medians, slowest rank)\n"
                "# %-8s %-9s %-9s %10s %10s %10s %10s %8s %10s\n",
@@ -186,7 +200,7 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
                 double tc = side == SIDE_HOST ? med[SIDE_HOST][SC_ALONE] : tcomm_off;
                 double tinit = med[side][SC_ALONE];
                 double overlap = s == SC_ALONE ? 0 : tc + work[s] - med[side][s];
-                double model = s == SC_ALONE || side != SIDE_ON ? 0
+                double model = s == SC_ALONE || side < SIDE_ON ? 0
                                : (tc - tinit < work[s] ? tc - tinit : work[s]);
                 if (rank == 0)
                     printf("  %-8s %-9s %-9s %10.3f %10.3f %10.3f %10.3f %7.0f%% %10.3f\n", c.name,

@@ -1,0 +1,158 @@
+/* test_overlap: whether a collective's transfer moves while the application computes
+ * and makes no MPI call (test hosts on shaped links: tests/py/test_overlap_multihost.py).
+ *
+ * usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS
+ *          first the blocking call REPS times (its median B, the slowest rank's); then
+ *          per rep: a barrier, MPI_I<COLL> (alltoall, allreduce, bcast, allgather; BYTES
+ *          per block or in all), a busy loop of max(COMPUTE_MS, 4 B) without MPI calls
+ *          (on a loaded machine the transfer takes longer too), one MPI_Test, MPI_Wait
+ *        test_overlap tnbc BYTES REPS
+ *          per rep: a barrier, blocking MPI_Alltoall of BYTES per block, the time to
+ *          return; then the received blocks are checked
+ * Rank 0 prints medians (ms) and counts:
+ *   "test_overlap: nbc post_ms=P blocking_ms=B done_after_compute=K/REPS"
+ *   "test_overlap: tnbc return_ms=R return_min_ms=M" (M: the fastest rep, which load
+ *   slows least: a blocking call never beats the wire)
+ * and "test_overlap: passed" when every result was right. */
+#include <mpi.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median_ms(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp);
+  return 1e3 * v[n / 2];
+}
+
+static volatile double sink;
+static void busy(double ms) {
+  double x = 1.0, until = now() + ms * 1e-3;
+  while (now() < until)
+    for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9;
+  sink = x;
+}
+
+static int post(const char *coll, const char *s, char *r, int n, MPI_Request *q) {
+  if (!strcmp(coll, "alltoall")) return MPI_Ialltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, q);
+  if (!strcmp(coll, "allgather")) return MPI_Iallgather(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD, q);
+  if (!strcmp(coll, "bcast")) return MPI_Ibcast(r, n, MPI_BYTE, 0, MPI_COMM_WORLD, q);
+  return MPI_Iallreduce(s, r, n / 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, q);
+}
+
+static int blocking(const char *coll, const char *s, char *r, int n) {
+  MPI_Request q;
+  int err = post(coll, s, r, n, &q);
+  return err != MPI_SUCCESS ? err : MPI_Wait(&q, MPI_STATUS_IGNORE);
+}
+
+/* The result of one call with send blocks filled by fill(): every byte right. */
+static void fill(const char *coll, char *s, char *r, int n, int p, int me) {
+  if (!strcmp(coll, "allreduce")) {
+    for (int i = 0; i < n / 4; i++) ((int *)s)[i] = me + i;
+  } else {
+    for (int k = 0; k < p; k++) memset(s + (size_t)k * n, (me * 16 + k) & 0x7f, (size_t)n);
+  }
+  if (!strcmp(coll, "bcast")) memset(r, me == 0 ? 0x55 : 0, (size_t)n);
+  else memset(r, 0, (size_t)n * p);
+}
+
+static int wrong(const char *coll, const char *r, int n, int p, int me) {
+  int bad = 0;
+  if (!strcmp(coll, "allreduce")) {
+    for (int i = 0; i < n / 4; i++) bad += ((const int *)r)[i] != p * (p - 1) / 2 + p * i;
+  } else if (!strcmp(coll, "bcast")) {
+    for (int i = 0; i < n; i++) bad += r[i] != 0x55;
+  } else {
+    for (int k = 0; k < p; k++) {
+      int want = !strcmp(coll, "alltoall") ? (k * 16 + me) & 0x7f : (k * 16) & 0x7f;
+      for (int i = 0; i < n; i++) bad += r[(size_t)k * n + i] != want;
+    }
+  }
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+  int me, p;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &p);
+  int is_nbc = argc == 6 && !strcmp(argv[1], "nbc"), is_tnbc = argc == 4 && !strcmp(argv[1], "tnbc");
+  if (!is_nbc && !is_tnbc) {
+    if (me == 0) fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  const char *coll = is_nbc ? argv[2] : "alltoall";
+  int n = atoi(argv[is_nbc ? 3 : 2]), reps = atoi(argv[is_nbc ? 5 : 3]);
+  double compute_ms = is_nbc ? atof(argv[4]) : 0;
+  char *s = malloc((size_t)n * p), *r = malloc((size_t)n * p);
+  double *t_post = malloc(sizeof(double) * reps), *t_block = malloc(sizeof(double) * reps);
+  int errors = 0, done_after = 0;
+  double block_ms = 0;
+  if (is_nbc) {
+    for (int k = 0; k < reps; k++) {
+      fill(coll, s, r, n, p, me);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now();
+      blocking(coll, s, r, n);
+      t_block[k] = now() - t0;
+      errors += wrong(coll, r, n, p, me);
+    }
+    block_ms = median_ms(t_block, reps);
+    MPI_Allreduce(MPI_IN_PLACE, &block_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (compute_ms < 4 * block_ms) compute_ms = 4 * block_ms;
+  }
+  for (int k = 0; k < reps; k++) {
+    fill(coll, s, r, n, p, me);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    if (is_nbc) {
+      MPI_Request q;
+      int flag = 0;
+      post(coll, s, r, n, &q);
+      t_post[k] = now() - t0;
+      busy(compute_ms);
+      MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+      done_after += flag;
+      MPI_Wait(&q, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
+      t_post[k] = now() - t0;
+    }
+    errors += wrong(coll, r, n, p, me);
+  }
+  /* the slowest rank's medians; a call counts as done after computing on every rank */
+  double post_ms = median_ms(t_post, reps), post_min_ms = 1e3 * t_post[0]; /* (sorted) */
+  MPI_Allreduce(MPI_IN_PLACE, &post_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &post_min_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &done_after, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) {
+    if (is_nbc)
+      printf("test_overlap: nbc %s post_ms=%.3f blocking_ms=%.3f compute_ms=%.1f done_after_compute=%d/%d\n",
+             coll, post_ms, block_ms, compute_ms, done_after, reps);
+    else
+      printf("test_overlap: tnbc return_ms=%.3f return_min_ms=%.3f\n", post_ms, post_min_ms);
+    printf(errors ? "test_overlap: %d wrong bytes\n" : "test_overlap: passed\n", errors);
+    fflush(stdout);
+  }
+  free(s);
+  free(r);
+  free(t_post);
+  free(t_block);
+  MPI_Finalize();
+  return errors != 0;
+}
