@@ -84,7 +84,7 @@ static int allreduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, co
     return mcoll__group_allreduce(&g, t, a.out, count);
   }
   struct mcoll_hier_call hc = {.c = c, .steps = &allreduce_steps, .bytes = bytes,
-                               .piece = c->topo.nnodes > 1 ? mcoll__red_piece(t) : 0,
+                               .piece = c->topo.nnodes > 1 ? mcoll__red_piece(c, t, bytes) : 0,
                                .leader = 0, .args = &a, .overlap = 1};
   if (c->topo.nnodes > 1) {
     size_t piece_count = hc.piece / t->extent < count ? hc.piece / t->extent : count;

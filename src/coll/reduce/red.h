@@ -97,8 +97,9 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
 int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_t bytes, int ordered,
                                size_t area_need, struct mcoll_adapt_call *call);
 
-/* Bytes per pipelined piece of the inter-node phase: whole elements. */
-size_t mcoll__red_piece(const struct mcoll_red_type *t);
+/* Bytes per pipelined piece of the inter-node phase of a call of `bytes`: whole
+ * elements. */
+size_t mcoll__red_piece(const struct mcoll_comm *c, const struct mcoll_red_type *t, size_t bytes);
 
 /* The input of a call: the receive buffer when sendbuf is MPI_IN_PLACE. */
 static inline const char *mcoll__red_input(const struct mcoll_red_type *t, const void *sendbuf,

@@ -93,7 +93,7 @@ static int reduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const
                                .leader = leader, .args = &a, .overlap = 1};
   if (topo->nnodes == 1) return mcoll__hier_run(&hc);
 
-  hc.piece = mcoll__red_piece(t);
+  hc.piece = mcoll__red_piece(c, t, bytes);
   size_t piece_count = hc.piece / t->extent < count ? hc.piece / t->extent : count;
   a.group_alg = mcoll__group_choose(MCOLL_COLL_REDUCE, c, t, piece_count, topo->nnodes, 1);
   a.leaders = mcoll__xmalloc(sizeof(int) * (size_t)topo->nnodes);

@@ -119,7 +119,7 @@ int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void
   if (c->topo.nnodes > 1) {
     struct mcoll_facts facts = mcoll__facts(c, bytes);
     mcoll__inter_select(coll, &facts, 0); /* one algorithm: counted as what ran */
-    hc.piece = mcoll__red_piece(t);
+    hc.piece = mcoll__red_piece(c, t, bytes);
     if (c->topo.local_rank == 0)
       a.total = mcoll__red_alloc(t, count < hc.piece / t->extent ? count : 2 * (hc.piece / t->extent));
     if (bytes > hc.piece) a.piece = hc.piece;
