@@ -8,24 +8,12 @@
 
 enum { TAG_BARRIER = 1, TAG_BCAST, TAG_REDUCE, TAG_SCAN, TAG_GATHER, TAG_SCATTER, TAG_ALL };
 
-static MPI_Aint extent_of(MPI_Datatype type)
-{
-  MPI_Aint lb, extent;
-  PMPI_Type_get_extent(type, &lb, &extent);
-  return extent;
-}
-
-static char *block_at(const void *buf, MPI_Aint displ, MPI_Datatype type)
-{
-  return (char *)buf + displ * extent_of(type);
-}
-
 /* A buffer for count x type (freed with free_typed). */
 static void *alloc_typed(int count, MPI_Datatype type)
 {
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * extent_of(type) : 0);
+  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
   char *base = malloc(size > 0 ? (size_t)size : 1);
   return base - true_lb;
 }
@@ -226,7 +214,7 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     return MPI_SUCCESS;
   }
   for (int i = 0; i < c->size; i++) {
-    char *at = block_at(rbuf, displs[i], rtype);
+    char *at = thr_block_at(rbuf, displs[i], rtype);
     if (i != root)
       thr_recv(r, c, at, rcounts[i], rtype, i, TAG_GATHER);
     else if (sbuf != MPI_IN_PLACE)
@@ -276,7 +264,7 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
     return MPI_SUCCESS;
   }
   for (int i = 0; i < c->size; i++) {
-    const char *at = block_at(sbuf, displs[i], stype);
+    const char *at = thr_block_at(sbuf, displs[i], stype);
     if (i != root)
       thr_send(r, c, at, scounts[i], stype, i, TAG_SCATTER);
     else if (rbuf != MPI_IN_PLACE)
@@ -327,7 +315,7 @@ static void byte_layout(int n, const int *displs, MPI_Datatype type, MPI_Aint **
 {
   *bytes = malloc((size_t)n * sizeof **bytes);
   *types = malloc((size_t)n * sizeof **types);
-  MPI_Aint extent = extent_of(type);
+  MPI_Aint extent = thr_extent_of(type);
   for (int i = 0; i < n; i++) {
     (*bytes)[i] = displs[i] * extent;
     (*types)[i] = type;
@@ -415,14 +403,14 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
   struct thr_comm *c = thr_comm_of(r, comm);
   int n = c->size;
   if (sbuf == MPI_IN_PLACE) {
-    sbuf = block_at(rbuf, displs[c->rank], rtype);
+    sbuf = thr_block_at(rbuf, displs[c->rank], rtype);
     scount = rcounts[c->rank];
     stype = rtype;
   }
   int *scounts = malloc((size_t)n * sizeof(int)), *sdispls = calloc((size_t)n, sizeof(int));
   for (int i = 0; i < n; i++)
     scounts[i] = scount;
-  if (block_at(rbuf, displs[c->rank], rtype) == (const char *)sbuf)
+  if (thr_block_at(rbuf, displs[c->rank], rtype) == (const char *)sbuf)
     scounts[c->rank] = 0; /* (already in place) */
   exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, displs, rtype);
   free(scounts);

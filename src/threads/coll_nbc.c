@@ -119,24 +119,12 @@ static void end_round(struct thr_nbc *s)
   add_step(s, STEP_ROUND);
 }
 
-static MPI_Aint extent_of(MPI_Datatype type)
-{
-  MPI_Aint lb, extent;
-  PMPI_Type_get_extent(type, &lb, &extent);
-  return extent;
-}
-
-static char *block_at(const void *buf, MPI_Aint displ, MPI_Datatype type)
-{
-  return (char *)buf + displ * extent_of(type);
-}
-
 /* A buffer for count x type, freed with the schedule. */
 static void *temp(struct thr_nbc *s, int count, MPI_Datatype type)
 {
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * extent_of(type) : 0);
+  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
   char *base = malloc(size > 0 ? (size_t)size : 1);
   s->temps = realloc(s->temps, (size_t)(s->ntemps + 1) * sizeof *s->temps);
   s->temps[s->ntemps++] = base;
@@ -221,7 +209,7 @@ static void build_gatherv(struct thr_nbc *s, const void *sbuf, int scount, MPI_D
     return;
   }
   for (int i = 0; i < s->comm.size; i++) {
-    char *at = block_at(rbuf, displs[i], rtype);
+    char *at = thr_block_at(rbuf, displs[i], rtype);
     if (i != root)
       recv_step(s, at, rcounts[i], rtype, i, part);
     else if (sbuf != MPI_IN_PLACE)
@@ -238,7 +226,7 @@ static void build_scatterv(struct thr_nbc *s, const void *sbuf, const int *scoun
     return;
   }
   for (int i = 0; i < s->comm.size; i++) {
-    const char *at = block_at(sbuf, displs[i], stype);
+    const char *at = thr_block_at(sbuf, displs[i], stype);
     if (i != root)
       send_step(s, at, scounts[i], stype, i, part);
     else if (rbuf != MPI_IN_PLACE)
@@ -291,7 +279,7 @@ static void build_exchange(struct thr_nbc *s, const void *sbuf, const int *scoun
 static void byte_layout(int n, const int *displs, MPI_Datatype type, MPI_Aint *bytes,
                         MPI_Datatype *types)
 {
-  MPI_Aint extent = extent_of(type);
+  MPI_Aint extent = thr_extent_of(type);
   for (int i = 0; i < n; i++) {
     bytes[i] = displs[i] * extent;
     types[i] = type;
@@ -349,8 +337,8 @@ static void build_alltoallw(struct thr_nbc *s, const void *sbuf, const int *scou
   if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer's bytes */
     MPI_Aint span = 0;
     for (int i = 0; i < n; i++)
-      if (rdispls[i] + rcounts[i] * extent_of(rtypes[i]) > span)
-        span = rdispls[i] + rcounts[i] * extent_of(rtypes[i]);
+      if (rdispls[i] + rcounts[i] * thr_extent_of(rtypes[i]) > span)
+        span = rdispls[i] + rcounts[i] * thr_extent_of(rtypes[i]);
     void *copy = temp(s, (int)span, MPI_BYTE);
     copy_step(s, rbuf, (int)span, MPI_BYTE, copy, (int)span, MPI_BYTE);
     sbuf = copy, scounts = rcounts, stypes = rtypes;
@@ -370,12 +358,12 @@ static void build_allgatherv(struct thr_nbc *s, const void *sbuf, int scount, MP
 {
   int n = s->comm.size, me = s->comm.rank;
   if (sbuf == MPI_IN_PLACE) {
-    sbuf = block_at(rbuf, displs[me], rtype);
+    sbuf = thr_block_at(rbuf, displs[me], rtype);
     scount = rcounts[me];
     stype = rtype;
   }
   int *scounts = regular(n, scount, 0), *sdispls = regular(n, 0, 0);
-  if (block_at(rbuf, displs[me], rtype) == (const char *)sbuf)
+  if (thr_block_at(rbuf, displs[me], rtype) == (const char *)sbuf)
     scounts[me] = 0; /* (already in place) */
   int *rcounts_own = regular(n, 0, 0);
   memcpy(rcounts_own, rcounts, (size_t)n * sizeof *rcounts_own);

@@ -24,6 +24,19 @@ struct thr_msg {
   atomic_int *sender_done;
 };
 
+/* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
+static inline MPI_Aint thr_extent_of(MPI_Datatype type)
+{
+  MPI_Aint lb, extent;
+  PMPI_Type_get_extent(type, &lb, &extent);
+  return extent;
+}
+
+static inline char *thr_block_at(const void *buf, MPI_Aint displ, MPI_Datatype type)
+{
+  return (char *)buf + displ * thr_extent_of(type);
+}
+
 /* A posted receive: bytes land in buf as count x type. */
 struct thr_recv {
   struct thr_recv *next;
