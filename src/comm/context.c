@@ -68,6 +68,13 @@ static MCOLL_TLS struct {
   unsigned epoch;
 } last_lookup = {MPI_COMM_NULL, NULL, 0};
 
+/* A shared context serves the communicator of its latest call. Written only when it
+ * changes: a private context's progress thread and caller look it up side by side
+ * with the same handle, and a read races with nothing. */
+static void note_comm(struct mcoll_comm *c, MPI_Comm comm) {
+  if (c->comm != comm) c->comm = comm;
+}
+
 static int context_delete(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)keyval, (void)extra;
   atomic_fetch_add_explicit(&context_epoch, 1, memory_order_release);
@@ -366,7 +373,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
   if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch &&
       !atomic_load_explicit(&any_wish, memory_order_relaxed)) {
-    last_lookup.c->comm = comm;
+    note_comm(last_lookup.c, comm);
     return last_lookup.c;
   }
   int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire);
@@ -391,7 +398,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     PMPI_Comm_set_attr(comm, keyval, c);
   }
   if (c->usable) {
-    c->comm = comm;
+    note_comm(c, comm);
     last_lookup.comm = comm;
     last_lookup.c = c;
     last_lookup.epoch = epoch;
@@ -405,7 +412,7 @@ struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists) {
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
   *exists = 1;
   if (last_lookup.c && last_lookup.comm == comm && last_lookup.epoch == epoch) {
-    last_lookup.c->comm = comm;
+    note_comm(last_lookup.c, comm);
     return last_lookup.c;
   }
   int keyval = atomic_load_explicit(&context_keyval, memory_order_acquire), found = 0;
@@ -413,7 +420,7 @@ struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists) {
   if (keyval != MPI_KEYVAL_INVALID) PMPI_Comm_get_attr(comm, keyval, &c, &found);
   *exists = found;
   if (!found || !c->usable) return NULL;
-  c->comm = comm;
+  note_comm(c, comm);
   return c;
 }
 
