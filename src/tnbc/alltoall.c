@@ -4,6 +4,7 @@
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -28,7 +29,6 @@ struct private_comm {
   struct node_turn *turn;
 };
 static int dup_keyval = MPI_KEYVAL_INVALID;
-
 static void turn_free(struct node_turn *turn);
 
 static int free_dup(MPI_Comm comm, int keyval, void *value, void *extra) {
@@ -40,10 +40,18 @@ static int free_dup(MPI_Comm comm, int keyval, void *value, void *extra) {
   return MPI_SUCCESS;
 }
 
+static pthread_once_t dup_keyval_once = PTHREAD_ONCE_INIT;
+
+/* Once per process: two threads that each made a keyval of their own (their first
+ * calls side by side) would each miss the other's attribute later and duplicate
+ * their communicator again, a Comm_dup no other rank joins (it hung). */
+static void dup_keyval_create(void) {
+  PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_dup, &dup_keyval, NULL);
+}
+
 static struct private_comm *private_comm(MPI_Comm comm) {
-  if (dup_keyval == MPI_KEYVAL_INVALID &&
-      PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_dup, &dup_keyval, NULL) != MPI_SUCCESS)
-    return NULL;
+  pthread_once(&dup_keyval_once, dup_keyval_create);
+  if (dup_keyval == MPI_KEYVAL_INVALID) return NULL;
   struct private_comm *pc = NULL;
   int found = 0;
   PMPI_Comm_get_attr(comm, dup_keyval, &pc, &found);
