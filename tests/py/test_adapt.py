@@ -132,20 +132,26 @@ def test_bcast_engines_differ_per_rank(flavour, pair, tmp_path):
 
 @pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
 @pytest.mark.parametrize("flavour", FLAVOURS)
-def test_allgatherv_unequal_counts_adapt(flavour, np):
+def test_v_forms_unequal_counts_adapt(flavour, np):
     """Allgatherv adapts by its largest block, which every rank computes alike from the
-    counts it has: test_coll's allgatherv cases (counts that differ per rank, gaps,
-    datatypes, checked against point-to-point) with a round from a class's first call
-    and skewed timings; the gatherv cases beside them keep the rules (a rank there knows
-    only its own count, so no class every rank agrees on without a message)."""
+    counts it has; gatherv and scatterv only on two ranks, by the other rank's block
+    (the one that moves, known to both). test_coll's cases (counts that differ per
+    rank, gaps, datatypes, checked against point-to-point) with a round from a class's
+    first call and skewed timings. On three ranks gatherv/scatterv keep the rules: a
+    rank there knows only its own count, so no class every rank agrees on without a
+    message."""
     program = BUILD.bin(flavour, "mcoll-test-coll")
     env = {**BASE_ENV, "MCOLL_ADAPT_WARMUP": "1", "MCOLL_ADAPT_SAMPLES": "1", "MCOLL_VERBOSE": "2",
            "MCOLL_TEST_ADAPT_SKEW_US": "1000"}
-    args = ["--colls", "allgatherv,gatherv", "--comms", "world", "--iters", "400", "--max-bytes", "256K"]
+    args = ["--colls", "allgatherv,gatherv,scatterv", "--comms", "world", "--iters", "600", "--max-bytes", "256K"]
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
     lines = adapt_lines(result.stderr)
-    assert any(coll == "allgatherv" for coll, _ in lines), result.stderr
-    assert not any(coll == "gatherv" for coll, _ in lines), result.stderr
+    adapted = {coll for coll, _ in lines}
+    assert "allgatherv" in adapted, result.stderr
+    if np == 2:
+        assert {"gatherv", "scatterv"} <= adapted, result.stderr
+    else:
+        assert not {"gatherv", "scatterv"} & adapted, result.stderr
     for key, by_rank in lines.items():
         assert len({c for c, _ in by_rank.values()}) == 1, f"{key}: ranks chose differently: {by_rank}"
