@@ -3,8 +3,8 @@
  * core), then sleep on a futex (a wake-up costs far more than a yield, so only after
  * a long wait; the costs: docs/architecture.md). With a core per rank the yields
  * wait MCOLL_SPIN_US first: a yield lets any runnable process, however low its
- * priority, run for up to a scheduler tick, which turned 0.1-0.5 ms gathers into
- * 4 ms ones while other jobs ran at nice 19 (bench/records/rooted). Once past the spin, let
+ * priority, run for up to a scheduler tick: large gathers took many times longer
+ * while other jobs ran at nice 19 (docs/performance.md). Once past the spin, let
  * the host MPI progress every 32 polls: the application's point-to-point traffic
  * may need this rank (a rendezvous send to a receive it posted before the
  * collective), and its peer may be blocked in that send rather than coming here.
@@ -44,7 +44,7 @@ static int keep_polling(const struct mcoll_shm *shm, double waited_us) {
 }
 
 /* Polls between two rounds of host progress and checks while polling: about as often
- * as every 32 yields (a poll takes ~27 ns, a yield ~0.3-1 us). */
+ * in time as every 32 yields, since a poll is much cheaper than a yield. */
 enum { POLLING_ROUNDS = 256 };
 
 static void relax_or_yield(int polling) {
