@@ -100,8 +100,10 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
 /* Single copy's system calls are out of reach for blocks below this many bytes. */
 enum { MCOLL_MOVE_CMA_REACH = 1 << 10 };
 
-/* A blocking call whose blocks are all len bytes (gather, scatter, allgather; not the
- * v forms): the choice between the areas and single copy adapts at run time
+/* A blocking call whose class every rank computes alike (gather, scatter, allgather:
+ * the block; allgatherv: its largest block; gatherv/scatterv on two ranks: the other
+ * rank's block; not on more, where a rank knows only its own): the choice between
+ * the areas and single copy adapts at run time
  * (coll/adapt.h), returned as the call's forced move; `forced` unchanged where it does
  * not apply (forced already, a threshold the user set, no single copy here). */
 static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll coll, enum mcoll_param param,

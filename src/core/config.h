@@ -45,6 +45,7 @@
   X(SPIN_OVERSUBSCRIBED, NUM, "8", "polls of a flag before yielding when ranks > cores")  \
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
+  X(SPIN_US, NUM, "20000", "when ranks <= cores: microseconds a wait keeps polling instead of yielding (host progress every 32 polls); a yield hands the core to any other runnable process, even at nice 19, for up to a scheduler tick (4 ms at HZ=250); 0 = yield after MCOLL_SPIN polls") \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
   X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \
   X(PROGRESS_THREAD, STR, "auto", "auto | 1 | 0: a thread that progresses non-blocking collectives while the application computes or is blocked in a call only the host MPI runs (MPI_Win_fence, MPI_Comm_split, ...); auto and 1 ask the host MPI for MPI_THREAD_MULTIPLE (the application is told the level it asked for); auto starts the thread when a non-blocking collective is first left pending, 1 at MPI_Init (and warns when not granted); 0: none, and no MPI_THREAD_MULTIPLE (pending calls then progress only inside MPI calls that mcoll wraps)") \

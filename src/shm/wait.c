@@ -1,7 +1,10 @@
 /* Waiting on a flag: spin briefly (a running writer's flag arrives within a
  * cache-line round trip), then yield (cheap, and an oversubscribed writer needs the
  * core), then sleep on a futex (a wake-up costs far more than a yield, so only after
- * a long wait; the costs: docs/architecture.md). Once past the spin, let
+ * a long wait; the costs: docs/architecture.md). With a core per rank the yields
+ * wait MCOLL_SPIN_US first: a yield lets any runnable process, however low its
+ * priority, run for up to a scheduler tick: large gathers took many times longer
+ * while other jobs ran at nice 19 (docs/performance.md). Once past the spin, let
  * the host MPI progress every 32 polls: the application's point-to-point traffic
  * may need this rank (a rendezvous send to a receive it posted before the
  * collective), and its peer may be blocked in that send rather than coming here.
@@ -32,6 +35,21 @@ static void cpu_relax(void) {
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
 #endif
+}
+
+/* Past the spin, instead of a yield: poll on while this rank has a core of its own
+ * and has waited less than MCOLL_SPIN_US (the host MPIs' own waits do not yield). */
+static int keep_polling(const struct mcoll_shm *shm, double waited_us) {
+  return !shm->oversubscribed && waited_us < (double)mcoll__cfg.SPIN_US;
+}
+
+/* Polls between two rounds of host progress and checks while polling: about as often
+ * in time as every 32 yields, since a poll is much cheaper than a yield. */
+enum { POLLING_ROUNDS = 256 };
+
+static void relax_or_yield(int polling) {
+  if (polling) cpu_relax();
+  else sched_yield();
 }
 
 static long futex(mcoll_flag *addr, int op, uint32_t value, const struct timespec *timeout) {
@@ -125,11 +143,12 @@ static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
+  int polling = keep_polling(shm, 0);
   for (unsigned i = 1;; i++) {
     uint32_t value = atomic_load_explicit(flag, memory_order_acquire);
     if (flag_ok(value, target, exact)) return;
-    if (i % 32 != 0) {
-      sched_yield();
+    if (i % (polling ? POLLING_ROUNDS : 32) != 0) {
+      relax_or_yield(polling);
       continue;
     }
     mcoll__host_progress();
@@ -139,9 +158,10 @@ static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
       check_peers(shm);
       last_check = now;
     }
+    polling = keep_polling(shm, now - start);
     /* (no sleep while tasks are pending: their progress comes from this loop) */
-    if (now - start < yield_us || mcoll__background_pending()) {
-      sched_yield();
+    if (polling || now - start < yield_us || mcoll__background_pending()) {
+      relax_or_yield(polling);
       continue;
     }
     /* Long wait: sleep until a writer wakes us, or at most 10 ms, after which the
@@ -181,10 +201,11 @@ void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
+  int polling = keep_polling(shm, 0);
   for (unsigned i = 1;; i++) {
     if (ready(arg)) return;
-    if (i % 32 != 0) {
-      sched_yield();
+    if (i % (polling ? POLLING_ROUNDS : 32) != 0) {
+      relax_or_yield(polling);
       continue;
     }
     mcoll__host_progress();
@@ -193,7 +214,8 @@ void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *
       check_peers(shm);
       last_check = now;
     }
-    if (now - start < yield_us) sched_yield();
+    polling = keep_polling(shm, now - start);
+    if (polling || now - start < yield_us) relax_or_yield(polling);
     else nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 1000 * 1000}, NULL);
   }
 }

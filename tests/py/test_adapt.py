@@ -10,7 +10,7 @@ import re
 import pytest
 
 from mpijob import mpiexec_argv, parse_verbose_report, run_job
-from mpijob import BASE_ENV, BUILD, flavour_param
+from mpijob import BASE_ENV, BUILD, check_passed, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -18,7 +18,7 @@ FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 EARLY = {"MCOLL_ADAPT_WARMUP": "16"}
 # 16 warm-up calls, then up to 4 candidates x (1 untimed + 5 timed calls), then the
 # decision: 60 calls per size and block are past it.
-SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
+SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather,allgatherv", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
          "-n", "60", "-w", "0", "-r", "1", "-c"]
 LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
                   re.M)
@@ -61,7 +61,7 @@ def test_skewed_ranks_agree(flavour, np):
     program = BUILD.bin(flavour, "mcoll-bench")
     env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000"}
     result = run_job(mpiexec_argv(flavour, np, program, SWEEP), env, JOB_TIMEOUT)
-    check_agreement(result, np, {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather"})
+    check_agreement(result, np, {"bcast", "reduce", "allreduce", "gather", "scatter", "allgather", "allgatherv"})
 
 
 @pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
@@ -128,3 +128,30 @@ def test_bcast_engines_differ_per_rank(flavour, pair, tmp_path):
     result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, 150)
     assert result.returncode == 0, result.describe()
     assert len(re.findall(r"^  bcast ", result.stdout, re.M)) == (2 if largest == "512" else 3), result.describe()
+
+
+@pytest.mark.parametrize("np", [2, pytest.param(3, marks=pytest.mark.full)])
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_v_forms_unequal_counts_adapt(flavour, np):
+    """Allgatherv adapts by its largest block, which every rank computes alike from the
+    counts it has; gatherv and scatterv only on two ranks, by the other rank's block
+    (the one that moves, known to both). test_coll's cases (counts that differ per
+    rank, gaps, datatypes, checked against point-to-point) with a round from a class's
+    first call and skewed timings. On three ranks gatherv/scatterv keep the rules: a
+    rank there knows only its own count, so no class every rank agrees on without a
+    message."""
+    program = BUILD.bin(flavour, "mcoll-test-coll")
+    env = {**BASE_ENV, "MCOLL_ADAPT_WARMUP": "1", "MCOLL_ADAPT_SAMPLES": "1", "MCOLL_VERBOSE": "2",
+           "MCOLL_TEST_ADAPT_SKEW_US": "1000"}
+    args = ["--colls", "allgatherv,gatherv,scatterv", "--comms", "world", "--iters", "600", "--max-bytes", "256K"]
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_passed(result)
+    lines = adapt_lines(result.stderr)
+    adapted = {coll for coll, _ in lines}
+    assert "allgatherv" in adapted, result.stderr
+    if np == 2:
+        assert {"gatherv", "scatterv"} <= adapted, result.stderr
+    else:
+        assert not {"gatherv", "scatterv"} & adapted, result.stderr
+    for key, by_rank in lines.items():
+        assert len({c for c, _ in by_rank.values()}) == 1, f"{key}: ranks chose differently: {by_rank}"

@@ -78,9 +78,10 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   int forced = mcoll__move_forced(c, coll);
   size_t cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN);
   struct mcoll_adapt_call timing = {0};
-  if (coll == MCOLL_COLL_ALLGATHER)
-    forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN, largest_block(dst), forced,
-                                  cma_min, &timing);
+  /* allgatherv too: every rank has every count, so the class (the largest block) is
+   * the same on every rank. */
+  forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN, largest_block(dst), forced,
+                                cma_min, &timing);
   mcoll__count_moves(c, coll, dst, 0, forced, cma_min);
   mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);

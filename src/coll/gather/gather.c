@@ -120,9 +120,12 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
                           .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN)};
   struct mcoll_adapt_call timing = {0};
-  if (!a->v)
-    g.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN, a->my_len, g.forced,
-                                    g.cma_min, &timing);
+  /* gatherv adapts only on two ranks: there the one block that moves, the other
+   * rank's, is known to both (more ranks: a rank knows only its own count). */
+  if (!a->v || c->size == 2)
+    g.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN,
+                                    a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
+                                    g.forced, g.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
   mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);

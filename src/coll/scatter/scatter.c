@@ -115,9 +115,12 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
   struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll),
                            .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN)};
   struct mcoll_adapt_call timing = {0};
-  if (!a->v)
-    s.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN, a->my_len, s.forced,
-                                    s.cma_min, &timing);
+  /* scatterv adapts only on two ranks: there the one block that moves, the other
+   * rank's, is known to both (more ranks: a rank knows only its own count). */
+  if (!a->v || c->size == 2)
+    s.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN,
+                                    a->v && is_root ? mcoll__block_len(a->src, 1 - a->root) : a->my_len,
+                                    s.forced, s.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
   mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
   mcoll__inter_single(c, coll, counted);
