@@ -285,9 +285,9 @@ def test_tnbc_timeline(flavour):
 @pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
 @pytest.mark.parametrize("variant", [
     {"MCOLL_TNBC_CHUNK": "12293"},                                  # chunks, the last one short
-    {"MCOLL_TNBC_CHUNK": "64512", "MCOLL_TNBC_SENDS_LATER": "2"},   # receives posted by the thread
+    {"MCOLL_TNBC_CHUNK": "0", "MCOLL_TNBC_SENDS_LATER": "2"},       # one message a block, receives posted by the thread
     {"MCOLL_TNBC_RETURN_FIRST": "0"},
-], ids=["chunk", "chunk-recvs-later", "no-return-first"])
+], ids=["chunk", "whole-recvs-later", "no-return-first"])
 @pytest.mark.parametrize("case", ["compute", "alltoallv", "touch"])
 def test_tnbc_schedule_variants(flavour, variant, case):
     """The alltoall(v) schedule's variants: blocks as several messages
