@@ -129,7 +129,10 @@ static void *progress_main(void *arg) {
       changed = now_ns(CLOCK_MONOTONIC);
     }
     long long spin_ns = mcoll__cfg.PROGRESS_SPIN_US >= 0 ? mcoll__cfg.PROGRESS_SPIN_US * 1000 : YIELD_NS;
-    if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
+    if (atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire)) {
+      sched_yield(); /* (someone sleeps until a task's data is in: no nap) */
+      sleep_ns = SLEEP_MIN_NS;
+    } else if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
       sched_yield();
     } else {
       nap(sleep_ns);

@@ -345,6 +345,7 @@ void mcoll__progress(void) {
 }
 
 atomic_int mcoll__progress_hold;
+atomic_int mcoll__progress_urgent;
 
 int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
 

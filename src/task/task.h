@@ -70,6 +70,10 @@ unsigned mcoll__task_events(void);
  * return): while non-zero the progress thread naps instead of taking the core of a
  * caller that is about to return (it would run first on the caller's core). */
 extern atomic_int mcoll__progress_hold;
+/* Application threads asleep until a task's data is in (T-NBC's fault handler and
+ * waits): while non-zero the progress thread polls without napping (their cores are
+ * free, and each nap would delay them). */
+extern atomic_int mcoll__progress_urgent;
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
 void mcoll__task_drain(MPI_Comm comm);

@@ -133,9 +133,14 @@ static int first_sub_after(const struct mcoll_tnbc_call *call, uintptr_t a) {
 }
 
 static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
-  for (int i = first_after(subs, n, lo); i < n && subs[i].lo < hi; i++)
+  for (int i = first_after(subs, n, lo); i < n && subs[i].lo < hi; i++) {
+    if (atomic_load_explicit(&subs[i].done, memory_order_acquire)) continue;
+    /* (the progress thread polls without napping while anyone sleeps here) */
+    atomic_fetch_add_explicit(&mcoll__progress_urgent, 1, memory_order_acq_rel);
     while (!atomic_load_explicit(&subs[i].done, memory_order_acquire))
       futex(&subs[i].done, FUTEX_WAIT_PRIVATE, 0);
+    atomic_fetch_sub_explicit(&mcoll__progress_urgent, 1, memory_order_acq_rel);
+  }
 }
 
 static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi);
