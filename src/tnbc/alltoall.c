@@ -185,6 +185,7 @@ struct a2a_args {
   uint64_t slot;          /* the counter until it is done */
   int first;              /* this rank is it */
   size_t chunk;           /* bytes per message (MCOLL_TNBC_CHUNK; 0: a block each) */
+  MPI_Request *early;     /* the sends, posted by the caller already (TNBC_SENDS_FIRST) */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -234,6 +235,16 @@ static int post_sends(const struct a2a_args *a, MPI_Request *sreqs, const int *s
   return err;
 }
 
+/* Where each destination's send requests start (sbase, p entries); their number. */
+static int send_layout(const struct a2a_layout *l, int p, int me, size_t chunk, int *sbase) {
+  int ns = 0;
+  for (int r = 0; r < p; r++) {
+    sbase[r] = ns;
+    ns += r == me ? 0 : chunks_of(l->scount[r], chunk);
+  }
+  return ns;
+}
+
 static void self_block(const struct a2a_args *a, int me) {
   const struct a2a_layout *l = a->lay;
   memcpy(a->recv + l->rdispl[me], a->send + l->sdispl[me], l->rcount[me]);
@@ -255,9 +266,8 @@ static int a2a_task(const void *args) {
     rbase[r] = nr;
     left[r] = r == me ? 0 : chunks_of(l->rcount[r], a->chunk);
     nr += left[r];
-    sbase[r] = ns;
-    ns += r == me ? 0 : chunks_of(l->scount[r], a->chunk);
   }
+  if (rbase) ns = send_layout(l, p, me, a->chunk, sbase);
   int nreq = nr + ns > 1 ? nr + ns : 1;
   MPI_Request *reqs = malloc(sizeof *reqs * (size_t)nreq);
   int *done = malloc(sizeof *done * (size_t)nreq), *source = malloc(sizeof *source * (size_t)nreq);
@@ -282,13 +292,19 @@ static int a2a_task(const void *args) {
   int sending = !a->turn || a->first; /* (the others when the first is done) */
   int sends_later = mcoll__cfg.TNBC_SENDS_LATER != 0;
   MPI_Request *sreqs = reqs + nr;
-  if (sending && !sends_later && err == MPI_SUCCESS) err = post_sends(a, sreqs, sbase, p, me);
+  if (a->early) { /* (posted by the caller before it protected anything) */
+    memcpy(sreqs, a->early, sizeof *sreqs * (size_t)ns);
+    free(a->early);
+    sending = 1, sends_later = 0;
+  } else if (sending && !sends_later && err == MPI_SUCCESS) {
+    err = post_sends(a, sreqs, sbase, p, me);
+  }
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. The sends too by default: with
    * MPICH's UCX over TCP an MPI_Isend of a block writes it at the wire's pace. */
   mcoll__fiber_yield();
   if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, sreqs, sbase, p, me);
-  if (sending) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
+  if (sending && !a->early) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
   /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
   int ahead = 0;
   for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];
@@ -378,11 +394,31 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
   struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0,
-                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0};
+                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL};
   if (!mcoll__tnbc_ordering ||
       !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
     for (int k = 0; k < p; k++) lay->order[k] = k;
   for (int k = 0; k < p; k++) lay->rank_of[lay->order[k]] = k;
+  /* TNBC_SENDS_FIRST: the sends go now, before the pages are protected and the task
+   * starts (the wire starts as early as a blocking call's would); not ordered calls,
+   * whose node sends in turn. The send data cannot change meanwhile: the caller has
+   * not returned, and its pages are read-only before it does. */
+  int *sbase = mcoll__cfg.TNBC_SENDS_FIRST && !a.turn ? malloc(sizeof *sbase * (size_t)p) : NULL;
+  if (sbase) {
+    int me;
+    PMPI_Comm_rank(pc->dup, &me);
+    int ns = send_layout(lay, p, me, a.chunk, sbase);
+    a.early = malloc(sizeof *a.early * (size_t)(ns ? ns : 1));
+    for (int i = 0; a.early && i < ns; i++) a.early[i] = MPI_REQUEST_NULL;
+    if (a.early && post_sends(&a, a.early, sbase, p, me) != MPI_SUCCESS) {
+      free(lay);
+      free(sbase);
+      free(a.early);
+      return MPI_ERR_INTERN;
+    }
+    mcoll__tnbc_mark(call, MCOLL_TNBC_AT_SENDS_POSTED);
+    free(sbase);
+  }
   /* SENDS_LATER 2: the receives too are posted by the progress thread (the caller
    * only protects, enqueues and returns) */
   return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, mcoll__cfg.TNBC_SENDS_LATER < 2);
