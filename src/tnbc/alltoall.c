@@ -4,6 +4,7 @@
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -185,7 +186,8 @@ struct a2a_args {
   uint64_t slot;          /* the counter until it is done */
   int first;              /* this rank is it */
   size_t chunk;           /* bytes per message (MCOLL_TNBC_CHUNK; 0: a block each) */
-  MPI_Request *early;     /* the sends, posted by the caller already (TNBC_SENDS_FIRST) */
+  MPI_Request *early;     /* the sends' requests, their first early_chunks chunks to each */
+  int early_chunks;       /* destination posted by the caller (TNBC_SENDS_FIRST) */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -210,12 +212,14 @@ static int chunks_of(size_t len, size_t chunk) {
   return chunk && len > chunk ? (int)((len + chunk - 1) / chunk) : 1;
 }
 
-/* The block's messages from (to) base + displ, chunk bytes each. */
+/* The block's messages from (to) base + displ, chunk bytes each: those from the
+ * first-th on, up to (not including) the until-th. */
 static int post_chunks(int recv, char *base, size_t len, size_t chunk, int peer, MPI_Comm comm,
-                       MPI_Request *reqs) {
+                       MPI_Request *reqs, int first, int until) {
   int n = chunks_of(len, chunk), err = MPI_SUCCESS;
   size_t piece = n > 1 ? chunk : len;
-  for (int c = 0; c < n && err == MPI_SUCCESS; c++) {
+  if (until < n) n = until;
+  for (int c = first; c < n && err == MPI_SUCCESS; c++) {
     size_t off = (size_t)c * piece, bytes = len - off < piece ? len - off : piece;
     err = recv ? PMPI_Irecv(base + off, (int)bytes, MPI_BYTE, peer, TAG_TNBC_A2A, comm, &reqs[c])
                : PMPI_Isend(base + off, (int)bytes, MPI_BYTE, peer, TAG_TNBC_A2A, comm, &reqs[c]);
@@ -223,14 +227,15 @@ static int post_chunks(int recv, char *base, size_t len, size_t chunk, int peer,
   return err;
 }
 
+/* The sends' chunks [first, until) to every destination. */
 static int post_sends(const struct a2a_args *a, MPI_Request *sreqs, const int *sbase, int p,
-                      int me) {
+                      int me, int first, int until) {
   const struct a2a_layout *l = a->lay;
   int err = MPI_SUCCESS;
   for (int k = 1; k < p && err == MPI_SUCCESS; k++) {
     int dst = (me + k) % p;
     err = post_chunks(0, (char *)a->send + l->sdispl[dst], l->scount[dst], a->chunk, dst, a->pcomm,
-                      sreqs + sbase[dst]);
+                      sreqs + sbase[dst], first, until);
   }
   return err;
 }
@@ -287,24 +292,25 @@ static int a2a_task(const void *args) {
     int src = l->order[k];
     if (src != me)
       err = post_chunks(1, a->recv + l->rdispl[src], l->rcount[src], a->chunk, src, a->pcomm,
-                        reqs + rbase[src]);
+                        reqs + rbase[src], 0, INT_MAX);
   }
   int sending = !a->turn || a->first; /* (the others when the first is done) */
   int sends_later = mcoll__cfg.TNBC_SENDS_LATER != 0;
   MPI_Request *sreqs = reqs + nr;
-  if (a->early) { /* (posted by the caller before it protected anything) */
+  int from = 0; /* (the first chunks the caller posted already) */
+  if (a->early) {
     memcpy(sreqs, a->early, sizeof *sreqs * (size_t)ns);
     free(a->early);
-    sending = 1, sends_later = 0;
-  } else if (sending && !sends_later && err == MPI_SUCCESS) {
-    err = post_sends(a, sreqs, sbase, p, me);
+    from = a->early_chunks;
   }
+  if (sending && !sends_later && err == MPI_SUCCESS)
+    err = post_sends(a, sreqs, sbase, p, me, from, INT_MAX);
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. The sends too by default: with
    * MPICH's UCX over TCP an MPI_Isend of a block writes it at the wire's pace. */
   mcoll__fiber_yield();
-  if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, sreqs, sbase, p, me);
-  if (sending && !a->early) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
+  if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, sreqs, sbase, p, me, from, INT_MAX);
+  if (sending) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
   /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
   int ahead = 0;
   for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];
@@ -314,7 +320,7 @@ static int a2a_task(const void *args) {
     int n = 0, moved = 0;
     if (!sending &&
         atomic_load_explicit(a->turn->counter, memory_order_acquire) > a->slot) {
-      err = post_sends(a, sreqs, sbase, p, me);
+      err = post_sends(a, sreqs, sbase, p, me, 0, INT_MAX);
       mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
       sending = moved = 1;
     }
@@ -394,29 +400,37 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
   struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0,
-                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL};
+                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL, 0};
   if (!mcoll__tnbc_ordering ||
       !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
     for (int k = 0; k < p; k++) lay->order[k] = k;
   for (int k = 0; k < p; k++) lay->rank_of[lay->order[k]] = k;
-  /* TNBC_SENDS_FIRST: the sends go now, before the pages are protected and the task
-   * starts (the wire starts as early as a blocking call's would); not ordered calls,
-   * whose node sends in turn. The send data cannot change meanwhile: the caller has
-   * not returned, and its pages are read-only before it does. */
-  int *sbase = mcoll__cfg.TNBC_SENDS_FIRST && !a.turn ? malloc(sizeof *sbase * (size_t)p) : NULL;
+  /* TNBC_SENDS_FIRST: the first bytes of each send go now, before the pages are
+   * protected and the task starts: the wire starts as a blocking call's would, while
+   * the caller's cost stays small (a host may write a send into its socket inside
+   * MPI_Isend: Open MPI's TCP an eager one, MPICH's UCX any); the task posts the
+   * rest. Not ordered calls, whose node sends in turn. The send data cannot change
+   * meanwhile: the caller has not returned, and its pages are read-only before it does. */
+  size_t first_bytes = mcoll__cfg.TNBC_SENDS_FIRST > 0 ? (size_t)mcoll__cfg.TNBC_SENDS_FIRST : 0;
+#ifdef MPICH_VERSION
+  /* (MPICH's UCX over TCP writes even one chunk at the wire's pace inside MPI_Isend:
+   * 1 ms of the call, measured; so none by default) */
+  if (!mcoll__cfg.user_set[MCOLL_PARAM_TNBC_SENDS_FIRST]) first_bytes = 0;
+#endif
+  int *sbase = first_bytes && !a.turn ? malloc(sizeof *sbase * (size_t)p) : NULL;
   if (sbase) {
     int me;
     PMPI_Comm_rank(pc->dup, &me);
     int ns = send_layout(lay, p, me, a.chunk, sbase);
+    a.early_chunks = a.chunk ? (int)((first_bytes + a.chunk - 1) / a.chunk) : 1;
     a.early = malloc(sizeof *a.early * (size_t)(ns ? ns : 1));
     for (int i = 0; a.early && i < ns; i++) a.early[i] = MPI_REQUEST_NULL;
-    if (a.early && post_sends(&a, a.early, sbase, p, me) != MPI_SUCCESS) {
+    if (a.early && post_sends(&a, a.early, sbase, p, me, 0, a.early_chunks) != MPI_SUCCESS) {
       free(lay);
       free(sbase);
       free(a.early);
       return MPI_ERR_INTERN;
     }
-    mcoll__tnbc_mark(call, MCOLL_TNBC_AT_SENDS_POSTED);
     free(sbase);
   }
   /* SENDS_LATER 2: the receives too are posted by the progress thread (the caller
