@@ -287,14 +287,17 @@ def test_tnbc_timeline(flavour):
     {"MCOLL_TNBC_CHUNK": "12293"},                                  # chunks, the last one short
     {"MCOLL_TNBC_CHUNK": "0", "MCOLL_TNBC_SENDS_LATER": "2"},       # one message a block, receives posted by the thread
     {"MCOLL_TNBC_RETURN_FIRST": "0"},
-], ids=["chunk", "whole-recvs-later", "no-return-first"])
+    {"MCOLL_TNBC_SENDS_FIRST": "200000"},                           # 4 chunks a destination early
+    {"MCOLL_TNBC_SENDS_FIRST": "0", "MCOLL_TNBC_SENDS_LATER": "0"},  # every send in the task
+], ids=["chunk", "whole-recvs-later", "no-return-first", "sends-first", "sends-in-task"])
 @pytest.mark.parametrize("case", ["compute", "alltoallv", "touch"])
 def test_tnbc_schedule_variants(flavour, variant, case):
     """The alltoall(v) schedule's variants: blocks as several messages
     (MCOLL_TNBC_CHUNK; a block is published when its last chunk is in), receives
     posted by the progress thread (MCOLL_TNBC_SENDS_LATER=2), the progress thread
-    running before the caller has returned (MCOLL_TNBC_RETURN_FIRST=0); every word
-    checked, the buffers really protected."""
+    running before the caller has returned (MCOLL_TNBC_RETURN_FIRST=0), the first
+    chunks of every send posted by the caller before it protects (SENDS_FIRST, the
+    rest by the task) or none; every word checked, the buffers really protected."""
     program = BUILD.bin(flavour, "mcoll-test-tnbc")
     result = run_job(mpiexec_argv(flavour, 3, program, [case]), {**ON, **variant}, JOB_TIMEOUT)
     passed(result, case)
