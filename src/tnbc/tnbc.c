@@ -803,14 +803,13 @@ static int settle_one(struct mcoll_tnbc_call *call) {
   return err;
 }
 
-/* Settles the ready calls of this thread, or of every thread (then also waits for
- * those another thread is settling). */
 static long long thread_cpu_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+/* A settled call's timeline into the report's sums. */
 static void timeline_add(struct mcoll_tnbc_call *call) {
   long long enter = atomic_load(&call->at[MCOLL_TNBC_AT_ENTER]);
   if (!enter) return;
@@ -836,6 +835,8 @@ void mcoll__tnbc_mark(struct mcoll_tnbc_call *call, enum mcoll_tnbc_mark what) {
                                           memory_order_relaxed, memory_order_relaxed);
 }
 
+/* Settles the ready calls of this thread, or of every thread (then also waits for
+ * those another thread is settling). */
 static void settle_calls(int every_thread) {
   if (mcoll__fiber_self()) return;
   for (int i = 0; i < MAX_CALLS; i++) {
