@@ -52,6 +52,10 @@ static void nap(long ns) {
  * waits at most SLEEP_MAX_NS longer for it. The sleeps are short, so the thread asks
  * for a timer slack of 1 µs (the default 50 µs would stretch each). */
 enum { YIELD_PASSES = 1000 };
+/* Naps while a caller is between its hand-over and its return (mcoll__progress_hold),
+ * at most HOLD_MAX_NS in a row (a hand-over is microseconds; the bound keeps a stuck
+ * counter from stopping progress). */
+enum { HOLD_NAP_NS = 20 * 1000, HOLD_MAX_NS = 2 * 1000 * 1000 };
 static const long YIELD_NS = 200 * 1000, SLEEP_MIN_NS = 10 * 1000, SLEEP_MAX_NS = 250 * 1000;
 
 /* For the MCOLL_VERBOSE report: the thread's CPU time and the time it spent awake
@@ -91,7 +95,7 @@ static void *progress_main(void *arg) {
   pthread_setname_np(pthread_self(), "mcoll-progress");
   ask_short_slices();
   unsigned idle_passes = 0, events = mcoll__task_events();
-  long sleep_ns = SLEEP_MIN_NS;
+  long sleep_ns = SLEEP_MIN_NS, held_ns = 0;
   long long awake_since = now_ns(CLOCK_MONOTONIC), changed = awake_since;
   while (!atomic_load(&stopping)) {
     if (!mcoll__tasks_pending()) {
@@ -107,6 +111,15 @@ static void *progress_main(void *arg) {
       sleep_ns = SLEEP_MIN_NS;
       continue;
     }
+    if (atomic_load_explicit(&mcoll__progress_hold, memory_order_acquire) && held_ns < HOLD_MAX_NS) {
+      /* a caller is returning early: its return first (a nap: a yield would leave
+       * this thread runnable and first in line on that core) */
+      struct timespec pause = {0, HOLD_NAP_NS};
+      nanosleep(&pause, NULL);
+      held_ns += HOLD_NAP_NS;
+      continue;
+    }
+    held_ns = 0;
     mcoll__progress();
     unsigned seen = mcoll__task_events();
     if (seen != events) {
@@ -115,7 +128,11 @@ static void *progress_main(void *arg) {
       sleep_ns = SLEEP_MIN_NS;
       changed = now_ns(CLOCK_MONOTONIC);
     }
-    if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < YIELD_NS) {
+    long long spin_ns = mcoll__cfg.PROGRESS_SPIN_US >= 0 ? mcoll__cfg.PROGRESS_SPIN_US * 1000 : YIELD_NS;
+    if (atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire)) {
+      sched_yield(); /* (someone sleeps until a task's data is in: no nap) */
+      sleep_ns = SLEEP_MIN_NS;
+    } else if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
       sched_yield();
     } else {
       nap(sleep_ns);

@@ -344,6 +344,9 @@ void mcoll__progress(void) {
   pthread_mutex_unlock(&engine_lock);
 }
 
+atomic_int mcoll__progress_hold;
+atomic_int mcoll__progress_urgent;
+
 int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
 
 unsigned mcoll__task_events(void) { return atomic_load_explicit(&task_events, memory_order_relaxed); }

@@ -21,6 +21,7 @@
 #define MCOLL_TASK_H
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -65,6 +66,14 @@ void mcoll__progress(void);
 int mcoll__tasks_pending(void);
 /* Counts task starts and completions: unchanged while the pending tasks only wait. */
 unsigned mcoll__task_events(void);
+/* Calls between handing a task over and returning to the application (T-NBC's early
+ * return): while non-zero the progress thread naps instead of taking the core of a
+ * caller that is about to return (it would run first on the caller's core). */
+extern atomic_int mcoll__progress_hold;
+/* Application threads asleep until a task's data is in (T-NBC's fault handler and
+ * waits): while non-zero the progress thread polls without napping (their cores are
+ * free, and each nap would delay them). */
+extern atomic_int mcoll__progress_urgent;
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
 void mcoll__task_drain(MPI_Comm comm);

@@ -4,6 +4,7 @@
  * sub-messages; the engines of src/coll/alltoall complete all blocks at once for
  * T-NBC's purpose). */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -192,6 +193,9 @@ struct a2a_args {
   struct node_turn *turn; /* ordered: the node's first sender goes alone */
   uint64_t slot;          /* the counter until it is done */
   int first;              /* this rank is it */
+  size_t chunk;           /* bytes per message (MCOLL_TNBC_CHUNK; 0: a block each) */
+  MPI_Request *early;     /* the sends' requests, their first early_chunks chunks to each */
+  int early_chunks;       /* destination posted by the caller (TNBC_SENDS_FIRST) */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -209,16 +213,49 @@ static void block_in(const struct a2a_args *a, int src) {
   mcoll__tnbc_block_done(a->call, src);
 }
 
-static int post_sends(const struct a2a_args *a, MPI_Request *sreqs, int p, int me) {
+/* Messages of a block of len bytes: chunk bytes each (MCOLL_TNBC_CHUNK, the same on
+ * every rank), or one. */
+static int chunks_of(size_t len, size_t chunk) {
+  if (!len) return 0;
+  return chunk && len > chunk ? (int)((len + chunk - 1) / chunk) : 1;
+}
+
+/* The block's messages from (to) base + displ, chunk bytes each: those from the
+ * first-th on, up to (not including) the until-th. */
+static int post_chunks(int recv, char *base, size_t len, size_t chunk, int peer, MPI_Comm comm,
+                       MPI_Request *reqs, int first, int until) {
+  int n = chunks_of(len, chunk), err = MPI_SUCCESS;
+  size_t piece = n > 1 ? chunk : len;
+  if (until < n) n = until;
+  for (int c = first; c < n && err == MPI_SUCCESS; c++) {
+    size_t off = (size_t)c * piece, bytes = len - off < piece ? len - off : piece;
+    err = recv ? PMPI_Irecv(base + off, (int)bytes, MPI_BYTE, peer, TAG_TNBC_A2A, comm, &reqs[c])
+               : PMPI_Isend(base + off, (int)bytes, MPI_BYTE, peer, TAG_TNBC_A2A, comm, &reqs[c]);
+  }
+  return err;
+}
+
+/* The sends' chunks [first, until) to every destination. */
+static int post_sends(const struct a2a_args *a, MPI_Request *sreqs, const int *sbase, int p,
+                      int me, int first, int until) {
   const struct a2a_layout *l = a->lay;
   int err = MPI_SUCCESS;
   for (int k = 1; k < p && err == MPI_SUCCESS; k++) {
     int dst = (me + k) % p;
-    if (l->scount[dst])
-      err = PMPI_Isend(a->send + l->sdispl[dst], (int)l->scount[dst], MPI_BYTE, dst, TAG_TNBC_A2A,
-                       a->pcomm, &sreqs[dst]);
+    err = post_chunks(0, (char *)a->send + l->sdispl[dst], l->scount[dst], a->chunk, dst, a->pcomm,
+                      sreqs + sbase[dst], first, until);
   }
   return err;
+}
+
+/* Where each destination's send requests start (sbase, p entries); their number. */
+static int send_layout(const struct a2a_layout *l, int p, int me, size_t chunk, int *sbase) {
+  int ns = 0;
+  for (int r = 0; r < p; r++) {
+    sbase[r] = ns;
+    ns += r == me ? 0 : chunks_of(l->scount[r], chunk);
+  }
+  return ns;
 }
 
 static void self_block(const struct a2a_args *a, int me) {
@@ -233,42 +270,66 @@ static int a2a_task(const void *args) {
   int p, me, err = MPI_SUCCESS;
   PMPI_Comm_size(a->pcomm, &p);
   PMPI_Comm_rank(a->pcomm, &me);
-  MPI_Request *reqs = malloc(sizeof *reqs * 2 * (size_t)p);
-  int *done = malloc(sizeof *done * (size_t)p);
+  /* Requests: the receives' chunks by source (rbase), then the sends' by destination
+   * (sbase); source of each receive request, its block's chunks still missing. */
+  int *rbase = malloc(sizeof(int) * 3 * ((size_t)p + 1));
+  int *sbase = rbase ? rbase + p + 1 : NULL, *left = rbase ? sbase + p + 1 : NULL;
+  int nr = 0, ns = 0;
+  for (int r = 0; rbase && r < p; r++) {
+    rbase[r] = nr;
+    left[r] = r == me ? 0 : chunks_of(l->rcount[r], a->chunk);
+    nr += left[r];
+  }
+  if (rbase) ns = send_layout(l, p, me, a->chunk, sbase);
+  int nreq = nr + ns > 1 ? nr + ns : 1;
+  MPI_Request *reqs = malloc(sizeof *reqs * (size_t)nreq);
+  int *done = malloc(sizeof *done * (size_t)nreq), *source = malloc(sizeof *source * (size_t)nreq);
   /* (statuses, not MPI_STATUSES_IGNORE: GCC 12 takes the host's declaration for an
    * array it would overflow) */
-  MPI_Status *statuses = malloc(sizeof *statuses * (size_t)p);
-  if (!reqs || !done || !statuses) {
+  MPI_Status *statuses = malloc(sizeof *statuses * (size_t)nreq);
+  if (!rbase || !reqs || !done || !source || !statuses) {
     err = MPI_ERR_NO_MEM;
     goto out;
   }
-  for (int i = 0; i < 2 * p; i++) reqs[i] = MPI_REQUEST_NULL;
+  for (int i = 0; i < nreq; i++) reqs[i] = MPI_REQUEST_NULL;
+  for (int r = 0; r < p; r++)
+    for (int c = 0; c < left[r]; c++) source[rbase[r] + c] = r;
   /* receives in the order programs read their blocks in: the order file's, else
    * address order (programs mostly read block 0 first) */
   for (int k = 0; k < p && err == MPI_SUCCESS; k++) {
     int src = l->order[k];
-    if (src != me && l->rcount[src])
-      err = PMPI_Irecv(a->recv + l->rdispl[src], (int)l->rcount[src], MPI_BYTE, src, TAG_TNBC_A2A,
-                       a->pcomm, &reqs[src]);
+    if (src != me)
+      err = post_chunks(1, a->recv + l->rdispl[src], l->rcount[src], a->chunk, src, a->pcomm,
+                        reqs + rbase[src], 0, INT_MAX);
   }
   int sending = !a->turn || a->first; /* (the others when the first is done) */
   int sends_later = mcoll__cfg.TNBC_SENDS_LATER != 0;
-  if (sending && !sends_later && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
+  MPI_Request *sreqs = reqs + nr;
+  int from = 0; /* (the first chunks the caller posted already) */
+  if (a->early) {
+    memcpy(sreqs, a->early, sizeof *sreqs * (size_t)ns);
+    free(a->early);
+    from = a->early_chunks;
+  }
+  if (sending && !sends_later && err == MPI_SUCCESS)
+    err = post_sends(a, sreqs, sbase, p, me, from, INT_MAX);
   /* Posted on the caller's thread (post_how's start_here); the rest, copies included,
    * on the progress thread: the call returns now. The sends too by default: with
    * MPICH's UCX over TCP an MPI_Isend of a block writes it at the wire's pace. */
   mcoll__fiber_yield();
-  if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, reqs + p, p, me);
+  if (sending && sends_later && err == MPI_SUCCESS) err = post_sends(a, sreqs, sbase, p, me, from, INT_MAX);
+  if (sending) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
   /* The rank's own block: at once, or, ordered, once the blocks read before it are in. */
   int ahead = 0;
   for (int s = 0; a->turn && s < p; s++) ahead += s != me && l->rcount[s] && l->rank_of[s] < l->rank_of[me];
   int self_done = 0;
-  int recvs_done = 0, sends_done = 0, released = 0;
+  int recvs_done = nr == 0, sends_done = ns == 0, released = 0;
   while (err == MPI_SUCCESS && !(recvs_done && sends_done && self_done)) {
     int n = 0, moved = 0;
     if (!sending &&
         atomic_load_explicit(a->turn->counter, memory_order_acquire) > a->slot) {
-      err = post_sends(a, reqs + p, p, me);
+      err = post_sends(a, sreqs, sbase, p, me, 0, INT_MAX);
+      mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_POSTED);
       sending = moved = 1;
     }
     if (!self_done && !ahead) {
@@ -276,17 +337,23 @@ static int a2a_task(const void *args) {
       self_done = moved = 1;
     }
     if (!recvs_done && err == MPI_SUCCESS) {
-      err = PMPI_Testsome(p, reqs, &n, done, statuses);
-      if (n == MPI_UNDEFINED) recvs_done = 1;
-      else if (n > 0) {
-        /* (several at once: published in read order) */
-        for (int i = 1; i < n; i++)
+      err = PMPI_Testsome(nr, reqs, &n, done, statuses);
+      if (n == MPI_UNDEFINED) {
+        recvs_done = 1;
+        mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_ALL_IN);
+      } else if (n > 0) {
+        /* the blocks whose last chunk came (several at once: published in read order) */
+        int m = 0;
+        for (int i = 0; i < n; i++)
+          if (--left[source[done[i]]] == 0) done[m++] = source[done[i]];
+        if (m) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_FIRST_IN);
+        for (int i = 1; i < m; i++)
           for (int j = i; j > 0 && l->rank_of[done[j - 1]] > l->rank_of[done[j]]; j--) {
             int t = done[j];
             done[j] = done[j - 1];
             done[j - 1] = t;
           }
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < m; i++) {
           if (!self_done && l->rank_of[done[i]] > l->rank_of[me]) {
             self_block(a, me); /* (its place in the read order) */
             self_done = 1;
@@ -298,8 +365,9 @@ static int a2a_task(const void *args) {
       }
     }
     if (sending && !sends_done && err == MPI_SUCCESS) {
-      err = PMPI_Testall(p, reqs + p, &sends_done, statuses);
+      err = PMPI_Testall(ns, sreqs, &sends_done, statuses);
       if (sends_done) {
+        mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_SENDS_DONE);
         if (a->turn && a->first) atomic_fetch_add_explicit(a->turn->counter, 1, memory_order_release);
         moved = 1;
       }
@@ -311,8 +379,10 @@ static int a2a_task(const void *args) {
     if (!moved) mcoll__fiber_yield();
   }
 out:
+  free(rbase);
   free(reqs);
   free(done);
+  free(source);
   free(statuses);
   free(a->lay);
   return err;
@@ -337,12 +407,43 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   memcpy(lay->sdispl, sdispl, sizeof(size_t) * (size_t)p);
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
-  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0};
+  struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0,
+                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL, 0};
   if (!mcoll__tnbc_ordering ||
       !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
     for (int k = 0; k < p; k++) lay->order[k] = k;
   for (int k = 0; k < p; k++) lay->rank_of[lay->order[k]] = k;
-  return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, 1);
+  /* TNBC_SENDS_FIRST: the first bytes of each send go now, before the pages are
+   * protected and the task starts: the wire starts as a blocking call's would, while
+   * the caller's cost stays small (a host may write a send into its socket inside
+   * MPI_Isend: Open MPI's TCP an eager one, MPICH's UCX any); the task posts the
+   * rest. Not ordered calls, whose node sends in turn. The send data cannot change
+   * meanwhile: the caller has not returned, and its pages are read-only before it does. */
+  size_t first_bytes = mcoll__cfg.TNBC_SENDS_FIRST > 0 ? (size_t)mcoll__cfg.TNBC_SENDS_FIRST : 0;
+#ifdef MPICH_VERSION
+  /* (MPICH's UCX over TCP writes even one chunk at the wire's pace inside MPI_Isend:
+   * 1 ms of the call, measured; so none by default) */
+  if (!mcoll__cfg.user_set[MCOLL_PARAM_TNBC_SENDS_FIRST]) first_bytes = 0;
+#endif
+  int *sbase = first_bytes && !a.turn ? malloc(sizeof *sbase * (size_t)p) : NULL;
+  if (sbase) {
+    int me;
+    PMPI_Comm_rank(pc->dup, &me);
+    int ns = send_layout(lay, p, me, a.chunk, sbase);
+    a.early_chunks = a.chunk ? (int)((first_bytes + a.chunk - 1) / a.chunk) : 1;
+    a.early = malloc(sizeof *a.early * (size_t)(ns ? ns : 1));
+    for (int i = 0; a.early && i < ns; i++) a.early[i] = MPI_REQUEST_NULL;
+    if (a.early && post_sends(&a, a.early, sbase, p, me, 0, a.early_chunks) != MPI_SUCCESS) {
+      free(lay);
+      free(sbase);
+      free(a.early);
+      return MPI_ERR_INTERN;
+    }
+    free(sbase);
+  }
+  /* SENDS_LATER 2: the receives too are posted by the progress thread (the caller
+   * only protects, enqueues and returns) */
+  return mcoll__tnbc_post_how(call, comm, a2a_task, &a, sizeof a, mcoll__cfg.TNBC_SENDS_LATER < 2);
 }
 
 int mcoll__tnbc_alltoallv_post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send,

@@ -226,6 +226,7 @@ int mcoll__tnbc_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendty
   struct mcoll_tnbc_call *call = mcoll__tnbc_begin(recvbuf, bytes, block, target);
   if (in_place && !mcoll__tnbc_send_in_place(call, sendbuf, bytes, p, blocks, blocks + p))
     from = send = mcoll__tnbc_send_copy(sendbuf, sendcount * p, sendtype, bytes);
+  mcoll__tnbc_mark(call, MCOLL_TNBC_AT_BEGUN);
   free(blocks);
   if (send) mcoll__tnbc_own(call, send, bytes);
   int task_err;
@@ -240,7 +241,7 @@ int mcoll__tnbc_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendty
   }
   if (*err == MPI_SUCCESS) *err = task_err;
   mcoll__bytes_release(&packed, recvbuf, recvcount * p, recvtype, 1);
-  mcoll__tnbc_note_return(started, exchanged, mcoll__tnbc_verbose_clock());
+  mcoll__tnbc_note_return(call, started, exchanged, mcoll__tnbc_verbose_clock());
   return 1;
 }
 

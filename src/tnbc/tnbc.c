@@ -81,6 +81,10 @@ struct mcoll_tnbc_call {
   struct mcoll_tnbc_site site;
   _Atomic int ntouched, ndone;
   int touched[MAX_SUBS], done_order[MAX_SUBS];
+  /* MCOLL_VERBOSE: the timeline (ns, 0: not reached), and the caller thread's CPU
+   * time at the return (its time off the CPU until the settle: preempted). */
+  _Atomic long long at[MCOLL_TNBC_MARKS];
+  long long cpu_at_return;
 };
 
 static struct mcoll_tnbc_call calls[MAX_CALLS];
@@ -94,6 +98,10 @@ static atomic_ulong n_host_passes;
  * call returned: in the edge exchange, and in the rest. */
 static atomic_ulong n_timed;
 static atomic_llong exchange_ns, post_ns;
+/* Timelines of settled calls: sums of each mark's ns after the entry, calls that
+ * reached it; the callers' ns off the CPU between return and settle; fault waits. */
+static atomic_llong mark_ns[MCOLL_TNBC_MARKS], offcpu_ns, fault_wait_ns;
+static atomic_ulong mark_n[MCOLL_TNBC_MARKS], n_timelines;
 static int was_on;
 /* Its address names the calling thread. */
 static MCOLL_TLS char this_thread;
@@ -125,9 +133,14 @@ static int first_sub_after(const struct mcoll_tnbc_call *call, uintptr_t a) {
 }
 
 static void wait_done(struct sub *subs, int n, uintptr_t lo, uintptr_t hi) {
-  for (int i = first_after(subs, n, lo); i < n && subs[i].lo < hi; i++)
+  for (int i = first_after(subs, n, lo); i < n && subs[i].lo < hi; i++) {
+    if (atomic_load_explicit(&subs[i].done, memory_order_acquire)) continue;
+    /* (the progress thread polls without napping while anyone sleeps here) */
+    atomic_fetch_add_explicit(&mcoll__progress_urgent, 1, memory_order_acq_rel);
     while (!atomic_load_explicit(&subs[i].done, memory_order_acquire))
       futex(&subs[i].done, FUTEX_WAIT_PRIVATE, 0);
+    atomic_fetch_sub_explicit(&mcoll__progress_urgent, 1, memory_order_acq_rel);
+  }
 }
 
 static void app_protects(struct mcoll_tnbc_call *call, uintptr_t lo, uintptr_t hi);
@@ -271,8 +284,12 @@ static void on_segv(int sig, siginfo_t *si, void *uc) {
     errno = saved;
     return;
   }
+  long long fault_at = mine ? mcoll__tnbc_verbose_clock() : 0;
   if (mine && wait_subs(page, page + page_size, MCOLL_LIBC_WRITES, NULL)) {
     atomic_fetch_add_explicit(&n_faults, 1, memory_order_relaxed);
+    if (fault_at)
+      atomic_fetch_add_explicit(&fault_wait_ns, mcoll__tnbc_verbose_clock() - fault_at,
+                                memory_order_relaxed);
     mcoll__libc_mprotect((void *)page, page_size, PROT_READ | PROT_WRITE);
     errno = saved;
     return;
@@ -588,6 +605,7 @@ static struct mcoll_tnbc_call *call_new(void *recvbuf, size_t bytes, void *targe
   call->tracing = 0;
   atomic_store(&call->ntouched, 0);
   atomic_store(&call->ndone, 0);
+  for (int k = 0; k < MCOLL_TNBC_MARKS; k++) atomic_store_explicit(&call->at[k], 0, memory_order_relaxed);
   call->site_set = 0;
   if (mcoll__tnbc_tracing || mcoll__tnbc_ordering) {
     mcoll__tnbc_site_key(mcoll__tnbc_caller.ret, call->site.key, sizeof call->site.key);
@@ -755,6 +773,7 @@ static int call_task(const void *args) {
   int err = call->fn(call->args);
   mcoll__tnbc_publish(call, 0, call->bytes); /* (what the engine did not publish itself) */
   mcoll__tnbc_sent(call, 0, call->shi - call->slo);
+  mcoll__tnbc_mark(call, MCOLL_TNBC_AT_TASK_END);
   return err;
 }
 
@@ -784,6 +803,38 @@ static int settle_one(struct mcoll_tnbc_call *call) {
   return err;
 }
 
+static long long thread_cpu_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* A settled call's timeline into the report's sums. */
+static void timeline_add(struct mcoll_tnbc_call *call) {
+  long long enter = atomic_load(&call->at[MCOLL_TNBC_AT_ENTER]);
+  if (!enter) return;
+  for (int k = 1; k < MCOLL_TNBC_MARKS; k++) {
+    long long at = atomic_load(&call->at[k]);
+    if (!at) continue;
+    atomic_fetch_add_explicit(&mark_ns[k], at - enter, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mark_n[k], 1, memory_order_relaxed);
+  }
+  long long ret = atomic_load(&call->at[MCOLL_TNBC_AT_RETURN]);
+  long long settle = atomic_load(&call->at[MCOLL_TNBC_AT_SETTLE]);
+  if (ret && settle && call->cpu_at_return && call->owner == &this_thread) {
+    long long off = (settle - ret) - (thread_cpu_ns() - call->cpu_at_return);
+    atomic_fetch_add_explicit(&offcpu_ns, off > 0 ? off : 0, memory_order_relaxed);
+  }
+  atomic_fetch_add_explicit(&n_timelines, 1, memory_order_relaxed);
+}
+
+void mcoll__tnbc_mark(struct mcoll_tnbc_call *call, enum mcoll_tnbc_mark what) {
+  if (!mcoll__cfg.VERBOSE || !call) return;
+  long long expected = 0;
+  atomic_compare_exchange_strong_explicit(&call->at[what], &expected, mcoll__tnbc_verbose_clock(),
+                                          memory_order_relaxed, memory_order_relaxed);
+}
+
 /* Settles the ready calls of this thread, or of every thread (then also waits for
  * those another thread is settling). */
 static void settle_calls(int every_thread) {
@@ -798,7 +849,10 @@ static void settle_calls(int every_thread) {
       while (every_thread && atomic_load(&call->settling)) sched_yield();
       continue;
     }
+    mcoll__tnbc_mark(call, MCOLL_TNBC_AT_SETTLE);
     settle_one(call);
+    mcoll__tnbc_mark(call, MCOLL_TNBC_AT_SETTLED);
+    timeline_add(call);
     atomic_store(&call->ready, 0);
     atomic_store(&call->settling, 0);
     atomic_store_explicit(&call->state, CALL_FREE, memory_order_release);
@@ -827,11 +881,22 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     call->plo = call->phi = 0; /* (then received into the bounce buffer and copied) */
   if (call->slo < call->shi && mcoll__libc_mprotect((void *)call->slo, call->shi - call->slo, PROT_READ) != 0)
     call->slo = call->shi = 0; /* (it stays writable: the caller copied nothing, so wait) */
+  mcoll__tnbc_mark(call, MCOLL_TNBC_AT_PROTECTED);
   int waits = call->user && call->plo >= call->phi;
   atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
   if (!waits && call->user) atomic_fetch_add_explicit(&n_protected, 1, memory_order_relaxed);
   if (!waits && !start_here) mcoll__task_defer_next();
+  /* The return before the progress thread's first pass (TNBC_RETURN_FIRST): held
+   * from the hand-over to the return, unless the caller waits below. */
+  int hold = !waits && mcoll__cfg.TNBC_RETURN_FIRST != 0;
+  if (hold) atomic_fetch_add_explicit(&mcoll__progress_hold, 1, memory_order_acq_rel);
   int err = mcoll__task_start(comm, call_task, &call, sizeof call, NULL, &call->req);
+  mcoll__tnbc_mark(call, MCOLL_TNBC_AT_STARTED);
+  if (hold && (err != MPI_SUCCESS || atomic_load(&call->edge_left) ||
+               (mcoll__tnbc_tracing && call->plo < call->phi))) {
+    atomic_fetch_sub_explicit(&mcoll__progress_hold, 1, memory_order_acq_rel);
+    hold = 0;
+  }
   if (err != MPI_SUCCESS) {
     /* Nothing started: the buffer as it was. */
     if (call->plo < call->phi) mcoll__libc_mprotect((void *)call->plo, call->phi - call->plo, PROT_READ | PROT_WRITE);
@@ -863,6 +928,7 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
     }
   }
   atomic_store_explicit(&call->ready, 1, memory_order_release);
+  if (hold) atomic_fetch_sub_explicit(&mcoll__progress_hold, 1, memory_order_acq_rel);
   return err;
 }
 
@@ -914,8 +980,15 @@ long long mcoll__tnbc_verbose_clock(void) {
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-void mcoll__tnbc_note_return(long long start, long long exchanged, long long end) {
+void mcoll__tnbc_note_return(struct mcoll_tnbc_call *call, long long start, long long exchanged,
+                             long long end) {
   if (!start) return;
+  if (call) {
+    atomic_store(&call->at[MCOLL_TNBC_AT_ENTER], start);
+    atomic_store(&call->at[MCOLL_TNBC_AT_EXCHANGED], exchanged);
+    atomic_store(&call->at[MCOLL_TNBC_AT_RETURN], end);
+    call->cpu_at_return = thread_cpu_ns();
+  }
   atomic_fetch_add_explicit(&n_timed, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&exchange_ns, exchanged - start, memory_order_relaxed);
   atomic_fetch_add_explicit(&post_ns, end - exchanged, memory_order_relaxed);
@@ -932,6 +1005,20 @@ void mcoll__tnbc_report(FILE *out) {
                  "protect+post=%.3f ms\n",
             timed, (double)atomic_load(&exchange_ns) / 1e6 / (double)timed,
             (double)atomic_load(&post_ns) / 1e6 / (double)timed);
+  unsigned long lines = atomic_load(&n_timelines);
+  if (!lines) return;
+  static const char *const names[MCOLL_TNBC_MARKS] = {
+      "enter", "exchanged", "begun", "protected", "started", "returned", "sends_posted", "first_in",
+      "all_in", "sends_done", "task_end", "settle", "settled"};
+  fprintf(out, "mcoll: tnbc timeline, ms after entry (mean of %lu calls):", lines);
+  for (int k = 1; k < MCOLL_TNBC_MARKS; k++) {
+    unsigned long n = atomic_load(&mark_n[k]);
+    if (n) fprintf(out, " %s=%.3f", names[k], (double)atomic_load(&mark_ns[k]) / 1e6 / (double)n);
+  }
+  fprintf(out, "\nmcoll: tnbc caller off-cpu between return and settle %.3f ms/call, "
+               "fault waits %.3f ms/call\n",
+          (double)atomic_load(&offcpu_ns) / 1e6 / (double)lines,
+          (double)atomic_load(&fault_wait_ns) / 1e6 / (double)lines);
 }
 
 /* For the overlap benchmark (tools/bench, found with dlsym): T-NBC on or off between

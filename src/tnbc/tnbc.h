@@ -58,7 +58,19 @@ void mcoll__tnbc_report(FILE *out);
  * timing costs nothing then), and where an early-returning alltoall spent its time
  * before it returned: the edge exchange, and the rest (protection and posting). */
 long long mcoll__tnbc_verbose_clock(void);
-void mcoll__tnbc_note_return(long long start, long long exchanged, long long end);
+struct mcoll_tnbc_call;
+void mcoll__tnbc_note_return(struct mcoll_tnbc_call *call, long long start, long long exchanged,
+                             long long end);
+/* MCOLL_VERBOSE: a call's timeline (the report's averages, in ms from the call's entry):
+ * each mark's first time, from the task or the caller. */
+enum mcoll_tnbc_mark {
+  MCOLL_TNBC_AT_ENTER, MCOLL_TNBC_AT_EXCHANGED, MCOLL_TNBC_AT_BEGUN, MCOLL_TNBC_AT_PROTECTED,
+  MCOLL_TNBC_AT_STARTED, MCOLL_TNBC_AT_RETURN,
+  MCOLL_TNBC_AT_SENDS_POSTED, MCOLL_TNBC_AT_FIRST_IN, MCOLL_TNBC_AT_ALL_IN,
+  MCOLL_TNBC_AT_SENDS_DONE, MCOLL_TNBC_AT_TASK_END, MCOLL_TNBC_AT_SETTLE, MCOLL_TNBC_AT_SETTLED,
+  MCOLL_TNBC_MARKS
+};
+void mcoll__tnbc_mark(struct mcoll_tnbc_call *call, enum mcoll_tnbc_mark what);
 
 /* Waits for the pending T-NBC calls this thread made and frees what they held; from
  * the application's threads (not from a task). Not the other threads' calls: each

@@ -256,3 +256,49 @@ def test_tnbc_early_return_split(flavour):
     assert m, result.describe()
     assert int(m.group(1)) > 0
     assert int(m.group(1)) <= tnbc_counts(result.stderr)["calls"]
+
+
+TIMELINE = ("exchanged", "begun", "protected", "started", "returned", "sends_posted", "first_in",
+            "all_in", "sends_done", "task_end", "settle", "settled")
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_timeline(flavour):
+    """MCOLL_VERBOSE's timeline of the early-returning alltoalls (ms after entry, mean
+    over the settled calls): the caller's steps in order up to its return, the task's
+    sends and blocks after them, the settle last; and the caller's time off the CPU."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    result = run_job(mpiexec_argv(flavour, 2, program, ["compute"]), ON, JOB_TIMEOUT)
+    passed(result, "compute")
+    m = re.search(r"^mcoll: tnbc timeline, ms after entry \(mean of (\d+) calls\):(.*)$", result.stderr, re.M)
+    assert m and int(m.group(1)) > 0, result.describe()
+    at = {k: float(v) for k, v in re.findall(r" (\w+)=([0-9.]+)", m.group(2))}
+    assert set(TIMELINE) <= set(at), at
+    caller = [at[k] for k in ("exchanged", "begun", "protected", "started", "returned")]
+    assert caller == sorted(caller), at
+    assert at["first_in"] <= at["all_in"] <= at["task_end"] <= at["settled"], at
+    assert at["returned"] <= at["settle"] <= at["settled"], at
+    assert re.search(r"^mcoll: tnbc caller off-cpu between return and settle [0-9.]+ ms/call, "
+                     r"fault waits [0-9.]+ ms/call$", result.stderr, re.M), result.describe()
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("variant", [
+    {"MCOLL_TNBC_CHUNK": "12293"},                                  # chunks, the last one short
+    {"MCOLL_TNBC_CHUNK": "0", "MCOLL_TNBC_SENDS_LATER": "2"},       # one message a block, receives posted by the thread
+    {"MCOLL_TNBC_RETURN_FIRST": "0"},
+    {"MCOLL_TNBC_SENDS_FIRST": "200000"},                           # 4 chunks a destination early
+    {"MCOLL_TNBC_SENDS_FIRST": "0", "MCOLL_TNBC_SENDS_LATER": "0"},  # every send in the task
+], ids=["chunk", "whole-recvs-later", "no-return-first", "sends-first", "sends-in-task"])
+@pytest.mark.parametrize("case", ["compute", "alltoallv", "touch"])
+def test_tnbc_schedule_variants(flavour, variant, case):
+    """The alltoall(v) schedule's variants: blocks as several messages
+    (MCOLL_TNBC_CHUNK; a block is published when its last chunk is in), receives
+    posted by the progress thread (MCOLL_TNBC_SENDS_LATER=2), the progress thread
+    running before the caller has returned (MCOLL_TNBC_RETURN_FIRST=0), the first
+    chunks of every send posted by the caller before it protects (SENDS_FIRST, the
+    rest by the task) or none; every word checked, the buffers really protected."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    result = run_job(mpiexec_argv(flavour, 3, program, [case]), {**ON, **variant}, JOB_TIMEOUT)
+    passed(result, case)
+    assert tnbc_counts(result.stderr)["protected"] > 0, result.describe()

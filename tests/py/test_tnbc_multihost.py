@@ -27,12 +27,14 @@ SHAPED = "tbf rate 1gbit burst 32kb latency 50ms"
 @pytest.mark.parametrize("flavour,ranks", [flavour_param(f, r) for f in ("openmpi", "mpich")
                                            for r in ("1,1", "2,2")])
 @pytest.mark.parametrize("shaped", [False, True], ids=["unshaped", "shaped"])
-def test_tnbc_compute_multihost(hosts, flavour, ranks, shaped):
+@pytest.mark.parametrize("variant", [{}, {"MCOLL_TNBC_CHUNK": "0", "MCOLL_TNBC_SENDS_LATER": "2"}],
+                         ids=["default", "whole-recvs-later"])
+def test_tnbc_compute_multihost(hosts, flavour, ranks, shaped, variant):
     if shaped:
         subprocess.run([TESTHOSTS, "up", "--qdisc", SHAPED, str(hosts)], check=True, capture_output=True,
                        text=True)
     try:
-        result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-tnbc"), ["compute"], ON,
+        result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-tnbc"), ["compute"], {**ON, **variant},
                               timeout=150, finished=r"^test_tnbc: passed \(compute\)$")
         if not result.finalize_hang:
             passed(result, "compute")
