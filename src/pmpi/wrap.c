@@ -4,8 +4,9 @@
 #include <string.h>
 
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
-  int exists = 0;
-  struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
+  int exists = 1;
+  struct mcoll_comm *c = mcoll__task_context_hint(comm);
+  if (!c) c = mcoll__comm_find(comm, &exists);
   if (c && c->nbc == MCOLL_NBC_UNKNOWN) {
     /* The first non-blocking call on comm, at the same point of its sequence of calls
      * on every rank: all agree, or the communicator's calls go to the host MPI. */
@@ -69,9 +70,10 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
   }
   mcoll__context_wish_own(own);
   enum mcoll_fallback_reason why;
-  (void)mcoll__comm_get(own, &why); /* (without one its starts go to the host MPI) */
+  /* (without one its starts go to the host MPI) */
+  struct mcoll_comm *ctx = mcoll__comm_get(own, &why);
   memcpy((char *)args + comm_offset, &own, sizeof own);
-  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, request);
+  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, ctx, request);
   if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
   return err;
 }
