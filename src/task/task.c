@@ -15,6 +15,7 @@
 
 struct mcoll_task {
   mcoll_task_fn fn;
+  const void *argp;          /* its arguments: args, or its persistent request's */
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   /* written by the task, read by the host's request query on the application's
    * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
@@ -224,7 +225,7 @@ static int request_cancel(void *extra, int complete) {
 /* ---- running ------------------------------------------------------------------------- */
 static void task_main(void *arg) {
   struct mcoll_task *t = arg;
-  t->err = t->fn(t->args);
+  t->err = t->fn(t->argp);
 }
 
 /* One emptied lane kept for the next communicator's call (under engine_lock). */
@@ -418,6 +419,8 @@ int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_requ
 
 static void engine_progress_hook(void) { mcoll__progress(); }
 
+/* args_bytes 0: args is used in place (a persistent request's, which outlives its
+ * starts, or the caller's for a call that runs at once), else copied. */
 static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t args_bytes) {
   static atomic_int hooked;
   if (args_bytes > MCOLL_TASK_ARGS_MAX) return NULL;
@@ -436,7 +439,11 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
     }
   }
   t->fn = fn;
-  memcpy(t->args, args, args_bytes);
+  t->argp = args;
+  if (args_bytes) {
+    memcpy(t->args, args, args_bytes);
+    t->argp = t->args;
+  }
   t->err = MPI_SUCCESS;
   t->req = t->host_req = MPI_REQUEST_NULL;
   t->comm = MPI_COMM_NULL;
@@ -491,8 +498,11 @@ static int give_request(struct mcoll_task *t) {
  * builtin null send), that handle is kept and handed out without the call, and
  * mcoll's MPI_Wait completes it as the host's wait did at the check (the status
  * recorded there): mcoll__task_done_request. */
-static MPI_Request done_handle = MPI_REQUEST_NULL; /* written once, under done_once */
+/* Written once, under done_once; done_known (set last) says they hold: MPI_Wait
+ * looks from any thread, whether or not a call made them yet. */
+static MPI_Request done_handle;
 static MPI_Status done_status;
+static atomic_int done_known;
 static pthread_once_t done_once = PTHREAD_ONCE_INIT;
 
 static void done_handle_check(void) {
@@ -508,19 +518,19 @@ static void done_handle_check(void) {
   if (!same || kept == MPI_REQUEST_NULL || a != MPI_REQUEST_NULL) return;
   done_status = status;
   done_handle = kept;
+  atomic_store_explicit(&done_known, 1, memory_order_release);
 }
 
 static int completed_request(MPI_Request *req) {
   pthread_once(&done_once, done_handle_check);
-  if (done_handle == MPI_REQUEST_NULL)
+  if (!atomic_load_explicit(&done_known, memory_order_relaxed))
     return PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
   *req = done_handle;
   return MPI_SUCCESS;
 }
 
 int mcoll__task_done_request(MPI_Request *req, MPI_Status *status) {
-  /* (done_handle is set before any call could return it: a load suffices) */
-  if (*req != done_handle || *req == MPI_REQUEST_NULL) return 0;
+  if (!atomic_load_explicit(&done_known, memory_order_acquire) || *req != done_handle) return 0;
   *req = MPI_REQUEST_NULL;
   if (status != MPI_STATUS_IGNORE) { /* (MPI_Wait leaves MPI_ERROR as it was) */
     int error = status->MPI_ERROR;
@@ -586,7 +596,10 @@ static int run_unseen(MPI_Comm comm, struct mcoll_task *t, int *err, int *reques
 
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req) {
-  struct mcoll_task *t = task_new(fn, args, args_bytes);
+  int unseen = !defer_next && !mcoll__fiber_self() &&
+               !atomic_load_explicit(&pending, memory_order_acquire);
+  /* (run at once, fn has read args before this returns: no copy; task/task.h) */
+  struct mcoll_task *t = task_new(fn, args, unseen ? 0 : args_bytes);
   if (!t) {
     mcoll__task_keep_free(keep);
     return MPI_ERR_NO_MEM;
@@ -594,8 +607,7 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
   if (keep) t->keep = *keep;
   t->comm = comm;
   int err = MPI_SUCCESS, request_err = MPI_SUCCESS, ran_to_end;
-  if (!defer_next && !mcoll__fiber_self() &&
-      !atomic_load_explicit(&pending, memory_order_acquire)) {
+  if (unseen) {
     ran_to_end = run_unseen(comm, t, &err, &request_err);
     if (ran_to_end) {
       task_recycle(t);
@@ -770,7 +782,7 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
   struct mcoll_persistent *p = persistent_cached(*req);
   if (p && !defer_next && !mcoll__fiber_self() &&
       !atomic_load_explicit(&pending, memory_order_acquire) && !p->active) {
-    struct mcoll_task *t = task_new(p->fn, p->args, p->args_bytes);
+    struct mcoll_task *t = task_new(p->fn, p->args, 0);
     if (t) {
       *err = persistent_start_unseen(p, t);
       return 1;
@@ -784,7 +796,7 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
   }
   persistent_cache(*req, p);
   *err = MPI_SUCCESS;
-  struct mcoll_task *t = p->active ? NULL : task_new(p->fn, p->args, p->args_bytes);
+  struct mcoll_task *t = p->active ? NULL : task_new(p->fn, p->args, 0);
   if (!t) {
     pthread_mutex_unlock(&engine_lock);
     *err = p->active ? MPI_ERR_REQUEST : MPI_ERR_NO_MEM; /* (started twice: erroneous) */

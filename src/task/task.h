@@ -25,7 +25,9 @@
 #include <stdio.h>
 
 /* What a task runs: the collective's wrapper body, with the arguments of the call
- * (copied into the task); returns an MPI error code. */
+ * (copied into the task when it cannot start at once); returns an MPI error code.
+ * It reads all of *args before it first waits: a call that starts at once runs on
+ * the caller's record, which is gone once the MPI_I* call returns. */
 typedef int (*mcoll_task_fn)(const void *args);
 
 enum { MCOLL_TASK_ARGS_MAX = 160 };
