@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "coll/adapt.h"
+
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   int exists = 1;
   struct mcoll_comm *c = mcoll__task_context_hint(comm);
@@ -70,8 +72,13 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
   }
   mcoll__context_wish_own(own);
   enum mcoll_fallback_reason why;
+  int exists = 0;
+  const struct mcoll_comm *parent = mcoll__comm_find(comm, &exists);
   /* (without one its starts go to the host MPI) */
   struct mcoll_comm *ctx = mcoll__comm_get(own, &why);
+  /* Its starts follow the choices comm's blocking calls made so far: the same on
+   * every rank here (a shared context's calls too come in one order: comm/context.c). */
+  if (ctx && parent) mcoll__adapt_inherit(ctx, parent);
   memcpy((char *)args + comm_offset, &own, sizeof own);
   err = mcoll__persistent_init(own, fn, args, args_bytes, keep, ctx, request);
   if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
