@@ -555,24 +555,35 @@ static void count_unseen(void) {
 }
 
 /* Runs t to its end on this thread (no lane would take it), the engine and the host
- * MPI progressing meanwhile. */
+ * MPI progressing meanwhile. Not under engine_lock. */
 static void run_here(struct mcoll_task *t) {
   unsigned polls = 0;
-  while (!resume(t)) idle_step(&polls);
+  for (;;) {
+    pthread_mutex_lock(&engine_lock);
+    int ended = resume(t);
+    pthread_mutex_unlock(&engine_lock);
+    if (ended) return;
+    idle_step(&polls);
+  }
 }
 
 /* The start of a call while no task is pending anywhere (so its communicator's lane
  * is empty, and no call of it may start on another thread meanwhile: MPI orders a
- * communicator's collectives): the task runs at once without the engine's lock or a
- * lane, unseen by other threads; only if it yields is it put in its lane (as its
- * head) and given a request. 1 if it finished (*err: its result). */
+ * communicator's collectives): the task runs at once without a lane, unseen by other
+ * threads; only if it yields is it put in its lane (as its head) and given a
+ * request. It runs under engine_lock all the same, as every task does: the host
+ * MPI's calls made from tasks stay one at a time, and what one writes into another
+ * task's buffers (a receive it progresses) is ordered by the lock for
+ * ThreadSanitizer, which does not see the host's own synchronisation. 1 if it
+ * finished (*err: its result). */
 static int run_unseen(MPI_Comm comm, struct mcoll_task *t, int *err, int *request_err) {
+  pthread_mutex_lock(&engine_lock);
   if (resume(t)) {
+    pthread_mutex_unlock(&engine_lock);
     *err = t->err;
     count_unseen();
     return 1;
   }
-  pthread_mutex_lock(&engine_lock);
   struct lane *l = lane_of(comm, 1);
   if (!l) {
     pthread_mutex_unlock(&engine_lock);
@@ -743,15 +754,16 @@ static int persistent_start_unseen(struct mcoll_persistent *p, struct mcoll_task
   t->persistent = p;
   t->comm = p->comm;
   t->ctx_hint = p->ctx;
+  pthread_mutex_lock(&engine_lock); /* (as in run_unseen) */
   if (resume(t)) {
     p->err = t->err;
     p->done = 1;
     atomic_fetch_add(&unreported_errors, 1);
+    pthread_mutex_unlock(&engine_lock);
     count_unseen();
     task_recycle(t);
     return MPI_SUCCESS;
   }
-  pthread_mutex_lock(&engine_lock);
   struct lane *l = lane_of(p->comm, 1);
   if (!l) {
     pthread_mutex_unlock(&engine_lock);
