@@ -572,10 +572,8 @@ static void run_here(struct mcoll_task *t) {
  * communicator's collectives): the task runs at once without a lane, unseen by other
  * threads; only if it yields is it put in its lane (as its head) and given a
  * request. It runs under engine_lock all the same, as every task does: the host
- * MPI's calls made from tasks stay one at a time, and what one writes into another
- * task's buffers (a receive it progresses) is ordered by the lock for
- * ThreadSanitizer, which does not see the host's own synchronisation. 1 if it
- * finished (*err: its result). */
+ * MPI's calls made from tasks stay one at a time. 1 if it finished (*err: its
+ * result). */
 static int run_unseen(MPI_Comm comm, struct mcoll_task *t, int *err, int *request_err) {
   pthread_mutex_lock(&engine_lock);
   if (resume(t)) {
