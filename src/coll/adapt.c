@@ -106,6 +106,14 @@ int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, 
   return k->cands[cand];
 }
 
+void mcoll__adapt_inherit(struct mcoll_comm *to, const struct mcoll_comm *from) {
+  for (int coll = 0; coll < MCOLL_CHOICE_SLOTS; coll++) {
+    if (!from->adapt[coll] || to->adapt[coll]) continue;
+    to->adapt[coll] = mcoll__xmalloc(sizeof *to->adapt[coll]);
+    memcpy(to->adapt[coll], from->adapt[coll], sizeof *to->adapt[coll]);
+  }
+}
+
 static int by_value(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return (x > y) - (x < y);
@@ -163,7 +171,8 @@ void mcoll__adapt_timed(struct mcoll_adapt_call *call) {
   double us = now_us() - call->t0;
   /* For tests: every rank alone would prefer another candidate. */
   if (mcoll__cfg.TEST_ADAPT_SKEW_US)
-    us += (double)mcoll__cfg.TEST_ADAPT_SKEW_US * ((call->c->rank + call->cand) % k->ncands);
+    us += (double)mcoll__cfg.TEST_ADAPT_SKEW_US *
+          (((mcoll__cfg.TEST_ADAPT_SKEW_ALIKE ? 1 : call->c->rank) + call->cand) % k->ncands);
   k->samples[call->cand][call->sample] = (float)us;
 }
 

@@ -5,9 +5,12 @@
  * round, and the class keeps the fastest until a rare re-check. Every rank counts
  * the class's calls alike, so every rank runs the same algorithm at every call.
  *
- * Only blocking calls on a communicator within one node adapt: a task (MPI_I*) runs
- * the rules' choice, since its choice could be made at different times relative to
- * the blocking calls on different ranks. */
+ * Only blocking calls on a communicator within one node adapt. A task (MPI_I*) runs
+ * the class's kept algorithm without counting or timing: only blocking calls change
+ * what a class keeps, and a blocking call first completes its communicator's tasks,
+ * so each task reads the same choice on every rank, whenever it runs. A persistent
+ * request's own communicator starts with its parent's choices (copied at the init,
+ * mcoll__adapt_inherit) and keeps them. */
 #ifndef MCOLL_ADAPT_H
 #define MCOLL_ADAPT_H
 
@@ -52,6 +55,9 @@ int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, 
                       const struct mcoll_facts *facts, unsigned reach, struct mcoll_adapt_call *call);
 /* Ends a timed call. */
 void mcoll__adapt_timed(struct mcoll_adapt_call *call);
+/* A persistent request's new context `to` takes the choices of its communicator's
+ * context `from` (both at the init, the same point on every rank). */
+void mcoll__adapt_inherit(struct mcoll_comm *to, const struct mcoll_comm *from);
 /* Every decision taken in this process, for the MCOLL_VERBOSE report. */
 void mcoll__adapt_report(FILE *out, int rank);
 
@@ -72,8 +78,12 @@ static inline int mcoll__adapt_pick(struct mcoll_comm *c, enum mcoll_coll coll, 
   if (!mcoll__cfg.ADAPT) return alg;
   struct mcoll_adapt_coll *a = c->adapt[coll];
   if (!a) return mcoll__adapt_step(c, coll, bytes, alg, facts, reach, call);
-  if (mcoll__in_task()) return alg;
   struct mcoll_adapt_class *k = &a->cls[mcoll__adapt_class_of(bytes)];
+  if (mcoll__in_task()) { /* (no epoch check: a blocking call resets the class) */
+    if (k->kept < 0 || k->kept == alg) return alg;
+    unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;
+    return (needs & ~facts->holds) ? alg : k->kept;
+  }
   if (++k->calls < k->next && k->epoch == mcoll__cfg.epoch) {
     if (k->kept < 0 || k->kept == alg) return alg;
     unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;

@@ -408,6 +408,13 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
   return NULL;
 }
 
+struct mcoll_comm *mcoll__comm_peek(MPI_Comm comm) {
+  if (last_lookup.c && last_lookup.comm == comm &&
+      last_lookup.epoch == atomic_load_explicit(&context_epoch, memory_order_acquire))
+    return last_lookup.c;
+  return NULL;
+}
+
 struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists) {
   unsigned epoch = atomic_load_explicit(&context_epoch, memory_order_acquire);
   *exists = 1;
@@ -421,6 +428,9 @@ struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists) {
   *exists = found;
   if (!found || !c->usable) return NULL;
   note_comm(c, comm);
+  last_lookup.comm = comm;
+  last_lookup.c = c;
+  last_lookup.epoch = epoch;
   return c;
 }
 

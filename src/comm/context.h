@@ -58,6 +58,9 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
 /* The context of comm if it has a usable one already (never builds one: inside a
  * task, where building would block), else NULL; *exists: comm has one, usable or not. */
 struct mcoll_comm *mcoll__comm_find(MPI_Comm comm, int *exists);
+/* The context this thread looked up last, if it was comm's and is still valid (no
+ * call of the host MPI), else NULL. */
+struct mcoll_comm *mcoll__comm_peek(MPI_Comm comm);
 
 /* Whether c could run non-blocking calls as tasks, as this rank sees it: it serves
  * comm alone, and so does its channel. The ranks agree on it before

@@ -70,6 +70,7 @@
   X(TNBC_TRACE, STR, "", "T-NBC: record the first-touch order of received blocks per call site into <file>.<world rank> at exit (calls then complete before they return)") \
   X(TNBC_ORDER, STR, "", "T-NBC alltoall(v): send and receive blocks in the order of a trace file (<file>.<world rank>, else <file>), one rank of a node at a time") \
   X(TEST_ADAPT_SKEW_US, NUM, "0", "for tests only: each rank adds this many microseconds times ((rank + candidate) mod candidates) to its timed calls, so that each rank alone would choose another algorithm") \
+  X(TEST_ADAPT_SKEW_ALIKE, NUM, "0", "for tests only: 1: every rank adds MCOLL_TEST_ADAPT_SKEW_US times ((candidate + 1) mod candidates) instead, so that all choose the last candidate, not the rules' choice") \
   X(TEST_FINISH_DELAY_US, NUM, "0", "for tests only: microseconds the engine sleeps between the end of each non-blocking call and the completion of its request (widens that race window; 0 = none)") \
   X(CHANNEL_POOL, NUM, "4", "node channels (segments) kept mapped after their last communicator is freed, for the next communicator over the same processes")
 

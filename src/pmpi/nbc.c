@@ -228,8 +228,18 @@ static int some_done(struct handles *h, int outcount, const int indices[], int e
 
 MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
+  if (mcoll__task_done_request(req, status)) return MPI_SUCCESS;
   MPI_Request handle = *req; /* (a persistent one keeps it) */
-  if (!mcoll__tasks_pending()) return one_done(handle, PMPI_Wait(req, status), status);
+  if (!mcoll__tasks_pending()) {
+    /* A persistent start of this thread's that completed: the host's wait of the
+     * inactive handle would only give the empty status. */
+    int failed;
+    MPI_Comm comm;
+    if (mcoll__task_errors_pending() && mcoll__persistent_take_own(handle, &failed, &comm))
+      return failed == MPI_SUCCESS ? report_done(failed, status)
+                                   : raise_on(comm, report_done(failed, status));
+    return one_done(handle, PMPI_Wait(req, status), status);
+  }
   unsigned polls = 0;
   while (mcoll__persistent_busy(*req)) idle(&polls);
   for (;;) {

@@ -3,9 +3,12 @@
 
 #include <string.h>
 
+#include "coll/adapt.h"
+
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
-  int exists = 0;
-  struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
+  int exists = 1;
+  struct mcoll_comm *c = mcoll__task_context_hint(comm);
+  if (!c) c = mcoll__comm_find(comm, &exists);
   if (c && c->nbc == MCOLL_NBC_UNKNOWN) {
     /* The first non-blocking call on comm, at the same point of its sequence of calls
      * on every rank: all agree, or the communicator's calls go to the host MPI. */
@@ -69,9 +72,15 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
   }
   mcoll__context_wish_own(own);
   enum mcoll_fallback_reason why;
-  (void)mcoll__comm_get(own, &why); /* (without one its starts go to the host MPI) */
+  int exists = 0;
+  const struct mcoll_comm *parent = mcoll__comm_find(comm, &exists);
+  /* (without one its starts go to the host MPI) */
+  struct mcoll_comm *ctx = mcoll__comm_get(own, &why);
+  /* Its starts follow the choices comm's blocking calls made so far: the same on
+   * every rank here (a shared context's calls too come in one order: comm/context.c). */
+  if (ctx && parent) mcoll__adapt_inherit(ctx, parent);
   memcpy((char *)args + comm_offset, &own, sizeof own);
-  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, request);
+  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, ctx, request);
   if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
   return err;
 }

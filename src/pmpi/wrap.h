@@ -77,9 +77,11 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
  * intercommunicators (whose arrays and semantics mcoll's tasks do not model). */
 static inline int mcoll__nbc_on(MPI_Comm comm) {
   mcoll__config_load();
+  if (mcoll__cfg.DISABLE || !mcoll__cfg.NBC || comm == MPI_COMM_NULL) return 0;
+  /* (a usable context is an intracommunicator's: no call to the host MPI) */
+  if (mcoll__comm_peek(comm)) return 1;
   int inter = 0;
-  return !mcoll__cfg.DISABLE && mcoll__cfg.NBC && comm != MPI_COMM_NULL &&
-         PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
+  return PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter;
 }
 
 /* Whether an MPI_I* call on comm goes to the progress thread before it runs a step

@@ -15,6 +15,7 @@
 
 struct mcoll_task {
   mcoll_task_fn fn;
+  const void *argp;          /* its arguments: args, or its persistent request's */
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   /* written by the task, read by the host's request query on the application's
    * thread: the host's completion flag orders them, unseen by ThreadSanitizer */
@@ -34,6 +35,7 @@ struct mcoll_task {
   unsigned tag_slot;         /* its number among its lane's calls, modulo the window */
   int beside;                /* it ran while an earlier call of its lane was in flight */
   unsigned long serial;      /* its place among all calls started (held_release) */
+  void *ctx_hint;            /* its communicator's context, known at start, or NULL */
 };
 
 /* A persistent collective (MPI_<Coll>_init): the call's arguments, kept for every
@@ -57,6 +59,7 @@ struct mcoll_persistent {
   int done;                  /* the last start completed, not reported yet */
   int err;                   /* its error */
   unsigned long serial;      /* its place among all calls started (held_release) */
+  void *ctx;                 /* its communicator's context (lives as long as it), or NULL */
   struct mcoll_persistent *next;
 };
 
@@ -76,6 +79,12 @@ static atomic_int pending;
 /* Tasks started and finished: the progress thread backs off while it stays. */
 static atomic_uint task_events;
 static atomic_ulong started, finished_at_start, side_by_side;
+/* Calls that ran to their end on the starter's thread before any other thread could
+ * see them (run_unseen): counted per thread, added to `started` and
+ * `finished_at_start` in batches (a locked add per call costs what the rest of the
+ * path does). */
+static MCOLL_TLS unsigned unseen_calls;
+enum { UNSEEN_BATCH = 64 };
 
 /* Adds 1 to a counter that only engine_lock's holder writes: no locked instruction. */
 static void count_locked(atomic_ulong *counter) {
@@ -96,6 +105,7 @@ static void wake_progress(void) {
   if (fn) fn();
 }
 static atomic_int persistent_active;        /* starts in flight */
+static atomic_uint persistent_gen;          /* requests freed (persistent_cached) */
 static atomic_int persistent_requests;      /* alive */
 /* Completed calls with something to report to a completion call: persistent starts
  * (done, with their error) and MPI_I* calls that failed (failed_calls). */
@@ -129,6 +139,14 @@ static int resume(struct mcoll_task *t) {
   t->call = mcoll__call_current;
   mcoll__call_current = outer;
   return ended;
+}
+
+void *mcoll__task_context_hint(MPI_Comm comm) {
+  struct mcoll_task *t = running;
+  if (!t || t->comm != comm) return NULL;
+  void *hint = t->ctx_hint;
+  t->ctx_hint = NULL;
+  return hint;
 }
 
 void mcoll__task_number(unsigned n) {
@@ -207,7 +225,7 @@ static int request_cancel(void *extra, int complete) {
 /* ---- running ------------------------------------------------------------------------- */
 static void task_main(void *arg) {
   struct mcoll_task *t = arg;
-  t->err = t->fn(t->args);
+  t->err = t->fn(t->argp);
 }
 
 /* One emptied lane kept for the next communicator's call (under engine_lock). */
@@ -275,6 +293,7 @@ static void persistent_destroy(struct mcoll_persistent *p) {
       break;
     }
   atomic_fetch_sub(&persistent_requests, 1);
+  atomic_fetch_add(&persistent_gen, 1);
   if (p->done) atomic_fetch_sub(&unreported_errors, 1);
   PMPI_Request_free(&p->carrier);
   PMPI_Comm_free(&p->comm);
@@ -403,6 +422,8 @@ int mcoll__host_call_nb(int err) { return mcoll__host_wait(err, mcoll__host_requ
 
 static void engine_progress_hook(void) { mcoll__progress(); }
 
+/* args_bytes 0: args is used in place (a persistent request's, which outlives its
+ * starts, or the caller's for a call that runs at once), else copied. */
 static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t args_bytes) {
   static atomic_int hooked;
   if (args_bytes > MCOLL_TASK_ARGS_MAX) return NULL;
@@ -421,7 +442,11 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
     }
   }
   t->fn = fn;
-  memcpy(t->args, args, args_bytes);
+  t->argp = args;
+  if (args_bytes) {
+    memcpy(t->args, args, args_bytes);
+    t->argp = t->args;
+  }
   t->err = MPI_SUCCESS;
   t->req = t->host_req = MPI_REQUEST_NULL;
   t->comm = MPI_COMM_NULL;
@@ -432,6 +457,7 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   t->independent = 0;
   t->tag_slot = 0;
   t->beside = 0;
+  t->ctx_hint = NULL;
   atomic_init(&t->refs, 2);
   if (!atomic_load_explicit(&hooked, memory_order_relaxed) && !atomic_exchange(&hooked, 1))
     mcoll__set_background(engine_progress_hook, mcoll__tasks_pending);
@@ -459,14 +485,6 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   return 1;
 }
 
-/* A request that is complete already, for a call that finished when it started:
- * the host's own request of an empty send to MPI_PROC_NULL, which both host MPIs
- * make without allocating (a generalized request costs an allocation, its
- * completion and a query at the wait). */
-static int completed_request(MPI_Request *req) {
-  return PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
-}
-
 /* Gives t, in flight, the generalized request the application waits on (which
  * takes over the starter's reference). Under engine_lock. */
 static int give_request(struct mcoll_task *t) {
@@ -475,20 +493,148 @@ static int give_request(struct mcoll_task *t) {
   return err;
 }
 
+/* A request that is complete already, for a call that finished when it started:
+ * the host's own request of an empty send to MPI_PROC_NULL, which both host MPIs
+ * make without allocating (a generalized request costs an allocation, its
+ * completion and a query at the wait). Where the host gives one static handle for
+ * every such send (two alive at once are equal: Open MPI's empty request, MPICH's
+ * builtin null send), that handle is kept and handed out without the call, and
+ * mcoll's MPI_Wait completes it as the host's wait did at the check (the status
+ * recorded there): mcoll__task_done_request. */
+/* Written once, under done_once; done_known (set last) says they hold: MPI_Wait
+ * looks from any thread, whether or not a call made them yet. */
+static MPI_Request done_handle;
+static MPI_Status done_status;
+static atomic_int done_known;
+static pthread_once_t done_once = PTHREAD_ONCE_INIT;
+
+static void done_handle_check(void) {
+  MPI_Request a = MPI_REQUEST_NULL, b = MPI_REQUEST_NULL;
+  if (PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &a) != MPI_SUCCESS) return;
+  int ok = PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &b) == MPI_SUCCESS;
+  MPI_Request kept = a;
+  int same = ok && a == b;
+  MPI_Status status;
+  PMPI_Wait(&a, &status);
+  if (ok) PMPI_Wait(&b, MPI_STATUS_IGNORE);
+  /* (the wait must also leave MPI_REQUEST_NULL, as for any non-persistent request) */
+  if (!same || kept == MPI_REQUEST_NULL || a != MPI_REQUEST_NULL) return;
+  done_status = status;
+  done_handle = kept;
+  atomic_store_explicit(&done_known, 1, memory_order_release);
+}
+
+static int completed_request(MPI_Request *req) {
+  pthread_once(&done_once, done_handle_check);
+  if (!atomic_load_explicit(&done_known, memory_order_relaxed))
+    return PMPI_Isend(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, req);
+  *req = done_handle;
+  return MPI_SUCCESS;
+}
+
+int mcoll__task_done_request(MPI_Request *req, MPI_Status *status) {
+  if (!atomic_load_explicit(&done_known, memory_order_acquire) || *req != done_handle) return 0;
+  *req = MPI_REQUEST_NULL;
+  if (status != MPI_STATUS_IGNORE) { /* (MPI_Wait leaves MPI_ERROR as it was) */
+    int error = status->MPI_ERROR;
+    *status = done_status;
+    status->MPI_ERROR = error;
+  }
+  return 1;
+}
+
+/* A task whose both references the starter holds (nobody else saw it) back to the
+ * spares. */
+static void task_recycle(struct mcoll_task *t) {
+  atomic_store_explicit(&t->refs, 1, memory_order_relaxed);
+  task_unref(t);
+}
+
+static void count_unseen(void) {
+  if (++unseen_calls < UNSEEN_BATCH) return;
+  atomic_fetch_add_explicit(&started, unseen_calls, memory_order_relaxed);
+  atomic_fetch_add_explicit(&finished_at_start, unseen_calls, memory_order_relaxed);
+  unseen_calls = 0;
+}
+
+/* Runs t to its end on this thread (no lane would take it), the engine and the host
+ * MPI progressing meanwhile. Not under engine_lock. */
+static void run_here(struct mcoll_task *t) {
+  unsigned polls = 0;
+  for (;;) {
+    pthread_mutex_lock(&engine_lock);
+    int ended = resume(t);
+    pthread_mutex_unlock(&engine_lock);
+    if (ended) return;
+    idle_step(&polls);
+  }
+}
+
+/* The start of a call while no task is pending anywhere (so its communicator's lane
+ * is empty, and no call of it may start on another thread meanwhile: MPI orders a
+ * communicator's collectives): the task runs at once without a lane, unseen by other
+ * threads; only if it yields is it put in its lane (as its head) and given a
+ * request. It runs under engine_lock all the same, as every task does: the host
+ * MPI's calls made from tasks stay one at a time. 1 if it finished (*err: its
+ * result). */
+static int run_unseen(MPI_Comm comm, struct mcoll_task *t, int *err, int *request_err) {
+  pthread_mutex_lock(&engine_lock);
+  if (resume(t)) {
+    pthread_mutex_unlock(&engine_lock);
+    *err = t->err;
+    count_unseen();
+    return 1;
+  }
+  struct lane *l = lane_of(comm, 1);
+  if (!l) {
+    pthread_mutex_unlock(&engine_lock);
+    run_here(t);
+    *err = t->err;
+    count_unseen();
+    return 1;
+  }
+  t->serial = serial_next++;
+  count_locked(&started);
+  atomic_fetch_add(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
+  if (l->tail) l->tail->next = t;
+  else l->head = t;
+  l->tail = t;
+  *request_err = t->persistent ? MPI_SUCCESS : give_request(t);
+  pthread_mutex_unlock(&engine_lock);
+  return 0;
+}
+
+
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req) {
-  struct mcoll_task *t = task_new(fn, args, args_bytes);
+  int unseen = !defer_next && !mcoll__fiber_self() &&
+               !atomic_load_explicit(&pending, memory_order_acquire);
+  /* (run at once, fn has read args before this returns: no copy; task/task.h) */
+  struct mcoll_task *t = task_new(fn, args, unseen ? 0 : args_bytes);
   if (!t) {
     mcoll__task_keep_free(keep);
     return MPI_ERR_NO_MEM;
   }
   if (keep) t->keep = *keep;
   t->comm = comm;
-  int err = MPI_SUCCESS;
-  pthread_mutex_lock(&engine_lock);
-  int ran_to_end = enqueue(comm, t, &err);
-  int request_err = ran_to_end == 0 ? give_request(t) : MPI_SUCCESS;
-  pthread_mutex_unlock(&engine_lock);
+  int err = MPI_SUCCESS, request_err = MPI_SUCCESS, ran_to_end;
+  if (unseen) {
+    ran_to_end = run_unseen(comm, t, &err, &request_err);
+    if (ran_to_end) {
+      task_recycle(t);
+      if (err != MPI_SUCCESS) {
+        *req = MPI_REQUEST_NULL;
+        return err;
+      }
+      return completed_request(req);
+    }
+  } else {
+    pthread_mutex_lock(&engine_lock);
+    ran_to_end = enqueue(comm, t, &err);
+    request_err = ran_to_end == 0 ? give_request(t) : MPI_SUCCESS;
+    pthread_mutex_unlock(&engine_lock);
+  }
   if (ran_to_end < 0) { /* (nothing started) */
     task_unref(t);
     task_unref(t);
@@ -536,7 +682,7 @@ int mcoll__task_request_is_mine(const MPI_Request *req) {
 
 /* ---- persistent collectives ---------------------------------------------------------- */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           struct mcoll_task_keep *keep, MPI_Request *req) {
+                           struct mcoll_task_keep *keep, void *ctx, MPI_Request *req) {
   struct mcoll_persistent *p = calloc(1, sizeof *p);
   if (!p || args_bytes > sizeof p->args) {
     free(p);
@@ -556,6 +702,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   p->fn = fn;
   memcpy(p->args, args, args_bytes);
   p->args_bytes = args_bytes;
+  p->ctx = ctx;
   if (keep) p->keep = *keep;
   pthread_mutex_lock(&engine_lock);
   p->serial = serial_next++;
@@ -574,15 +721,95 @@ static struct mcoll_persistent *persistent_of(MPI_Request req) {
   return NULL;
 }
 
+/* Per thread, the persistent request it last started: its next start and the wait
+ * for it find it without the engine's lock (a program starts and waits for a
+ * request on one thread at a time: MPI-3.1 §12.4.2). Stale once any request is
+ * freed (persistent_gen, bumped under engine_lock). */
+static MCOLL_TLS struct mcoll_persistent *cached_persistent;
+static MCOLL_TLS MPI_Request cached_handle;
+static MCOLL_TLS unsigned cached_gen;
+
+static struct mcoll_persistent *persistent_cached(MPI_Request req) {
+  struct mcoll_persistent *p = cached_persistent;
+  if (!p || req != cached_handle ||
+      atomic_load_explicit(&persistent_gen, memory_order_acquire) != cached_gen)
+    return NULL;
+  return p;
+}
+
+/* Under engine_lock. */
+static void persistent_cache(MPI_Request req, struct mcoll_persistent *p) {
+  cached_persistent = p;
+  cached_handle = req;
+  cached_gen = atomic_load_explicit(&persistent_gen, memory_order_relaxed);
+}
+
+/* A start of p while no task is pending (run_unseen's case): its task runs at once,
+ * unseen, and only if it yields does p become active with it in its lane. */
+static int persistent_start_unseen(struct mcoll_persistent *p, struct mcoll_task *t) {
+  if (p->done) { /* (as in mcoll__persistent_start) */
+    p->done = 0;
+    p->err = MPI_SUCCESS;
+    atomic_fetch_sub(&unreported_errors, 1);
+  }
+  t->persistent = p;
+  t->comm = p->comm;
+  t->ctx_hint = p->ctx;
+  pthread_mutex_lock(&engine_lock); /* (as in run_unseen) */
+  if (resume(t)) {
+    p->err = t->err;
+    p->done = 1;
+    atomic_fetch_add(&unreported_errors, 1);
+    pthread_mutex_unlock(&engine_lock);
+    count_unseen();
+    task_recycle(t);
+    return MPI_SUCCESS;
+  }
+  struct lane *l = lane_of(p->comm, 1);
+  if (!l) {
+    pthread_mutex_unlock(&engine_lock);
+    run_here(t);
+    p->err = t->err;
+    p->done = 1;
+    atomic_fetch_add(&unreported_errors, 1);
+    count_unseen();
+    task_recycle(t);
+    return MPI_SUCCESS;
+  }
+  p->active = t;
+  atomic_fetch_add(&persistent_active, 1);
+  t->serial = serial_next++;
+  count_locked(&started);
+  atomic_fetch_add(&pending, 1);
+  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
+  if (l->tail) l->tail->next = t;
+  else l->head = t;
+  l->tail = t;
+  task_unref(t); /* (the starter's: the engine's stays) */
+  pthread_mutex_unlock(&engine_lock);
+  wake_progress();
+  return MPI_SUCCESS;
+}
+
 int mcoll__persistent_start(MPI_Request *req, int *err) {
+  struct mcoll_persistent *p = persistent_cached(*req);
+  if (p && !defer_next && !mcoll__fiber_self() &&
+      !atomic_load_explicit(&pending, memory_order_acquire) && !p->active) {
+    struct mcoll_task *t = task_new(p->fn, p->args, 0);
+    if (t) {
+      *err = persistent_start_unseen(p, t);
+      return 1;
+    }
+  }
   pthread_mutex_lock(&engine_lock);
-  struct mcoll_persistent *p = persistents ? persistent_of(*req) : NULL;
+  p = persistents ? persistent_of(*req) : NULL;
   if (!p) {
     pthread_mutex_unlock(&engine_lock);
     return 0;
   }
+  persistent_cache(*req, p);
   *err = MPI_SUCCESS;
-  struct mcoll_task *t = p->active ? NULL : task_new(p->fn, p->args, p->args_bytes);
+  struct mcoll_task *t = p->active ? NULL : task_new(p->fn, p->args, 0);
   if (!t) {
     pthread_mutex_unlock(&engine_lock);
     *err = p->active ? MPI_ERR_REQUEST : MPI_ERR_NO_MEM; /* (started twice: erroneous) */
@@ -597,6 +824,7 @@ int mcoll__persistent_start(MPI_Request *req, int *err) {
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
   t->comm = p->comm;
+  t->ctx_hint = p->ctx;
   int ignored, ran_to_end = enqueue(p->comm, t, &ignored);
   if (ran_to_end < 0) { /* (nothing started) */
     *err = MPI_ERR_NO_MEM;
@@ -633,6 +861,17 @@ int mcoll__persistent_unsettled(MPI_Request req) {
 
 int mcoll__task_errors_pending(void) {
   return atomic_load_explicit(&unreported_errors, memory_order_relaxed) != 0;
+}
+
+int mcoll__persistent_take_own(MPI_Request req, int *err, MPI_Comm *comm) {
+  struct mcoll_persistent *p = persistent_cached(req);
+  if (!p || !p->done) return 0;
+  *err = p->err;
+  *comm = p->comm;
+  p->done = 0;
+  p->err = MPI_SUCCESS;
+  atomic_fetch_sub(&unreported_errors, 1);
+  return 1;
 }
 
 int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm) {
@@ -706,6 +945,10 @@ int mcoll__persistent_free(MPI_Request *req) {
 }
 
 void mcoll__task_report(FILE *out) {
+  /* (this thread's unseen calls not added yet; other threads' stay out: < UNSEEN_BATCH each) */
+  atomic_fetch_add(&started, unseen_calls);
+  atomic_fetch_add(&finished_at_start, unseen_calls);
+  unseen_calls = 0;
   unsigned long n = atomic_load(&started);
   if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu side by side=%lu\n", n,
                  atomic_load(&finished_at_start), atomic_load(&side_by_side));

@@ -26,7 +26,9 @@
 #include <stdio.h>
 
 /* What a task runs: the collective's wrapper body, with the arguments of the call
- * (copied into the task); returns an MPI error code. */
+ * (copied into the task when it cannot start at once); returns an MPI error code.
+ * It reads all of *args before it first waits: a call that starts at once runs on
+ * the caller's record, which is gone once the MPI_I* call returns. */
 typedef int (*mcoll_task_fn)(const void *args);
 
 enum { MCOLL_TASK_ARGS_MAX = 160 };
@@ -86,6 +88,10 @@ enum { MCOLL_TASK_WINDOW = 4, MCOLL_TASK_TAG_STRIDE = 64 /* mcoll's tags are bel
  * every rank (pmpi/wrap.c numbers them in the order they enter mcoll). */
 void mcoll__task_number(unsigned n);
 
+/* Inside a task on comm: the context its persistent request keeps (ctx of
+ * mcoll__persistent_init: the start finds it without a lookup), once; else NULL. */
+void *mcoll__task_context_hint(MPI_Comm comm);
+
 /* Inside a task: the call has taken every sequence number and generation it will use
  * and from now on touches no state that a later call of its communicator uses in
  * the same order on every rank (node protocols, the host MPI's collectives): later
@@ -119,7 +125,7 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
 
 /* Persistent collectives (MPI-4 MPI_<Coll>_init, or Open MPI's MPIX_<Coll>_init):
  * the request in *req is a host persistent request that mcoll recognises (see
- * task.c). init: comm is the request's own communicator (pmpi/wrap.c: a duplicate
+ * task.c). init: comm is the request's own communicator (ctx: its context, or NULL) (pmpi/wrap.c: a duplicate
  * made at init, which args name), owned by it from then on: its starts match one
  * another only, whatever order the ranks start requests in, and it outlives the
  * application's communicator; on an error keep is freed. start: 1 if *req was one
@@ -127,7 +133,7 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
  * any; free: 1 if *req was one (freed now, or when its start in flight completes).
  */
 int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           struct mcoll_task_keep *keep, MPI_Request *req);
+                           struct mcoll_task_keep *keep, void *ctx, MPI_Request *req);
 int mcoll__persistent_start(MPI_Request *req, int *err);
 int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);
@@ -153,6 +159,14 @@ int mcoll__persistent_take_done(int n, const MPI_Request reqs[], int *err, MPI_C
  * completed unreported (what those calls must not hand to the host). */
 int mcoll__persistent_unsettled(MPI_Request req);
 int mcoll__task_take_error(MPI_Request req, MPI_Comm *comm);
+/* MPI_Wait's shortcut while no task is pending: if req is the persistent request
+ * this thread last started and its start completed unreported, reports it (*err,
+ * *comm as take_error) and returns 1; else 0 (then the usual path). */
+int mcoll__persistent_take_own(MPI_Request req, int *err, MPI_Comm *comm);
+/* If *req is the complete request of a call that finished when it started
+ * (mcoll__task_start), completes it as the host's wait would (*req =
+ * MPI_REQUEST_NULL, status as the host's) without calling the host: 1; else 0. */
+int mcoll__task_done_request(MPI_Request *req, MPI_Status *status);
 void mcoll__task_comm_freed(MPI_Comm comm);
 
 /* The application frees a derived datatype (op: MPI_OP_NULL) or a user op (type:

@@ -16,6 +16,11 @@
  *                    the class MPI_Wait returns
  *   freed-comm       MPI_Allreduce_init on a duplicate of MPI_COMM_WORLD, which is
  *                    freed at once; then three start/wait with new inputs
+ *   reuse            requests of different collectives made, started, waited for
+ *                    and freed in turn, so that the host hands freed handles out
+ *                    again: each start runs its own call (mcoll remembers the
+ *                    request a thread started last), with MPI_Wait, MPI_Test and
+ *                    MPI_Waitall, and a small allreduce that ends when it starts
  *
  * Every run has a deadline (--deadline seconds, default 30): SIGALRM ends a hung
  * job quickly. Ends with "test_persistent: <n> checks, <m> errors".
@@ -281,6 +286,48 @@ static void case_freed_comm(void) {
   free(out);
   if (rank == 0) printf("freed-comm: done\n");
 }
+
+/* ---- reuse ------------------------------------------------------------------------------ */
+static void reuse_complete(MPI_Request *req, int round) {
+  int flag = 0;
+  switch (round % 3) {
+    case 0: check(MPI_Wait(req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "wait failed"); break;
+    case 1:
+      while (!flag) check(MPI_Test(req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS, "test failed");
+      break;
+    default: check(MPI_Waitall(1, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "waitall failed");
+  }
+  check(*req != MPI_REQUEST_NULL, "a persistent request became MPI_REQUEST_NULL");
+}
+
+static void case_reuse(void) {
+  enum { N = 8, ROUNDS = 30 };
+  int in[N], sum[N], bc[N];
+  for (int round = 0; round < ROUNDS; round++) {
+    MPI_Request a, b;
+    PERSISTENT(Allreduce)(in, sum, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &a);
+    for (int k = 0; k < 2; k++) {
+      for (int i = 0; i < N; i++) in[i] = (rank + 1) * (i + round + k), sum[i] = -1;
+      MPI_Start(&a);
+      reuse_complete(&a, round + k);
+      int bad = 0;
+      for (int i = 0; i < N; i++) bad += sum[i] != size * (size + 1) / 2 * (i + round + k);
+      check(bad == 0, "reuse: allreduce result wrong");
+    }
+    MPI_Request_free(&a); /* (a's handle may come back as b's) */
+    int root = round % size;
+    PERSISTENT(Bcast)(bc, N, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &b);
+    for (int i = 0; i < N; i++) bc[i] = rank == root ? 100 * round + i : -1;
+    MPI_Start(&b);
+    reuse_complete(&b, round);
+    int bad = 0;
+    for (int i = 0; i < N; i++) bad += bc[i] != 100 * round + i;
+    check(bad == 0, "reuse: bcast after a freed allreduce ran the wrong call");
+    MPI_Request_free(&b);
+    check(a == MPI_REQUEST_NULL && b == MPI_REQUEST_NULL, "freed requests not MPI_REQUEST_NULL");
+  }
+  if (rank == 0) printf("reuse: done\n");
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -313,6 +360,8 @@ int main(int argc, char **argv) {
     case_truncate();
   } else if (!strcmp(name, "freed-comm")) {
     case_freed_comm();
+  } else if (!strcmp(name, "reuse")) {
+    case_reuse();
   } else {
     if (rank == 0) fprintf(stderr, "test_persistent: unknown case %s\n", name);
     MPI_Abort(MPI_COMM_WORLD, 2);

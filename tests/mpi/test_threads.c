@@ -1,12 +1,23 @@
 /* MPI_THREAD_MULTIPLE: several threads run collectives at the same time, each on a
- * communicator of its own (a dup, a split in reverse order, ...), blocking and
- * non-blocking mixed, and check every result. Usage: test_threads [threads] [iters].
+ * communicator of its own (a dup, a split in reverse order, ...), blocking,
+ * non-blocking and persistent mixed, and check every result. Usage: test_threads
+ * [threads] [iters].
  * Prints "test_threads: done" and exits 0 when every check passed. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A persistent allreduce: MPI 4, or Open MPI 4.1's pcollreq extension. */
+#if MPI_VERSION >= 4
+#define ALLREDUCE_INIT MPI_Allreduce_init
+#elif defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define ALLREDUCE_INIT MPIX_Allreduce_init
+#endif
+#endif
 
 static int rank, size;
 
@@ -26,6 +37,13 @@ static void *work(void *arg) {
   enum { MAX = 5000 };
   long *in = malloc(sizeof(long) * MAX), *out = malloc(sizeof(long) * MAX);
   long *all = malloc(sizeof(long) * MAX * (size_t)n), *bc = malloc(sizeof(long) * MAX);
+  /* Started every non-blocking iteration, beside the other calls' threads. */
+  enum { PCOUNT = 64 };
+  long pin[PCOUNT], pout[PCOUNT];
+#ifdef ALLREDUCE_INIT
+  MPI_Request persistent;
+  ALLREDUCE_INIT(pin, pout, PCOUNT, MPI_LONG, MPI_SUM, w->comm, MPI_INFO_NULL, &persistent);
+#endif
   for (int it = 0; it < w->iters; it++) {
     int count = 1 + (it * 977 + w->id * 31) % MAX;
     int root = (it + w->id) % n;
@@ -41,6 +59,20 @@ static void *work(void *arg) {
       MPI_Iallgather(in, count, MPI_LONG, all, count, MPI_LONG, w->comm, &reqs[2]);
       MPI_Status statuses[3];
       MPI_Waitall(3, reqs, statuses);
+#ifdef ALLREDUCE_INIT
+      for (int i = 0; i < PCOUNT; i++) pin[i] = (long)me * 7 + i + it;
+      MPI_Start(&persistent);
+      MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+      for (int i = 0; i < PCOUNT; i++) {
+        long sum = 0;
+        for (int r = 0; r < n; r++) sum += (long)r * 7 + i + it;
+        if (pout[i] != sum) {
+          if (w->errors++ < 3)
+            fprintf(stderr, "rank %d thread %d iter %d: persistent wrong at %d\n", rank, w->id, it, i);
+          break;
+        }
+      }
+#endif
     } else {
       MPI_Allreduce(in, out, count, MPI_LONG, MPI_SUM, w->comm);
       MPI_Bcast(bc, count, MPI_LONG, root, w->comm);
@@ -58,6 +90,9 @@ static void *work(void *arg) {
       }
     }
   }
+#ifdef ALLREDUCE_INIT
+  MPI_Request_free(&persistent);
+#endif
   free(in), free(out), free(all), free(bc);
   return NULL;
 }

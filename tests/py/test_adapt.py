@@ -155,3 +155,24 @@ def test_v_forms_unequal_counts_adapt(flavour, np):
         assert not {"gatherv", "scatterv"} & adapted, result.stderr
     for key, by_rank in lines.items():
         assert len({c for c, _ in by_rank.values()}) == 1, f"{key}: ranks chose differently: {by_rank}"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_nonblocking_calls_follow_the_choice(flavour):
+    """MPI_I* calls and persistent starts run the algorithm the blocking calls' round
+    kept, not the rules' choice (the same on every rank, since a blocking call first
+    completes its communicator's tasks): every call after the decision runs it, and
+    every result is checked (-c)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    # every rank rates the last candidate best: not the rules' choice
+    env = {**BASE_ENV, **EARLY, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000",
+           "MCOLL_TEST_ADAPT_SKEW_ALIKE": "1"}
+    argv = ["-C", "bcast", "-b", "8K", "-e", "8K", "-m", "nbc", "-n", "60", "-w", "0", "-r", "1", "-c"]
+    result = run_job(mpiexec_argv(flavour, 2, program, argv), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    assert "(the rules' choice)" not in result.stderr, result.stderr
+    (chosen,) = {c for by_rank in adapt_lines(result.stderr).values() for c, _ in by_rank.values()}
+    counts = parse_verbose_report(result.stderr)["bcast"]
+    # per side: 60 blocking calls (the round ends within them), then 60 I + wait, 60 with
+    # the busy loop and 60 persistent starts (+1 untimed), all after the decision
+    assert counts[chosen] >= 181, (chosen, counts)

@@ -109,3 +109,12 @@ def test_request_outlives_comm(flavour):
     if flavour == "mpich":
         check_case(run(flavour, 2, "freed-comm", mcoll=False), "freed-comm")
     check_case(run(flavour, 2, "freed-comm", mcoll=True), "freed-comm")
+
+
+@pytest.mark.parametrize("flavour,np", params((2,), (3,)))
+def test_requests_reused(flavour, np):
+    """Persistent requests freed and made again (the host hands their handles out
+    again), each started right after another completed: every start runs its own
+    call, completed by MPI_Wait, MPI_Test and MPI_Waitall; the same natively."""
+    check_case(run(flavour, np, "reuse", mcoll=False), "reuse")
+    check_case(run(flavour, np, "reuse", mcoll=True), "reuse")

@@ -119,13 +119,17 @@ def mcoll_data_races(log_prefix):
     """TSan data-race reports where both accesses are mcoll's own code: the first frame
     outside the TSan runtime of each stack is in libmcoll (the uninstrumented MPI's
     internals give false positives: TSan cannot see their atomics, e.g. Open MPI's
-    progress in one thread unpacking a message into another thread's buffer)."""
+    progress in one thread unpacking a message into another thread's buffer). Each
+    access's own stack only: an access whose stack TSan could not restore is not
+    attributed (its section goes on with the threads' creation stacks, which for a
+    fiber are mcoll's; such a write of the host's into a task's buffer was counted)."""
     races = []
     for path in log_prefix.parent.glob(log_prefix.name + "*"):
         for report in path.read_text(errors="replace").split("=================="):
             if "WARNING: ThreadSanitizer: data race" not in report:
                 continue
-            accesses = report.split("Location is")[0].split("Previous ")
+            accesses = [a.strip().split("\n\n")[0]
+                        for a in report.split("Location is")[0].split("Previous ")]
             if all(_first_frame_lib(a).startswith("libmcoll") for a in accesses[:2]):
                 races.append(report.strip())
     return races

@@ -62,7 +62,9 @@ def test_threads_tsan(flavour, tmp_path):
     argv = [str(mpijob.MCOLLRUN), "--mpi", flavour, "--build", str(TSAN.path), "-np", "2",
             str(BUILD.bin(flavour, PROGRAM)), "3", "6"]
     result = run_job(argv, {"MCOLL_FALLBACK": "error", "MCOLL_PROGRESS_THREAD": "1",
-                            "TSAN_OPTIONS": f"halt_on_error=0 exitcode=0 log_path={log}"}, JOB_TIMEOUT)
+                            # (the longest history: fewer accesses without a stack)
+                            "TSAN_OPTIONS": f"halt_on_error=0 exitcode=0 history_size=7 log_path={log}"},
+                     JOB_TIMEOUT)
     check_done(result)
     races = mcoll_data_races(log)
     assert not races, f"{len(races)} data races in mcoll:\n\n" + "\n\n".join(races[:3])

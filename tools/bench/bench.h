@@ -16,11 +16,23 @@
 
 #define BENCH_NCOLLS 16
 
-/* Persistent collectives (MPI_Bcast_init, ...) came with MPI 4.0: MPICH 4 has them,
- * Open MPI 4.1 not. */
+/* Persistent collectives (MPI_Bcast_init, ...) came with MPI 4.0: MPICH 4 has them;
+ * Open MPI 4.1 has the same calls as MPIX_Bcast_init, ... in its pcollreq extension
+ * (mpi-ext.h). BENCH_PINIT_NATIVE / _MCOLL: the prefix of the host's and of the
+ * intercepted names. */
 #if MPI_VERSION >= 4
 #define BENCH_PERSISTENT 1
-#else
+#define BENCH_PINIT_NATIVE PMPI_
+#define BENCH_PINIT_MCOLL MPI_
+#elif defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define BENCH_PERSISTENT 1
+#define BENCH_PINIT_NATIVE PMPIX_
+#define BENCH_PINIT_MCOLL MPIX_
+#endif
+#endif
+#ifndef BENCH_PERSISTENT
 #define BENCH_PERSISTENT 0
 #endif
 

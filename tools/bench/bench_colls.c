@@ -26,8 +26,9 @@
 #define PERSISTENT_API(P)
 #endif
 
-/* P: PMPI_ (the host MPI) or MPI_ (mcoll when preloaded). */
-#define BENCH_API(name, P)                                                                   \
+/* P: PMPI_ (the host MPI) or MPI_ (mcoll when preloaded); PX: the same for the
+ * persistent forms (bench.h). */
+#define BENCH_API(name, P, PX)                                                                 \
     {                                                                                        \
         .label = name, .barrier = P##Barrier, .bcast = P##Bcast, .reduce = P##Reduce,        \
         .allreduce = P##Allreduce, .allgather = P##Allgather, .allgatherv = P##Allgatherv,   \
@@ -41,11 +42,15 @@
         .ialltoallv = P##Ialltoallv, .ireduce_scatter_block = P##Ireduce_scatter_block,      \
         .ireduce_scatter = P##Ireduce_scatter, .iscan = P##Iscan, .iexscan = P##Iexscan,     \
         .wait = P##Wait, .start = P##Start, .request_free = P##Request_free,                 \
-        PERSISTENT_API(P)                                                                    \
+        PERSISTENT_API(PX)                                                                   \
     }
 
-const struct mpi_api bench_native_api = BENCH_API("native", PMPI_);
-const struct mpi_api bench_mcoll_api = BENCH_API("mcoll", MPI_);
+#if !BENCH_PERSISTENT
+#define BENCH_PINIT_NATIVE
+#define BENCH_PINIT_MCOLL
+#endif
+const struct mpi_api bench_native_api = BENCH_API("native", PMPI_, BENCH_PINIT_NATIVE);
+const struct mpi_api bench_mcoll_api = BENCH_API("mcoll", MPI_, BENCH_PINIT_MCOLL);
 
 /* Buffer sizes on a rank, in blocks (send, recv): one, or one per rank (n). */
 enum shape { SHAPE_NONE, SHAPE_1_1, SHAPE_1_N, SHAPE_N_1, SHAPE_N_N };
@@ -258,7 +263,7 @@ static int post_exscan(const struct mpi_api *a, const struct row *r, MPI_Request
 }
 
 #if BENCH_PERSISTENT
-/* The persistent forms (MPI 4.0), no info hints. */
+/* The persistent forms (MPI 4.0, Open MPI's MPIX_), no info hints. */
 static int init_barrier(const struct mpi_api *a, const struct row *r, MPI_Request *q)
 {
     return a->barrier_init(r->comm, MPI_INFO_NULL, q);

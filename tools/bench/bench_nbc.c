@@ -11,7 +11,7 @@
  *   compute_in  the busy loop's time inside it (compute and total take turns, call
  *               by call, in one block);
  *   start_wait  MPI_Start + MPI_Wait of a persistent request (MPI_<Coll>_init, made
- *               once per block, untimed) -- MPI 4 only (MPICH 4, not Open MPI 4.1).
+ *               once per block, untimed) -- MPI 4 (MPICH 4) or Open MPI 4.1's MPIX_<Coll>_init.
  * Every block's time is the slowest rank's median per call (-a: average, as OSU); a
  * row reports medians over rounds, and overlap % = 100 (1 - (total - compute) /
  * post_wait) from them.

@@ -37,7 +37,7 @@ static void print_nbc_header(const struct options *o)
     printf("# overlap %% = 100 (1 - (tot - comp) / p+w); osu: with the loop's time inside "
            "tot; pw/b = mcoll p+w / mcoll blk%s\n",
            BENCH_PERSISTENT ? ", sw/b = mcoll s+w / mcoll blk"
-                            : "; no persistent collectives in this MPI (MPI 3)");
+                            : "; no persistent collectives in this MPI");
     printf("#\n# %-20s %9s %9s %9s %9s %9s %9s %9s", "coll", "bytes", "blk_n", "blk_m", "p+w_n",
            "p+w_m", "comp_m", "tot_m");
     if (BENCH_PERSISTENT)
@@ -272,7 +272,7 @@ static void json_result(FILE *f, const struct result *s, int rounds)
             json_key_number(f, key, s->with_compute[i] * 1e6);
             snprintf(key, sizeof key, "%s_compute_in_us", n);
             json_key_number(f, key, s->compute_in[i] * 1e6);
-            if (!isnan(s->start_wait[i])) { /* Open MPI 4.1 (no persistent), -P: no keys */
+            if (!isnan(s->start_wait[i])) { /* no persistent collectives, -P: no keys */
                 snprintf(key, sizeof key, "%s_start_wait_us", n);
                 json_key_number(f, key, s->start_wait[i] * 1e6);
             }

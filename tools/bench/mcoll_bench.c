@@ -333,7 +333,7 @@ static void usage(void)
             "           the calls alone timed, slowest rank's average (OSU's convention)\n"
             "           nbc: per side the blocking call, I<coll> + wait, a busy loop as\n"
             "           long alone and between I<coll> and wait (overlap %%, OSU's way),\n"
-            "           persistent start + wait (MPI 4); idle: -I s asleep with nothing\n"
+            "           persistent start + wait (MPI 4, MPIX); idle: -I s asleep with nothing\n"
             "           pending (process CPU time), then -r rounds of a busy loop;\n"
             "           tnbc: blocking alltoall/bcast of -e bytes, then unrelated (CURC)\n"
             "           and/or consuming (CRC) computation; host, T-NBC off and on\n"

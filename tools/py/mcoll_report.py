@@ -211,7 +211,7 @@ def cold_table_rows(docs):
 
 
 def has_persistent(docs):
-    """Whether any row has persistent (start + wait) times: MPI 4 libraries only."""
+    """Whether any row has persistent (start + wait) times (MPI 4, or Open MPI 4.1's MPIX_)."""
     return any("mcoll_start_wait_us" in r for d in docs for r in d["results"])
 
 
