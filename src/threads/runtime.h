@@ -133,6 +133,30 @@ void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, i
 /* root < 0: every rank gets the result (allreduce). */
 void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                       void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
+/* The v calls with counts NULL are the regular ones (block j at j x count). */
+void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                       int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                       const int *rcounts, const int *displs, MPI_Datatype rtype, int root);
+void thr_local_scatterv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                        int scount, const int *scounts, const int *displs, MPI_Datatype stype,
+                        void *rbuf, int rcount, MPI_Datatype rtype, int root);
+void thr_local_allgatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                          int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          const int *rcounts, const int *displs, MPI_Datatype rtype);
+void thr_local_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         int scount, const int *scounts, const int *sdispls, MPI_Datatype stype,
+                         void *rbuf, int rcount, const int *rcounts, const int *rdispls,
+                         MPI_Datatype rtype);
+void thr_local_alltoallw(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         const int *scounts, const int *sdispls, const MPI_Datatype *stypes,
+                         void *rbuf, const int *rcounts, const int *rdispls,
+                         const MPI_Datatype *rtypes);
+/* counts NULL: reduce_scatter_block (count each). */
+void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                              void *rbuf, int count, const int *counts, MPI_Datatype type,
+                              MPI_Op op);
+void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
+                    int count, MPI_Datatype type, MPI_Op op, int exclusive);
 
 /* Collectives over the runtime's point-to-point (coll.c). */
 #define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);
