@@ -47,7 +47,7 @@ int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_barrier(g);
+    thr_local_barrier(g, c);
     return MPI_SUCCESS;
   }
   if (c->rank == 0) {

@@ -1,8 +1,11 @@
 /* Collectives of a communicator whose ranks are all threads of this process: each
  * rank publishes the addresses and layouts of its buffers and the others read and
- * write them in place (no messages, no staging area); a barrier on shared counters
- * orders the steps. Reductions are split into one segment per rank, each folded by
- * its rank from all the inputs, so the work is shared and each byte is read once. */
+ * write them in place (no messages, no staging area). Each rank has a stage counter
+ * of its own (a cache line each): call k of the group is stages 4k+1.., and a rank
+ * waits only for the ranks whose buffers it needs (the root's, or each in turn), and
+ * for the readers of its own buffers before it returns. Reductions are split into
+ * one segment per rank, each folded by its rank from all the inputs, so the work is
+ * shared and each byte is read once. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +24,20 @@ struct local_side {
 };
 
 struct local_slot {
+  _Alignas(64) atomic_uint stage; /* what this rank has published or finished */
+  unsigned calls;                 /* (its calls on the group: the base of its stages) */
   struct local_side send, recv;
   const void *input; /* reductions: the rank's input vector */
-  void *result;      /* reductions: where its segment's result is (allreduce) */
+  void *result;      /* reductions: its result vector (allreduce, scan) */
 };
+
+/* The stages of one call: its buffers published, then done with the others'
+ * (and, allreduce: its segment's result published), then done reading those. */
+enum { STAGE_POSTED = 1, STAGE_DONE = 2, STAGE_READ = 3, STAGES_PER_CALL = 4 };
 
 struct thr_local_group {
   struct thr_local_group *next;
   int ctx, first_world, size, users;
-  atomic_int arrived;
-  atomic_uint generation;
   struct local_slot slots[]; /* by comm rank */
 };
 
@@ -56,7 +63,9 @@ struct thr_local_group *thr_local_group_of(struct thr_comm *c)
   while (g && !(g->ctx == c->ctx && g->first_world == c->world[0]))
     g = g->next;
   if (!g) {
-    g = calloc(1, sizeof *g + (size_t)c->size * sizeof g->slots[0]);
+    size_t bytes = sizeof *g + (size_t)c->size * sizeof g->slots[0];
+    g = aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
+    memset(g, 0, bytes);
     g->ctx = c->ctx;
     g->first_world = c->world[0];
     g->size = c->size;
@@ -86,20 +95,70 @@ void thr_local_group_release(struct thr_comm *c)
   c->local = NULL;
 }
 
-/* Sense by generation: the last to arrive resets the count and opens the next one.
- * Waiters yield: thread ranks are often more than the cores. */
-void thr_local_barrier(struct thr_local_group *g)
+/* Polls of the barrier before yielding: many while the process's ranks have a core
+ * each (a yield may hand the core to any other process for a whole time slice), few
+ * when they share cores (the rank waited for may need this one). As libmcoll's waits. */
+enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+
+static int spin_polls(void)
 {
-  unsigned generation = atomic_load_explicit(&g->generation, memory_order_acquire);
-  if (atomic_fetch_add_explicit(&g->arrived, 1, memory_order_acq_rel) + 1 == g->size) {
-    atomic_store_explicit(&g->arrived, 0, memory_order_relaxed);
-    atomic_store_explicit(&g->generation, generation + 1, memory_order_release);
-    return;
+  static atomic_int polls = -1;
+  int n = atomic_load_explicit(&polls, memory_order_relaxed);
+  if (n < 0) {
+    cpu_set_t cpus;
+    int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+    n = thr_proc.threads > ncpus ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS;
+    atomic_store_explicit(&polls, n, memory_order_relaxed);
   }
-  while (atomic_load_explicit(&g->generation, memory_order_acquire) == generation) {
+  return n;
+}
+
+/* The first stage of this rank's next call (every rank numbers the calls alike). */
+static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
+{
+  return ++g->slots[c->rank].calls * STAGES_PER_CALL;
+}
+
+static void set_stage(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
+{
+  atomic_store_explicit(&g->slots[c->rank].stage, stage, memory_order_release);
+}
+
+static int reached(const struct local_slot *slot, unsigned stage)
+{
+  return (int)(atomic_load_explicit(&slot->stage, memory_order_acquire) - stage) >= 0;
+}
+
+/* Until rank j has reached the stage. */
+static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
+{
+  const struct local_slot *slot = &g->slots[j];
+  if (reached(slot, stage))
+    return;
+  for (int i = spin_polls(); i > 0; i--) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (reached(slot, stage))
+      return;
+  }
+  while (!reached(slot, stage)) {
     thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
     sched_yield();
   }
+}
+
+/* This rank reaches the stage, then waits until every rank has. */
+static void stage_all(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
+{
+  set_stage(g, c, stage);
+  for (int k = 1; k < c->size; k++)
+    wait_stage(g, (c->rank + k) % c->size, stage);
+}
+
+void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c)
+{
+  stage_all(g, c, begin(g, c) + STAGE_POSTED);
 }
 
 /* count x dtype at dst from count x stype at src (same type signature): one memcpy
@@ -174,17 +233,29 @@ static void copy_block(const struct local_side *dst, int to, const struct local_
   copy_typed(d, dcount, dtype, s, scount, stype);
 }
 
+/* The root publishes its send side; each other rank copies its block (block 0 for
+ * all when shared) into its own receive side; the root returns when all have. */
+static void from_root(struct thr_local_group *g, struct thr_comm *c, int root,
+                      struct local_side root_send, struct local_side recv, int own_block)
+{
+  unsigned base = begin(g, c);
+  if (c->rank == root) {
+    g->slots[root].send = root_send;
+    set_stage(g, c, base + STAGE_POSTED);
+    if (own_block && recv.base != MPI_IN_PLACE)
+      copy_block(&recv, 0, &root_send, root);
+    stage_all(g, c, base + STAGE_DONE);
+    return;
+  }
+  wait_stage(g, root, base + STAGE_POSTED);
+  copy_block(&recv, 0, &g->slots[root].send, own_block ? c->rank : 0);
+  set_stage(g, c, base + STAGE_DONE);
+}
+
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root)
 {
-  if (c->rank == root)
-    g->slots[root].send = one_block(buf, count, type);
-  thr_local_barrier(g);
-  if (c->rank != root) {
-    struct local_side mine = one_block(buf, count, type);
-    copy_block(&mine, 0, &g->slots[root].send, 0);
-  }
-  thr_local_barrier(g); /* (the root's buffer is read until here) */
+  from_root(g, c, root, one_block(buf, count, type), one_block(buf, count, type), 0);
 }
 
 /* Every rank writes its block straight into the root's receive buffer. */
@@ -192,14 +263,19 @@ void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void
                        int scount, MPI_Datatype stype, void *rbuf, int rcount,
                        const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
 {
-  if (c->rank == root)
+  unsigned base = begin(g, c);
+  struct local_side mine = one_block(sbuf, scount, stype);
+  if (c->rank == root) {
     g->slots[root].recv = blocks(rbuf, rcount, rcounts, displs, rtype);
-  thr_local_barrier(g);
-  if (sbuf != MPI_IN_PLACE) {
-    struct local_side mine = one_block(sbuf, scount, stype);
-    copy_block(&g->slots[root].recv, c->rank, &mine, 0);
+    set_stage(g, c, base + STAGE_POSTED);
+    if (sbuf != MPI_IN_PLACE)
+      copy_block(&g->slots[root].recv, root, &mine, 0);
+    stage_all(g, c, base + STAGE_DONE); /* (the root's buffer is written until here) */
+    return;
   }
-  thr_local_barrier(g); /* (the root's buffer is written until here) */
+  wait_stage(g, root, base + STAGE_POSTED);
+  copy_block(&g->slots[root].recv, c->rank, &mine, 0);
+  set_stage(g, c, base + STAGE_DONE);
 }
 
 /* Every rank reads its block straight from the root's send buffer. */
@@ -207,14 +283,8 @@ void thr_local_scatterv(struct thr_local_group *g, struct thr_comm *c, const voi
                         int scount, const int *scounts, const int *displs, MPI_Datatype stype,
                         void *rbuf, int rcount, MPI_Datatype rtype, int root)
 {
-  if (c->rank == root)
-    g->slots[root].send = blocks(sbuf, scount, scounts, displs, stype);
-  thr_local_barrier(g);
-  if (rbuf != MPI_IN_PLACE) {
-    struct local_side mine = one_block(rbuf, rcount, rtype);
-    copy_block(&mine, 0, &g->slots[root].send, c->rank);
-  }
-  thr_local_barrier(g); /* (the root's buffer is read until here) */
+  from_root(g, c, root, blocks(sbuf, scount, scounts, displs, stype),
+            one_block(rbuf, rcount, rtype), 1);
 }
 
 /* Every rank reads every other's block into its own receive buffer; in place, a
@@ -227,13 +297,15 @@ void thr_local_allgatherv(struct thr_local_group *g, struct thr_comm *c, const v
   struct local_side recv = blocks(rbuf, rcount, rcounts, displs, rtype);
   if (sbuf == MPI_IN_PLACE)
     sbuf = block_of(&recv, me, &scount, &stype);
+  unsigned base = begin(g, c);
   g->slots[me].send = one_block(sbuf, scount, stype);
-  thr_local_barrier(g);
+  set_stage(g, c, base + STAGE_POSTED);
   for (int k = 0; k < n; k++) { /* (each starts at its own block: fewer on one line) */
     int j = (me + k) % n;
+    wait_stage(g, j, base + STAGE_POSTED);
     copy_block(&recv, j, &g->slots[j].send, 0);
   }
-  thr_local_barrier(g); /* (the blocks are read until here) */
+  stage_all(g, c, base + STAGE_DONE); /* (the blocks are read until here) */
 }
 
 /* Every rank reads its block of every rank's send buffer into its own receive buffer.
@@ -261,13 +333,15 @@ static void local_alltoall(struct thr_local_group *g, struct thr_comm *c, struct
     send = recv;
     send.base = copy;
   }
+  unsigned base = begin(g, c);
   g->slots[me].send = send;
-  thr_local_barrier(g);
+  set_stage(g, c, base + STAGE_POSTED);
   for (int k = 0; k < n; k++) {
     int j = (me + k) % n;
+    wait_stage(g, j, base + STAGE_POSTED);
     copy_block(&recv, j, &g->slots[j].send, me);
   }
-  thr_local_barrier(g); /* (the send buffers are read until here) */
+  stage_all(g, c, base + STAGE_DONE); /* (the send buffers are read until here) */
   free(copy);
 }
 
@@ -303,14 +377,17 @@ static const char *elements_at(const void *buf, MPI_Aint first, MPI_Datatype typ
 /* acc = x_0 op x_1 op ... op x_{n-1} over elements [first, first + count) of the
  * published inputs, folded from the last to the first (acc = x_i op acc), the order
  * MPI defines for non-commutative operations. */
-static void fold_segment(struct thr_local_group *g, int n, void *acc, MPI_Aint first, int count,
-                         MPI_Datatype type, MPI_Op op)
+static void fold_segment(struct thr_local_group *g, int n, unsigned posted, void *acc,
+                         MPI_Aint first, int count, MPI_Datatype type, MPI_Op op)
 {
-  if (count == 0)
-    return;
-  copy_typed(acc, count, type, elements_at(g->slots[n - 1].input, first, type), count, type);
-  for (int i = n - 2; i >= 0; i--)
-    PMPI_Reduce_local(elements_at(g->slots[i].input, first, type), acc, count, type, op);
+  wait_stage(g, n - 1, posted);
+  if (count > 0)
+    copy_typed(acc, count, type, elements_at(g->slots[n - 1].input, first, type), count, type);
+  for (int i = n - 2; i >= 0; i--) {
+    wait_stage(g, i, posted);
+    if (count > 0)
+      PMPI_Reduce_local(elements_at(g->slots[i].input, first, type), acc, count, type, op);
+  }
 }
 
 /* Rank k's segment of count elements split n ways. */
@@ -331,11 +408,18 @@ static void reduce_whole(struct thr_local_group *g, struct thr_comm *c, const vo
     copy_typed(copy, count, type, rbuf, count, type);
     input = copy;
   }
+  unsigned base = begin(g, c);
   g->slots[me].input = input;
-  thr_local_barrier(g);
-  if (root < 0 || me == root)
-    fold_segment(g, n, rbuf, 0, count, type, op);
-  thr_local_barrier(g); /* (the inputs are read until here) */
+  set_stage(g, c, base + STAGE_POSTED);
+  if (root < 0) {
+    fold_segment(g, n, base + STAGE_POSTED, rbuf, 0, count, type, op);
+    stage_all(g, c, base + STAGE_DONE); /* (the inputs are read until here) */
+  } else if (me == root) {
+    fold_segment(g, n, base + STAGE_POSTED, rbuf, 0, count, type, op);
+    set_stage(g, c, base + STAGE_DONE);
+  } else {
+    wait_stage(g, root, base + STAGE_DONE); /* (this input is read until here) */
+  }
   free_typed(copy, type);
 }
 
@@ -356,33 +440,38 @@ void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void 
   MPI_Aint first;
   int len;
   segment_of(count, n, me, &first, &len);
+  unsigned base = begin(g, c);
   g->slots[me].input = input;
   if (root < 0 || me == root)
     g->slots[me].result = rbuf;
-  thr_local_barrier(g);
+  set_stage(g, c, base + STAGE_POSTED);
+  if (root >= 0)
+    wait_stage(g, root, base + STAGE_POSTED);
   /* The segment's result goes to its place in the root's (allreduce: this rank's)
    * buffer, through a temporary where that buffer is an input still being read. */
   char *dest = (char *)elements_at(g->slots[root < 0 ? me : root].result, first, type);
   int through_temp = (root < 0 ? input == rbuf : g->slots[root].input == g->slots[root].result);
   void *acc = through_temp ? alloc_typed(len, type) : dest;
-  fold_segment(g, n, acc, first, len, type, op);
+  fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
   if (root >= 0) {
     if (through_temp)
       copy_typed(dest, len, type, acc, len, type);
-    thr_local_barrier(g); /* (the inputs are read and the root's buffer written until here) */
+    stage_all(g, c, base + STAGE_DONE); /* (inputs read, the root's buffer written) */
   } else {
     g->slots[me].result = (char *)acc - first * thr_extent_of(type); /* (as a whole vector) */
-    thr_local_barrier(g); /* the segments are folded: each rank reads the others' */
+    set_stage(g, c, base + STAGE_DONE); /* inputs read, this segment's result published */
     for (int k = 1; k < n; k++) {
       int j = (me + k) % n, jlen;
       MPI_Aint jfirst;
       segment_of(count, n, j, &jfirst, &jlen);
+      /* (in place, segment j of this rank's buffer is j's input until j is done) */
+      wait_stage(g, j, base + STAGE_DONE);
       copy_typed((char *)elements_at(rbuf, jfirst, type), jlen, type,
                  elements_at(g->slots[j].result, jfirst, type), jlen, type);
     }
     if (through_temp)
       copy_typed(dest, len, type, acc, len, type);
-    thr_local_barrier(g); /* (the segments are read until here) */
+    stage_all(g, c, base + STAGE_READ); /* (the segments are read until here) */
   }
   if (through_temp)
     free_typed(acc, type);
@@ -398,11 +487,12 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
   MPI_Aint first = 0;
   for (int k = 0; k < me; k++)
     first += counts ? counts[k] : count;
+  unsigned base = begin(g, c);
   g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  thr_local_barrier(g);
+  set_stage(g, c, base + STAGE_POSTED);
   void *acc = sbuf == MPI_IN_PLACE && len > 0 ? alloc_typed(len, type) : rbuf;
-  fold_segment(g, n, acc, first, len, type, op);
-  thr_local_barrier(g); /* (the inputs are read until here) */
+  fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
+  stage_all(g, c, base + STAGE_DONE); /* (the inputs are read until here) */
   if (acc != rbuf) {
     copy_typed(rbuf, len, type, acc, len, type);
     free_typed(acc, type);
@@ -416,9 +506,10 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
                     int count, MPI_Datatype type, MPI_Op op, int exclusive)
 {
   int me = c->rank, n = c->size;
+  unsigned base = begin(g, c);
   g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   g->slots[me].result = rbuf;
-  thr_local_barrier(g);
+  stage_all(g, c, base + STAGE_POSTED);
   MPI_Aint first;
   int len;
   segment_of(count, n, me, &first, &len);
@@ -441,5 +532,5 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
     free_typed(acc, type);
     free_typed(next, type);
   }
-  thr_local_barrier(g); /* (the buffers are read and written until here) */
+  stage_all(g, c, base + STAGE_DONE); /* (the buffers are read and written until here) */
 }

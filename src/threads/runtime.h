@@ -127,7 +127,7 @@ size_t thr_type_bytes(MPI_Datatype type, int count);
  * read each other's buffers in place (coll_local.c). The group is NULL otherwise. */
 struct thr_local_group *thr_local_group_of(struct thr_comm *c);
 void thr_local_group_release(struct thr_comm *c);
-void thr_local_barrier(struct thr_local_group *g);
+void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c);
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root);
 /* root < 0: every rank gets the result (allreduce). */
