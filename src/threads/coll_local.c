@@ -95,19 +95,22 @@ void thr_local_group_release(struct thr_comm *c)
   c->local = NULL;
 }
 
-/* Polls of the barrier before yielding: many while the process's ranks have a core
- * each (a yield may hand the core to any other process for a whole time slice), few
- * when they share cores (the rank waited for may need this one). As libmcoll's waits. */
-enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+/* Polls of a stage before yielding: some while the process's ranks have a core each,
+ * few when they share cores (the rank waited for may need this one). Not libmcoll's
+ * 4000: a new thread may share its core with the rank it waits for until the kernel
+ * moves it, and 4000 pauses are ~100 us on AMD Zen. */
+enum { SPIN_POLLS = 256, SPIN_POLLS_OVERSUBSCRIBED = 8 };
 
 static int spin_polls(void)
 {
   static atomic_int polls = -1;
   int n = atomic_load_explicit(&polls, memory_order_relaxed);
   if (n < 0) {
-    cpu_set_t cpus;
-    int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-    n = thr_proc.threads > ncpus ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS;
+    const char *polls_env = getenv("MCOLL_THREADS_SPIN");
+    n = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus ? SPIN_POLLS_OVERSUBSCRIBED
+                                                                    : SPIN_POLLS;
+    if (polls_env && *polls_env)
+      n = atoi(polls_env);
     atomic_store_explicit(&polls, n, memory_order_relaxed);
   }
   return n;
@@ -499,6 +502,36 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
   }
 }
 
+/* Small vectors: each rank folds the inputs of the ranks before it (and its own)
+ * into its own buffer, waiting only for those to be published and, before it
+ * returns, for the ranks after it to have read its input. */
+static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *input,
+                     void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
+{
+  int me = c->rank, n = c->size, last = exclusive ? me - 1 : me;
+  unsigned base = begin(g, c);
+  void *copy = NULL;
+  if (input == rbuf && me < n - 1) { /* (rbuf is rewritten while later ranks read it) */
+    copy = alloc_typed(count, type);
+    copy_typed(copy, count, type, rbuf, count, type);
+    input = copy;
+  }
+  g->slots[me].input = input;
+  set_stage(g, c, base + STAGE_POSTED);
+  if (last >= 0) {
+    wait_stage(g, last, base + STAGE_POSTED);
+    copy_typed(rbuf, count, type, g->slots[last].input, count, type);
+    for (int i = last - 1; i >= 0; i--) {
+      wait_stage(g, i, base + STAGE_POSTED);
+      PMPI_Reduce_local(g->slots[i].input, rbuf, count, type, op);
+    }
+  }
+  set_stage(g, c, base + STAGE_DONE);
+  for (int j = me + 1; j < n; j++) /* (they read this input until then) */
+    wait_stage(g, j, base + STAGE_DONE);
+  free_typed(copy, type);
+}
+
 /* Rank k computes segment k of every rank's prefix, writing it straight into their
  * receive buffers: out_i = out_{i-1} op x_i (exclusive: out_i = out_{i-1} op x_{i-1}).
  * A rank's input is read before its output overwrites it (in place). */
@@ -506,8 +539,13 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
                     int count, MPI_Datatype type, MPI_Op op, int exclusive)
 {
   int me = c->rank, n = c->size;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  if (thr_type_bytes(type, count) < LOCAL_SPLIT_MIN_BYTES || count < n) {
+    scan_own(g, c, input, rbuf, count, type, op, exclusive);
+    return;
+  }
   unsigned base = begin(g, c);
-  g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  g->slots[me].input = input;
   g->slots[me].result = rbuf;
   stage_all(g, c, base + STAGE_POSTED);
   MPI_Aint first;

@@ -97,6 +97,8 @@ struct thr_rank {
 struct thr_process {
   int threads, processes, process, world_size;
   int node; /* the lowest host rank of this process's node (MPI_COMM_TYPE_SHARED) */
+  int node_processes, node_index; /* this node's processes, and this one's place among them */
+  int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */

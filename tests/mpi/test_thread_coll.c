@@ -4,8 +4,9 @@
  * and empty reduce_scatter blocks, a strided type on one side of gather, scatter, bcast
  * and alltoallw, on communicators inside one process and across processes (world,
  * halves, reversed, evens and odds). Every result is checked against the inputs'
- * formula. Runs as processes too. Prints the CPUs the rank may run on (thread ranks
- * of one process must not share one core). */
+ * formula. Runs as processes too. Prints how many CPUs the ranks may run on together
+ * and the most one rank may (thread ranks of one process must not share one core, and
+ * are bound to one each when they fit). */
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
@@ -275,10 +276,16 @@ int main(int argc, char **argv)
   MPI_Type_commit(&affine_type);
   MPI_Op_create(affine_fn, 0, &affine_op);
   cpu_set_t cpus;
-  int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 0, least;
-  MPI_Reduce(&ncpus, &least, 1, MPI_INT, MPI_MIN, 0, MPI_COMM_WORLD);
+  unsigned long long mask = 0, all_ranks; /* (the first 64 CPUs) */
+  int ncpus = 0, most;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+    for (int cpu = 0; cpu < 64; cpu++)
+      if (CPU_ISSET(cpu, &cpus))
+        mask |= 1ull << cpu, ncpus++;
+  MPI_Reduce(&mask, &all_ranks, 1, MPI_UNSIGNED_LONG_LONG, MPI_BOR, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&ncpus, &most, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    printf("test_thread_coll: cpus %d\n", least);
+    printf("test_thread_coll: cpus %d, per rank %d\n", __builtin_popcountll(all_ranks), most);
 
   on(MPI_COMM_WORLD, "world");
   MPI_Comm halves, reversed, parity;
