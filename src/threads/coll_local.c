@@ -95,11 +95,11 @@ void thr_local_group_release(struct thr_comm *c)
   c->local = NULL;
 }
 
-/* Polls of a stage before yielding: some while the process's ranks have a core each,
- * few when they share cores (the rank waited for may need this one). Not libmcoll's
- * 4000: a new thread may share its core with the rank it waits for until the kernel
- * moves it, and 4000 pauses are ~100 us on AMD Zen. */
-enum { SPIN_POLLS = 256, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+/* Polls of a stage before yielding (MCOLL_THREADS_SPIN): many while the node's ranks
+ * have a core each (bound, launcher.c; a yield may hand the core to another process
+ * for a whole time slice), few when they share cores (the rank waited for may need
+ * this one). As libmcoll's waits (MCOLL_SPIN, MCOLL_SPIN_OVERSUBSCRIBED). */
+enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
 
 static int spin_polls(void)
 {
