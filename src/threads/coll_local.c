@@ -436,7 +436,9 @@ void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void 
 {
   int me = c->rank, n = c->size;
   const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  if (thr_type_bytes(type, count) < LOCAL_SPLIT_MIN_BYTES || count < n) {
+  /* (allreduce of two: each folding the whole vector moves no more bytes between the
+   * cores than segments do, and reads only inputs, which nobody writes meanwhile) */
+  if (thr_type_bytes(type, count) < LOCAL_SPLIT_MIN_BYTES || count < n || (root < 0 && n == 2)) {
     reduce_whole(g, c, input, rbuf, count, type, op, root);
     return;
   }
