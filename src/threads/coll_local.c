@@ -377,6 +377,49 @@ static const char *elements_at(const void *buf, MPI_Aint first, MPI_Datatype typ
   return (const char *)buf + first * thr_extent_of(type);
 }
 
+/* inout = in op inout. The common predefined cases are folded here: the host's
+ * MPI_Reduce_local may serialise its callers (MPICH takes its global lock), and every
+ * thread rank folds at once. */
+#define FOLD_CASE(ctype)                                                                 \
+  {                                                                                      \
+    const ctype *x = in;                                                                 \
+    ctype *y = inout;                                                                    \
+    if (op == MPI_SUM)                                                                   \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] + y[i];                                                              \
+    else if (op == MPI_PROD)                                                             \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] * y[i];                                                              \
+    else if (op == MPI_MAX)                                                              \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] > y[i] ? x[i] : y[i];                                                \
+    else                                                                                 \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] < y[i] ? x[i] : y[i];                                                \
+    return;                                                                              \
+  }
+
+static void fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
+{
+  if (op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN) {
+    if (type == MPI_INT)
+      FOLD_CASE(int)
+    if (type == MPI_UNSIGNED)
+      FOLD_CASE(unsigned)
+    if (type == MPI_LONG)
+      FOLD_CASE(long)
+    if (type == MPI_UNSIGNED_LONG)
+      FOLD_CASE(unsigned long)
+    if (type == MPI_LONG_LONG)
+      FOLD_CASE(long long)
+    if (type == MPI_FLOAT)
+      FOLD_CASE(float)
+    if (type == MPI_DOUBLE)
+      FOLD_CASE(double)
+  }
+  PMPI_Reduce_local(in, inout, count, type, op);
+}
+
 /* acc = x_0 op x_1 op ... op x_{n-1} over elements [first, first + count) of the
  * published inputs, folded from the last to the first (acc = x_i op acc), the order
  * MPI defines for non-commutative operations. */
@@ -389,7 +432,7 @@ static void fold_segment(struct thr_local_group *g, int n, unsigned posted, void
   for (int i = n - 2; i >= 0; i--) {
     wait_stage(g, i, posted);
     if (count > 0)
-      PMPI_Reduce_local(elements_at(g->slots[i].input, first, type), acc, count, type, op);
+      fold(elements_at(g->slots[i].input, first, type), acc, count, type, op);
   }
 }
 
@@ -525,7 +568,7 @@ static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *
     copy_typed(rbuf, count, type, g->slots[last].input, count, type);
     for (int i = last - 1; i >= 0; i--) {
       wait_stage(g, i, base + STAGE_POSTED);
-      PMPI_Reduce_local(g->slots[i].input, rbuf, count, type, op);
+      fold(g->slots[i].input, rbuf, count, type, op);
     }
   }
   set_stage(g, c, base + STAGE_DONE);
@@ -561,7 +604,7 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
     for (int i = 1; i < n; i++) {
       if (!exclusive || i < n - 1) { /* next = acc op x_i */
         copy_typed(next, len, type, elements_at(g->slots[i].input, first, type), len, type);
-        PMPI_Reduce_local(acc, next, len, type, op);
+        fold(acc, next, len, type, op);
       }
       char *out = (char *)elements_at(g->slots[i].result, first, type);
       copy_typed(out, len, type, exclusive ? acc : next, len, type);
