@@ -7,7 +7,8 @@ function(mcoll_add_threads flavour)
   # Its test programs (plain MPI programs, also run as processes).
   foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
                mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench
-               mcoll-test-groups:tests/mpi/test_groups)
+               mcoll-test-groups:tests/mpi/test_groups
+               mcoll-test-thread-coll:tests/mpi/test_thread_coll)
     string(REPLACE ":" ";" parts ${prog})
     list(GET parts 0 name)
     list(GET parts 1 src)

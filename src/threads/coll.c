@@ -1,6 +1,7 @@
 /* Collectives over the runtime's point-to-point, in the communicator's collective
  * context: simple, correct algorithms (linear folds in rank order, so that
- * non-commutative operations come out right), not yet the node engines. */
+ * non-commutative operations come out right); a communicator whose ranks are all
+ * threads of this process takes the in-place algorithms of coll_local.c instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,16 +42,12 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
   free(packed);
 }
 
-/* The local (in-process) algorithms serve reductions up to this size: every rank
- * folds all inputs, which pays for small vectors only. */
-enum { LOCAL_REDUCE_MAX_BYTES = 16384 };
-
 int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_barrier(g);
+    thr_local_barrier(g, c);
     return MPI_SUCCESS;
   }
   if (c->rank == 0) {
@@ -96,7 +93,7 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
 {
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
-  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+  if (g) {
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
   }
@@ -126,7 +123,7 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
 {
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
-  if (g && thr_type_bytes(type, count) <= LOCAL_REDUCE_MAX_BYTES) {
+  if (g) {
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
     return MPI_SUCCESS;
   }
@@ -140,6 +137,11 @@ int thr_Reduce_scatter_block(struct thr_rank *r, const void *sbuf, void *rbuf, i
                              MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_reduce_scatter(g, c, sbuf, rbuf, count, NULL, type, op);
+    return MPI_SUCCESS;
+  }
   int total = count * c->size;
   void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
   thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
@@ -153,6 +155,11 @@ int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const i
                        MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_reduce_scatter(g, c, sbuf, rbuf, 0, counts, type, op);
+    return MPI_SUCCESS;
+  }
   int total = 0, *displs = malloc((size_t)c->size * sizeof(int));
   for (int i = 0; i < c->size; i++) {
     displs[i] = total;
@@ -172,6 +179,11 @@ static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
                    MPI_Datatype type, MPI_Op op, MPI_Comm comm, int exclusive)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_scan(g, c, sbuf, rbuf, count, type, op, exclusive);
+    return;
+  }
   const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   void *acc = alloc_typed(count, type);
   copy_typed(acc, count, type, mine, count, type);
@@ -209,6 +221,11 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
                 MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root);
+    return MPI_SUCCESS;
+  }
   if (c->rank != root) {
     thr_send(r, c, sbuf, scount, stype, root, TAG_GATHER);
     return MPI_SUCCESS;
@@ -248,6 +265,12 @@ static void free_layout(struct layout l)
 int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
+    return MPI_SUCCESS;
+  }
   struct layout l = regular_layout(r, comm, rcount);
   thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
   free_layout(l);
@@ -259,6 +282,11 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
                  MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_scatterv(g, c, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
   if (c->rank != root) {
     thr_recv(r, c, rbuf, rcount, rtype, root, TAG_SCATTER);
     return MPI_SUCCESS;
@@ -276,6 +304,12 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
 int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                 int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
 {
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
   struct layout l = regular_layout(r, comm, scount);
   thr_Scatterv(r, sbuf, l.counts, l.displs, stype, rbuf, rcount, rtype, root, comm);
   free_layout(l);
@@ -339,6 +373,11 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
                   const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_alltoallw(g, c, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
+    return MPI_SUCCESS;
+  }
   int n = c->size;
   MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
   for (int i = 0; i < n; i++) {
@@ -370,6 +409,11 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
                   MPI_Datatype rtype, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_alltoallv(g, c, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls, rtype);
+    return MPI_SUCCESS;
+  }
   if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer */
     MPI_Aint span = 0;
     for (int i = 0; i < c->size; i++)
@@ -388,6 +432,12 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
 int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
                  void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype);
+    return MPI_SUCCESS;
+  }
   struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);
   thr_Alltoallv(r, sbuf, s.counts, s.displs, stype, rbuf, d.counts, d.displs, rtype, comm);
   free_layout(s);
@@ -401,6 +451,11 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
                    MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
+    return MPI_SUCCESS;
+  }
   int n = c->size;
   if (sbuf == MPI_IN_PLACE) {
     sbuf = thr_block_at(rbuf, displs[c->rank], rtype);
@@ -421,6 +476,12 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
 int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
                   void *rbuf, int rcount, MPI_Datatype rtype, MPI_Comm comm)
 {
+  struct thr_comm *c = thr_comm_of(r, comm);
+  struct thr_local_group *g = thr_local_group_of(c);
+  if (g) {
+    thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
+    return MPI_SUCCESS;
+  }
   struct layout l = regular_layout(r, comm, rcount);
   thr_Allgatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, comm);
   free_layout(l);

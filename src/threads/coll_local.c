@@ -1,23 +1,43 @@
 /* Collectives of a communicator whose ranks are all threads of this process: each
- * rank publishes the address of its buffer and the others read it in place (no
- * messages, no staging area); a barrier on shared counters orders the steps. */
+ * rank publishes the addresses and layouts of its buffers and the others read and
+ * write them in place (no messages, no staging area). Each rank has a stage counter
+ * of its own (a cache line each): call k of the group is stages 4k+1.., and a rank
+ * waits only for the ranks whose buffers it needs (the root's, or each in turn), and
+ * for the readers of its own buffers before it returns. Reductions are split into
+ * one segment per rank, each folded by its rank from all the inputs, so the work is
+ * shared and each byte is read once. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime.h"
 
-struct local_slot {
-  const void *buf;
-  int count;
+/* One side (send or receive) of a rank's buffer, as blocks per peer:
+ * block j = base + displ_j x unit, count_j x type_j. */
+struct local_side {
+  const char *base;
+  int count;                  /* every block's count, when counts is NULL */
+  const int *counts, *displs; /* v and w calls (displs NULL: block j at j x count) */
+  MPI_Aint unit;              /* the extent of type, or 1 (w calls: bytes) */
   MPI_Datatype type;
+  const MPI_Datatype *types; /* w calls */
 };
+
+struct local_slot {
+  _Alignas(64) atomic_uint stage; /* what this rank has published or finished */
+  unsigned calls;                 /* (its calls on the group: the base of its stages) */
+  struct local_side send, recv;
+  const void *input; /* reductions: the rank's input vector */
+  void *result;      /* reductions: its result vector (allreduce, scan) */
+};
+
+/* The stages of one call: its buffers published, then done with the others'
+ * (and, allreduce: its segment's result published), then done reading those. */
+enum { STAGE_POSTED = 1, STAGE_DONE = 2, STAGE_READ = 3, STAGES_PER_CALL = 4 };
 
 struct thr_local_group {
   struct thr_local_group *next;
   int ctx, first_world, size, users;
-  atomic_int arrived;
-  atomic_uint generation;
   struct local_slot slots[]; /* by comm rank */
 };
 
@@ -43,7 +63,9 @@ struct thr_local_group *thr_local_group_of(struct thr_comm *c)
   while (g && !(g->ctx == c->ctx && g->first_world == c->world[0]))
     g = g->next;
   if (!g) {
-    g = calloc(1, sizeof *g + (size_t)c->size * sizeof g->slots[0]);
+    size_t bytes = sizeof *g + (size_t)c->size * sizeof g->slots[0];
+    g = aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
+    memset(g, 0, bytes);
     g->ctx = c->ctx;
     g->first_world = c->world[0];
     g->size = c->size;
@@ -73,72 +95,525 @@ void thr_local_group_release(struct thr_comm *c)
   c->local = NULL;
 }
 
-/* Sense by generation: the last to arrive resets the count and opens the next one. */
-void thr_local_barrier(struct thr_local_group *g)
+/* Polls of a stage before yielding (MCOLL_THREADS_SPIN): many while the node's ranks
+ * have a core each (bound, launcher.c; a yield may hand the core to another process
+ * for a whole time slice), few when they share cores (the rank waited for may need
+ * this one). As libmcoll's waits (MCOLL_SPIN, MCOLL_SPIN_OVERSUBSCRIBED). */
+enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+
+static int spin_polls(void)
 {
-  unsigned generation = atomic_load_explicit(&g->generation, memory_order_acquire);
-  if (atomic_fetch_add_explicit(&g->arrived, 1, memory_order_acq_rel) + 1 == g->size) {
-    atomic_store_explicit(&g->arrived, 0, memory_order_relaxed);
-    atomic_store_explicit(&g->generation, generation + 1, memory_order_release);
-    return;
+  static atomic_int polls = -1;
+  int n = atomic_load_explicit(&polls, memory_order_relaxed);
+  if (n < 0) {
+    const char *polls_env = getenv("MCOLL_THREADS_SPIN");
+    n = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus ? SPIN_POLLS_OVERSUBSCRIBED
+                                                                    : SPIN_POLLS;
+    if (polls_env && *polls_env)
+      n = atoi(polls_env);
+    atomic_store_explicit(&polls, n, memory_order_relaxed);
   }
-  while (atomic_load_explicit(&g->generation, memory_order_acquire) == generation) {
+  return n;
+}
+
+/* The first stage of this rank's next call (every rank numbers the calls alike). */
+static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
+{
+  return ++g->slots[c->rank].calls * STAGES_PER_CALL;
+}
+
+static void set_stage(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
+{
+  atomic_store_explicit(&g->slots[c->rank].stage, stage, memory_order_release);
+}
+
+static int reached(const struct local_slot *slot, unsigned stage)
+{
+  return (int)(atomic_load_explicit(&slot->stage, memory_order_acquire) - stage) >= 0;
+}
+
+/* Until rank j has reached the stage. */
+static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
+{
+  const struct local_slot *slot = &g->slots[j];
+  if (reached(slot, stage))
+    return;
+  for (int i = spin_polls(); i > 0; i--) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (reached(slot, stage))
+      return;
+  }
+  while (!reached(slot, stage)) {
     thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
     sched_yield();
   }
 }
 
-/* Copies a published buffer into count x type at dst (same type signature). */
-static void copy_from(void *dst, int count, MPI_Datatype type, const struct local_slot *from)
+/* This rank reaches the stage, then waits until every rank has. */
+static void stage_all(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
 {
-  if (thr_type_is_contiguous(type, count) && thr_type_is_contiguous(from->type, from->count)) {
-    memcpy(dst, from->buf, thr_type_bytes(type, count));
+  set_stage(g, c, stage);
+  for (int k = 1; k < c->size; k++)
+    wait_stage(g, (c->rank + k) % c->size, stage);
+}
+
+void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c)
+{
+  stage_all(g, c, begin(g, c) + STAGE_POSTED);
+}
+
+/* count x dtype at dst from count x stype at src (same type signature): one memcpy
+ * when both are plain bytes. */
+static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
+                       MPI_Datatype stype)
+{
+  if (dst == src && dcount == scount && dtype == stype)
+    return;
+  size_t bytes = thr_type_bytes(stype, scount);
+  if (bytes == 0)
+    return;
+  if (thr_type_is_contiguous(dtype, dcount) && thr_type_is_contiguous(stype, scount)) {
+    memcpy(dst, src, bytes);
     return;
   }
-  int size = (int)thr_type_bytes(from->type, from->count), position = 0;
-  if (size == 0)
-    return;
-  void *packed = malloc((size_t)size);
-  PMPI_Pack(from->buf, from->count, from->type, packed, size, &position, MPI_COMM_SELF);
+  int position = 0;
+  void *packed = malloc(bytes);
+  PMPI_Pack(src, scount, stype, packed, (int)bytes, &position, MPI_COMM_SELF);
   position = 0;
-  PMPI_Unpack(packed, size, &position, dst, count, type, MPI_COMM_SELF);
+  PMPI_Unpack(packed, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
   free(packed);
+}
+
+/* A buffer for count x type, and its free. */
+static void *alloc_typed(int count, MPI_Datatype type)
+{
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
+  char *base = malloc(size > 0 ? (size_t)size : 1);
+  return base - true_lb;
+}
+
+static void free_typed(void *buf, MPI_Datatype type)
+{
+  if (!buf)
+    return;
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  free((char *)buf + true_lb);
+}
+
+static struct local_side one_block(const void *buf, int count, MPI_Datatype type)
+{
+  return (struct local_side){.base = buf, .count = count, .unit = 0, .type = type};
+}
+
+static struct local_side blocks(const void *buf, int count, const int *counts, const int *displs,
+                                MPI_Datatype type)
+{
+  return (struct local_side){.base = buf, .count = count, .counts = counts, .displs = displs,
+                             .unit = thr_extent_of(type), .type = type};
+}
+
+static const char *block_of(const struct local_side *s, int j, int *count, MPI_Datatype *type)
+{
+  *count = s->counts ? s->counts[j] : s->count;
+  *type = s->types ? s->types[j] : s->type;
+  MPI_Aint displ = s->displs ? s->displs[j] : (MPI_Aint)j * s->count;
+  return s->base + displ * s->unit;
+}
+
+/* Block `to` of a rank's receive side from block `from` of another's send side. */
+static void copy_block(const struct local_side *dst, int to, const struct local_side *src,
+                       int from)
+{
+  int dcount, scount;
+  MPI_Datatype dtype, stype;
+  char *d = (char *)block_of(dst, to, &dcount, &dtype);
+  const char *s = block_of(src, from, &scount, &stype);
+  copy_typed(d, dcount, dtype, s, scount, stype);
+}
+
+/* The root publishes its send side; each other rank copies its block (block 0 for
+ * all when shared) into its own receive side; the root returns when all have. */
+static void from_root(struct thr_local_group *g, struct thr_comm *c, int root,
+                      struct local_side root_send, struct local_side recv, int own_block)
+{
+  unsigned base = begin(g, c);
+  if (c->rank == root) {
+    g->slots[root].send = root_send;
+    set_stage(g, c, base + STAGE_POSTED);
+    if (own_block && recv.base != MPI_IN_PLACE)
+      copy_block(&recv, 0, &root_send, root);
+    stage_all(g, c, base + STAGE_DONE);
+    return;
+  }
+  wait_stage(g, root, base + STAGE_POSTED);
+  copy_block(&recv, 0, &g->slots[root].send, own_block ? c->rank : 0);
+  set_stage(g, c, base + STAGE_DONE);
 }
 
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root)
 {
-  if (c->rank == root)
-    g->slots[root] = (struct local_slot){buf, count, type};
-  thr_local_barrier(g);
-  if (c->rank != root)
-    copy_from(buf, count, type, &g->slots[root]);
-  thr_local_barrier(g); /* (the root's buffer is read until here) */
+  from_root(g, c, root, one_block(buf, count, type), one_block(buf, count, type), 0);
 }
 
-/* Every rank (or the root) folds the published inputs from the last rank to the
- * first: acc = x_i op acc, the order MPI defines for non-commutative operations. */
+/* Every rank writes its block straight into the root's receive buffer. */
+void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                       int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                       const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
+{
+  unsigned base = begin(g, c);
+  struct local_side mine = one_block(sbuf, scount, stype);
+  if (c->rank == root) {
+    g->slots[root].recv = blocks(rbuf, rcount, rcounts, displs, rtype);
+    set_stage(g, c, base + STAGE_POSTED);
+    if (sbuf != MPI_IN_PLACE)
+      copy_block(&g->slots[root].recv, root, &mine, 0);
+    stage_all(g, c, base + STAGE_DONE); /* (the root's buffer is written until here) */
+    return;
+  }
+  wait_stage(g, root, base + STAGE_POSTED);
+  copy_block(&g->slots[root].recv, c->rank, &mine, 0);
+  set_stage(g, c, base + STAGE_DONE);
+}
+
+/* Every rank reads its block straight from the root's send buffer. */
+void thr_local_scatterv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                        int scount, const int *scounts, const int *displs, MPI_Datatype stype,
+                        void *rbuf, int rcount, MPI_Datatype rtype, int root)
+{
+  from_root(g, c, root, blocks(sbuf, scount, scounts, displs, stype),
+            one_block(rbuf, rcount, rtype), 1);
+}
+
+/* Every rank reads every other's block into its own receive buffer; in place, a
+ * rank's block is read from its receive buffer, which no one else writes. */
+void thr_local_allgatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                          int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          const int *rcounts, const int *displs, MPI_Datatype rtype)
+{
+  int me = c->rank, n = c->size;
+  struct local_side recv = blocks(rbuf, rcount, rcounts, displs, rtype);
+  if (sbuf == MPI_IN_PLACE)
+    sbuf = block_of(&recv, me, &scount, &stype);
+  unsigned base = begin(g, c);
+  g->slots[me].send = one_block(sbuf, scount, stype);
+  set_stage(g, c, base + STAGE_POSTED);
+  for (int k = 0; k < n; k++) { /* (each starts at its own block: fewer on one line) */
+    int j = (me + k) % n;
+    wait_stage(g, j, base + STAGE_POSTED);
+    copy_block(&recv, j, &g->slots[j].send, 0);
+  }
+  stage_all(g, c, base + STAGE_DONE); /* (the blocks are read until here) */
+}
+
+/* Every rank reads its block of every rank's send buffer into its own receive buffer.
+ * A side with unit 1 has displacements in bytes (w calls). In place, the send side is
+ * a copy of the receive buffer (it is rewritten while the others read it). */
+static void local_alltoall(struct thr_local_group *g, struct thr_comm *c, struct local_side send,
+                           struct local_side recv)
+{
+  int me = c->rank, n = c->size;
+  void *copy = NULL;
+  if (send.base == MPI_IN_PLACE) {
+    MPI_Aint span = 0;
+    for (int j = 0; j < n; j++) {
+      int count;
+      MPI_Datatype type;
+      const char *at = block_of(&recv, j, &count, &type);
+      MPI_Aint lb, extent;
+      PMPI_Type_get_extent(type, &lb, &extent);
+      MPI_Aint end = at - recv.base + (MPI_Aint)count * extent;
+      if (count > 0 && end > span)
+        span = end;
+    }
+    copy = malloc(span > 0 ? (size_t)span : 1);
+    memcpy(copy, recv.base, (size_t)span);
+    send = recv;
+    send.base = copy;
+  }
+  unsigned base = begin(g, c);
+  g->slots[me].send = send;
+  set_stage(g, c, base + STAGE_POSTED);
+  for (int k = 0; k < n; k++) {
+    int j = (me + k) % n;
+    wait_stage(g, j, base + STAGE_POSTED);
+    copy_block(&recv, j, &g->slots[j].send, me);
+  }
+  stage_all(g, c, base + STAGE_DONE); /* (the send buffers are read until here) */
+  free(copy);
+}
+
+void thr_local_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         int scount, const int *scounts, const int *sdispls, MPI_Datatype stype,
+                         void *rbuf, int rcount, const int *rcounts, const int *rdispls,
+                         MPI_Datatype rtype)
+{
+  struct local_side send = {.base = sbuf}, recv = blocks(rbuf, rcount, rcounts, rdispls, rtype);
+  if (sbuf != MPI_IN_PLACE)
+    send = blocks(sbuf, scount, scounts, sdispls, stype);
+  local_alltoall(g, c, send, recv);
+}
+
+void thr_local_alltoallw(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         const int *scounts, const int *sdispls, const MPI_Datatype *stypes,
+                         void *rbuf, const int *rcounts, const int *rdispls,
+                         const MPI_Datatype *rtypes)
+{
+  struct local_side send = {.base = sbuf, .counts = scounts, .displs = sdispls, .unit = 1,
+                            .types = stypes},
+                    recv = {.base = rbuf, .counts = rcounts, .displs = rdispls, .unit = 1,
+                            .types = rtypes};
+  local_alltoall(g, c, send, recv);
+}
+
+/* Elements [first, first + count) of a typed vector. */
+static const char *elements_at(const void *buf, MPI_Aint first, MPI_Datatype type)
+{
+  return (const char *)buf + first * thr_extent_of(type);
+}
+
+/* inout = in op inout. The common predefined cases are folded here: the host's
+ * MPI_Reduce_local may serialise its callers (MPICH takes its global lock), and every
+ * thread rank folds at once. */
+#define FOLD_CASE(ctype)                                                                 \
+  {                                                                                      \
+    const ctype *x = in;                                                                 \
+    ctype *y = inout;                                                                    \
+    if (op == MPI_SUM)                                                                   \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] + y[i];                                                              \
+    else if (op == MPI_PROD)                                                             \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] * y[i];                                                              \
+    else if (op == MPI_MAX)                                                              \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] > y[i] ? x[i] : y[i];                                                \
+    else                                                                                 \
+      for (int i = 0; i < count; i++)                                                    \
+        y[i] = x[i] < y[i] ? x[i] : y[i];                                                \
+    return;                                                                              \
+  }
+
+static void fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
+{
+  if (op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN) {
+    if (type == MPI_INT)
+      FOLD_CASE(int)
+    if (type == MPI_UNSIGNED)
+      FOLD_CASE(unsigned)
+    if (type == MPI_LONG)
+      FOLD_CASE(long)
+    if (type == MPI_UNSIGNED_LONG)
+      FOLD_CASE(unsigned long)
+    if (type == MPI_LONG_LONG)
+      FOLD_CASE(long long)
+    if (type == MPI_FLOAT)
+      FOLD_CASE(float)
+    if (type == MPI_DOUBLE)
+      FOLD_CASE(double)
+  }
+  PMPI_Reduce_local(in, inout, count, type, op);
+}
+
+/* acc = x_0 op x_1 op ... op x_{n-1} over elements [first, first + count) of the
+ * published inputs, folded from the last to the first (acc = x_i op acc), the order
+ * MPI defines for non-commutative operations. */
+static void fold_segment(struct thr_local_group *g, int n, unsigned posted, void *acc,
+                         MPI_Aint first, int count, MPI_Datatype type, MPI_Op op)
+{
+  wait_stage(g, n - 1, posted);
+  if (count > 0)
+    copy_typed(acc, count, type, elements_at(g->slots[n - 1].input, first, type), count, type);
+  for (int i = n - 2; i >= 0; i--) {
+    wait_stage(g, i, posted);
+    if (count > 0)
+      fold(elements_at(g->slots[i].input, first, type), acc, count, type, op);
+  }
+}
+
+/* Rank k's segment of count elements split n ways. */
+static void segment_of(int count, int n, int k, MPI_Aint *first, int *len)
+{
+  *first = (MPI_Aint)count * k / n;
+  *len = (int)((MPI_Aint)count * (k + 1) / n - *first);
+}
+
+/* Small vectors: every rank (or the root) folds all the inputs, two barriers. */
+static void reduce_whole(struct thr_local_group *g, struct thr_comm *c, const void *input,
+                         void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root)
+{
+  int me = c->rank, n = c->size;
+  void *copy = NULL;
+  if (input == rbuf && (root < 0 || me == root)) { /* rbuf is rewritten while read */
+    copy = alloc_typed(count, type);
+    copy_typed(copy, count, type, rbuf, count, type);
+    input = copy;
+  }
+  unsigned base = begin(g, c);
+  g->slots[me].input = input;
+  set_stage(g, c, base + STAGE_POSTED);
+  if (root < 0) {
+    fold_segment(g, n, base + STAGE_POSTED, rbuf, 0, count, type, op);
+    stage_all(g, c, base + STAGE_DONE); /* (the inputs are read until here) */
+  } else if (me == root) {
+    fold_segment(g, n, base + STAGE_POSTED, rbuf, 0, count, type, op);
+    set_stage(g, c, base + STAGE_DONE);
+  } else {
+    wait_stage(g, root, base + STAGE_DONE); /* (this input is read until here) */
+  }
+  free_typed(copy, type);
+}
+
+/* Below this many bytes of the vector, reduce_whole; from it, each rank folds a
+ * segment (the work shared, at one barrier more for allreduce). */
+enum { LOCAL_SPLIT_MIN_BYTES = 2048 };
+
+/* root < 0: every rank gets the result (allreduce). */
 void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                       void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root)
 {
   int me = c->rank, n = c->size;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  /* (allreduce of two: each folding the whole vector moves no more bytes between the
+   * cores than segments do, and reads only inputs, which nobody writes meanwhile) */
+  if (thr_type_bytes(type, count) < LOCAL_SPLIT_MIN_BYTES || count < n || (root < 0 && n == 2)) {
+    reduce_whole(g, c, input, rbuf, count, type, op, root);
+    return;
+  }
+  MPI_Aint first;
+  int len;
+  segment_of(count, n, me, &first, &len);
+  unsigned base = begin(g, c);
+  g->slots[me].input = input;
+  if (root < 0 || me == root)
+    g->slots[me].result = rbuf;
+  set_stage(g, c, base + STAGE_POSTED);
+  if (root >= 0)
+    wait_stage(g, root, base + STAGE_POSTED);
+  /* The segment's result goes to its place in the root's (allreduce: this rank's)
+   * buffer, through a temporary where that buffer is an input still being read. */
+  char *dest = (char *)elements_at(g->slots[root < 0 ? me : root].result, first, type);
+  int through_temp = (root < 0 ? input == rbuf : g->slots[root].input == g->slots[root].result);
+  void *acc = through_temp ? alloc_typed(len, type) : dest;
+  fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
+  if (root >= 0) {
+    if (through_temp)
+      copy_typed(dest, len, type, acc, len, type);
+    stage_all(g, c, base + STAGE_DONE); /* (inputs read, the root's buffer written) */
+  } else {
+    g->slots[me].result = (char *)acc - first * thr_extent_of(type); /* (as a whole vector) */
+    set_stage(g, c, base + STAGE_DONE); /* inputs read, this segment's result published */
+    for (int k = 1; k < n; k++) {
+      int j = (me + k) % n, jlen;
+      MPI_Aint jfirst;
+      segment_of(count, n, j, &jfirst, &jlen);
+      /* (in place, segment j of this rank's buffer is j's input until j is done) */
+      wait_stage(g, j, base + STAGE_DONE);
+      copy_typed((char *)elements_at(rbuf, jfirst, type), jlen, type,
+                 elements_at(g->slots[j].result, jfirst, type), jlen, type);
+    }
+    if (through_temp)
+      copy_typed(dest, len, type, acc, len, type);
+    stage_all(g, c, base + STAGE_READ); /* (the segments are read until here) */
+  }
+  if (through_temp)
+    free_typed(acc, type);
+}
+
+/* Rank k folds block k of every input into its receive buffer (through a temporary
+ * in place, where its buffer is an input the others still read). */
+void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                              void *rbuf, int count, const int *counts, MPI_Datatype type,
+                              MPI_Op op)
+{
+  int me = c->rank, n = c->size, len = counts ? counts[me] : count;
+  MPI_Aint first = 0;
+  for (int k = 0; k < me; k++)
+    first += counts ? counts[k] : count;
+  unsigned base = begin(g, c);
+  g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  set_stage(g, c, base + STAGE_POSTED);
+  void *acc = sbuf == MPI_IN_PLACE && len > 0 ? alloc_typed(len, type) : rbuf;
+  fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
+  stage_all(g, c, base + STAGE_DONE); /* (the inputs are read until here) */
+  if (acc != rbuf) {
+    copy_typed(rbuf, len, type, acc, len, type);
+    free_typed(acc, type);
+  }
+}
+
+/* Small vectors: each rank folds the inputs of the ranks before it (and its own)
+ * into its own buffer, waiting only for those to be published and, before it
+ * returns, for the ranks after it to have read its input. */
+static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *input,
+                     void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
+{
+  int me = c->rank, n = c->size, last = exclusive ? me - 1 : me;
+  unsigned base = begin(g, c);
   void *copy = NULL;
-  if (sbuf == MPI_IN_PLACE) { /* rbuf is rewritten while the others read the input */
-    MPI_Aint true_lb, true_extent, lb, extent;
-    PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-    PMPI_Type_get_extent(type, &lb, &extent);
-    size_t span = (size_t)(true_extent + (count > 1 ? (MPI_Aint)(count - 1) * extent : 0));
-    copy = malloc(span ? span : 1);
-    memcpy(copy, (const char *)rbuf + true_lb, span);
-    sbuf = (const char *)copy - true_lb;
+  if (input == rbuf && me < n - 1) { /* (rbuf is rewritten while later ranks read it) */
+    copy = alloc_typed(count, type);
+    copy_typed(copy, count, type, rbuf, count, type);
+    input = copy;
   }
-  g->slots[me] = (struct local_slot){sbuf, count, type};
-  thr_local_barrier(g);
-  if (root < 0 || me == root) {
-    copy_from(rbuf, count, type, &g->slots[n - 1]);
-    for (int i = n - 2; i >= 0; i--)
-      PMPI_Reduce_local(g->slots[i].buf, rbuf, count, type, op);
+  g->slots[me].input = input;
+  set_stage(g, c, base + STAGE_POSTED);
+  if (last >= 0) {
+    wait_stage(g, last, base + STAGE_POSTED);
+    copy_typed(rbuf, count, type, g->slots[last].input, count, type);
+    for (int i = last - 1; i >= 0; i--) {
+      wait_stage(g, i, base + STAGE_POSTED);
+      fold(g->slots[i].input, rbuf, count, type, op);
+    }
   }
-  thr_local_barrier(g); /* (the inputs are read until here) */
-  free(copy);
+  set_stage(g, c, base + STAGE_DONE);
+  for (int j = me + 1; j < n; j++) /* (they read this input until then) */
+    wait_stage(g, j, base + STAGE_DONE);
+  free_typed(copy, type);
+}
+
+/* Rank k computes segment k of every rank's prefix, writing it straight into their
+ * receive buffers: out_i = out_{i-1} op x_i (exclusive: out_i = out_{i-1} op x_{i-1}).
+ * A rank's input is read before its output overwrites it (in place). */
+void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
+                    int count, MPI_Datatype type, MPI_Op op, int exclusive)
+{
+  int me = c->rank, n = c->size;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  if (thr_type_bytes(type, count) < LOCAL_SPLIT_MIN_BYTES || count < n) {
+    scan_own(g, c, input, rbuf, count, type, op, exclusive);
+    return;
+  }
+  unsigned base = begin(g, c);
+  g->slots[me].input = input;
+  g->slots[me].result = rbuf;
+  stage_all(g, c, base + STAGE_POSTED);
+  MPI_Aint first;
+  int len;
+  segment_of(count, n, me, &first, &len);
+  if (len > 0) {
+    void *acc = alloc_typed(len, type), *next = alloc_typed(len, type);
+    copy_typed(acc, len, type, elements_at(g->slots[0].input, first, type), len, type);
+    if (!exclusive)
+      copy_typed((char *)elements_at(g->slots[0].result, first, type), len, type, acc, len, type);
+    for (int i = 1; i < n; i++) {
+      if (!exclusive || i < n - 1) { /* next = acc op x_i */
+        copy_typed(next, len, type, elements_at(g->slots[i].input, first, type), len, type);
+        fold(acc, next, len, type, op);
+      }
+      char *out = (char *)elements_at(g->slots[i].result, first, type);
+      copy_typed(out, len, type, exclusive ? acc : next, len, type);
+      void *swap = acc;
+      acc = next;
+      next = swap;
+    }
+    free_typed(acc, type);
+    free_typed(next, type);
+  }
+  stage_all(g, c, base + STAGE_DONE); /* (the buffers are read and written until here) */
 }

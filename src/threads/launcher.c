@@ -4,6 +4,7 @@
  *   mcoll-threads T program [args]     run
  *   mcoll-threads --check program      say whether program can run as thread ranks */
 #include <dlfcn.h>
+#include <sched.h>
 #include <time.h>
 #include <limits.h>
 #include <link.h>
@@ -150,6 +151,28 @@ static void *rank_thread(void *arg)
 }
 
 /* Resident memory of this process in KiB. */
+/* Each thread rank on a CPU of its own, as the host MPI binds process ranks, when the
+ * node's thread ranks are no more than this process's CPUs (MCOLL_THREADS_BIND=0: not
+ * bound). Left to the kernel, a new thread starts on its creator's CPU and may share
+ * it with the rank it waits for until the load balancer moves it (ms). */
+static void bind_rank_thread(pthread_attr_t *attr, int threads, int t)
+{
+  const char *bind = getenv("MCOLL_THREADS_BIND");
+  cpu_set_t allowed;
+  if ((bind && atoi(bind) == 0) || sched_getaffinity(0, sizeof allowed, &allowed) != 0 ||
+      threads * thr_proc.node_processes > thr_proc.cpus)
+    return;
+  int nth = thr_proc.node_index * threads + t;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET(cpu, &allowed) && nth-- == 0) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pthread_attr_setaffinity_np(attr, sizeof one, &one);
+      return;
+    }
+}
+
 static long resident_kib(void)
 {
   FILE *f = fopen("/proc/self/status", "r");
@@ -222,9 +245,14 @@ __attribute__((visibility("default"))) int mcoll_threads_main(int argc, char **a
   thr_program_remove(&program); /* (mapped: the descriptor is no longer needed) */
 
   pthread_t *ids = calloc((size_t)threads, sizeof *ids);
-  for (int t = 0; t < threads; t++)
-    if (pthread_create(&ids[t], NULL, rank_thread, &thr_proc.ranks[t]) != 0)
+  for (int t = 0; t < threads; t++) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    bind_rank_thread(&attr, (int)threads, t);
+    if (pthread_create(&ids[t], &attr, rank_thread, &thr_proc.ranks[t]) != 0)
       thr_fatal("cannot start thread rank %d", thr_proc.ranks[t].world);
+    pthread_attr_destroy(&attr);
+  }
   int status = 0;
   for (int t = 0; t < threads; t++) {
     pthread_join(ids[t], NULL);

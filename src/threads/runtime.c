@@ -543,6 +543,10 @@ void thr_runtime_init(int threads)
   MPI_Comm node;
   PMPI_Comm_split_type(thr_proc.host, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
+  PMPI_Comm_size(node, &thr_proc.node_processes);
+  PMPI_Comm_rank(node, &thr_proc.node_index);
+  cpu_set_t allowed;
+  thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
   thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);

@@ -97,6 +97,8 @@ struct thr_rank {
 struct thr_process {
   int threads, processes, process, world_size;
   int node; /* the lowest host rank of this process's node (MPI_COMM_TYPE_SHARED) */
+  int node_processes, node_index; /* this node's processes, and this one's place among them */
+  int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
@@ -127,12 +129,36 @@ size_t thr_type_bytes(MPI_Datatype type, int count);
  * read each other's buffers in place (coll_local.c). The group is NULL otherwise. */
 struct thr_local_group *thr_local_group_of(struct thr_comm *c);
 void thr_local_group_release(struct thr_comm *c);
-void thr_local_barrier(struct thr_local_group *g);
+void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c);
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root);
 /* root < 0: every rank gets the result (allreduce). */
 void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                       void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
+/* The v calls with counts NULL are the regular ones (block j at j x count). */
+void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                       int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                       const int *rcounts, const int *displs, MPI_Datatype rtype, int root);
+void thr_local_scatterv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                        int scount, const int *scounts, const int *displs, MPI_Datatype stype,
+                        void *rbuf, int rcount, MPI_Datatype rtype, int root);
+void thr_local_allgatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                          int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                          const int *rcounts, const int *displs, MPI_Datatype rtype);
+void thr_local_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         int scount, const int *scounts, const int *sdispls, MPI_Datatype stype,
+                         void *rbuf, int rcount, const int *rcounts, const int *rdispls,
+                         MPI_Datatype rtype);
+void thr_local_alltoallw(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         const int *scounts, const int *sdispls, const MPI_Datatype *stypes,
+                         void *rbuf, const int *rcounts, const int *rdispls,
+                         const MPI_Datatype *rtypes);
+/* counts NULL: reduce_scatter_block (count each). */
+void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                              void *rbuf, int count, const int *counts, MPI_Datatype type,
+                              MPI_Op op);
+void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
+                    int count, MPI_Datatype type, MPI_Op op, int exclusive);
 
 /* Collectives over the runtime's point-to-point (coll.c). */
 #define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);

@@ -163,6 +163,33 @@ def test_groups_as_thread_ranks(flavour, threads, np):
     assert check_passed(result, "test_groups") > 0
 
 
+@pytest.mark.parametrize("flavour,threads,np", flavoured(
+    [layout(2, 2), layout(4, 4), layout(2, 4), layout(3, 3, full=True), layout(8, 8, full=True),
+     layout(15, 15, full=True)], openmpi_default=["1x2", "1x4"]))
+def test_thread_coll_as_thread_ranks(flavour, threads, np):
+    """The in-process collectives (src/threads/coll_local.c: ranks read and write each
+    other's buffers) at their edges: in place, non-commutative reductions split into
+    segments, empty reduce_scatter blocks, strided types on one side, on communicators
+    inside one process and across processes (tests/mpi/test_thread_coll.c); and the
+    thread ranks together may use every CPU (Open MPI binds a lone process to one core
+    unless told not to), each bound to one of its own when the node's ranks fit."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour), None,
+                     JOB_TIMEOUT)
+    assert check_passed(result, "test_thread_coll") > 0
+    cpus = re.search(r"^test_thread_coll: cpus (\d+), per rank (\d+)$", result.stdout, re.M)
+    available = len(os.sched_getaffinity(0))
+    assert cpus, result.describe()
+    assert int(cpus.group(1)) == min(np, available), result.describe()
+    assert int(cpus.group(2)) == (1 if np <= available else available), result.describe()
+
+
+def test_thread_coll_as_processes():
+    """The program is plain MPI: it passes under the host MPI too."""
+    result = run_job(mpijob.mpiexec_argv(FLAVOUR, 3, BUILD.bin(FLAVOUR, "mcoll-test-thread-coll"),
+                                         mcoll=False), None, JOB_TIMEOUT)
+    check_passed(result, "test_thread_coll")
+
+
 @pytest.mark.parametrize("np", [1, 3])
 def test_groups_as_processes(np):
     """The groups program is plain MPI: it passes under the host MPI too."""

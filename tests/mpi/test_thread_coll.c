@@ -1,0 +1,310 @@
+/* test_thread_coll: the edges of the thread ranks' in-process collectives
+ * (src/threads/coll_local.c, where ranks read and write each other's buffers): in place,
+ * non-commutative reductions long enough to be split into one segment per rank, uneven
+ * and empty reduce_scatter blocks, a strided type on one side of gather, scatter, bcast
+ * and alltoallw, on communicators inside one process and across processes (world,
+ * halves, reversed, evens and odds). Every result is checked against the inputs'
+ * formula. Runs as processes too. Prints how many CPUs the ranks may run on together
+ * and the most one rank may (thread ranks of one process must not share one core, and
+ * are bound to one each when they fit). */
+#include <mpi.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static long checks, errors;
+static const char *where = "";
+
+static void check(int ok, const char *what, int i)
+{
+  checks++;
+  if (!ok && errors++ < 10)
+    fprintf(stderr, "test_thread_coll: %s: %s wrong at %d\n", where, what, i);
+}
+
+/* An affine map x -> a x + b with a = +-1 and small b: exact in doubles, and
+ * composition does not commute. */
+struct affine {
+  double a, b;
+};
+
+static struct affine input_of(int rank, int i)
+{
+  return (struct affine){(rank * 7 + i) % 3 == 0 ? -1 : 1, (rank * 13 + i * 5) % 11 - 5};
+}
+
+/* first, then second: x -> second(first(x)). */
+static struct affine then(struct affine first, struct affine second)
+{
+  return (struct affine){second.a * first.a, second.a * first.b + second.b};
+}
+
+/* inout = in o inout, in from the lower ranks: apply in first. */
+static void affine_fn(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  (void)type;
+  struct affine *x = in, *y = inout;
+  for (int i = 0; i < *len; i++)
+    y[i] = then(x[i], y[i]);
+}
+
+static MPI_Datatype affine_type;
+static MPI_Op affine_op;
+
+/* Ranks [from, to) of comm folded in order, at element i. */
+static struct affine fold(const int *world, int from, int to, int i)
+{
+  struct affine acc = {1, 0};
+  for (int k = from; k < to; k++)
+    acc = then(acc, input_of(world[k], i));
+  return acc;
+}
+
+static int same(struct affine x, struct affine y)
+{
+  return x.a == y.a && x.b == y.b;
+}
+
+static void reductions(MPI_Comm comm, const int *world, int me, int n)
+{
+  const struct affine poison = {7, 7}; /* (what a result read from an output would show) */
+  static const int counts[] = {1, 5, 300, 20000};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    int count = counts[c];
+    struct affine *in = malloc(sizeof *in * (size_t)count * (size_t)n);
+    struct affine *out = malloc(sizeof *out * (size_t)count * (size_t)n);
+    for (int in_place = 0; in_place < 2; in_place++) {
+      for (int i = 0; i < count; i++)
+        in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
+      MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, affine_type, affine_op, comm);
+      for (int i = 0; i < count; i++)
+        check(same(out[i], fold(world, 0, n, i)), in_place ? "allreduce in place" : "allreduce", i);
+      for (int root = 0; root < n; root += n - 1 > 0 ? n - 1 : 1) {
+        for (int i = 0; i < count; i++)
+          in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
+        int here = in_place && me == root;
+        MPI_Reduce(here ? MPI_IN_PLACE : in, out, count, affine_type, affine_op, root, comm);
+        for (int i = 0; me == root && i < count; i++)
+          check(same(out[i], fold(world, 0, n, i)), "reduce", i);
+      }
+      for (int exclusive = 0; exclusive < 2; exclusive++) {
+        for (int i = 0; i < count; i++)
+          in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
+        void *send = in_place ? MPI_IN_PLACE : in;
+        if (exclusive)
+          MPI_Exscan(send, out, count, affine_type, affine_op, comm);
+        else
+          MPI_Scan(send, out, count, affine_type, affine_op, comm);
+        for (int i = 0; i < count && (me > 0 || !exclusive); i++)
+          check(same(out[i], fold(world, 0, me + !exclusive, i)), exclusive ? "exscan" : "scan", i);
+      }
+      /* reduce_scatter: block k of (k * 3) % 4 x count / 4 elements, some empty */
+      int *blocks = malloc(sizeof(int) * (size_t)n), total = 0, first = 0;
+      for (int k = 0; k < n; k++) {
+        blocks[k] = (k * 3) % 4 * count / 4;
+        first += k < me ? blocks[k] : 0;
+        total += blocks[k];
+      }
+      for (int i = 0; i < total; i++)
+        in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
+      MPI_Reduce_scatter(in_place ? MPI_IN_PLACE : in, out, blocks, affine_type, affine_op, comm);
+      for (int i = 0; i < blocks[me]; i++)
+        check(same(out[i], fold(world, 0, n, first + i)), "reduce_scatter", i);
+      for (int i = 0; i < count * n; i++)
+        in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
+      MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : in, out, count, affine_type, affine_op, comm);
+      for (int i = 0; i < count; i++)
+        check(same(out[i], fold(world, 0, n, me * count + i)), "reduce_scatter_block", i);
+      free(blocks);
+    }
+    free(in);
+    free(out);
+  }
+}
+
+/* count ints, every other one: the root's side of gather, scatter and bcast. */
+static MPI_Datatype strided(int count)
+{
+  MPI_Datatype vector, resized;
+  MPI_Type_vector(count, 1, 2, MPI_INT, &vector);
+  MPI_Type_create_resized(vector, 0, (MPI_Aint)sizeof(int) * 2 * count, &resized);
+  MPI_Type_commit(&resized);
+  MPI_Type_free(&vector);
+  return resized;
+}
+
+/* What a block never written shows. */
+static void poison(int *buf, size_t bytes)
+{
+  memset(buf, 0xff, bytes);
+}
+
+static int value(int from, int to, int i)
+{
+  return from * 100000 + to * 1000 + i;
+}
+
+static void movements(MPI_Comm comm, const int *world, int me, int n)
+{
+  static const int counts[] = {1, 7, 1500};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    int count = counts[c];
+    size_t all = (size_t)count * (size_t)n;
+    size_t room = sizeof(int) * (all * 2 + 2 * (size_t)n); /* (strided: every other int) */
+    int *send = malloc(room), *recv = malloc(room);
+    MPI_Datatype wide = strided(count);
+    for (int in_place = 0; in_place < 2; in_place++) {
+      poison(recv, room);
+      /* alltoall: block j of rank me's input is value(me, j, i) */
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          send[j * count + i] = value(world[me], world[j], i),
+          recv[j * count + i] = in_place ? send[j * count + i] : -1;
+      MPI_Alltoall(in_place ? MPI_IN_PLACE : send, count, MPI_INT, recv, count, MPI_INT, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          check(recv[j * count + i] == value(world[j], world[me], i), "alltoall", i);
+      /* alltoallv: (j + me) % 3 x count / 2 from me to j, blocks in reverse order */
+      int *sc = malloc(sizeof(int) * (size_t)n * 4), *sd = sc + n, *rc = sd + n, *rd = rc + n;
+      int at = 0, rat = 0;
+      for (int j = n - 1; j >= 0; j--) {
+        sc[j] = (j + me) % 3 * count / 2, sd[j] = at, at += sc[j];
+        rc[j] = (me + j) % 3 * count / 2, rd[j] = rat, rat += rc[j];
+      }
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < sc[j]; i++)
+          send[sd[j] + i] = value(world[me], world[j], i);
+      poison(recv, room);
+      if (in_place)
+        memcpy(recv, send, sizeof(int) * (size_t)at), memcpy(rc, sc, sizeof(int) * 2 * (size_t)n);
+      MPI_Alltoallv(in_place ? MPI_IN_PLACE : send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < rc[j]; i++)
+          check(recv[rd[j] + i] == value(world[j], world[me], i), "alltoallv", i);
+      /* alltoallw: sent as count ints, received strided (byte displacements) */
+      MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * (size_t)n * 2), *rt = st + n;
+      for (int j = 0; j < n; j++) {
+        sc[j] = count, sd[j] = j * count * (int)sizeof(int), st[j] = MPI_INT;
+        rc[j] = 1, rd[j] = j * count * 2 * (int)sizeof(int), rt[j] = wide;
+        for (int i = 0; i < count; i++)
+          send[j * count + i] = value(world[me], world[j], i);
+      }
+      poison(recv, room);
+      if (in_place) /* (strided both ways) */
+        for (int j = 0; j < n; j++)
+          for (int i = 0; i < count; i++)
+            recv[j * count * 2 + 2 * i] = value(world[me], world[j], i);
+      MPI_Alltoallw(in_place ? MPI_IN_PLACE : send, sc, sd, st, recv, rc, rd, rt, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          check(recv[j * count * 2 + 2 * i] == value(world[j], world[me], i), "alltoallw", i);
+      free(st);
+      /* allgather(v), rank j's block j x count / 2 + 1 long */
+      for (int j = 0, d = 0; j < n; j++)
+        rc[j] = j % 3 * count / 2 + 1, rd[j] = d, d += rc[j] + 1;
+      poison(recv, room);
+      for (int i = 0; i < rc[me]; i++)
+        send[i] = value(world[me], 0, i), recv[rd[me] + i] = in_place ? send[i] : -1;
+      MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, rc[me], MPI_INT, recv, rc, rd, MPI_INT, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < rc[j]; i++)
+          check(recv[rd[j] + i] == value(world[j], 0, i), "allgatherv", i);
+      poison(recv, room);
+      for (int i = 0; i < count; i++)
+        send[i] = value(world[me], 1, i), recv[me * count + i] = in_place ? send[i] : -1;
+      MPI_Allgather(in_place ? MPI_IN_PLACE : send, count, MPI_INT, recv, count, MPI_INT, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          check(recv[j * count + i] == value(world[j], 1, i), "allgather", i);
+      /* gather and scatter to the last rank, strided there */
+      int root = n - 1, mine = me == root && in_place;
+      poison(recv, room);
+      for (int i = 0; i < count; i++)
+        send[i] = value(world[me], 2, i), recv[me * count * 2 + 2 * i] = mine ? send[i] : -1;
+      MPI_Gather(mine ? MPI_IN_PLACE : send, count, MPI_INT, recv, me == root ? 1 : count,
+                 me == root ? wide : MPI_INT, root, comm);
+      for (int j = 0; me == root && j < n; j++)
+        for (int i = 0; i < count; i++)
+          check(recv[j * count * 2 + 2 * i] == value(world[j], 2, i), "gather", i);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          send[j * count * 2 + 2 * i] = value(world[root], world[j], i);
+      for (int i = 0; i < count; i++)
+        recv[i] = me == root ? value(world[root], world[me], i) : -1;
+      MPI_Scatter(send, me == root ? 1 : 0, wide, mine ? MPI_IN_PLACE : recv, count, MPI_INT,
+                  root, comm);
+      for (int i = 0; i < count; i++)
+        check(recv[i] == value(world[root], world[me], i), "scatter", i);
+      /* bcast from the root's strided buffer into contiguous ones */
+      for (int i = 0; i < count; i++)
+        send[2 * i] = value(world[root], 3, i), recv[i] = -1;
+      MPI_Bcast(me == root ? (void *)send : recv, me == root ? 1 : count,
+                me == root ? wide : MPI_INT, root, comm);
+      for (int i = 0; me != root && i < count; i++)
+        check(recv[i] == value(world[root], 3, i), "bcast", i);
+      free(sc);
+    }
+    MPI_Type_free(&wide);
+    free(send);
+    free(recv);
+  }
+}
+
+static void on(MPI_Comm comm, const char *name)
+{
+  int me, n;
+  MPI_Comm_rank(comm, &me);
+  MPI_Comm_size(comm, &n);
+  int world_rank, *world = malloc(sizeof(int) * (size_t)n);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Allgather(&world_rank, 1, MPI_INT, world, 1, MPI_INT, comm);
+  where = name;
+  reductions(comm, world, me, n);
+  movements(comm, world, me, n);
+  MPI_Barrier(comm);
+  free(world);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Type_contiguous(2, MPI_DOUBLE, &affine_type);
+  MPI_Type_commit(&affine_type);
+  MPI_Op_create(affine_fn, 0, &affine_op);
+  cpu_set_t cpus;
+  unsigned long long mask = 0, all_ranks; /* (the first 64 CPUs) */
+  int ncpus = 0, most;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0)
+    for (int cpu = 0; cpu < 64; cpu++)
+      if (CPU_ISSET(cpu, &cpus))
+        mask |= 1ull << cpu, ncpus++;
+  MPI_Reduce(&mask, &all_ranks, 1, MPI_UNSIGNED_LONG_LONG, MPI_BOR, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&ncpus, &most, 1, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("test_thread_coll: cpus %d, per rank %d\n", __builtin_popcountll(all_ranks), most);
+
+  on(MPI_COMM_WORLD, "world");
+  MPI_Comm halves, reversed, parity;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2, rank, &halves);
+  MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &parity);
+  on(halves, "halves");
+  on(reversed, "reversed");
+  on(parity, "evens and odds");
+  MPI_Comm_free(&halves);
+  MPI_Comm_free(&reversed);
+  MPI_Comm_free(&parity);
+
+  long totals[2] = {checks, errors}, sums[2];
+  MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  if (rank == 0)
+    printf("test_thread_coll: %ld checks, %ld errors\n", sums[0], sums[1]);
+  MPI_Op_free(&affine_op);
+  MPI_Type_free(&affine_type);
+  MPI_Finalize();
+  return rank == 0 && sums[1] != 0;
+}
