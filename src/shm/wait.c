@@ -37,10 +37,29 @@ static void cpu_relax(void) {
 #endif
 }
 
-/* Past the spin, instead of a yield: poll on while this rank has a core of its own
- * and has waited less than MCOLL_SPIN_US (the host MPIs' own waits do not yield). */
+/* Whether the application may run MPI calls from several threads (MPI_THREAD_MULTIPLE,
+ * known once MPI is initialized): its threads may then share the cores with the ranks,
+ * and one may wait for another on the same core. */
+static int app_threads(void) {
+  static int known = -1; /* (benign race: every thread computes the same) */
+  if (known >= 0) return known;
+  int level = mcoll__app_thread_level, initialized = 0;
+  if (level < 0) {
+    PMPI_Initialized(&initialized);
+    if (!initialized) return 1;
+    PMPI_Query_thread(&level);
+  }
+  known = level >= MPI_THREAD_MULTIPLE;
+  return known;
+}
+
+/* Past the spin, instead of a yield: poll on while this rank has a core of its own,
+ * no other thread of the process (the application's at MPI_THREAD_MULTIPLE, the
+ * progress thread with tasks pending) may need that core, and it has waited less than
+ * MCOLL_SPIN_US (the host MPIs' own waits do not yield). */
 static int keep_polling(const struct mcoll_shm *shm, double waited_us) {
-  return !shm->oversubscribed && waited_us < (double)mcoll__cfg.SPIN_US;
+  return !shm->oversubscribed && waited_us < (double)mcoll__cfg.SPIN_US && !app_threads() &&
+         !mcoll__background_pending();
 }
 
 /* Polls between two rounds of host progress and checks while polling: about as often
