@@ -173,6 +173,13 @@ launcher_args() {
     hostlist+="${hostlist:+,}$PREFIX$k:$c"
     total=$((total + c))
   done
+  # The hosts share this machine's cores: with more ranks in the job than cores, a rank
+  # with a core of its own on its host still shares one, so its waits must yield
+  # (MCOLL_SPIN_US=0) instead of polling for a while as with a core per rank.
+  local spin=()
+  if [[ -z ${MCOLL_SPIN_US:-} && $total -gt $(nproc) ]]; then
+    [[ $kind == openmpi ]] && spin=(-x MCOLL_SPIN_US=0) || spin=(-genv MCOLL_SPIN_US 0)
+  fi
   case $kind in
     openmpi)
       # mpirun runs outside the hosts, on the bridge: its daemons reach it there.
@@ -184,7 +191,7 @@ launcher_args() {
         --mca plm_rsh_no_tree_spawn 1 \
         --mca oob_tcp_if_include "$SUBNET.0/24" \
         --mca btl tcp,self,vader --mca btl_tcp_if_include "$SUBNET.0/24" \
-        --mca pml ob1 ;;
+        --mca pml ob1 "${spin[@]}" ;;
     mpich)
       # hydra tells its proxies to call back to the address of -iface; UCX (Debian's
       # MPICH is ch4:ucx) uses TCP on eth0 between hosts, shared memory inside one.
@@ -193,7 +200,7 @@ launcher_args() {
       # that rarer (test_coll natively: 0 of 24 jobs, 5 of 42 without), not gone.
       printf '%s\n' -hosts "$hostlist" -np "$total" \
         -launcher rsh -launcher-exec "$agent_exe" -iface "$BRIDGE" \
-        -genv UCX_NET_DEVICES eth0 -genv UCX_PROTO_ENABLE y ;;
+        -genv UCX_NET_DEVICES eth0 -genv UCX_PROTO_ENABLE y "${spin[@]}" ;;
     *) die "launcher-args: openmpi or mpich, not '$kind'" ;;
   esac
 }
