@@ -41,16 +41,18 @@ static void cpu_relax(void) {
  * known once MPI is initialized): its threads may then share the cores with the ranks,
  * and one may wait for another on the same core. */
 static int app_threads(void) {
-  static int known = -1; /* (benign race: every thread computes the same) */
-  if (known >= 0) return known;
+  static atomic_int known = -1; /* (every thread computes the same value) */
+  int was = atomic_load_explicit(&known, memory_order_relaxed);
+  if (was >= 0) return was;
   int level = mcoll__app_thread_level, initialized = 0;
   if (level < 0) {
     PMPI_Initialized(&initialized);
     if (!initialized) return 1;
     PMPI_Query_thread(&level);
   }
-  known = level >= MPI_THREAD_MULTIPLE;
-  return known;
+  int multiple = level >= MPI_THREAD_MULTIPLE;
+  atomic_store_explicit(&known, multiple, memory_order_relaxed);
+  return multiple;
 }
 
 /* Past the spin, instead of a yield: poll on while this rank has a core of its own,
