@@ -224,8 +224,9 @@ def test_first_arrival_leads(flavour):
     assert first > 0 and fixed > 0, f"{inter}\n{result.describe()}"
     # rank 0 arrives first after an untimed warm-up call or when a barrier left it ahead,
     # and on 2 cores when the others wait longer than its 2 ms for a time slice (MPICH,
-    # 4 ranks: 65 of 90 once); a fixed leader would give none
-    assert first * 0.5 <= inter.get("other_leader", 0) <= first, f"{inter}\n{result.describe()}"
+    # 4 ranks: 65 of 90 once; in 2 of 10 runs one size's calls all found it first, 30-41
+    # of 90 led by another); a fixed leader would give none
+    assert first * 0.25 <= inter.get("other_leader", 0) <= first, f"{inter}\n{result.describe()}"
 
 
 def test_info_lists_algorithms():
