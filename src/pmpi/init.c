@@ -1,41 +1,22 @@
 /* Start-up and shutdown; communicator contexts are freed by their attribute's
  * delete callback (MPI_Comm_free only completes the calls in flight: pmpi/nbc.c). */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "coll/adapt.h"
+#include "core/xmalloc.h"
 #include "core/host_progress.h"
 #include "task/progress_thread.h"
 #include "topo/topo.h"
 #include "pmpi/wrap.h"
 
-static void report(void) {
-  int rank, size;
-  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  PMPI_Comm_size(MPI_COMM_WORLD, &size);
-  /* MCOLL_VERBOSE=2: every rank says what its adaptive choice decided. */
-  if (rank != 0 && mcoll__cfg.VERBOSE < 2) return;
-  /* Built in memory and written one line per write(2): stderr is unbuffered, so a line
-   * made of several fprintf calls could be split by another rank's output on the
-   * launcher's shared stream (a test then misread the report). */
-  char *text = NULL;
-  size_t length = 0;
-  FILE *out = open_memstream(&text, &length);
-  if (!out) out = stderr;
-  if (rank == 0) {
-    fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
-    mcoll__stats_report(out);
-    mcoll__context_report(out);
-    mcoll__task_report(out);
-    mcoll__progress_thread_report(out);
-    mcoll__tnbc_report(out);
-  }
-  mcoll__adapt_report(out, rank);
-  if (out == stderr) return;
-  fclose(out);
+/* Writes text one line per write(2): stderr is unbuffered, and a line made of several
+ * writes could be split by another process's output on the launcher's stream. */
+static void write_lines(const char *text, size_t length) {
   for (size_t at = 0; at < length;) {
     const char *end = memchr(text + at, '\n', length - at);
     size_t line = end ? (size_t)(end - (text + at)) + 1 : length - at;
@@ -46,6 +27,54 @@ static void report(void) {
     }
     at += line;
   }
+}
+
+static void report(void) {
+  int rank, size;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &size);
+  int every_rank = mcoll__cfg.VERBOSE >= 2; /* each rank's adaptive choice too */
+  if (rank != 0 && !every_rank) return;
+  char *text = NULL;
+  size_t length = 0;
+  FILE *out = open_memstream(&text, &length);
+  if (!out) return;
+  if (rank == 0) {
+    fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
+    mcoll__stats_report(out);
+    mcoll__context_report(out);
+    mcoll__task_report(out);
+    mcoll__progress_thread_report(out);
+    mcoll__tnbc_report(out);
+  }
+  mcoll__adapt_report(out, rank);
+  fclose(out);
+  if (!every_rank || size == 1) {
+    write_lines(text, length);
+    free(text);
+    return;
+  }
+  /* Rank 0 writes every rank's lines: the launcher forwards each process's output in
+   * chunks of its own size, so lines written by several processes at once can be cut
+   * and mixed (a test then missed one rank's line). MPI_Finalize is collective. */
+  int mine = length > INT32_MAX ? INT32_MAX : (int)length;
+  int *lengths = rank == 0 ? mcoll__xmalloc((size_t)size * sizeof *lengths) : NULL;
+  int *offsets = rank == 0 ? mcoll__xmalloc((size_t)size * sizeof *offsets) : NULL;
+  PMPI_Gather(&mine, 1, MPI_INT, lengths, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  char *all = NULL;
+  size_t total = 0;
+  if (rank == 0) {
+    for (int r = 0; r < size; r++) {
+      offsets[r] = (int)total;
+      total += (size_t)lengths[r];
+    }
+    all = mcoll__xmalloc(total ? total : 1);
+  }
+  PMPI_Gatherv(text, mine, MPI_CHAR, all, lengths, offsets, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank == 0) write_lines(all, total);
+  free(all);
+  free(offsets);
+  free(lengths);
   free(text);
 }
 
