@@ -464,11 +464,8 @@ static struct mcoll_task *task_new(mcoll_task_fn fn, const void *args, size_t ar
   return t;
 }
 
-/* Appends t to comm's lane and, when it may run now (task/task.h: order), runs it
- * as far as it goes; 1 if it finished then (*err: its result). Under engine_lock. */
-static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
-  struct lane *l = lane_of(comm, 1);
-  if (!l) return -1;
+/* Puts t at the tail of lane l and counts it started and pending. Under engine_lock. */
+static void lane_append(struct lane *l, struct mcoll_task *t) {
   t->serial = serial_next++;
   count_locked(&started);
   atomic_fetch_add(&pending, 1);
@@ -476,6 +473,14 @@ static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
   if (l->tail) l->tail->next = t;
   else l->head = t;
   l->tail = t;
+}
+
+/* Appends t to comm's lane and, when it may run now (task/task.h: order), runs it
+ * as far as it goes; 1 if it finished then (*err: its result). Under engine_lock. */
+static int enqueue(MPI_Comm comm, struct mcoll_task *t, int *err) {
+  struct lane *l = lane_of(comm, 1);
+  if (!l) return -1;
+  lane_append(l, t);
   int defer = defer_next;
   defer_next = 0;
   if (mcoll__fiber_self() || defer || !may_run(l, t) || !advance(l, t)) return 0;
@@ -593,13 +598,7 @@ static int run_unseen(MPI_Comm comm, struct mcoll_task *t, int *err, int *reques
     count_unseen();
     return 1;
   }
-  t->serial = serial_next++;
-  count_locked(&started);
-  atomic_fetch_add(&pending, 1);
-  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
-  if (l->tail) l->tail->next = t;
-  else l->head = t;
-  l->tail = t;
+  lane_append(l, t);
   *request_err = t->persistent ? MPI_SUCCESS : give_request(t);
   pthread_mutex_unlock(&engine_lock);
   return 0;
@@ -778,13 +777,7 @@ static int persistent_start_unseen(struct mcoll_persistent *p, struct mcoll_task
   }
   p->active = t;
   atomic_fetch_add(&persistent_active, 1);
-  t->serial = serial_next++;
-  count_locked(&started);
-  atomic_fetch_add(&pending, 1);
-  atomic_fetch_add_explicit(&task_events, 1, memory_order_relaxed);
-  if (l->tail) l->tail->next = t;
-  else l->head = t;
-  l->tail = t;
+  lane_append(l, t);
   task_unref(t); /* (the starter's: the engine's stays) */
   pthread_mutex_unlock(&engine_lock);
   wake_progress();
