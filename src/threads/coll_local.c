@@ -617,3 +617,14 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
   }
   stage_all(g, c, base + STAGE_DONE); /* (the buffers are read and written until here) */
 }
+
+void thr_fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
+{
+  fold(in, inout, count, type, op);
+}
+
+void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
+                    MPI_Datatype stype)
+{
+  copy_typed(dst, dcount, dtype, src, scount, stype);
+}
