@@ -7,6 +7,7 @@ function(mcoll_add_threads flavour)
   # Its test programs (plain MPI programs, also run as processes).
   foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
                mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench
+               mcoll-hierbench:tools/threads/hierbench
                mcoll-test-groups:tests/mpi/test_groups
                mcoll-test-thread-coll:tests/mpi/test_thread_coll)
     string(REPLACE ":" ";" parts ${prog})

@@ -26,7 +26,9 @@ struct thr_hier {
 };
 
 /* MCOLL_THREADS_HIER=0: communicators across processes keep the message algorithms;
- * 2: rank 0 of each communicator that takes two levels says so on stderr (tests). */
+ * 2: rank 0 of each communicator that takes two levels says so on stderr (tests);
+ * 3: only those whose context is a multiple of 4 take two levels (world and every other
+ * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c). */
 static int hier_mode(void)
 {
   static atomic_int mode = -1;
@@ -83,7 +85,8 @@ struct thr_hier *thr_hier_of(struct thr_comm *c)
 {
   if (c->hier_state == 0) {
     c->hier_state = -1;
-    if (hier_mode() > 0 && c->size > 1 && !thr_local_group_of(c)) {
+    if (hier_mode() > 0 && !(hier_mode() == 3 && c->ctx % 4 != 0) && c->size > 1 &&
+        !thr_local_group_of(c)) {
       struct thr_hier *h = build(c);
       /* (one rank per process: nothing to do in place) */
       if (h->nprocs < c->size) {
@@ -204,9 +207,18 @@ void thr_hier_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, 
                     int count, MPI_Datatype type, int root)
 {
   int lead = local_leader(h, root);
-  if (h->local.rank == lead)
-    leaders_bcast(r, c, h, buf, count, type, h->proc_of[root], root);
-  thr_local_bcast(h->group, &h->local, buf, count, type, lead);
+  if (h->local.rank != lead) {
+    thr_local_bcast(h->group, &h->local, buf, count, type, lead);
+    return;
+  }
+  /* (the root's process: its ranks copy while the root sends to the other processes) */
+  unsigned base = 0;
+  if (c->rank == root)
+    base = thr_local_bcast_post(h->group, &h->local, buf, count, type);
+  leaders_bcast(r, c, h, buf, count, type, h->proc_of[root], root);
+  if (c->rank != root)
+    base = thr_local_bcast_post(h->group, &h->local, buf, count, type);
+  thr_local_bcast_wait(h->group, &h->local, base);
 }
 
 /* The process's ranks fold into part at their leader (in rank order), in place. */

@@ -261,6 +261,23 @@ void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, i
   from_root(g, c, root, one_block(buf, count, type), one_block(buf, count, type), 0);
 }
 
+/* The root's half of thr_local_bcast in two steps (the others call thr_local_bcast):
+ * its buffer is readable from the first, and the second waits for the readers, so the
+ * root may do other work (send to other processes) while they copy. */
+unsigned thr_local_bcast_post(struct thr_local_group *g, struct thr_comm *c, const void *buf,
+                              int count, MPI_Datatype type)
+{
+  unsigned base = begin(g, c);
+  g->slots[c->rank].send = one_block(buf, count, type);
+  set_stage(g, c, base + STAGE_POSTED);
+  return base;
+}
+
+void thr_local_bcast_wait(struct thr_local_group *g, struct thr_comm *c, unsigned base)
+{
+  stage_all(g, c, base + STAGE_DONE);
+}
+
 /* Every rank writes its block straight into the root's receive buffer. */
 void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                        int scount, MPI_Datatype stype, void *rbuf, int rcount,

@@ -134,6 +134,11 @@ void thr_local_group_release(struct thr_comm *c);
 void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c);
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root);
+/* The root's side of thr_local_bcast in two steps: readable from the post, the readers
+ * waited for at the wait (the root may send meanwhile); the others call thr_local_bcast. */
+unsigned thr_local_bcast_post(struct thr_local_group *g, struct thr_comm *c, const void *buf,
+                              int count, MPI_Datatype type);
+void thr_local_bcast_wait(struct thr_local_group *g, struct thr_comm *c, unsigned base);
 /* root < 0: every rank gets the result (allreduce). */
 void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                       void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
