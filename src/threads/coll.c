@@ -292,6 +292,11 @@ int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype st
     thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(c);
+  if (h) {
+    thr_hier_gather(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
   struct layout l = regular_layout(r, comm, rcount);
   thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
   free_layout(l);
@@ -329,6 +334,11 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(c);
+  if (h) {
+    thr_hier_scatter(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, scount);

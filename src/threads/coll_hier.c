@@ -12,7 +12,8 @@
 
 /* Tags of the leaders' messages, in the collective context: above the blocking
  * message algorithms' (coll.c), below the non-blocking ones' (coll_nbc.c). */
-enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER };
+enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER, HTAG_GATHER,
+       HTAG_SCATTER };
 
 struct thr_hier {
   int nprocs, me_proc; /* processes with ranks in the communicator; this one's index */
@@ -398,4 +399,109 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
   }
   free(lcounts);
   free(regular);
+}
+
+/* Regular gather: the root's process writes its blocks straight into the root's receive
+ * buffer; every other process's ranks write theirs, as bytes in rank order, into a
+ * buffer of their leader, which sends it whole to the root; the root receives each
+ * straight into the blocks of that process's ranks. */
+void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root)
+{
+  int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
+  if (h->me_proc != root_proc) {
+    int bytes = (int)thr_type_bytes(stype, scount), lead = h->local.rank == 0;
+    char *packed = lead ? malloc((size_t)bytes * (size_t)mine + 1) : NULL;
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, packed, bytes, NULL, NULL,
+                      MPI_BYTE, 0);
+    if (lead) {
+      thr_send(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_GATHER);
+      free(packed);
+    }
+    return;
+  }
+  int n = c->size, *regular = NULL;
+  if (c->rank == root) {
+    regular = malloc((size_t)n * 2 * sizeof(int));
+    for (int i = 0; i < n; i++)
+      regular[i] = rcount, regular[n + i] = i * rcount;
+  }
+  int *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  for (int k = 0; k < mine; k++)
+    lcounts[k] = rcount, ldispls[k] = h->members[base + k] * rcount;
+  if (c->rank != root) {
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, NULL, 0, lcounts, ldispls,
+                      rtype, h->local_of[root]);
+    free(lcounts);
+    return;
+  }
+  /* (the other processes' blocks arrive while this process's ranks write theirs) */
+  int P = h->nprocs, nreqs = 0;
+  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
+  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+  for (int p = 0; p < P; p++)
+    if (p != root_proc) {
+      types[nreqs] = blocks_of(h, p, regular, regular + n, rtype);
+      reqs[nreqs] = thr_irecv(r, c, c->ctx + 1, rbuf, 1, types[nreqs], leader_of(h, p, root),
+                              HTAG_GATHER);
+      nreqs++;
+    }
+  thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype,
+                    h->local_of[root]);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  free(reqs), free(types), free(lcounts), free(regular);
+}
+
+/* Regular scatter, the reverse: the root sends each other process's blocks to its
+ * leader in one message (bytes in rank order), whose ranks copy theirs from it; the
+ * root's process copies straight from the root's send buffer. */
+void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root)
+{
+  int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
+  if (h->me_proc != root_proc) {
+    int bytes = (int)thr_type_bytes(rtype, rcount), lead = h->local.rank == 0;
+    char *packed = NULL;
+    if (lead) {
+      packed = malloc((size_t)bytes * (size_t)mine + 1);
+      thr_recv(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_SCATTER);
+    }
+    thr_local_scatterv(h->group, &h->local, packed, bytes, NULL, NULL, MPI_BYTE, rbuf, rcount,
+                       rtype, 0);
+    free(packed);
+    return;
+  }
+  int n = c->size, *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  for (int k = 0; k < mine; k++)
+    lcounts[k] = scount, ldispls[k] = h->members[base + k] * scount;
+  if (c->rank != root) {
+    thr_local_scatterv(h->group, &h->local, NULL, 0, lcounts, ldispls, stype, rbuf, rcount,
+                       rtype, h->local_of[root]);
+    free(lcounts);
+    return;
+  }
+  int P = h->nprocs, nreqs = 0, *regular = malloc((size_t)n * 2 * sizeof(int));
+  for (int i = 0; i < n; i++)
+    regular[i] = scount, regular[n + i] = i * scount;
+  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
+  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+  for (int p = 0; p < P; p++)
+    if (p != root_proc) {
+      types[nreqs] = blocks_of(h, p, regular, regular + n, stype);
+      reqs[nreqs] = thr_isend(r, c, c->ctx + 1, sbuf, 1, types[nreqs], leader_of(h, p, root),
+                              HTAG_SCATTER);
+      nreqs++;
+    }
+  thr_local_scatterv(h->group, &h->local, sbuf, 0, lcounts, ldispls, stype, rbuf, rcount, rtype,
+                     h->local_of[root]);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  free(reqs), free(types), free(lcounts), free(regular);
 }

@@ -147,6 +147,7 @@ static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
   }
   while (!reached(slot, stage)) {
     thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
+    thr_host_drain(); /* (its leader may wait for another process: coll_hier.c) */
     sched_yield();
   }
 }

@@ -190,6 +190,13 @@ void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                      int root);
 void thr_hier_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                         const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op);
+/* Regular gather and scatter (not the v calls). */
+void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root);
+void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root);
 /* counts NULL: regular (block j at j x count). */
 void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                          const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
