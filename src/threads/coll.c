@@ -51,7 +51,7 @@ int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
     thr_local_barrier(g, c);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h) {
     thr_hier_barrier(r, c, h);
     return MPI_SUCCESS;
@@ -78,8 +78,8 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
     thr_local_bcast(g, c, buf, count, type, root);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
-  if (h) {
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_bcast_fits(h, thr_type_bytes(type, count))) {
     thr_hier_bcast(r, c, h, buf, count, type, root);
     return MPI_SUCCESS;
   }
@@ -108,7 +108,7 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h && thr_hier_folds_in_order(h, op)) {
     thr_hier_reduce(r, c, h, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
@@ -143,7 +143,7 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h && thr_hier_folds_in_order(h, op)) {
     thr_hier_allreduce(r, c, h, sbuf, rbuf, count, type, op);
     return MPI_SUCCESS;
@@ -292,7 +292,7 @@ int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype st
     thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h) {
     thr_hier_gather(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
@@ -336,7 +336,7 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h) {
     thr_hier_scatter(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
@@ -487,7 +487,7 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
     thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h) {
     thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
     return MPI_SUCCESS;
@@ -518,7 +518,7 @@ int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype
     thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;
   }
-  struct thr_hier *h = thr_hier_of(c);
+  struct thr_hier *h = thr_hier_of(r, c);
   if (h) {
     thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;

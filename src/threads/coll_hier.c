@@ -13,7 +13,13 @@
 /* Tags of the leaders' messages, in the collective context: above the blocking
  * message algorithms' (coll.c), below the non-blocking ones' (coll_nbc.c). */
 enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER, HTAG_GATHER,
-       HTAG_SCATTER };
+       HTAG_SCATTER, HTAG_AGREE };
+
+/* Oversubscribed, a bcast below this keeps the message path: its eager sends let the
+ * ranks run calls ahead, where reading in place ties every rank to every call
+ * (2x2 on 2 CPUs, 8 B: 0.07x the message path; bench/records/threads-coll). As the
+ * runtime's eager limit between the ranks of a process (runtime.c). */
+enum { HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES = 16384 };
 
 struct thr_hier {
   int nprocs, me_proc; /* processes with ranks in the communicator; this one's index */
@@ -22,6 +28,7 @@ struct thr_hier {
   int *proc_of;        /* comm rank -> process index */
   int *local_of;       /* comm rank -> its index among its process's ranks */
   int contiguous;      /* each process's ranks are one run of consecutive comm ranks */
+  int oversubscribed;  /* on some process's node the thread ranks outnumber the CPUs */
   struct thr_comm local; /* this process's ranks (rank = index among them) */
   struct thr_local_group *group;
 };
@@ -29,7 +36,8 @@ struct thr_hier {
 /* MCOLL_THREADS_HIER=0: communicators across processes keep the message algorithms;
  * 2: rank 0 of each communicator that takes two levels says so on stderr (tests);
  * 3: only those whose context is a multiple of 4 take two levels (world and every other
- * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c). */
+ * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), at
+ * every size. */
 static int hier_mode(void)
 {
   static atomic_int mode = -1;
@@ -82,7 +90,33 @@ static struct thr_hier *build(struct thr_comm *c)
   return h;
 }
 
-struct thr_hier *thr_hier_of(struct thr_comm *c)
+/* Whether any rank's node is oversubscribed, the same answer at every rank (a choice
+ * of algorithm must be): rank 0 gathers and answers, by messages. */
+static int agree_oversubscribed(struct thr_rank *r, struct thr_comm *c)
+{
+  int mine = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus, any = mine;
+  if (c->rank == 0) {
+    for (int i = 1; i < c->size; i++) {
+      thr_recv(r, c, &mine, 1, MPI_INT, i, HTAG_AGREE);
+      any |= mine;
+    }
+    for (int i = 1; i < c->size; i++)
+      thr_send(r, c, &any, 1, MPI_INT, i, HTAG_AGREE);
+  } else {
+    thr_send(r, c, &mine, 1, MPI_INT, 0, HTAG_AGREE);
+    thr_recv(r, c, &any, 1, MPI_INT, 0, HTAG_AGREE);
+  }
+  return any;
+}
+
+int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes)
+{
+  return !h->oversubscribed || bytes >= HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES ||
+         hier_mode() == 3; /* (the A/B bench measures two levels at every size) */
+}
+
+/* (Every rank of c calls it in the same collective call, the first on c.) */
+struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c)
 {
   if (c->hier_state == 0) {
     c->hier_state = -1;
@@ -93,6 +127,7 @@ struct thr_hier *thr_hier_of(struct thr_comm *c)
       if (h->nprocs < c->size) {
         c->hier = h;
         c->hier_state = 1;
+        h->oversubscribed = agree_oversubscribed(r, c);
         if (hier_mode() == 2 && c->rank == 0) { /* (one write: lines of processes mix) */
           char line[256];
           int at = snprintf(line, sizeof line, "mcoll threads: two levels: %d ranks in %d "

@@ -177,7 +177,10 @@ void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, 
  * each process's ranks, messages among one leader per process. NULL when the
  * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
 struct thr_hier;
-struct thr_hier *thr_hier_of(struct thr_comm *c);
+struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
+/* A bcast of this many bytes may take two levels (small ones keep the messages where
+ * the node's thread ranks outnumber its CPUs). */
+int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes);
 void thr_hier_release(struct thr_comm *c);
 /* The processes' partial results may be folded in process order: the operation is
  * commutative, or each process's ranks are consecutive in the communicator. */
