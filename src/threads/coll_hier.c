@@ -16,9 +16,8 @@ enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHE
        HTAG_SCATTER, HTAG_AGREE };
 
 /* Oversubscribed, a bcast below this keeps the message path: its eager sends let the
- * ranks run calls ahead, where reading in place ties every rank to every call
- * (2x2 on 2 CPUs, 8 B: 0.07x the message path; bench/records/threads-coll). As the
- * runtime's eager limit between the ranks of a process (runtime.c). */
+ * ranks run calls ahead, where reading in place ties every rank to every call (see
+ * docs/threads.md). As the runtime's eager limit between the ranks of a process. */
 enum { HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES = 16384 };
 
 struct thr_hier {
