@@ -7,6 +7,7 @@ function(mcoll_add_threads flavour)
   # Its test programs (plain MPI programs, also run as processes).
   foreach(prog mcoll-test-p2p:tests/mpi/test_p2p mcoll-test-rank-state:tests/mpi/test_rank_state
                mcoll-pingpong:tools/threads/pingpong mcoll-collbench:tools/threads/collbench
+               mcoll-hierbench:tools/threads/hierbench
                mcoll-test-groups:tests/mpi/test_groups
                mcoll-test-thread-coll:tests/mpi/test_thread_coll)
     string(REPLACE ":" ";" parts ${prog})
@@ -67,7 +68,7 @@ function(mcoll_add_threads flavour)
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
   add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/runtime.c
-              ${dir}/coll.c ${dir}/coll_local.c ${dir}/elf.c
+              ${dir}/coll.c ${dir}/coll_local.c ${dir}/coll_hier.c ${dir}/elf.c
               ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources})
   target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
                         Threads::Threads)

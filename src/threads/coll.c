@@ -1,7 +1,8 @@
 /* Collectives over the runtime's point-to-point, in the communicator's collective
  * context: simple, correct algorithms (linear folds in rank order, so that
  * non-commutative operations come out right); a communicator whose ranks are all
- * threads of this process takes the in-place algorithms of coll_local.c instead. */
+ * threads of this process takes the in-place algorithms of coll_local.c instead, and
+ * one across processes the two-level ones of coll_hier.c where they exist. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +51,11 @@ int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
     thr_local_barrier(g, c);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_barrier(r, c, h);
+    return MPI_SUCCESS;
+  }
   if (c->rank == 0) {
     for (int i = 1; i < c->size; i++)
       thr_recv(r, c, NULL, 0, MPI_BYTE, i, TAG_BARRIER);
@@ -70,6 +76,11 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_bcast(g, c, buf, count, type, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_bcast_fits(h, thr_type_bytes(type, count))) {
+    thr_hier_bcast(r, c, h, buf, count, type, root);
     return MPI_SUCCESS;
   }
   int n = c->size, rel = (c->rank - root + n) % n, mask = 1;
@@ -95,6 +106,11 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_folds_in_order(h, op)) {
+    thr_hier_reduce(r, c, h, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
   }
   if (c->rank != root) {
@@ -125,6 +141,11 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_folds_in_order(h, op)) {
+    thr_hier_allreduce(r, c, h, sbuf, rbuf, count, type, op);
     return MPI_SUCCESS;
   }
   if (sbuf == MPI_IN_PLACE && c->rank != 0)
@@ -271,6 +292,11 @@ int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype st
     thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_gather(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
   struct layout l = regular_layout(r, comm, rcount);
   thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
   free_layout(l);
@@ -308,6 +334,11 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_scatter(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, scount);
@@ -456,6 +487,11 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
     thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
+    return MPI_SUCCESS;
+  }
   int n = c->size;
   if (sbuf == MPI_IN_PLACE) {
     sbuf = thr_block_at(rbuf, displs[c->rank], rtype);
@@ -480,6 +516,11 @@ int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, rcount);

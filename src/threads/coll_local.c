@@ -147,6 +147,7 @@ static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
   }
   while (!reached(slot, stage)) {
     thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
+    thr_host_drain(); /* (its leader may wait for another process: coll_hier.c) */
     sched_yield();
   }
 }
@@ -259,6 +260,23 @@ void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, i
                      MPI_Datatype type, int root)
 {
   from_root(g, c, root, one_block(buf, count, type), one_block(buf, count, type), 0);
+}
+
+/* The root's half of thr_local_bcast in two steps (the others call thr_local_bcast):
+ * its buffer is readable from the first, and the second waits for the readers, so the
+ * root may do other work (send to other processes) while they copy. */
+unsigned thr_local_bcast_post(struct thr_local_group *g, struct thr_comm *c, const void *buf,
+                              int count, MPI_Datatype type)
+{
+  unsigned base = begin(g, c);
+  g->slots[c->rank].send = one_block(buf, count, type);
+  set_stage(g, c, base + STAGE_POSTED);
+  return base;
+}
+
+void thr_local_bcast_wait(struct thr_local_group *g, struct thr_comm *c, unsigned base)
+{
+  stage_all(g, c, base + STAGE_DONE);
 }
 
 /* Every rank writes its block straight into the root's receive buffer. */
@@ -616,4 +634,15 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
     free_typed(next, type);
   }
   stage_all(g, c, base + STAGE_DONE); /* (the buffers are read and written until here) */
+}
+
+void thr_fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
+{
+  fold(in, inout, count, type, op);
+}
+
+void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
+                    MPI_Datatype stype)
+{
+  copy_typed(dst, dcount, dtype, src, scount, stype);
 }

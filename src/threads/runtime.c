@@ -717,6 +717,7 @@ static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
     thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
   r->comms[thr_comm_index(*comm)] = NULL;
   thr_local_group_release(c);
+  thr_hier_release(c);
   free(c->world);
   free(c);
   *comm = MPI_COMM_NULL;

@@ -64,6 +64,8 @@ struct thr_comm {
   int locality; /* 0 not known yet, 1 all ranks are threads of this process, -1 not */
   struct thr_local_group *local; /* (locality 1) shared by the ranks, coll_local.c */
   unsigned nbc_seq; /* non-blocking collectives started on it (their tags, coll_nbc.c) */
+  int hier_state;   /* 0 not known yet, 1 two-level collectives (coll_hier.c), -1 not */
+  struct thr_hier *hier;
 };
 
 struct thr_request;
@@ -132,6 +134,11 @@ void thr_local_group_release(struct thr_comm *c);
 void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c);
 void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
                      MPI_Datatype type, int root);
+/* The root's side of thr_local_bcast in two steps: readable from the post, the readers
+ * waited for at the wait (the root may send meanwhile); the others call thr_local_bcast. */
+unsigned thr_local_bcast_post(struct thr_local_group *g, struct thr_comm *c, const void *buf,
+                              int count, MPI_Datatype type);
+void thr_local_bcast_wait(struct thr_local_group *g, struct thr_comm *c, unsigned base);
 /* root < 0: every rank gets the result (allreduce). */
 void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                       void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
@@ -159,6 +166,44 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
                               MPI_Op op);
 void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
                     int count, MPI_Datatype type, MPI_Op op, int exclusive);
+
+/* inout = in op inout (the common predefined cases without the host), and a copy between
+ * typed buffers of one signature (coll_local.c). */
+void thr_fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op);
+void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
+                    MPI_Datatype stype);
+
+/* Two-level collectives of a communicator across processes (coll_hier.c): in place among
+ * each process's ranks, messages among one leader per process. NULL when the
+ * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
+struct thr_hier;
+struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
+/* A bcast of this many bytes may take two levels (small ones keep the messages where
+ * the node's thread ranks outnumber its CPUs). */
+int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes);
+void thr_hier_release(struct thr_comm *c);
+/* The processes' partial results may be folded in process order: the operation is
+ * commutative, or each process's ranks are consecutive in the communicator. */
+int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op);
+void thr_hier_barrier(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h);
+void thr_hier_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, void *buf,
+                    int count, MPI_Datatype type, int root);
+void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                     int root);
+void thr_hier_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op);
+/* Regular gather and scatter (not the v calls). */
+void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root);
+void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root);
+/* counts NULL: regular (block j at j x count). */
+void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                         const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                         int count, const int *counts, const int *displs, MPI_Datatype rtype);
 
 /* Collectives over the runtime's point-to-point (coll.c). */
 #define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);

@@ -3,11 +3,15 @@
  * non-commutative reductions long enough to be split into one segment per rank, uneven
  * and empty reduce_scatter blocks, a strided type on one side of gather, scatter, bcast
  * and alltoallw, on communicators inside one process and across processes (world,
- * halves, reversed, evens and odds). Every result is checked against the inputs'
- * formula. Runs as processes too. Prints how many CPUs the ranks may run on together
+ * halves, reversed, evens and odds, without rank 1 (uneven), and, with the ranks of
+ * each process (same pid) interleaved, with and without the last rank). Across processes thread
+ * ranks take two levels (src/threads/coll_hier.c): a commutative user operation and
+ * sums at every root check the two-level reductions where processes interleave. Every
+ * result is checked against the inputs' formula. Runs as processes too. Prints how many CPUs the ranks may run on together
  * and the most one rank may (thread ranks of one process must not share one core, and
  * are bound to one each when they fit). */
 #include <mpi.h>
+#include <unistd.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +84,7 @@ static void reductions(MPI_Comm comm, const int *world, int me, int n)
       MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, affine_type, affine_op, comm);
       for (int i = 0; i < count; i++)
         check(same(out[i], fold(world, 0, n, i)), in_place ? "allreduce in place" : "allreduce", i);
-      for (int root = 0; root < n; root += n - 1 > 0 ? n - 1 : 1) {
+      for (int root = 0; root < n; root++) {
         for (int i = 0; i < count; i++)
           in[i] = input_of(world[me], i), out[i] = in_place ? in[i] : poison;
         int here = in_place && me == root;
@@ -121,6 +125,96 @@ static void reductions(MPI_Comm comm, const int *world, int me, int n)
     free(in);
     free(out);
   }
+}
+
+static int value(int from, int to, int i);
+static int as_threads; /* (some ranks share a process) */
+
+/* A commutative user operation (folded by the host's MPI_Reduce_local): wrapping sum of
+ * squares' differences, exact in integers. */
+static void mix_fn(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+  (void)type;
+  const long *x = in;
+  long *y = inout;
+  for (int i = 0; i < *len; i++)
+    y[i] = (long)((unsigned long)x[i] + (unsigned long)y[i]);
+}
+
+static long mix_input(int rank, int i)
+{
+  return (long)rank * 1000003L + (long)i * 7919L - 5000L;
+}
+
+/* Commutative reductions, bcast, gather and scatter from every root: the two-level paths run on every
+ * communicator across processes, interleaved or not; outputs poisoned first. */
+static void commutative(MPI_Comm comm, const int *world, int me, int n)
+{
+  static const int counts[] = {1, 7, 3000, 40000};
+  MPI_Op mix;
+  MPI_Op_create(mix_fn, 1, &mix);
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    int count = counts[c];
+    long *in = malloc(sizeof *in * (size_t)count), *out = malloc(sizeof *out * (size_t)count);
+    double *din = malloc(sizeof *din * (size_t)count), *dout = malloc(sizeof *dout * (size_t)count);
+    long *want = malloc(sizeof *want * (size_t)count);
+    for (int i = 0; i < count; i++) {
+      want[i] = 0;
+      for (int k = 0; k < n; k++)
+        want[i] = (long)((unsigned long)want[i] + (unsigned long)mix_input(world[k], i));
+    }
+    for (int in_place = 0; in_place < 2; in_place++) {
+      for (int i = 0; i < count; i++)
+        in[i] = mix_input(world[me], i), out[i] = in_place ? in[i] : -7;
+      MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, MPI_LONG, mix, comm);
+      for (int i = 0; i < count; i++)
+        check(out[i] == want[i], "allreduce, commutative", i);
+      for (int i = 0; i < count; i++)
+        din[i] = world[me] + i % 5, dout[i] = in_place ? din[i] : -7;
+      MPI_Allreduce(in_place ? MPI_IN_PLACE : din, dout, count, MPI_DOUBLE, MPI_SUM, comm);
+      for (int i = 0; i < count; i++) {
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+          sum += world[k] + i % 5;
+        check(dout[i] == sum, "allreduce, sum", i);
+      }
+      for (int root = 0; root < n; root++) {
+        /* (MPICH 4.0.2's own MPI_Reduce faults in place at a root other than 0 with a
+         * user operation from 3000 longs on: in place only at 0 when run as processes) */
+        int here = in_place && me == root && (root == 0 || as_threads);
+        for (int i = 0; i < count; i++)
+          in[i] = mix_input(world[me], i), out[i] = here ? in[i] : -7;
+        MPI_Reduce(here ? MPI_IN_PLACE : in, out, count, MPI_LONG, mix, root, comm);
+        for (int i = 0; i < count; i++)
+          check(me == root ? out[i] == want[i] : out[i] == -7, "reduce, commutative", i);
+        for (int i = 0; i < count; i++)
+          out[i] = me == root ? mix_input(world[root], i) + root : -7;
+        MPI_Bcast(out, count, MPI_LONG, root, comm);
+        for (int i = 0; i < count; i++)
+          check(out[i] == mix_input(world[root], i) + root, "bcast, every root", i);
+        /* gather and scatter of count ints per rank at every root */
+        int *all = malloc(sizeof(int) * (size_t)count * (size_t)n), *one = (int *)din;
+        for (int j = 0; j < count * n; j++)
+          all[j] = me == root && here ? (j / count == me ? value(world[me], 4, j % count) : -7) : -7;
+        for (int i = 0; i < count; i++)
+          one[i] = value(world[me], 4, i);
+        MPI_Gather(here ? MPI_IN_PLACE : one, count, MPI_INT, all, count, MPI_INT, root, comm);
+        for (int j = 0; j < count * n; j++)
+          check(me == root ? all[j] == value(world[j / count], 4, j % count) : all[j] == -7,
+                "gather, every root", j);
+        for (int j = 0; j < count * n; j++)
+          all[j] = me == root ? value(world[root], world[j / count], j % count) : -7;
+        for (int i = 0; i < count; i++)
+          one[i] = here ? all[me * count + i] : -7;
+        MPI_Scatter(all, count, MPI_INT, here ? MPI_IN_PLACE : one, count, MPI_INT, root, comm);
+        for (int i = 0; i < count; i++)
+          check(one[i] == value(world[root], world[me], i), "scatter, every root", i);
+        free(all);
+      }
+    }
+    free(in), free(out), free(din), free(dout), free(want);
+  }
+  MPI_Op_free(&mix);
 }
 
 /* count ints, every other one: the root's side of gather, scatter and bcast. */
@@ -261,6 +355,7 @@ static void on(MPI_Comm comm, const char *name)
   MPI_Allgather(&world_rank, 1, MPI_INT, world, 1, MPI_INT, comm);
   where = name;
   reductions(comm, world, me, n);
+  commutative(comm, world, me, n);
   movements(comm, world, me, n);
   MPI_Barrier(comm);
   free(world);
@@ -287,17 +382,48 @@ int main(int argc, char **argv)
   if (rank == 0)
     printf("test_thread_coll: cpus %d, per rank %d\n", __builtin_popcountll(all_ranks), most);
 
-  on(MPI_COMM_WORLD, "world");
-  MPI_Comm halves, reversed, parity;
+  MPI_Comm halves, reversed, parity, uneven, interleaved, interleaved_uneven;
   MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2, rank, &halves);
   MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &reversed);
   MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &parity);
+  MPI_Comm_split(MPI_COMM_WORLD, rank == 1 ? MPI_UNDEFINED : 0, rank, &uneven);
+  /* Thread ranks of one process share the pid: order by (index in process, process). */
+  int pid = (int)getpid(), *pids = malloc(sizeof(int) * (size_t)size), index = 0, process = 0;
+  MPI_Allgather(&pid, 1, MPI_INT, pids, 1, MPI_INT, MPI_COMM_WORLD);
+  for (int k = 0; k < rank; k++)
+    index += pids[k] == pid;
+  for (int k = 0; k < size; k++) {
+    int first = 1;
+    for (int j = 0; j < k; j++)
+      first &= pids[j] != pids[k];
+    if (first && pids[k] == pid)
+      break;
+    process += first;
+  }
+  free(pids);
+  int processes_before = process; /* (the last rank's process: how many there are, - 1) */
+  MPI_Bcast(&processes_before, 1, MPI_INT, size - 1, MPI_COMM_WORLD);
+  as_threads = processes_before + 1 < size;
+  MPI_Comm_split(MPI_COMM_WORLD, 0, index * size + process, &interleaved);
+  MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 ? MPI_UNDEFINED : 0, index * size + process,
+                 &interleaved_uneven);
+  on(MPI_COMM_WORLD, "world");
   on(halves, "halves");
   on(reversed, "reversed");
   on(parity, "evens and odds");
+  if (uneven != MPI_COMM_NULL)
+    on(uneven, "without rank 1");
+  on(interleaved, "processes interleaved");
+  if (interleaved_uneven != MPI_COMM_NULL)
+    on(interleaved_uneven, "processes interleaved, without the last rank");
   MPI_Comm_free(&halves);
   MPI_Comm_free(&reversed);
   MPI_Comm_free(&parity);
+  if (uneven != MPI_COMM_NULL)
+    MPI_Comm_free(&uneven);
+  MPI_Comm_free(&interleaved);
+  if (interleaved_uneven != MPI_COMM_NULL)
+    MPI_Comm_free(&interleaved_uneven);
 
   long totals[2] = {checks, errors}, sums[2];
   MPI_Reduce(totals, sums, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

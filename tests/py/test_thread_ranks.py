@@ -183,6 +183,34 @@ def test_thread_coll_as_thread_ranks(flavour, threads, np):
     assert int(cpus.group(2)) == (1 if np <= available else available), result.describe()
 
 
+@pytest.mark.parametrize("flavour,threads,np", flavoured(
+    [layout(2, 4), layout(3, 6), layout(2, 6)]))
+def test_thread_coll_two_levels(flavour, threads, np):
+    """Communicators across processes take two levels (src/threads/coll_hier.c: in place
+    among a process's thread ranks, messages among one leader per process) for barrier,
+    bcast, reduce, allreduce and allgather(v): the same program at 2x2, 2x3 and 3x2,
+    checked against the inputs' formulas (non-commutative reductions, which fall back to
+    the message path where processes interleave; a commutative user operation and sums,
+    which do not; in place; every root; poisoned outputs), on world, halves, reversed,
+    uneven (world without rank 1) and interleaved (also without the last rank)
+    communicators. MCOLL_THREADS_HIER=2
+    makes rank 0 of each such communicator name its layout."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour),
+                     {"MCOLL_THREADS_HIER": "2"}, JOB_TIMEOUT)
+    assert check_passed(result, "test_thread_coll") > 0
+    procs = np // threads
+    lines = re.findall(r"^mcoll threads: two levels: (\d+) ranks in (\d+) processes \(([\d ]+)\), "
+                       r"(contiguous|interleaved)$", result.stderr, re.M)
+    seen = {(int(n), int(p), tuple(map(int, sizes.split())), how) for n, p, sizes, how in lines}
+    even = tuple([threads] * procs)
+    assert (np, procs, even, "contiguous") in seen, result.describe()  # world, reversed
+    assert (np, procs, even, "interleaved") in seen, result.describe()
+    without_first = tuple([threads - 1] + [threads] * (procs - 1))
+    without_last = tuple([threads] * (procs - 1) + [threads - 1])
+    assert (np - 1, procs, without_first, "contiguous") in seen, result.describe()
+    assert (np - 1, procs, without_last, "interleaved") in seen, result.describe()
+
+
 def test_thread_coll_as_processes():
     """The program is plain MPI: it passes under the host MPI too."""
     result = run_job(mpijob.mpiexec_argv(FLAVOUR, 3, BUILD.bin(FLAVOUR, "mcoll-test-thread-coll"),

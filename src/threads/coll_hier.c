@@ -1,0 +1,541 @@
+/* Two-level collectives of a communicator that spans several processes: the ranks of
+ * each process meet in place (coll_local.c: they read and write each other's buffers,
+ * no staging area), and one leader thread per process exchanges with the other
+ * processes' leaders through the runtime's messages (the host MPI). Processes are
+ * ordered by their lowest rank in the communicator; a process's leader is its lowest
+ * rank, or the root in the root's process. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime.h"
+
+/* Tags of the leaders' messages, in the collective context: above the blocking
+ * message algorithms' (coll.c), below the non-blocking ones' (coll_nbc.c). */
+enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER, HTAG_GATHER,
+       HTAG_SCATTER, HTAG_AGREE };
+
+/* Oversubscribed, a bcast below this keeps the message path: its eager sends let the
+ * ranks run calls ahead, where reading in place ties every rank to every call (see
+ * docs/threads.md). As the runtime's eager limit between the ranks of a process. */
+enum { HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES = 16384 };
+
+struct thr_hier {
+  int nprocs, me_proc; /* processes with ranks in the communicator; this one's index */
+  int *first;          /* process p's ranks: members[first[p] .. first[p + 1]) */
+  int *members;        /* comm ranks by process, ascending within one */
+  int *proc_of;        /* comm rank -> process index */
+  int *local_of;       /* comm rank -> its index among its process's ranks */
+  int contiguous;      /* each process's ranks are one run of consecutive comm ranks */
+  int oversubscribed;  /* on some process's node the thread ranks outnumber the CPUs */
+  struct thr_comm local; /* this process's ranks (rank = index among them) */
+  struct thr_local_group *group;
+};
+
+/* MCOLL_THREADS_HIER=0: communicators across processes keep the message algorithms;
+ * 2: rank 0 of each communicator that takes two levels says so on stderr (tests);
+ * 3: only those whose context is a multiple of 4 take two levels (world and every other
+ * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), at
+ * every size. */
+static int hier_mode(void)
+{
+  static atomic_int mode = -1;
+  int m = atomic_load_explicit(&mode, memory_order_relaxed);
+  if (m < 0) {
+    const char *env = getenv("MCOLL_THREADS_HIER");
+    m = env && *env ? atoi(env) : 1;
+    atomic_store_explicit(&mode, m, memory_order_relaxed);
+  }
+  return m;
+}
+
+static struct thr_hier *build(struct thr_comm *c)
+{
+  int n = c->size, threads = thr_proc.threads;
+  struct thr_hier *h = calloc(1, sizeof *h);
+  h->proc_of = malloc((size_t)n * sizeof(int));
+  h->local_of = malloc((size_t)n * sizeof(int));
+  h->members = malloc((size_t)n * sizeof(int));
+  h->first = calloc((size_t)n + 1, sizeof(int));
+  int *host_of = malloc((size_t)n * sizeof(int)), *count = calloc((size_t)n, sizeof(int));
+  for (int i = 0; i < n; i++) { /* (processes numbered in order of first appearance) */
+    int host = c->world[i] / threads, p = 0;
+    while (p < h->nprocs && host_of[p] != host)
+      p++;
+    if (p == h->nprocs)
+      host_of[h->nprocs++] = host;
+    h->proc_of[i] = p;
+    h->local_of[i] = count[p]++;
+  }
+  for (int p = 0; p < h->nprocs; p++)
+    h->first[p + 1] = h->first[p] + count[p];
+  h->contiguous = 1;
+  for (int i = 0; i < n; i++) {
+    int p = h->proc_of[i];
+    h->members[h->first[p] + h->local_of[i]] = i;
+    if (i > 0 && p != h->proc_of[i - 1] && h->local_of[i] != 0)
+      h->contiguous = 0; /* (a process's ranks resume after another's) */
+  }
+  h->me_proc = h->proc_of[c->rank];
+  int mine = count[h->me_proc];
+  h->local = (struct thr_comm){.ctx = c->ctx + 1, /* (odd: no in-process communicator's) */
+                               .size = mine, .rank = h->local_of[c->rank],
+                               .world = malloc((size_t)mine * sizeof(int)), .locality = 1};
+  for (int k = 0; k < mine; k++)
+    h->local.world[k] = c->world[h->members[h->first[h->me_proc] + k]];
+  h->group = thr_local_group_of(&h->local);
+  free(host_of);
+  free(count);
+  return h;
+}
+
+/* Whether any rank's node is oversubscribed, the same answer at every rank (a choice
+ * of algorithm must be): rank 0 gathers and answers, by messages. */
+static int agree_oversubscribed(struct thr_rank *r, struct thr_comm *c)
+{
+  int mine = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus, any = mine;
+  if (c->rank == 0) {
+    for (int i = 1; i < c->size; i++) {
+      thr_recv(r, c, &mine, 1, MPI_INT, i, HTAG_AGREE);
+      any |= mine;
+    }
+    for (int i = 1; i < c->size; i++)
+      thr_send(r, c, &any, 1, MPI_INT, i, HTAG_AGREE);
+  } else {
+    thr_send(r, c, &mine, 1, MPI_INT, 0, HTAG_AGREE);
+    thr_recv(r, c, &any, 1, MPI_INT, 0, HTAG_AGREE);
+  }
+  return any;
+}
+
+int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes)
+{
+  return !h->oversubscribed || bytes >= HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES ||
+         hier_mode() == 3; /* (the A/B bench measures two levels at every size) */
+}
+
+/* (Every rank of c calls it in the same collective call, the first on c.) */
+struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c)
+{
+  if (c->hier_state == 0) {
+    c->hier_state = -1;
+    if (hier_mode() > 0 && !(hier_mode() == 3 && c->ctx % 4 != 0) && c->size > 1 &&
+        !thr_local_group_of(c)) {
+      struct thr_hier *h = build(c);
+      /* (one rank per process: nothing to do in place) */
+      if (h->nprocs < c->size) {
+        c->hier = h;
+        c->hier_state = 1;
+        h->oversubscribed = agree_oversubscribed(r, c);
+        if (hier_mode() == 2 && c->rank == 0) { /* (one write: lines of processes mix) */
+          char line[256];
+          int at = snprintf(line, sizeof line, "mcoll threads: two levels: %d ranks in %d "
+                            "processes (", c->size, h->nprocs);
+          for (int p = 0; p < h->nprocs && at < 200; p++)
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s%d", p ? " " : "",
+                           h->first[p + 1] - h->first[p]);
+          snprintf(line + at, sizeof line - (size_t)at, "), %s\n",
+                   h->contiguous ? "contiguous" : "interleaved");
+          fputs(line, stderr);
+        }
+      } else {
+        c->hier = h;
+        thr_hier_release(c);
+      }
+    }
+  }
+  return c->hier_state > 0 ? c->hier : NULL;
+}
+
+void thr_hier_release(struct thr_comm *c)
+{
+  struct thr_hier *h = c->hier;
+  if (!h)
+    return;
+  thr_local_group_release(&h->local);
+  free(h->local.world);
+  free(h->first), free(h->members), free(h->proc_of), free(h->local_of);
+  free(h);
+  c->hier = NULL;
+}
+
+int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op)
+{
+  int commutative = 0;
+  PMPI_Op_commutative(op, &commutative);
+  return commutative || h->contiguous;
+}
+
+/* The comm rank of process p's leader; root < 0: no root. */
+static int leader_of(const struct thr_hier *h, int p, int root)
+{
+  return root >= 0 && h->proc_of[root] == p ? root : h->members[h->first[p]];
+}
+
+/* This rank's index among its process's ranks of the leader of a call rooted at root. */
+static int local_leader(const struct thr_hier *h, int root)
+{
+  return root >= 0 && h->proc_of[root] == h->me_proc ? h->local_of[root] : 0;
+}
+
+static void *alloc_typed(int count, MPI_Datatype type)
+{
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
+  char *base = malloc(size > 0 ? (size_t)size : 1);
+  return base - true_lb;
+}
+
+static void free_typed(void *buf, MPI_Datatype type)
+{
+  MPI_Aint true_lb, true_extent;
+  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+  free((char *)buf + true_lb);
+}
+
+/* Send to one leader and receive from another at once (no order between them). */
+static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void *sbuf, int scount,
+                             MPI_Datatype stype, int to, void *rbuf, int rcount,
+                             MPI_Datatype rtype, int from, int tag)
+{
+  struct thr_request *recv = thr_irecv(r, c, c->ctx + 1, rbuf, rcount, rtype, from, tag);
+  struct thr_request *send = thr_isend(r, c, c->ctx + 1, sbuf, scount, stype, to, tag);
+  thr_wait(r, recv, MPI_STATUS_IGNORE);
+  thr_wait(r, send, MPI_STATUS_IGNORE);
+}
+
+/* All arrive in place, the leaders meet (dissemination), all leave in place. */
+void thr_hier_barrier(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h)
+{
+  thr_local_barrier(h->group, &h->local);
+  if (h->local.rank == 0) {
+    int P = h->nprocs, me = h->me_proc;
+    for (int k = 1; k < P; k <<= 1)
+      leaders_sendrecv(r, c, NULL, 0, MPI_BYTE, leader_of(h, (me + k) % P, -1), NULL, 0,
+                       MPI_BYTE, leader_of(h, (me - k + P) % P, -1), HTAG_BARRIER);
+  }
+  thr_local_barrier(h->group, &h->local);
+}
+
+/* Binomial tree over the leaders from the root's process, then each process's ranks
+ * copy from their leader's buffer. */
+static void leaders_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, void *buf,
+                          int count, MPI_Datatype type, int root_proc, int root)
+{
+  int P = h->nprocs, rel = (h->me_proc - root_proc + P) % P, mask = 1;
+  while (mask < P) {
+    if (rel & mask) {
+      thr_recv(r, c, buf, count, type, leader_of(h, (rel - mask + root_proc) % P, root),
+               HTAG_BCAST);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (rel + mask < P)
+      thr_send(r, c, buf, count, type, leader_of(h, (rel + mask + root_proc) % P, root),
+               HTAG_BCAST);
+}
+
+void thr_hier_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, void *buf,
+                    int count, MPI_Datatype type, int root)
+{
+  int lead = local_leader(h, root);
+  if (h->local.rank != lead) {
+    thr_local_bcast(h->group, &h->local, buf, count, type, lead);
+    return;
+  }
+  /* (the root's process: its ranks copy while the root sends to the other processes) */
+  unsigned base = 0;
+  if (c->rank == root)
+    base = thr_local_bcast_post(h->group, &h->local, buf, count, type);
+  leaders_bcast(r, c, h, buf, count, type, h->proc_of[root], root);
+  if (c->rank != root)
+    base = thr_local_bcast_post(h->group, &h->local, buf, count, type);
+  thr_local_bcast_wait(h->group, &h->local, base);
+}
+
+/* The process's ranks fold into part at their leader (in rank order), in place. */
+static void local_part(struct thr_hier *h, const void *input, void *part, int count,
+                       MPI_Datatype type, MPI_Op op, int lead)
+{
+  thr_local_reduce(h->group, &h->local, input, part, count, type, op, lead);
+}
+
+/* Only when thr_hier_folds_in_order: the processes' parts are folded in process order,
+ * which is rank order when each process's ranks are consecutive. */
+void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+                     int root)
+{
+  int lead = local_leader(h, root), leader = h->local.rank == lead;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *part = leader ? alloc_typed(count, type) : NULL;
+  local_part(h, input, part, count, type, op, lead);
+  if (!leader)
+    return;
+  int root_proc = h->proc_of[root];
+  if (c->rank != root) {
+    thr_send(r, c, part, count, type, root, HTAG_REDUCE);
+    free_typed(part, type);
+    return;
+  }
+  /* acc = part_p op acc from the last process to the first */
+  void *acc = part, *in = NULL;
+  if (root_proc != h->nprocs - 1) {
+    acc = alloc_typed(count, type);
+    thr_recv(r, c, acc, count, type, leader_of(h, h->nprocs - 1, root), HTAG_REDUCE);
+  }
+  for (int p = h->nprocs - 2; p >= 0; p--) {
+    if (p == root_proc) {
+      thr_fold(part, acc, count, type, op);
+      continue;
+    }
+    if (!in)
+      in = alloc_typed(count, type);
+    thr_recv(r, c, in, count, type, leader_of(h, p, root), HTAG_REDUCE);
+    thr_fold(in, acc, count, type, op);
+  }
+  thr_copy_typed(rbuf, count, type, acc, count, type);
+  if (acc != part)
+    free_typed(acc, type);
+  free_typed(part, type);
+  if (in)
+    free_typed(in, type);
+}
+
+/* The leaders' allreduce of their parts, in process order, into buf. */
+static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                              void *buf, int count, MPI_Datatype type, MPI_Op op)
+{
+  int P = h->nprocs, me = h->me_proc;
+  void *other = alloc_typed(count, type);
+  if ((P & (P - 1)) == 0) {
+    /* Recursive doubling: buf holds the fold of processes [me & ~(mask - 1), + mask),
+     * the partner's the adjacent run; the lower run goes first. */
+    int commutative = 0;
+    PMPI_Op_commutative(op, &commutative);
+    for (int mask = 1; mask < P; mask <<= 1) {
+      int partner = me ^ mask, peer = leader_of(h, partner, -1);
+      leaders_sendrecv(r, c, buf, count, type, peer, other, count, type, peer, HTAG_ALLREDUCE);
+      if (partner < me || commutative) {
+        thr_fold(other, buf, count, type, op);
+      } else {
+        thr_fold(buf, other, count, type, op);
+        thr_copy_typed(buf, count, type, other, count, type);
+      }
+    }
+  } else if (me != 0) { /* the first process's leader folds, then a binomial bcast */
+    thr_send(r, c, buf, count, type, leader_of(h, 0, -1), HTAG_ALLREDUCE);
+    leaders_bcast(r, c, h, buf, count, type, 0, -1);
+  } else {
+    void *acc = alloc_typed(count, type);
+    thr_recv(r, c, acc, count, type, leader_of(h, P - 1, -1), HTAG_ALLREDUCE);
+    for (int p = P - 2; p >= 1; p--) {
+      thr_recv(r, c, other, count, type, leader_of(h, p, -1), HTAG_ALLREDUCE);
+      thr_fold(other, acc, count, type, op);
+    }
+    thr_fold(buf, acc, count, type, op);
+    thr_copy_typed(buf, count, type, acc, count, type);
+    free_typed(acc, type);
+    leaders_bcast(r, c, h, buf, count, type, 0, -1);
+  }
+  free_typed(other, type);
+}
+
+/* Parts at each process's first rank (into its receive buffer), the leaders' allreduce,
+ * then the others copy the result from their leader's buffer. */
+void thr_hier_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op)
+{
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  local_part(h, input, rbuf, count, type, op, 0);
+  if (h->local.rank == 0)
+    leaders_allreduce(r, c, h, rbuf, count, type, op);
+  thr_local_bcast(h->group, &h->local, rbuf, count, type, 0);
+}
+
+/* The blocks of process p's ranks in a receive layout, as one type. */
+static MPI_Datatype blocks_of(const struct thr_hier *h, int p, const int *counts,
+                              const int *displs, MPI_Datatype type)
+{
+  int from = p < 0 ? 0 : h->first[p], to = p < 0 ? h->first[h->nprocs] : h->first[p + 1];
+  int nblocks = to - from, *lens = malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks;
+  for (int k = 0; k < nblocks; k++) {
+    int rank = p < 0 ? k : h->members[from + k];
+    lens[k] = counts[rank];
+    at[k] = displs[rank];
+  }
+  MPI_Datatype blocks;
+  PMPI_Type_indexed(nblocks, lens, at, type, &blocks);
+  PMPI_Type_commit(&blocks);
+  free(lens);
+  return blocks;
+}
+
+/* counts NULL: regular (block j at j x count). Each process's ranks write their blocks
+ * into their leader's receive buffer, the leaders exchange their processes' blocks, and
+ * the others copy the whole result from their leader's buffer. */
+void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                         const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                         int count, const int *counts, const int *displs, MPI_Datatype rtype)
+{
+  int n = c->size, me = c->rank, lead = h->local.rank == 0;
+  int *regular = NULL;
+  if (!counts) {
+    regular = malloc((size_t)n * 2 * sizeof(int));
+    for (int i = 0; i < n; i++)
+      regular[i] = count, regular[n + i] = i * count;
+    counts = regular, displs = regular + n;
+  }
+  if (sbuf == MPI_IN_PLACE && !lead) { /* (the leader's own block is in place already) */
+    sbuf = thr_block_at(rbuf, displs[me], rtype);
+    scount = counts[me];
+    stype = rtype;
+  }
+  int mine = h->local.size, base = h->first[h->me_proc];
+  int *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  for (int k = 0; k < mine; k++)
+    lcounts[k] = counts[h->members[base + k]], ldispls[k] = displs[h->members[base + k]];
+  thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype, 0);
+  if (lead) {
+    int P = h->nprocs;
+    struct thr_request **reqs = malloc((size_t)(2 * P) * sizeof *reqs);
+    MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+    for (int p = 0; p < P; p++)
+      types[p] = blocks_of(h, p, counts, displs, rtype);
+    int nreqs = 0;
+    for (int k = 1; k < P; k++) {
+      int from = (h->me_proc - k + P) % P;
+      reqs[nreqs++] = thr_irecv(r, c, c->ctx + 1, rbuf, 1, types[from], leader_of(h, from, -1),
+                                HTAG_ALLGATHER);
+    }
+    for (int k = 1; k < P; k++) {
+      int to = (h->me_proc + k) % P;
+      reqs[nreqs++] = thr_isend(r, c, c->ctx + 1, rbuf, 1, types[h->me_proc],
+                                leader_of(h, to, -1), HTAG_ALLGATHER);
+    }
+    for (int i = 0; i < nreqs; i++)
+      thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    for (int p = 0; p < P; p++)
+      PMPI_Type_free(&types[p]);
+    free(types);
+    free(reqs);
+  }
+  /* the whole layout from the leader: one run of n x count when regular and contiguous */
+  if (regular && thr_type_is_contiguous(rtype, n * count)) {
+    thr_local_bcast(h->group, &h->local, rbuf, n * count, rtype, 0);
+  } else {
+    MPI_Datatype all = blocks_of(h, -1, counts, displs, rtype);
+    thr_local_bcast(h->group, &h->local, rbuf, 1, all, 0);
+    PMPI_Type_free(&all);
+  }
+  free(lcounts);
+  free(regular);
+}
+
+/* Regular gather: the root's process writes its blocks straight into the root's receive
+ * buffer; every other process's ranks write theirs, as bytes in rank order, into a
+ * buffer of their leader, which sends it whole to the root; the root receives each
+ * straight into the blocks of that process's ranks. */
+void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                     const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                     MPI_Datatype rtype, int root)
+{
+  int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
+  if (h->me_proc != root_proc) {
+    int bytes = (int)thr_type_bytes(stype, scount), lead = h->local.rank == 0;
+    char *packed = lead ? malloc((size_t)bytes * (size_t)mine + 1) : NULL;
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, packed, bytes, NULL, NULL,
+                      MPI_BYTE, 0);
+    if (lead) {
+      thr_send(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_GATHER);
+      free(packed);
+    }
+    return;
+  }
+  int n = c->size, *regular = NULL;
+  if (c->rank == root) {
+    regular = malloc((size_t)n * 2 * sizeof(int));
+    for (int i = 0; i < n; i++)
+      regular[i] = rcount, regular[n + i] = i * rcount;
+  }
+  int *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  for (int k = 0; k < mine; k++)
+    lcounts[k] = rcount, ldispls[k] = h->members[base + k] * rcount;
+  if (c->rank != root) {
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, NULL, 0, lcounts, ldispls,
+                      rtype, h->local_of[root]);
+    free(lcounts);
+    return;
+  }
+  /* (the other processes' blocks arrive while this process's ranks write theirs) */
+  int P = h->nprocs, nreqs = 0;
+  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
+  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+  for (int p = 0; p < P; p++)
+    if (p != root_proc) {
+      types[nreqs] = blocks_of(h, p, regular, regular + n, rtype);
+      reqs[nreqs] = thr_irecv(r, c, c->ctx + 1, rbuf, 1, types[nreqs], leader_of(h, p, root),
+                              HTAG_GATHER);
+      nreqs++;
+    }
+  thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype,
+                    h->local_of[root]);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  free(reqs), free(types), free(lcounts), free(regular);
+}
+
+/* Regular scatter, the reverse: the root sends each other process's blocks to its
+ * leader in one message (bytes in rank order), whose ranks copy theirs from it; the
+ * root's process copies straight from the root's send buffer. */
+void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                      MPI_Datatype rtype, int root)
+{
+  int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
+  if (h->me_proc != root_proc) {
+    int bytes = (int)thr_type_bytes(rtype, rcount), lead = h->local.rank == 0;
+    char *packed = NULL;
+    if (lead) {
+      packed = malloc((size_t)bytes * (size_t)mine + 1);
+      thr_recv(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_SCATTER);
+    }
+    thr_local_scatterv(h->group, &h->local, packed, bytes, NULL, NULL, MPI_BYTE, rbuf, rcount,
+                       rtype, 0);
+    free(packed);
+    return;
+  }
+  int n = c->size, *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  for (int k = 0; k < mine; k++)
+    lcounts[k] = scount, ldispls[k] = h->members[base + k] * scount;
+  if (c->rank != root) {
+    thr_local_scatterv(h->group, &h->local, NULL, 0, lcounts, ldispls, stype, rbuf, rcount,
+                       rtype, h->local_of[root]);
+    free(lcounts);
+    return;
+  }
+  int P = h->nprocs, nreqs = 0, *regular = malloc((size_t)n * 2 * sizeof(int));
+  for (int i = 0; i < n; i++)
+    regular[i] = scount, regular[n + i] = i * scount;
+  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
+  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+  for (int p = 0; p < P; p++)
+    if (p != root_proc) {
+      types[nreqs] = blocks_of(h, p, regular, regular + n, stype);
+      reqs[nreqs] = thr_isend(r, c, c->ctx + 1, sbuf, 1, types[nreqs], leader_of(h, p, root),
+                              HTAG_SCATTER);
+      nreqs++;
+    }
+  thr_local_scatterv(h->group, &h->local, sbuf, 0, lcounts, ldispls, stype, rbuf, rcount, rtype,
+                     h->local_of[root]);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  free(reqs), free(types), free(lcounts), free(regular);
+}
