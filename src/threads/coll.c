@@ -10,39 +10,6 @@
 
 enum { TAG_BARRIER = 1, TAG_BCAST, TAG_REDUCE, TAG_SCAN, TAG_GATHER, TAG_SCATTER, TAG_ALL };
 
-/* A buffer for count x type (freed with free_typed). */
-static void *alloc_typed(int count, MPI_Datatype type)
-{
-  MPI_Aint true_lb, true_extent;
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
-  char *base = malloc(size > 0 ? (size_t)size : 1);
-  return base - true_lb;
-}
-
-static void free_typed(void *buf, MPI_Datatype type)
-{
-  MPI_Aint true_lb, true_extent;
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  free((char *)buf + true_lb);
-}
-
-/* Local copy between two typed buffers of the same signature. */
-static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
-                       MPI_Datatype stype)
-{
-  int size;
-  PMPI_Type_size(stype, &size);
-  if (size == 0 || scount == 0)
-    return;
-  int packed_size = size * scount, position = 0;
-  void *packed = malloc((size_t)packed_size);
-  PMPI_Pack(src, scount, stype, packed, packed_size, &position, MPI_COMM_SELF);
-  position = 0;
-  PMPI_Unpack(packed, packed_size, &position, dst, dcount, dtype, MPI_COMM_SELF);
-  free(packed);
-}
-
 int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -118,19 +85,19 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
     return MPI_SUCCESS;
   }
   const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  void *acc = alloc_typed(count, type), *in = alloc_typed(count, type);
+  void *acc = thr_alloc_typed(count, type), *in = thr_alloc_typed(count, type);
   for (int i = c->size - 1; i >= 0; i--) {
     void *target = i == c->size - 1 ? acc : in;
     if (i == c->rank)
-      copy_typed(target, count, type, mine, count, type);
+      thr_copy_typed(target, count, type, mine, count, type);
     else
       thr_recv(r, c, target, count, type, i, TAG_REDUCE);
     if (i != c->size - 1)
       PMPI_Reduce_local(in, acc, count, type, op);
   }
-  copy_typed(rbuf, count, type, acc, count, type);
-  free_typed(acc, type);
-  free_typed(in, type);
+  thr_copy_typed(rbuf, count, type, acc, count, type);
+  thr_free_typed(acc, type);
+  thr_free_typed(in, type);
   return MPI_SUCCESS;
 }
 
@@ -164,11 +131,11 @@ int thr_Reduce_scatter_block(struct thr_rank *r, const void *sbuf, void *rbuf, i
     return MPI_SUCCESS;
   }
   int total = count * c->size;
-  void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
+  void *all = c->rank == 0 ? thr_alloc_typed(total, type) : NULL;
   thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
   thr_Scatter(r, all, count, type, rbuf, count, type, 0, comm);
   if (all)
-    free_typed(all, type);
+    thr_free_typed(all, type);
   return MPI_SUCCESS;
 }
 
@@ -186,11 +153,11 @@ int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const i
     displs[i] = total;
     total += counts[i];
   }
-  void *all = c->rank == 0 ? alloc_typed(total, type) : NULL;
+  void *all = c->rank == 0 ? thr_alloc_typed(total, type) : NULL;
   thr_Reduce(r, sbuf == MPI_IN_PLACE ? rbuf : sbuf, all, total, type, op, 0, comm);
   thr_Scatterv(r, all, counts, displs, type, rbuf, counts[c->rank], type, 0, comm);
   if (all)
-    free_typed(all, type);
+    thr_free_typed(all, type);
   free(displs);
   return MPI_SUCCESS;
 }
@@ -206,21 +173,21 @@ static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
     return;
   }
   const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  void *acc = alloc_typed(count, type);
-  copy_typed(acc, count, type, mine, count, type);
+  void *acc = thr_alloc_typed(count, type);
+  thr_copy_typed(acc, count, type, mine, count, type);
   if (c->rank > 0) {
-    void *before = alloc_typed(count, type);
+    void *before = thr_alloc_typed(count, type);
     thr_recv(r, c, before, count, type, c->rank - 1, TAG_SCAN);
     PMPI_Reduce_local(before, acc, count, type, op);
     if (exclusive)
-      copy_typed(rbuf, count, type, before, count, type);
-    free_typed(before, type);
+      thr_copy_typed(rbuf, count, type, before, count, type);
+    thr_free_typed(before, type);
   }
   if (c->rank + 1 < c->size)
     thr_send(r, c, acc, count, type, c->rank + 1, TAG_SCAN);
   if (!exclusive)
-    copy_typed(rbuf, count, type, acc, count, type);
-  free_typed(acc, type);
+    thr_copy_typed(rbuf, count, type, acc, count, type);
+  thr_free_typed(acc, type);
 }
 
 int thr_Scan(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_Datatype type,
@@ -256,7 +223,7 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     if (i != root)
       thr_recv(r, c, at, rcounts[i], rtype, i, TAG_GATHER);
     else if (sbuf != MPI_IN_PLACE)
-      copy_typed(at, rcounts[i], rtype, sbuf, scount, stype);
+      thr_copy_typed(at, rcounts[i], rtype, sbuf, scount, stype);
   }
   return MPI_SUCCESS;
 }
@@ -322,7 +289,7 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
     if (i != root)
       thr_send(r, c, at, scounts[i], stype, i, TAG_SCATTER);
     else if (rbuf != MPI_IN_PLACE)
-      copy_typed(rbuf, rcount, rtype, at, scounts[i], stype);
+      thr_copy_typed(rbuf, rcount, rtype, at, scounts[i], stype);
   }
   return MPI_SUCCESS;
 }
@@ -367,7 +334,7 @@ static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
     reqs[nreqs++] = thr_isend(r, c, c->ctx + 1, (const char *)sbuf + sdispls[to], scounts[to],
                               stypes[to], to, TAG_ALL);
   }
-  copy_typed((char *)rbuf + rdispls[me], rcounts[me], rtypes[me],
+  thr_copy_typed((char *)rbuf + rdispls[me], rcounts[me], rtypes[me],
              (const char *)sbuf + sdispls[me], scounts[me], stypes[me]);
   for (int i = 0; i < nreqs; i++)
     thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
@@ -450,10 +417,10 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     for (int i = 0; i < c->size; i++)
       if (rdispls[i] + rcounts[i] > span)
         span = rdispls[i] + rcounts[i];
-    void *copy = alloc_typed((int)span, rtype);
-    copy_typed(copy, (int)span, rtype, rbuf, (int)span, rtype);
+    void *copy = thr_alloc_typed((int)span, rtype);
+    thr_copy_typed(copy, (int)span, rtype, rbuf, (int)span, rtype);
     exchange_v(r, c, copy, rcounts, rdispls, rtype, rbuf, rcounts, rdispls, rtype);
-    free_typed(copy, rtype);
+    thr_free_typed(copy, rtype);
     return MPI_SUCCESS;
   }
   exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);

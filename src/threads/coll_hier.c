@@ -178,22 +178,6 @@ static int local_leader(const struct thr_hier *h, int root)
   return root >= 0 && h->proc_of[root] == h->me_proc ? h->local_of[root] : 0;
 }
 
-static void *alloc_typed(int count, MPI_Datatype type)
-{
-  MPI_Aint true_lb, true_extent;
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
-  char *base = malloc(size > 0 ? (size_t)size : 1);
-  return base - true_lb;
-}
-
-static void free_typed(void *buf, MPI_Datatype type)
-{
-  MPI_Aint true_lb, true_extent;
-  PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
-  free((char *)buf + true_lb);
-}
-
 /* Send to one leader and receive from another at once (no order between them). */
 static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void *sbuf, int scount,
                              MPI_Datatype stype, int to, void *rbuf, int rcount,
@@ -271,20 +255,20 @@ void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
 {
   int lead = local_leader(h, root), leader = h->local.rank == lead;
   const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  void *part = leader ? alloc_typed(count, type) : NULL;
+  void *part = leader ? thr_alloc_typed(count, type) : NULL;
   local_part(h, input, part, count, type, op, lead);
   if (!leader)
     return;
   int root_proc = h->proc_of[root];
   if (c->rank != root) {
     thr_send(r, c, part, count, type, root, HTAG_REDUCE);
-    free_typed(part, type);
+    thr_free_typed(part, type);
     return;
   }
   /* acc = part_p op acc from the last process to the first */
   void *acc = part, *in = NULL;
   if (root_proc != h->nprocs - 1) {
-    acc = alloc_typed(count, type);
+    acc = thr_alloc_typed(count, type);
     thr_recv(r, c, acc, count, type, leader_of(h, h->nprocs - 1, root), HTAG_REDUCE);
   }
   for (int p = h->nprocs - 2; p >= 0; p--) {
@@ -293,16 +277,16 @@ void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
       continue;
     }
     if (!in)
-      in = alloc_typed(count, type);
+      in = thr_alloc_typed(count, type);
     thr_recv(r, c, in, count, type, leader_of(h, p, root), HTAG_REDUCE);
     thr_fold(in, acc, count, type, op);
   }
   thr_copy_typed(rbuf, count, type, acc, count, type);
   if (acc != part)
-    free_typed(acc, type);
-  free_typed(part, type);
+    thr_free_typed(acc, type);
+  thr_free_typed(part, type);
   if (in)
-    free_typed(in, type);
+    thr_free_typed(in, type);
 }
 
 /* The leaders' allreduce of their parts, in process order, into buf. */
@@ -310,7 +294,7 @@ static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr
                               void *buf, int count, MPI_Datatype type, MPI_Op op)
 {
   int P = h->nprocs, me = h->me_proc;
-  void *other = alloc_typed(count, type);
+  void *other = thr_alloc_typed(count, type);
   if ((P & (P - 1)) == 0) {
     /* Recursive doubling: buf holds the fold of processes [me & ~(mask - 1), + mask),
      * the partner's the adjacent run; the lower run goes first. */
@@ -330,7 +314,7 @@ static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr
     thr_send(r, c, buf, count, type, leader_of(h, 0, -1), HTAG_ALLREDUCE);
     leaders_bcast(r, c, h, buf, count, type, 0, -1);
   } else {
-    void *acc = alloc_typed(count, type);
+    void *acc = thr_alloc_typed(count, type);
     thr_recv(r, c, acc, count, type, leader_of(h, P - 1, -1), HTAG_ALLREDUCE);
     for (int p = P - 2; p >= 1; p--) {
       thr_recv(r, c, other, count, type, leader_of(h, p, -1), HTAG_ALLREDUCE);
@@ -338,10 +322,10 @@ static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr
     }
     thr_fold(buf, acc, count, type, op);
     thr_copy_typed(buf, count, type, acc, count, type);
-    free_typed(acc, type);
+    thr_free_typed(acc, type);
     leaders_bcast(r, c, h, buf, count, type, 0, -1);
   }
-  free_typed(other, type);
+  thr_free_typed(other, type);
 }
 
 /* Parts at each process's first rank (into its receive buffer), the leaders' allreduce,

@@ -188,7 +188,7 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
 }
 
 /* A buffer for count x type, and its free. */
-static void *alloc_typed(int count, MPI_Datatype type)
+void *thr_alloc_typed(int count, MPI_Datatype type)
 {
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
@@ -197,7 +197,7 @@ static void *alloc_typed(int count, MPI_Datatype type)
   return base - true_lb;
 }
 
-static void free_typed(void *buf, MPI_Datatype type)
+void thr_free_typed(void *buf, MPI_Datatype type)
 {
   if (!buf)
     return;
@@ -468,7 +468,7 @@ static void reduce_whole(struct thr_local_group *g, struct thr_comm *c, const vo
   int me = c->rank, n = c->size;
   void *copy = NULL;
   if (input == rbuf && (root < 0 || me == root)) { /* rbuf is rewritten while read */
-    copy = alloc_typed(count, type);
+    copy = thr_alloc_typed(count, type);
     copy_typed(copy, count, type, rbuf, count, type);
     input = copy;
   }
@@ -484,7 +484,7 @@ static void reduce_whole(struct thr_local_group *g, struct thr_comm *c, const vo
   } else {
     wait_stage(g, root, base + STAGE_DONE); /* (this input is read until here) */
   }
-  free_typed(copy, type);
+  thr_free_typed(copy, type);
 }
 
 /* Below this many bytes of the vector, reduce_whole; from it, each rank folds a
@@ -517,7 +517,7 @@ void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void 
    * buffer, through a temporary where that buffer is an input still being read. */
   char *dest = (char *)elements_at(g->slots[root < 0 ? me : root].result, first, type);
   int through_temp = (root < 0 ? input == rbuf : g->slots[root].input == g->slots[root].result);
-  void *acc = through_temp ? alloc_typed(len, type) : dest;
+  void *acc = through_temp ? thr_alloc_typed(len, type) : dest;
   fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
   if (root >= 0) {
     if (through_temp)
@@ -540,7 +540,7 @@ void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void 
     stage_all(g, c, base + STAGE_READ); /* (the segments are read until here) */
   }
   if (through_temp)
-    free_typed(acc, type);
+    thr_free_typed(acc, type);
 }
 
 /* Rank k folds block k of every input into its receive buffer (through a temporary
@@ -556,12 +556,12 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
   unsigned base = begin(g, c);
   g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   set_stage(g, c, base + STAGE_POSTED);
-  void *acc = sbuf == MPI_IN_PLACE && len > 0 ? alloc_typed(len, type) : rbuf;
+  void *acc = sbuf == MPI_IN_PLACE && len > 0 ? thr_alloc_typed(len, type) : rbuf;
   fold_segment(g, n, base + STAGE_POSTED, acc, first, len, type, op);
   stage_all(g, c, base + STAGE_DONE); /* (the inputs are read until here) */
   if (acc != rbuf) {
     copy_typed(rbuf, len, type, acc, len, type);
-    free_typed(acc, type);
+    thr_free_typed(acc, type);
   }
 }
 
@@ -575,7 +575,7 @@ static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *
   unsigned base = begin(g, c);
   void *copy = NULL;
   if (input == rbuf && me < n - 1) { /* (rbuf is rewritten while later ranks read it) */
-    copy = alloc_typed(count, type);
+    copy = thr_alloc_typed(count, type);
     copy_typed(copy, count, type, rbuf, count, type);
     input = copy;
   }
@@ -592,7 +592,7 @@ static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *
   set_stage(g, c, base + STAGE_DONE);
   for (int j = me + 1; j < n; j++) /* (they read this input until then) */
     wait_stage(g, j, base + STAGE_DONE);
-  free_typed(copy, type);
+  thr_free_typed(copy, type);
 }
 
 /* Rank k computes segment k of every rank's prefix, writing it straight into their
@@ -615,7 +615,7 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
   int len;
   segment_of(count, n, me, &first, &len);
   if (len > 0) {
-    void *acc = alloc_typed(len, type), *next = alloc_typed(len, type);
+    void *acc = thr_alloc_typed(len, type), *next = thr_alloc_typed(len, type);
     copy_typed(acc, len, type, elements_at(g->slots[0].input, first, type), len, type);
     if (!exclusive)
       copy_typed((char *)elements_at(g->slots[0].result, first, type), len, type, acc, len, type);
@@ -630,8 +630,8 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
       acc = next;
       next = swap;
     }
-    free_typed(acc, type);
-    free_typed(next, type);
+    thr_free_typed(acc, type);
+    thr_free_typed(next, type);
   }
   stage_all(g, c, base + STAGE_DONE); /* (the buffers are read and written until here) */
 }

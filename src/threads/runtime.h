@@ -167,11 +167,14 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
 void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
                     int count, MPI_Datatype type, MPI_Op op, int exclusive);
 
-/* inout = in op inout (the common predefined cases without the host), and a copy between
- * typed buffers of one signature (coll_local.c). */
+/* inout = in op inout (the common predefined cases without the host), a copy between
+ * typed buffers of one signature, and a buffer for count x type with its free
+ * (coll_local.c). */
 void thr_fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op);
 void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, int scount,
                     MPI_Datatype stype);
+void *thr_alloc_typed(int count, MPI_Datatype type);
+void thr_free_typed(void *buf, MPI_Datatype type);
 
 /* Two-level collectives of a communicator across processes (coll_hier.c): in place among
  * each process's ranks, messages among one leader per process. NULL when the
