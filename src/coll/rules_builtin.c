@@ -10,7 +10,7 @@ const char mcoll__rules_builtin_json[] =
     "  \"made_by\": \"mcoll tune --machine here --ranks 2,4,8 --nodes 2,4,8 --tolerance 2 --prior rules_prior.json --calibrated-tolerance 0.1\",\n"
     "  \"_doc\": \"bytes [lo, hi): bcast the message, reductions the vector, the gather family and alltoall one block; ranks_per_node, nodes and levels inclusive; null: no limit; oversubscribed: more ranks than cores on the node. First matching entry wins. docs/model.md: Rules.\",\n"
     "  \"rules\": [\n"
-    "    {\"coll\": \"barrier\", \"level\": \"node\", \"bytes\": [0, null], \"ranks_per_node\": [2, 2], \"oversubscribed\": false, \"levels\": [0, 0], \"alg\": \"counter\"},\n"
+    "    {\"coll\": \"barrier\", \"level\": \"node\", \"bytes\": [0, null], \"ranks_per_node\": [2, 2], \"oversubscribed\": false, \"levels\": [0, 0], \"alg\": \"hier\"},\n"
     "    {\"coll\": \"barrier\", \"level\": \"node\", \"bytes\": [0, null], \"ranks_per_node\": [3, 4], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"counter\"},\n"
     "    {\"coll\": \"barrier\", \"level\": \"node\", \"bytes\": [0, null], \"ranks_per_node\": [5, 8], \"oversubscribed\": true, \"levels\": [0, 0], \"alg\": \"counter\"},\n"
     "    {\"coll\": \"bcast\", \"level\": \"node\", \"bytes\": [0, 513], \"ranks_per_node\": [2, 2], \"oversubscribed\": false, \"levels\": [0, 0], \"alg\": \"shm_slot\"},\n"

@@ -163,6 +163,27 @@ def test_vary_parameter(flavour, tmp_path):
 
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
+def test_vary_algorithm(flavour, tmp_path):
+    """-V ALG_<COLL>=a,b: that collective's algorithm forced per side
+    (mcoll_set_algorithm), here the barrier that latency mode runs after every call:
+    the report counts both barrier algorithms; an unknown one stops the bench."""
+    env = {"MCOLL_VERBOSE": "1"}
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = [*SWEEP, "-m", "latency", "-V", "ALG_BARRIER=counter,hier"]
+    result = run_job(mpiexec_argv(flavour, 2, program, args), {**BASE_ENV, **env}, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    assert "native = mcoll with MCOLL_ALG_BARRIER=counter, mcoll = with hier" in result.stdout
+    barrier = re.search(r"^mcoll: barrier calls=\d+ .*$", result.stderr, re.M)
+    assert barrier, result.describe()
+    counts = dict(re.findall(r"(\w+)=(\d+)", barrier.group(0)))
+    assert int(counts["counter"]) > 0 and int(counts["hier"]) > 0, barrier.group(0)
+    bad = run_job(mpiexec_argv(flavour, 2, program, [*SWEEP, "-V", "ALG_BARRIER=nosuch,hier"]),
+                  BASE_ENV, JOB_TIMEOUT)
+    assert bad.returncode != 0 and "no such algorithm of that collective" in bad.stdout + bad.stderr
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_burst_mode(flavour, tmp_path):
     """-m burst: -K calls in flight on one communicator; one rank per (fake) node, so
     mcoll's window side runs them side by side (task/task.h). Rows for every size with

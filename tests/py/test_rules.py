@@ -78,6 +78,31 @@ def test_tune_picks_the_models_cheapest_within_tolerance(coll):
                 n == hi - 1, (e, n, costs)
 
 
+def test_tune_keeps_a_pinned_prior_entry(tmp_path):
+    """A prior entry marked "pinned" stays whatever the model prices (a cost it does not
+    see: the barrier's exit order, which decides the latency of the call after it);
+    the same entry unpinned gives way to the model's cheapest at tolerance 0."""
+    def barrier_at_2(prior_entry):
+        prior = tmp_path / "prior.json"
+        prior.write_text(json.dumps({"rules": [prior_entry]}))
+        doc = tune.tune(ranks=(2,), nodes=(2,), colls=["barrier"], tolerance=0.0, prior=prior,
+                        calibrated_tolerance=0.0)
+        [e] = [e for e in doc["rules"] if e["level"] == "node"]
+        return e["alg"]
+    cheapest = barrier_at_2({"coll": "barrier", "ranks_per_node": [2, 2], "alg": "nosuch"})
+    other = next(a for a in cost.load_table()["node"]["barrier"] if a != cheapest)
+    assert barrier_at_2({"coll": "barrier", "ranks_per_node": [2, 2], "alg": other}) == cheapest
+    assert barrier_at_2({"coll": "barrier", "ranks_per_node": [2, 2], "alg": other,
+                         "pinned": "test"}) == other
+    # the built-in rules: hier at 2 ranks, pinned with the measurement behind it
+    prior = json.loads(tune.PRIOR.read_text())["rules"]
+    [pin] = [e for e in prior if e.get("pinned")]
+    assert (pin["coll"], pin["alg"]) == ("barrier", "hier") and "rows-day3" in pin["pinned"]
+    [rule] = [e for e in tune.builtin()["rules"]
+              if e["coll"] == "barrier" and e["ranks_per_node"] == [2, 2]]
+    assert rule["alg"] == "hier"
+
+
 def test_tune_tolerance_zero_is_the_argmin():
     doc = tune.tune(ranks=(2,), nodes=(2,), colls=["reduce"], tolerance=0.0)
     m = M.load("here", nodes=1, ranks_per_node=2)

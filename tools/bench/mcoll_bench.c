@@ -15,6 +15,7 @@
  * With -A a,b the two sides are mcoll's algorithms a and b of the one collective
  * (set through mcoll_set_algorithm before each block), e.g. tiled against untiled
  * alltoall; the columns keep their names, "native" standing for a. */
+#include <ctype.h>
 #include "bench.h"
 
 #include <dlfcn.h>
@@ -81,6 +82,20 @@ static double time_block(const struct mpi_api *api, const struct row *r, int war
  * algorithm first (the same on every rank). */
 const struct mpi_api *bench_side_api(int side, const struct row *r, const struct options *o)
 {
+    if (o->vary_param && !strncmp(o->vary_param, "ALG_", 4)) {
+        /* ALG_<COLL>=a,b: that collective's algorithm forced per side (e.g. the barrier
+         * between the calls of another collective in latency mode) */
+        static int (*set_alg)(const char *, const char *);
+        if (!set_alg)
+            set_alg = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_algorithm");
+        char coll[64];
+        snprintf(coll, sizeof coll, "%s", o->vary_param + 4);
+        for (char *p = coll; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        if (!set_alg || set_alg(coll, o->vary[side]) != 0)
+            bench_usage_exit("-V ALG_<COLL>: mcoll not loaded, or no such algorithm of that collective");
+        return &bench_mcoll_api;
+    }
     if (o->vary_param) {
         static int (*set_param)(const char *, const char *);
         if (!set_param)
@@ -325,6 +340,8 @@ static void usage(void)
             "           mcoll columns), for one collective (-C)\n"
             "           (inter.NAME: its algorithm between nodes, e.g. -A inter.direct,inter.grid_rsend)\n"
             "  -V       NAME=a,b: mcoll with MCOLL_NAME=a (the native columns) against b\n"
+            "           (ALG_<COLL>=a,b: that collective's algorithm, e.g. the barrier between\n"
+            "           latency mode's calls: -V ALG_BARRIER=counter,dissemination)\n"
             "  -F       each round also times every mcoll algorithm forced in turn (back2back\n"
             "           and latency): the fastest and default/fastest per row\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"

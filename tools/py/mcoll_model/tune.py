@@ -64,9 +64,10 @@ def _inter_costs(table, coll, m, n):
 PRIOR = Path(__file__).resolve().parent / "rules_prior.json"
 
 
-def prior_pick(rules, coll, level, n, count):
+def prior_pick(rules, coll, level, n, count, pinned=False):
     """The algorithm a rules list gives (first match), or None; count: ranks per node
-    (node) or nodes (inter)."""
+    (node) or nodes (inter). pinned: only from an entry marked "pinned" (a choice the
+    model cannot price, with the reason; the model keeps it whatever its prices)."""
     key = "ranks_per_node" if level == "node" else "nodes"
     for e in rules:
         if e["coll"] != coll or e.get("level", "node") != level:
@@ -74,21 +75,24 @@ def prior_pick(rules, coll, level, n, count):
         lo, hi = e.get("bytes", [0, None])
         clo, chi = e.get(key, [0, None])
         if lo <= n and (hi is None or n < hi) and clo <= count and (chi is None or count <= chi):
-            return e["alg"]
+            return e["alg"] if not pinned or e.get("pinned") else None
     return None
 
 
-def _ranges(costs, tolerance=0.05, prior=None):
+def _ranges(costs, tolerance=0.05, prior=None, pinned=None):
     """[(lo, hi, alg)] over [0, inf) (hi None = no limit) from costs(n) -> {alg: µs}.
     With prior(n) (today's choice): it stays wherever the model prices it within
     `tolerance` of the cheapest (the model is not sure enough there to change it), else
     the cheapest. Without: going up in size the algorithm in force stays while within
     `tolerance` of the cheapest (near-ties of the model are no reason to switch, and the
-    rules stay few). The edges are bisected to the byte."""
+    rules stay few). pinned(n): an algorithm kept whatever the prices. The edges are
+    bisected to the byte."""
     tol = tolerance if callable(tolerance) else (lambda n: tolerance)
 
     def choice(n, cur):
         c = costs(n)
+        if pinned and pinned(n) in c:
+            return pinned(n)
         best = min(c, key=c.get)
         keep = prior(n) if prior else cur
         return keep if keep in c and c[keep] <= (1 + tol(n)) * c[best] else best
@@ -182,10 +186,10 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
     table = table or cost.load_table()
     prior_rules = json.loads(Path(prior).read_text())["rules"] if prior else None
 
-    def prior_for(coll, level, count):
+    def prior_for(coll, level, count, pinned=False):
         if not prior_rules:
             return None
-        return lambda n: prior_pick(prior_rules, coll, level, n, count)
+        return lambda n: prior_pick(prior_rules, coll, level, n, count, pinned)
     base = M.load(machine)
     net_section = M.load(net).net if net else None
     inter_tolerance = net_tolerance if net and net_tolerance is not None else tolerance
@@ -200,7 +204,7 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
                 (lambda n, top=top: calibrated_tolerance if n <= top else tolerance)
             modes = fit.modes_for(m) if top is not None else ["latency"]
             sizes = _ranges(lambda n, m=m, modes=modes: _node_regrets(table, coll, m, n, modes), tol,
-                            prior_for(coll, "node", r))
+                            prior_for(coll, "node", r), prior_for(coll, "node", r, pinned=True))
             if coll == "barrier":  # no bytes: its cost at any size
                 sizes = [(0, None, sizes[0][2])]
             if coll == "bcast":
