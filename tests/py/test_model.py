@@ -277,6 +277,12 @@ class _StubMachine:
     def net_msg_us(self, count, b):
         return count * 2.0 + b * 1e-3
 
+    def net_exchange_us(self, rounds, b):
+        return rounds * 3.0 + b * 1e-3
+
+    def net_exchange_extra_us(self):
+        return 0.0
+
     def hops(self):
         return 3
 
@@ -295,6 +301,7 @@ static double cma_(void *c, double n, double b, double r) { (void)c; return (b >
 static double fold_(void *c, double b, double f) { (void)c; return b * 2e-4 + f * 0.07; }
 static double p2p_(void *c, double n, double b) { (void)c; return n * 0.3 + b * 1e-3; }
 static double net_(void *c, double n, double b) { (void)c; return n * 2.0 + b * 1e-3; }
+static double net_x_(void *c, double n, double b) { (void)c; return n * 3.0 + b * 1e-3; }
 static double net_a2a_(void *c, double m, double k) {
     (void)c;
     if (m <= 0) return 0;
@@ -303,7 +310,7 @@ static double net_a2a_(void *c, double m, double k) {
 }
 int main(void)
 {
-    struct mcoll_cost_pricer p = {0, allsync_, cma_, copy_, copy_cached_, fold_, net_, net_a2a_,
+    struct mcoll_cost_pricer p = {0, allsync_, cma_, copy_, copy_cached_, fold_, net_, net_a2a_, net_x_,
                                   p2p_, sync_, xcopy_};
     ENVS
     for (unsigned i = 0; i < sizeof envs / sizeof envs[0]; i++)
@@ -374,11 +381,45 @@ def test_net_messages_priced_by_the_link_curve(tmp_path):
     assert cost.terms_us([["net", "lg(N)", "n*lg(N)"]], m2, env) == pytest.approx(600.0)
     # a point faster than a smaller size (a busy host's noise) is raised to it
     bumpy = M.load(_link_machine(tmp_path, [50.0, 300.0, 90.0, 8500.0]))
-    assert bumpy.net_msg_us(1, 65536) == pytest.approx(300.0)
     assert bumpy.net_msg_us(1, 4096) == pytest.approx(300.0)
+    assert bumpy.net_msg_us(1, 32768) == pytest.approx(300.0)
+    # ... and no message passes faster than the link's sustained rate (125 MB/s here)
+    assert bumpy.net_msg_us(1, 65536) == pytest.approx(65536 / 125)
     # without a curve: alpha and bandwidth
     plain = M.load(None)
     assert plain.net_msg_us(3, 3000) == pytest.approx(3 * plain.net["alpha_us"] + 3000 / plain.net["nic_MBps"])
+
+
+def test_a_link_curve_below_the_sustained_rate_is_raised_to_it(tmp_path):
+    """A ping-pong on a token-bucket link passes messages up to the burst unshaped (the
+    bucket refills during the way back): 32 KiB in 150 us where 1 Gbit/s needs 262 us.
+    Calls one after the other drain the bucket, so each message costs at least its
+    bytes at nic_MBps (the slope of messages sent back to back), count by count."""
+    path = tmp_path / "burst.json"
+    path.write_text(json.dumps({"name": "burst", "net": {
+        "alpha_us": 11.0, "nic_MBps": 117.0,
+        "link_curve": {"sizes": [8, 4096, 32768, 262144], "us": [11.0, 19.0, 150.0, 2400.0]}}}))
+    m = M.load(path)
+    assert m.net_msg_us(1, 8) == pytest.approx(11.0)              # latency-bound: the curve
+    assert m.net_msg_us(1, 32768) == pytest.approx(32768 / 117.0)  # burst-bound: the rate
+    assert m.net_msg_us(4, 4 * 32768) == pytest.approx(4 * 32768 / 117.0)
+    assert m.net_msg_us(1, 262144) == pytest.approx(2400.0)       # beyond: the curve again
+
+
+def test_model_predicts_the_recorded_cluster_rows(tmp_path):
+    """bench/records/network-model/: each cluster run (bcast, allreduce, alltoall, 8 B to
+    512 KiB, 2 test hosts x 1 rank, latency mode) against the link calibrated just before
+    it in the same job: the median |error| of every collective within 20%."""
+    from mcoll_model import compare as C
+    rec = Path(__file__).resolve().parents[2] / "bench" / "records" / "network-model"
+    runs = sorted(rec.glob("cluster-*.json"))
+    assert len(runs) >= 4
+    for run in runs:
+        link = rec / run.name.replace("cluster-", "link-")
+        doc, m, rows = C.compare(link, run, nodes=2)
+        assert m.net.get("link_curve") and len(rows) >= 20, run.name
+        per, overall = C.summary(rows)
+        assert overall <= 0.20 and all(e <= 0.20 for e in per.values()), (run.name, per)
 
 
 def test_compare_across_nodes(tmp_path):

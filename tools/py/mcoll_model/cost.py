@@ -99,6 +99,8 @@ def term_us(term, machine, env):
         return machine.level_msg_us("node", *args)
     if kind == "net":
         return machine.net_msg_us(*args)
+    if kind == "net_x":
+        return machine.net_exchange_us(*args)
     if kind == "net_a2a":
         messages, k = args
         if messages <= 0:
@@ -109,7 +111,9 @@ def term_us(term, machine, env):
         # The NIC serialises the node's messages: each occupies it for its gap (seed 002
         # takes the whole latency, gap_us absent) plus its bytes plus its queueing wait.
         gap = net.get("gap_us", net["alpha_us"])
-        return net["alpha_us"] - gap + messages * (gap + k * machine.net_beta_us() + wait)
+        # the messages go both ways at once: the call pays an exchange's latency once
+        return (net["alpha_us"] - gap + machine.net_exchange_extra_us()
+                + messages * (gap + k * machine.net_beta_us() + wait))
     raise ValueError(f"unknown term kind {kind!r}")
 
 
