@@ -465,3 +465,30 @@ def test_tune_prices_the_inter_node_choice_by_a_calibrated_link(tmp_path):
     assert cheap_rules[1][0][0] < prior_edge          # cheap messages: halving sooner
     assert [alg for _, alg in dear_rules] == ["recursive_doubling", "rabenseifner"]
     assert dear_rules[1][0][0] > prior_edge
+
+
+def test_builtin_rules_between_nodes_follow_the_calibrated_link():
+    """The built-in rules between nodes are the model's choice on the link measured
+    across test hosts (tune.BUILTIN_NET), and a sound one: per collective and node
+    count at most one switch going up in size (a curve whose noise decided would flip
+    back and forth, as the one measured at load 27-38 did); alltoall stays direct
+    (grid_rsend lost every measured setting: bench/records/grid-alltoall/)."""
+    from mcoll_model import tune as T
+    net = M.load(T.BUILTIN_NET).net
+    assert net.get("link_curve") and net.get("stream_curve") and net.get("exchange_us")
+    doc = T.builtin()
+    assert f"--net {T.BUILTIN_NET}" in doc["made_by"]
+    inter = {}
+    for e in doc["rules"]:
+        if e["level"] == "inter":
+            inter.setdefault((e["coll"], tuple(e["nodes"])), []).append(e)
+    assert inter
+    for (coll, nodes), entries in inter.items():
+        assert len(entries) <= 2, (coll, nodes, entries)
+        if coll == "alltoall":
+            assert [e["alg"] for e in entries] == ["direct"]
+    # the link decides: without it the same prior gives other edges between nodes
+    plain = T.tune("here", (2, 4, 8), (2, 4, 8), tolerance=T.BUILTIN_TOLERANCE, prior=T.PRIOR,
+                   calibrated_tolerance=T.BUILTIN_CALIBRATED_TOLERANCE)
+    assert [e for e in plain["rules"] if e["level"] == "inter"] != \
+        [e for e in doc["rules"] if e["level"] == "inter"]
