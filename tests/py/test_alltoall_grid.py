@@ -112,3 +112,25 @@ def test_rules_never_choose_grid_rsend():
     for net in nets:
         doc = tune.tune("here", (2,), (2, 4, 8), colls=["alltoall"], tolerance=0.0, prior=None, net=net)
         assert {r["alg"] for r in doc["rules"] if r["level"] == "inter"} == {"direct"}, net
+
+
+# Where bench/records/grid-alltoall/ measured grid_rsend slower than direct: 16-256 KiB
+# blocks (0.25-0.82x at 4 hosts x 2 ranks, both MPIs, both qdiscs).
+LOSING_BLOCKS = ("16K", "256K")
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param("openmpi", 4, "nodes=2"),
+                                             flavour_param("mpich", 4, "nodes=4", full=True)])
+def test_calls_between_nodes_take_direct_where_grid_rsend_loses(flavour, np, topo):
+    """Unforced, with the built-in rules and the choice that adapts at run time: every
+    alltoall between nodes at the block sizes where grid_rsend lost runs direct (rank
+    0's MCOLL_VERBOSE report), blocking and MPI_Ialltoall alike."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {"MCOLL_TOPO": topo, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}
+    for mode in ("back2back", "nbc"):
+        args = ["-m", mode, "-C", "alltoall", "-b", LOSING_BLOCKS[0], "-e", LOSING_BLOCKS[1],
+                "-f", "4", "-n", "3", "-w", "1", "-r", "2", "-P"]
+        result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+        assert result.returncode == 0, result.describe()
+        calls, direct, grid_calls, control = inter_counts(result.stderr)
+        assert calls > 0 and direct == calls and grid_calls == 0 and control == 0, (mode, result.describe())

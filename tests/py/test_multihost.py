@@ -266,3 +266,30 @@ def test_bcast_push_multihost(hosts, request, flavour, ranks):
         if program_name == "mcoll-test-coll":
             counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
             assert counts.get("calls", 0) > 0 and counts.get("push") == counts["calls"], counts
+
+
+@pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1"), flavour_param("mpich", "2,1")])
+def test_calibrate_measures_the_link_between_hosts(hosts, tmp_path, flavour, ranks):
+    """mcoll-bench --calibrate across 2 hosts (few rounds) writes the link's net section:
+    ping-pong and back-to-back curves at the same 14 sizes, the rate, the exchange; the
+    model loads it and prices no message below its bytes at that rate."""
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "tools" / "py"))
+    from mcoll_model import machine as M
+    out = tmp_path / "link.json"
+    result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-bench"),
+                          ["--calibrate", "-r", "3", "-T", "1", "-o", out], native=True,
+                          finished=r"^# mcoll-bench: done")
+    assert result.finalize_hang or result.returncode == 0, result.describe()
+    assert "# link, back to back one way" in result.stdout, result.describe()
+    data = json.loads(out.read_text())
+    net = data["net"]
+    assert data["topology"]["nodes"] == 2
+    sizes = net["link_curve"]["sizes"]
+    assert len(sizes) == 14 and sizes == net["stream_curve"]["sizes"] and sizes[-1] == 4 << 20
+    assert all(t > 0 for t in net["link_curve"]["us"] + net["stream_curve"]["us"])
+    assert net["nic_MBps"] > 0 and net["exchange_us"] > 0 and net["alpha_us"] > 0
+    m = M.load(out, nodes=2, ranks_per_node=1)
+    assert m.net_msg_us(1, 1 << 20) >= (1 << 20) / net["nic_MBps"] * (1 - 1e-9)
+    assert m.net_exchange_us(1, 8) >= m.net_msg_us(1, 8)

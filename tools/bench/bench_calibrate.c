@@ -10,11 +10,13 @@
  *   net                         the same ping-pong unpinned: between fake nodes
  *                               (MCOLL_TOPO) mcoll's inter-node phases use this host
  *                               point-to-point; when the job spans several hosts (test
- *                               hosts, a cluster: host names differ), the ping-pong
+ *                               hosts, a cluster: host names differ), the link
  *                               between rank 0 and the first rank of another host
- *                               instead (the link: latency from 8-512 B, rate from the
- *                               slope 32 KiB .. 4 MiB), and the node measurements run on
- *                               rank 0's host only
+ *                               instead: ping-pong by size (latency from 8-512 B),
+ *                               messages sent back to back by size (the rate: their
+ *                               slope from 32 KiB, past a shaped link's burst), an 8 B
+ *                               exchange timed as latency mode times a call; the node
+ *                               measurements then run on rank 0's host only
  *   node.sync_us                a flag hand-off through a shared cache line, two cores
  *   node.sched_turn_us          the same on one core, yielding while waiting
  *   node.xfer_curve             by size: write a buffer, hand it over, the other core
@@ -42,6 +44,12 @@
 #include <unistd.h>
 
 enum { NPP_SIZES = 9, NCOPY_SIZES = 8, NCMA_SIZES = 7 };
+/* The link between hosts by size: denser than pp_sizes around a shaped link's burst
+ * (32 KiB) and the host MPIs' eager limits (Open MPI's TCP: 64 KiB). Its points:
+ * ping-pong by size, stream by size, the step. */
+enum { NLINK_SIZES = 14, LINK_POINTS = 2 * NLINK_SIZES + 1 };
+static const size_t link_sizes[NLINK_SIZES] = {8, 64, 512, 2048, 4096, 8192, 16384, 32768,
+                                               65536, 131072, 262144, 1 << 20, 2 << 20, 4 << 20};
 static const size_t pp_sizes[NPP_SIZES] = {8, 64, 512, 4096, 32768, 262144, 1 << 20,
                                            2 << 20, 4 << 20};
 static const size_t copy_sizes[NCOPY_SIZES] = {4096, 32768, 262144, 1 << 20, 4 << 20,
@@ -556,8 +564,7 @@ static double robust_gbs(const size_t *sizes, const double *t, int first, int n)
     return m ? bench_median(slopes, m) : NAN;
 }
 
-/* alpha (µs): the median of the three smallest sizes; GB/s from pp_sizes[first] on
- * (32 KiB in a node; 256 KiB on a link, past a shaped link's token-bucket burst). */
+/* alpha (µs): the median of the three smallest sizes; GB/s from pp_sizes[first] on. */
 static void fit_pingpong(const double *t, int first, double *alpha_us, double *gbs)
 {
     double small[3] = {t[0], t[1], t[2]};
@@ -601,7 +608,7 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
 struct calibration {
     int nprocs, cpus, rejected, rounds;
     int nodes;                  /* hosts the job spans (1: fake nodes at most) */
-    double link[NPP_SIZES];     /* ping-pong to another host, one way, s */
+    double link[LINK_POINTS];   /* to another host: ping-pong one way, stream, step; s */
     long llc;
     double cma_pair, fold[NFOLD_SIZES];
     double pp[3][NPP_SIZES], handoff[2], xfer[NXFER_SIZES], memcpy_gbs[NCOPY_SIZES], fold_gbs, cma[NCMA_SIZES];
@@ -666,17 +673,29 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     fputs(",\n    \"fold_curve\": {", f);
     write_curve(f, fold_sizes, c->fold, NFOLD_SIZES, "GBps", 1);
     fputs("}", f);
-    if (c->nodes > 1)
-        fit_pingpong(c->link, 5, &net_alpha, &net_gbs);
+    const double *stream = c->link + NLINK_SIZES, step = c->link[2 * NLINK_SIZES];
+    if (c->nodes > 1) {
+        /* latency from the ping-pong's 8-512 B; the rate from the stream from 32 KiB
+         * (sustained: the token bucket's burst spent) */
+        double small[3] = {c->link[0], c->link[1], c->link[2]};
+        net_alpha = bench_median(small, 3) * 1e6;
+        net_gbs = robust_gbs(link_sizes, stream, 7, NLINK_SIZES);
+    }
     fputs("\n  },\n  \"net\": {\"alpha_us\": ", f);
     json_num(f, net_alpha);
     fputs(", \"nic_MBps\": ", f);
     json_num(f, net_gbs * 1e3);
     if (c->nodes > 1) {
         fputs(", \"link_curve\": {", f);
-        write_curve(f, pp_sizes, c->link, NPP_SIZES, "us", 1e6);
-        fputs("}, \"_note\": \"the link between two hosts: host MPI ping-pong between rank 0 and "
-              "the first rank of another host\"}\n}\n", f);
+        write_curve(f, link_sizes, c->link, NLINK_SIZES, "us", 1e6);
+        fputs("}, \"stream_curve\": {", f);
+        write_curve(f, link_sizes, stream, NLINK_SIZES, "us", 1e6);
+        fputs("}, \"exchange_us\": ", f);
+        json_num(f, step * 1e6);
+        fputs(", \"_note\": \"the link between two hosts, host MPI between rank 0 and the first "
+              "rank of another host: link_curve ping-pong one way, stream_curve per message sent "
+              "back to back one way (nic_MBps its slope from 32 KiB), exchange_us an 8 B "
+              "exchange with an empty one after each, timed as latency mode times a call\"}\n}\n", f);
     } else {
         fputs(", \"_note\": \"fake nodes (MCOLL_TOPO): the host MPI's point-to-point inside this "
               "node\"}\n}\n", f);
@@ -717,8 +736,13 @@ static void print_summary(const struct calibration *c)
         printf(" %d: %.2f", i + 1, c->copiers[i]);
     if (c->nodes > 1) {
         printf("\n# link to another host (%d hosts), one way µs:", c->nodes);
-        for (int i = 0; i < NPP_SIZES; i++)
-            printf(" %zu %.1f", pp_sizes[i], c->link[i] * 1e6);
+        for (int i = 0; i < NLINK_SIZES; i++)
+            printf(" %zu %.1f", link_sizes[i], c->link[i] * 1e6);
+        printf("\n# link, back to back one way, µs per message:");
+        for (int i = 0; i < NLINK_SIZES; i++)
+            printf(" %zu %.1f", link_sizes[i], c->link[NLINK_SIZES + i] * 1e6);
+        printf("\n# link, 8 B exchange with an empty one after each (latency mode): %.1f µs",
+               c->link[2 * NLINK_SIZES] * 1e6);
     }
     printf("\n# %d samples rejected as outliers\n", c->rejected);
     fflush(stdout);
@@ -726,24 +750,86 @@ static void print_summary(const struct calibration *c)
 
 /* --- the link between two hosts ---------------------------------------------------- */
 
-static double link_sample(void *ctx, int i)
+/* Per message, messages sent back to back one way and a 0-byte reply at the end: the
+ * link's sustained cost. A ping-pong's one-way time leaves each direction idle for the
+ * other half of the round trip, so a shaped link's token bucket (tbf burst) refills and
+ * messages up to the burst pass unshaped; a collective called over and over sends the
+ * next message before it refills. */
+static double stream_once(MPI_Comm comm, int rank, char *buf, size_t bytes, int reps)
 {
-    struct pingpong_ctx *c = ctx;
-    return pingpong_once(c->pair, c->rank, c->buf, pp_sizes[i], c->reps[0][i]);
+    PMPI_Barrier(comm);
+    double start = bench_now();
+    for (int i = 0; i < reps; i++) {
+        if (rank == 0)
+            PMPI_Send(buf, (int)bytes, MPI_BYTE, 1, 8, comm);
+        else
+            PMPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 8, comm, MPI_STATUS_IGNORE);
+    }
+    if (rank == 0)
+        PMPI_Recv(NULL, 0, MPI_BYTE, 1, 9, comm, MPI_STATUS_IGNORE);
+    else
+        PMPI_Send(NULL, 0, MPI_BYTE, 0, 9, comm);
+    double t = (bench_now() - start) / reps;
+    PMPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
+    return t;
 }
 
-/* link[size]: one way between ranks 0 and 1 of `pair` (on two hosts), unpinned. */
-static void measure_link(MPI_Comm pair, int rank, const struct options *o, double link[NPP_SIZES],
+/* An 8-byte exchange timed as mcoll-bench's latency mode times a call: a barrier after
+ * each (an empty exchange, as mcoll's barrier between two nodes is, not the host MPI's
+ * own), the call alone, the slower rank's average: what a small call between two hosts
+ * costs beside the ping-pong's one way (written, not priced: docs/model.md). */
+static double step_once(MPI_Comm comm, int rank, char *buf, int reps)
+{
+    double sum = 0;
+    int peer = 1 - rank;
+    PMPI_Barrier(comm);
+    for (int i = 0; i < reps; i++) {
+        double start = bench_now();
+        PMPI_Sendrecv(buf, 8, MPI_BYTE, peer, 10, buf + 8, 8, MPI_BYTE, peer, 10, comm,
+                      MPI_STATUS_IGNORE);
+        sum += bench_now() - start;
+        PMPI_Sendrecv(NULL, 0, MPI_BYTE, peer, 11, NULL, 0, MPI_BYTE, peer, 11, comm,
+                      MPI_STATUS_IGNORE);
+    }
+    double t = sum / reps;
+    PMPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return t;
+}
+
+struct link_ctx {
+    MPI_Comm pair;
+    int rank;
+    char *buf;
+    int pp_reps[NLINK_SIZES], stream_reps[NLINK_SIZES];
+};
+
+static double link_sample(void *ctx, int p)
+{
+    struct link_ctx *c = ctx;
+    int i = p % NLINK_SIZES;
+    if (p < NLINK_SIZES)
+        return pingpong_once(c->pair, c->rank, c->buf, link_sizes[i], c->pp_reps[i]);
+    if (p < 2 * NLINK_SIZES)
+        return stream_once(c->pair, c->rank, c->buf, link_sizes[i], c->stream_reps[i]);
+    return step_once(c->pair, c->rank, c->buf, c->pp_reps[0]);
+}
+
+/* link[p]: one way between ranks 0 and 1 of `pair` (on two hosts), unpinned: ping-pong
+ * (p < NLINK_SIZES), stream (the next NLINK_SIZES), the step (the last), seconds. */
+static void measure_link(MPI_Comm pair, int rank, const struct options *o, double link[LINK_POINTS],
                          int *rejected)
 {
-    struct pingpong_ctx c = {.pair = pair, .rank = rank, .pinned = -1};
-    c.buf = bench_alloc_pages(pp_sizes[NPP_SIZES - 1]);
-    memset(c.buf, 1, pp_sizes[NPP_SIZES - 1]);
-    for (int i = 0; i < NPP_SIZES; i++) {
-        pingpong_once(pair, rank, c.buf, pp_sizes[i], 1); /* warm */
-        c.reps[0][i] = reps_for(pingpong_once(pair, rank, c.buf, pp_sizes[i], 1), o);
+    struct link_ctx c = {.pair = pair, .rank = rank};
+    c.buf = bench_alloc_pages(link_sizes[NLINK_SIZES - 1]);
+    memset(c.buf, 1, link_sizes[NLINK_SIZES - 1]);
+    for (int i = 0; i < NLINK_SIZES; i++) {
+        pingpong_once(pair, rank, c.buf, link_sizes[i], 1); /* warm */
+        c.pp_reps[i] = reps_for(pingpong_once(pair, rank, c.buf, link_sizes[i], 1), o);
+        /* a stream fills the block with twice the messages of the ping-pong, at least
+         * 4 (its first message may pass on the refilled bucket) */
+        c.stream_reps[i] = c.pp_reps[i] * 2 > 4 ? c.pp_reps[i] * 2 : 4;
     }
-    alternate_rounds(o, NPP_SIZES, link_sample, &c, link, rejected);
+    alternate_rounds(o, LINK_POINTS, link_sample, &c, link, rejected);
     free(c.buf);
 }
 
@@ -784,7 +870,7 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     struct calibration link = {.nodes = job_hosts(comm, nprocs, &on_host0, &remote)};
-    for (int i = 0; i < NPP_SIZES; i++)
+    for (int i = 0; i < LINK_POINTS; i++)
         link.link[i] = NAN;
     if (link.nodes > 1) {
         MPI_Comm pair;

@@ -99,6 +99,8 @@ def term_us(term, machine, env):
         return machine.level_msg_us("node", *args)
     if kind == "net":
         return machine.net_msg_us(*args)
+    if kind == "net_x":
+        return machine.net_exchange_us(*args)
     if kind == "net_a2a":
         messages, k = args
         if messages <= 0:
@@ -108,6 +110,14 @@ def term_us(term, machine, env):
                                  net["packet_bits"], net["cycle_ns"] * 1e-3)
         # The NIC serialises the node's messages: each occupies it for its gap (seed 002
         # takes the whole latency, gap_us absent) plus its bytes plus its queueing wait.
+        if net.get("link_curve"):
+            # A calibrated link: the NIC moves each message at its sustained rate; the
+            # first one's latency (the link's one way at k bytes, plus the exchange's,
+            # since the messages go both ways at once) shows where the rate does not
+            # hide it.
+            each = k * machine.net_beta_us() + wait
+            latency = machine.net_exchange_us(1, k) - k * machine.net_beta_us()
+            return messages * each + max(0.0, latency)
         gap = net.get("gap_us", net["alpha_us"])
         return net["alpha_us"] - gap + messages * (gap + k * machine.net_beta_us() + wait)
     raise ValueError(f"unknown term kind {kind!r}")

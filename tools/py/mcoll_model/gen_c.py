@@ -17,7 +17,7 @@ VARS = ["n", "r", "N", "P", "S", "chunk", "cma_chunk", "k", "tile", "slot_max", 
 KINDS = {  # term kind: (pricer member, argument count)
     "sync": ("sync", 1), "allsync": ("allsync", 1), "copy": ("copy", 2), "xcopy": ("xcopy", 2),
     "copy_cached": ("copy_cached", 2), "cma": ("cma", 3), "fold": ("fold", 2),
-    "p2p": ("p2p", 2), "net": ("net", 2), "net_a2a": ("net_a2a", 2)}
+    "p2p": ("p2p", 2), "net": ("net", 2), "net_x": ("net_x", 2), "net_a2a": ("net_a2a", 2)}
 _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Lt: "<", ast.LtE: "<=",
         ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _FUNCS = {"lg": "mcoll_cost_lg", "ceil": "ceil", "sqrt": "sqrt", "min": "fmin", "max": "fmax"}

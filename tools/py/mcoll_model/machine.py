@@ -53,6 +53,14 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
         "link_curve": {"sizes": [...], "us": [...]},
                                            # one way by size between two hosts (--calibrate
                                            # across hosts): prices each net message
+        "stream_curve": {"sizes": [...], "us": [...]},
+                                           # per message, sent back to back one way (the
+                                           # token bucket of a shaped link drained):
+                                           # nic_MBps is its slope; a message costs at
+                                           # least its bytes at nic_MBps
+        "exchange_us": x,                  # an 8 B exchange timed as latency mode times a
+                                           # call (--calibrate across hosts): a net_x round
+                                           # and an alltoall pay it beyond the one way
         "gap_us": g,                       # NIC time per message when many are queued
                                            # (LogGP's g; absent: alpha, as seed 002 counts)
         "switch_radix": 16, "hops": 3, "packet_bits": 256, "cycle_ns": 3.2,
@@ -141,6 +149,15 @@ def _loglog_us(curve, nbytes):
             return math.exp(math.log(t0) + f * (math.log(t1) - math.log(t0)))
     s_last, t_last = pts[-1]
     return t_last * nbytes / s_last
+
+
+def _monotone_us(curve, nbytes):
+    """_loglog_us on the curve made non-decreasing in size: a larger message never
+    arrives sooner; a point below a smaller size's time is noise of the run (a busy
+    host), raised to it."""
+    pts = sorted(zip(curve["sizes"], curve["us"]))
+    us = [max(t for _, t in pts[:i + 1]) for i in range(len(pts))]
+    return _loglog_us({"sizes": [p[0] for p in pts], "us": us}, nbytes)
 
 
 class Machine:
@@ -350,12 +367,36 @@ class Machine:
             return 0.0
         curve = self.net.get("link_curve")
         if curve:
-            # a larger message never arrives sooner: a point below a smaller size's time
-            # is noise of the run (a busy host), raised to it
-            pts = sorted(zip(curve["sizes"], curve["us"]))
-            us = [max(t for _, t in pts[:i + 1]) for i in range(len(pts))]
-            return count * _loglog_us({"sizes": [p[0] for p in pts], "us": us}, nbytes / count)
+            # A ping-pong's one way leaves the link idle for the way back, so a shaped
+            # link's token bucket refills and messages up to its burst pass unshaped;
+            # calls one after the other do not wait for it: a message takes at least
+            # its bytes at the link's sustained rate (nic_MBps; --calibrate fits it
+            # from messages sent back to back).
+            each = nbytes / count
+            return count * max(_monotone_us(curve, each), each * self.net_beta_us())
         return count * self.net["alpha_us"] + nbytes * self.net_beta_us()
+
+    def net_exchange_extra_us(self):
+        """What an exchange round costs beyond a one-way message: the measured 8 B
+        exchange (exchange_us, --calibrate across hosts) less the link curve's 8 B one
+        way; 0 without a measured exchange."""
+        x, curve = self.net.get("exchange_us"), self.net.get("link_curve")
+        if x is None or not curve:
+            return 0.0
+        return max(0.0, x - _monotone_us(curve, 8))
+
+    def net_exchange_us(self, rounds, nbytes):
+        """rounds exchanges with peer hosts one after the other, nbytes sent in all: each
+        a message's price plus the exchange's extra latency (a step where both hosts send
+        at once keeps both their network stacks busy: on test hosts the links are the
+        cores' work)."""
+        if rounds <= 0:
+            return 0.0
+        each = nbytes / rounds
+        latency = self.net_msg_us(1, each) if not self.net.get("link_curve") else \
+            _monotone_us(self.net["link_curve"], each)
+        # the extra latency overlaps a message the link's rate holds back
+        return rounds * max(latency + self.net_exchange_extra_us(), each * self.net_beta_us())
 
     def hops(self):
         """Switches a packet crosses: the file's hops, or the mean over a node's peers in
