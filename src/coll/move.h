@@ -25,7 +25,7 @@
  * calls run when single copy is on (each block in one slot of its owner's area, larger
  * ones by single copy), which forced `area` does not (it runs the whole-area
  * protocol); as an algorithm of its own the adaptive round can time the two against
- * each other (issue 26: at 2 ranks the whole area wins from ~512 B, the slot below). */
+ * each other, since which one wins depends on the block size and the day. */
 enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
 enum { MCOLL_MOVE_SLOT = MCOLL_MOVE_NALGS, MCOLL_MOVE_V_NALGS };
 
@@ -40,8 +40,8 @@ enum { MCOLL_MOVE_SLOT = MCOLL_MOVE_NALGS, MCOLL_MOVE_V_NALGS };
 
 /* The rules' starting point for gatherv/scatterv blocks that go through the areas:
  * the slot protocol for blocks that fit the slot's inline line (MCOLL_INLINE_MAX: the
- * reader polls the line itself, no posted flag), the whole-area protocol above: at 2
- * ranks slot won at 8-32 B, area from 64 B (bench/records/rows-day3/summary.md). */
+ * reader polls the line itself, no posted flag), the whole-area protocol above
+ * (docs/algorithms.md). */
 static inline int mcoll__move_slot_start(size_t len) { return len <= MCOLL_INLINE_MAX; }
 
 /* The single-copy threshold in force for a collective whose own is cma_min: on a
