@@ -419,6 +419,41 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
   free(regular);
 }
 
+/* The root's messages of a regular gather or scatter: one per other process, that
+ * process's blocks of buf as one type, from or to its leader. */
+struct root_posts {
+  int n;
+  struct thr_request **reqs;
+  MPI_Datatype *types;
+};
+
+static struct root_posts root_post(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                                   void *buf, MPI_Datatype type, int root, const int *regular,
+                                   int n, int send)
+{
+  struct root_posts posts = {0, malloc((size_t)h->nprocs * sizeof *posts.reqs),
+                             malloc((size_t)h->nprocs * sizeof *posts.types)};
+  for (int p = 0; p < h->nprocs; p++) {
+    if (p == h->proc_of[root])
+      continue;
+    MPI_Datatype t = blocks_of(h, p, regular, regular + n, type);
+    int leader = leader_of(h, p, root);
+    posts.types[posts.n] = t;
+    posts.reqs[posts.n++] = send ? thr_isend(r, c, c->ctx + 1, buf, 1, t, leader, HTAG_SCATTER)
+                                 : thr_irecv(r, c, c->ctx + 1, buf, 1, t, leader, HTAG_GATHER);
+  }
+  return posts;
+}
+
+static void root_posts_wait(struct thr_rank *r, struct root_posts *posts)
+{
+  for (int i = 0; i < posts->n; i++) {
+    thr_wait(r, posts->reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&posts->types[i]);
+  }
+  free(posts->reqs), free(posts->types);
+}
+
 /* Regular gather: the root's process writes its blocks straight into the root's receive
  * buffer; every other process's ranks write theirs, as bytes in rank order, into a
  * buffer of their leader, which sends it whole to the root; the root receives each
@@ -455,23 +490,11 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
     return;
   }
   /* (the other processes' blocks arrive while this process's ranks write theirs) */
-  int P = h->nprocs, nreqs = 0;
-  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
-  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
-  for (int p = 0; p < P; p++)
-    if (p != root_proc) {
-      types[nreqs] = blocks_of(h, p, regular, regular + n, rtype);
-      reqs[nreqs] = thr_irecv(r, c, c->ctx + 1, rbuf, 1, types[nreqs], leader_of(h, p, root),
-                              HTAG_GATHER);
-      nreqs++;
-    }
+  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, regular, n, 0);
   thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype,
                     h->local_of[root]);
-  for (int i = 0; i < nreqs; i++) {
-    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
-    PMPI_Type_free(&types[i]);
-  }
-  free(reqs), free(types), free(lcounts), free(regular);
+  root_posts_wait(r, &posts);
+  free(lcounts), free(regular);
 }
 
 /* Regular scatter, the reverse: the root sends each other process's blocks to its
@@ -503,23 +526,12 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
     free(lcounts);
     return;
   }
-  int P = h->nprocs, nreqs = 0, *regular = malloc((size_t)n * 2 * sizeof(int));
+  int *regular = malloc((size_t)n * 2 * sizeof(int));
   for (int i = 0; i < n; i++)
     regular[i] = scount, regular[n + i] = i * scount;
-  struct thr_request **reqs = malloc((size_t)P * sizeof *reqs);
-  MPI_Datatype *types = malloc((size_t)P * sizeof *types);
-  for (int p = 0; p < P; p++)
-    if (p != root_proc) {
-      types[nreqs] = blocks_of(h, p, regular, regular + n, stype);
-      reqs[nreqs] = thr_isend(r, c, c->ctx + 1, sbuf, 1, types[nreqs], leader_of(h, p, root),
-                              HTAG_SCATTER);
-      nreqs++;
-    }
+  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, n, 1);
   thr_local_scatterv(h->group, &h->local, sbuf, 0, lcounts, ldispls, stype, rbuf, rcount, rtype,
                      h->local_of[root]);
-  for (int i = 0; i < nreqs; i++) {
-    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
-    PMPI_Type_free(&types[i]);
-  }
-  free(reqs), free(types), free(lcounts), free(regular);
+  root_posts_wait(r, &posts);
+  free(lcounts), free(regular);
 }
