@@ -94,13 +94,13 @@ def test_tune_keeps_a_pinned_prior_entry(tmp_path):
     assert barrier_at_2({"coll": "barrier", "ranks_per_node": [2, 2], "alg": other}) == cheapest
     assert barrier_at_2({"coll": "barrier", "ranks_per_node": [2, 2], "alg": other,
                          "pinned": "test"}) == other
-    # the built-in rules: hier at 2 ranks, pinned with the measurement behind it
+    # the built-in rules: hier at every rank count, pinned with the measurements behind it
     prior = json.loads(tune.PRIOR.read_text())["rules"]
     [pin] = [e for e in prior if e.get("pinned")]
-    assert (pin["coll"], pin["alg"]) == ("barrier", "hier") and "rows-day3" in pin["pinned"]
-    [rule] = [e for e in tune.builtin()["rules"]
-              if e["coll"] == "barrier" and e["ranks_per_node"] == [2, 2]]
-    assert rule["alg"] == "hier"
+    assert (pin["coll"], pin["alg"], pin["ranks_per_node"]) == ("barrier", "hier", [2, 64])
+    assert "rows-day3" in pin["pinned"] and "ranks-4-8" in pin["pinned"]
+    rules = [e for e in tune.builtin()["rules"] if e["coll"] == "barrier" and e["level"] == "node"]
+    assert {e["alg"] for e in rules} == {"hier"} and any(e["ranks_per_node"][1] >= 8 for e in rules)
 
 
 def test_tune_tolerance_zero_is_the_argmin():

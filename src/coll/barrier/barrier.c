@@ -5,11 +5,12 @@
  * and scatter back down through one queue of cache-line entries (a rank's arrive and
  * release share its line).
  *
- * counter, for nodes with more ranks than cores: every rank adds one to a shared
- * count; on a single node the last to arrive releases everyone. The tree needs
- * each parent scheduled in turn to pass arrivals up and releases down, a scheduler
- * round each when ranks share a core (then slower than the host MPI's own barrier);
- * with the count, whichever rank is running when the last one arrives goes on. */
+ * counter: every rank adds one to a shared count; on a single node the last to
+ * arrive releases everyone. Alone it is the faster one when ranks share cores (the
+ * tree needs each parent scheduled in turn to pass arrivals up and releases down),
+ * but the rules keep hier: the last to arrive leaves first, and after a rooted call
+ * that is the rank that received, which then waits a scheduler round for the
+ * sender in the next call (docs/performance.md). */
 #include "task/host.h"
 #include "coll/rules.h"
 #include "coll/barrier/barrier.h"
