@@ -113,7 +113,7 @@ static const struct mcoll_hier_steps counter_steps = {counter_arrive, disseminat
 
 /* The choice depends only on what every rank of the node sees alike; each kind
  * counts its own barriers (the bench switches kinds between blocks). */
-static int barrier_alg(struct mcoll_comm *c) {
+__attribute__((always_inline)) static inline int barrier_alg(struct mcoll_comm *c) {
   int alg = -1;
   if (mcoll__alg_forced(MCOLL_COLL_BARRIER) >= 0) {
     struct mcoll_facts facts = mcoll__facts(c, 0);
