@@ -115,7 +115,8 @@
                                                  nbc ? &host : request);        \
     if (!nbc) return err;                                                       \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__persistent_make(err, &host, lower##_task, &a, sizeof a,       \
+    return mcoll__persistent_make(err, &host, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), \
+                                  &a, sizeof a,                                 \
                                   offsetof(struct mcoll_mpi_##lower##_args, comm), \
                                   MCOLL_KEPT_##shape(lower, a), request);       \
   }
@@ -135,8 +136,8 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__start(comm, lower##_task, &a, sizeof a, MCOLL_KEPT_##shape(lower, a), \
-                        request);                                               \
+    return mcoll__start(comm, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), &a, sizeof a, \
+                        MCOLL_KEPT_##shape(lower, a), request);                 \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 

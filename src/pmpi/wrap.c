@@ -54,7 +54,8 @@ int mcoll__is_root(MPI_Comm comm, int root) {
  * starts run mcoll's algorithms. The duplicate also keeps the call valid when the
  * application frees its communicator before the request (legal). Idup, waited for
  * while the engine runs: tasks pending here may be what the other ranks wait for. */
-int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, void *args,
+int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn,
+                           mcoll_task_direct_fn direct, void *args,
                            size_t args_bytes, size_t comm_offset, struct mcoll_task_keep *keep,
                            MPI_Request *request) {
   if (host_err != MPI_SUCCESS) {
@@ -80,7 +81,7 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, vo
    * every rank here (a shared context's calls too come in one order: comm/context.c). */
   if (ctx && parent) mcoll__adapt_inherit(ctx, parent);
   memcpy((char *)args + comm_offset, &own, sizeof own);
-  err = mcoll__persistent_init(own, fn, args, args_bytes, keep, ctx, request);
+  err = mcoll__persistent_init(own, fn, direct, args, args_bytes, keep, ctx, request);
   if (err != MPI_SUCCESS) PMPI_Comm_free(&own);
   return err;
 }

@@ -90,11 +90,27 @@ static inline int mcoll__nbc_on(MPI_Comm comm) {
  * wire's pace), which would keep the caller there for the transfer. */
 int mcoll__nbc_handoff(MPI_Comm comm);
 
+/* The collectives whose MPI_I* calls and persistent starts try on the caller's stack
+ * first (task/task.h: mcoll_task_direct_fn), else NULL. */
+int mcoll__barrier_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
+  return coll == MCOLL_COLL_BARRIER ? mcoll__barrier_direct : NULL;
+}
+
 /* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
  * copied arrays, or NULL. */
-static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, const void *args, size_t bytes,
-                               struct mcoll_task_keep *keep, MPI_Request *req) {
+static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_direct_fn direct,
+                               const void *args, size_t bytes, struct mcoll_task_keep *keep,
+                               MPI_Request *req) {
   mcoll__tnbc_settle_pending();
+  /* (MCOLL_NBC_HANDOFF=1 hands every call to the progress thread; 2 only calls across
+   * nodes, which no try takes) */
+  if (direct && mcoll__cfg.NBC_HANDOFF != 1 && mcoll__task_direct_ok()) {
+    struct mcoll_task_rest rest;
+    int err = MPI_SUCCESS, tried = direct(args, NULL, &rest, &err);
+    if (tried == 1) return mcoll__task_direct_done(err, req);
+    if (tried == 0) return mcoll__task_start(comm, rest.fn, rest.args, rest.bytes, keep, req);
+  }
   if (mcoll__nbc_handoff(comm)) mcoll__task_defer_next();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
@@ -136,7 +152,8 @@ static inline int mcoll__counts_valid(const int *counts, const int *displs, int 
  * host's request is freed unused and task/task.h's persistent request is made from
  * args (whose communicator is the MPI_Comm at comm_offset) on a communicator of its
  * own (wrap.c). */
-int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn, void *args,
+int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn,
+                           mcoll_task_direct_fn direct, void *args,
                            size_t args_bytes, size_t comm_offset, struct mcoll_task_keep *keep,
                            MPI_Request *request);
 

@@ -167,6 +167,9 @@ int mcoll__process_gone(pid_t pid);
  * Inside a reduction (shm/call.h), past the spin it also looks at the peers' call
  * descriptors, and leaves the call (longjmp) when they disagree with this rank's. */
 void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+/* Whether flag reaches target within flag_wait's spin (then it would not have yielded
+ * or slept); never waits longer. */
+int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
 /* The same until *flag is exactly target (a stamp that other data may have
  * overwritten: any other value, even a larger one, means not yet). */
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);

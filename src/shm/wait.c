@@ -205,6 +205,15 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
   wait_slow(shm, flag, target, 0);
 }
 
+int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
+  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
+  for (int i = 0; i < shm->spin; i++) {
+    cpu_relax();
+    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
+  }
+  return 0;
+}
+
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
   if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
   for (int i = 0; i < shm->spin; i++) {

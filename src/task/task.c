@@ -50,6 +50,7 @@ struct mcoll_task {
 struct mcoll_persistent {
   MPI_Comm comm;             /* its own communicator, freed with it (task/task.h) */
   mcoll_task_fn fn;
+  mcoll_task_direct_fn direct; /* its try on the starter's stack, or NULL */
   _Alignas(max_align_t) unsigned char args[MCOLL_TASK_ARGS_MAX];
   size_t args_bytes;
   struct mcoll_task_keep keep;
@@ -663,6 +664,19 @@ int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t 
   return completed_request(req);
 }
 
+int mcoll__task_direct_ok(void) {
+  return !defer_next && !mcoll__fiber_self() && !atomic_load_explicit(&pending, memory_order_acquire);
+}
+
+int mcoll__task_direct_done(int err, MPI_Request *req) {
+  count_unseen();
+  if (err != MPI_SUCCESS) {
+    *req = MPI_REQUEST_NULL;
+    return err;
+  }
+  return completed_request(req);
+}
+
 /* The task in flight whose request is *req, or NULL. Under engine_lock. */
 static struct mcoll_task *task_of_request(const MPI_Request *req) {
   for (struct lane *l = lanes; l; l = l->next)
@@ -680,8 +694,9 @@ int mcoll__task_request_is_mine(const MPI_Request *req) {
 }
 
 /* ---- persistent collectives ---------------------------------------------------------- */
-int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           struct mcoll_task_keep *keep, void *ctx, MPI_Request *req) {
+int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, mcoll_task_direct_fn direct,
+                           const void *args, size_t args_bytes, struct mcoll_task_keep *keep,
+                           void *ctx, MPI_Request *req) {
   struct mcoll_persistent *p = calloc(1, sizeof *p);
   if (!p || args_bytes > sizeof p->args) {
     free(p);
@@ -699,6 +714,7 @@ int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, si
   }
   p->comm = comm;
   p->fn = fn;
+  p->direct = direct;
   memcpy(p->args, args, args_bytes);
   p->args_bytes = args_bytes;
   p->ctx = ctx;
@@ -784,13 +800,34 @@ static int persistent_start_unseen(struct mcoll_persistent *p, struct mcoll_task
   return MPI_SUCCESS;
 }
 
+/* A start of p that its try completed: reported as a completed start is. */
+static void persistent_done_direct(struct mcoll_persistent *p, int err) {
+  if (!p->done) atomic_fetch_add(&unreported_errors, 1);
+  p->err = err;
+  p->done = 1;
+  count_unseen();
+}
+
 int mcoll__persistent_start(MPI_Request *req, int *err) {
   struct mcoll_persistent *p = persistent_cached(*req);
   if (p && !defer_next && !mcoll__fiber_self() &&
       !atomic_load_explicit(&pending, memory_order_acquire) && !p->active) {
-    struct mcoll_task *t = task_new(p->fn, p->args, 0);
+    struct mcoll_task_rest rest;
+    int tried = p->direct ? p->direct(p->args, p->ctx, &rest, err) : -1;
+    if (tried == 1) {
+      persistent_done_direct(p, *err);
+      *err = MPI_SUCCESS;
+      return 1;
+    }
+    /* (begun: its rest runs as the start's task, on a copy of its arguments) */
+    struct mcoll_task *t = tried == 0 ? task_new(rest.fn, rest.args, rest.bytes)
+                                      : task_new(p->fn, p->args, 0);
     if (t) {
       *err = persistent_start_unseen(p, t);
+      return 1;
+    }
+    if (tried == 0) { /* (begun, and nothing to finish it on) */
+      *err = MPI_ERR_NO_MEM;
       return 1;
     }
   }

@@ -54,6 +54,27 @@ void mcoll__task_keep_free(struct mcoll_task_keep *keep);
 int mcoll__task_start(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
                       struct mcoll_task_keep *keep, MPI_Request *req);
 
+/* A call's try on the caller's stack, before any task (pmpi/barrier.c): args are
+ * the call's (its argument record), ctx its context if known (a persistent
+ * request's), else NULL. 1: the call is complete (*err: its result); 0: it has
+ * begun, and rest->fn(rest->args) in a task must finish it; -1: not tried, nothing
+ * done. A call that ends here costs no task, fiber or lock: the targets of
+ * bench/records/nbc-overhead-3. */
+struct mcoll_task_rest {
+  mcoll_task_fn fn;
+  _Alignas(max_align_t) unsigned char args[32];
+  size_t bytes;
+};
+typedef int (*mcoll_task_direct_fn)(const void *args, void *ctx, struct mcoll_task_rest *rest,
+                                    int *err);
+/* Whether a call may try on the caller's stack now: on no fiber, no task pending
+ * anywhere (its communicator has no call in flight) and none to hand to the
+ * progress thread. */
+int mcoll__task_direct_ok(void);
+/* A call that completed in its try: counted, and *req the complete request of a
+ * call that finished when it started (or, on err, MPI_REQUEST_NULL and err). */
+int mcoll__task_direct_done(int err, MPI_Request *req);
+
 /* The next mcoll__task_start of this thread only queues its task for the progress
  * thread (T-NBC: the blocking call returns before its communication runs). */
 void mcoll__task_defer_next(void);
@@ -125,15 +146,16 @@ int mcoll__task_request_is_mine(const MPI_Request *req);
 
 /* Persistent collectives (MPI-4 MPI_<Coll>_init, or Open MPI's MPIX_<Coll>_init):
  * the request in *req is a host persistent request that mcoll recognises (see
- * task.c). init: comm is the request's own communicator (ctx: its context, or NULL) (pmpi/wrap.c: a duplicate
+ * task.c). init: direct, if not NULL, tries each start first (mcoll_task_direct_fn); comm is the request's own communicator (ctx: its context, or NULL) (pmpi/wrap.c: a duplicate
  * made at init, which args name), owned by it from then on: its starts match one
  * another only, whatever order the ranks start requests in, and it outlives the
  * application's communicator; on an error keep is freed. start: 1 if *req was one
  * (then *err: the start's result); busy: a start of req is in flight; any_busy: of
  * any; free: 1 if *req was one (freed now, or when its start in flight completes).
  */
-int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, const void *args, size_t args_bytes,
-                           struct mcoll_task_keep *keep, void *ctx, MPI_Request *req);
+int mcoll__persistent_init(MPI_Comm comm, mcoll_task_fn fn, mcoll_task_direct_fn direct,
+                           const void *args, size_t args_bytes, struct mcoll_task_keep *keep,
+                           void *ctx, MPI_Request *req);
 int mcoll__persistent_start(MPI_Request *req, int *err);
 int mcoll__persistent_busy(MPI_Request req);
 int mcoll__persistent_any_busy(void);

@@ -22,6 +22,14 @@
  *                    request a thread started last), with MPI_Wait, MPI_Test and
  *                    MPI_Waitall, and a small allreduce that ends when it starts
  *
+ *   barrier-early    MPI_Ibarrier and a persistent barrier (mcoll runs both on the
+ *                    caller's stack first, with a task only if a peer is late):
+ *                    rounds completed by Wait, Test, Waitall, Testany and Waitsome
+ *                    (index, count, MPI_REQUEST_NULL after); rank 0 posts, then
+ *                    sends 1 MiB that rank 1 receives before it posts (the post
+ *                    must not wait for the peer); rank 1 posts 300 ms late (rank
+ *                    0's post returns at once, its wait ends after rank 1 posted)
+ *
  * Every run has a deadline (--deadline seconds, default 30): SIGALRM ends a hung
  * job quickly. Ends with "test_persistent: <n> checks, <m> errors".
  *
@@ -328,6 +336,90 @@ static void case_reuse(void) {
   }
   if (rank == 0) printf("reuse: done\n");
 }
+
+/* ---- barrier-early ------------------------------------------------------------------- */
+static double now_s(void) { return MPI_Wtime(); }
+
+/* Completes req (a barrier's) with the call chosen by round; checks what the call
+ * reports. */
+static void early_complete(MPI_Request *req, int round, int persistent) {
+  int flag = 0, index = -1, count = 0, indices[1];
+  MPI_Status st;
+  switch (round % 5) {
+    case 0: check(MPI_Wait(req, &st) == MPI_SUCCESS, "barrier-early: wait failed"); break;
+    case 1:
+      while (!flag) check(MPI_Test(req, &flag, &st) == MPI_SUCCESS, "barrier-early: test failed");
+      break;
+    case 2:
+      check(MPI_Waitall(1, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "barrier-early: waitall failed");
+      break;
+    case 3:
+      while (!flag)
+        check(MPI_Testany(1, req, &index, &flag, &st) == MPI_SUCCESS, "barrier-early: testany failed");
+      check(index == 0, "barrier-early: testany index not 0");
+      break;
+    default:
+      check(MPI_Waitsome(1, req, &count, indices, MPI_STATUSES_IGNORE) == MPI_SUCCESS,
+            "barrier-early: waitsome failed");
+      check(count == 1 && indices[0] == 0, "barrier-early: waitsome count or index wrong");
+  }
+  if (persistent) check(*req != MPI_REQUEST_NULL, "barrier-early: persistent request freed");
+  else check(*req == MPI_REQUEST_NULL, "barrier-early: completed request not MPI_REQUEST_NULL");
+}
+
+static void early_post(MPI_Request *req, MPI_Request *persistent) {
+  if (persistent) {
+    check(MPI_Start(persistent) == MPI_SUCCESS, "barrier-early: start failed");
+    *req = *persistent;
+  } else {
+    check(MPI_Ibarrier(MPI_COMM_WORLD, req) == MPI_SUCCESS, "barrier-early: ibarrier failed");
+  }
+}
+
+static void case_barrier_early(void) {
+  enum { ROUNDS = 200, SENDS = 20 };
+  warm_up(MPI_COMM_WORLD);
+  MPI_Request preq, *pers;
+  PERSISTENT(Barrier)(MPI_COMM_WORLD, MPI_INFO_NULL, &preq);
+  char *msg = calloc(MSG_BYTES, 1);
+  for (int form = 0; form < 2; form++) {
+    pers = form ? &preq : NULL;
+    MPI_Request req;
+    for (int round = 0; round < ROUNDS; round++) {
+      early_post(&req, pers);
+      early_complete(pers ? pers : &req, round, form);
+    }
+    /* rank 0 posts, then its send needs rank 1's receive, made before rank 1 posts */
+    for (int round = 0; round < SENDS; round++) {
+      if (rank == 0) {
+        early_post(&req, pers);
+        for (int r = 1; r < size; r++) MPI_Send(msg, MSG_BYTES, MPI_CHAR, r, TAG, MPI_COMM_WORLD);
+      } else {
+        MPI_Recv(msg, MSG_BYTES, MPI_CHAR, 0, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        early_post(&req, pers);
+      }
+      early_complete(pers ? pers : &req, round, form);
+    }
+    /* the last rank posts late */
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_s();
+    if (rank == size - 1) usleep(300 * 1000);
+    early_post(&req, pers);
+    double posted = now_s() - t0;
+    early_complete(pers ? pers : &req, 0, form);
+    double done = now_s() - t0;
+    if (rank == 0) {
+      check(posted < 0.15, "barrier-early: the post waited for the late rank");
+      check(done > 0.25, "barrier-early: the wait ended before the late rank posted");
+      printf("barrier-early: %s: post %s, wait %s\n", form ? "persistent" : "ibarrier",
+             posted < 0.15 ? "returned before the late rank" : "waited",
+             done > 0.25 ? "ended after it" : "ended early");
+    }
+  }
+  MPI_Request_free(&preq);
+  free(msg);
+  if (rank == 0) printf("barrier-early: done\n");
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -362,6 +454,8 @@ int main(int argc, char **argv) {
     case_freed_comm();
   } else if (!strcmp(name, "reuse")) {
     case_reuse();
+  } else if (!strcmp(name, "barrier-early")) {
+    case_barrier_early();
   } else {
     if (rank == 0) fprintf(stderr, "test_persistent: unknown case %s\n", name);
     MPI_Abort(MPI_COMM_WORLD, 2);

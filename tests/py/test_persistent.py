@@ -118,3 +118,17 @@ def test_requests_reused(flavour, np):
     call, completed by MPI_Wait, MPI_Test and MPI_Waitall; the same natively."""
     check_case(run(flavour, np, "reuse", mcoll=False), "reuse")
     check_case(run(flavour, np, "reuse", mcoll=True), "reuse")
+
+
+@pytest.mark.parametrize("flavour,np", params((2,), (3,)))
+def test_barrier_early(flavour, np):
+    """MPI_Ibarrier and a persistent barrier, which mcoll runs on the caller's stack
+    first: completed by each completion call with the right index, count and
+    handle; a post followed by a send that the peer receives before it posts does
+    not hang; a post returns before a late rank posts, and its wait ends after."""
+    for mcoll in (False, True):
+        result = run(flavour, np, "barrier-early", mcoll=mcoll)
+        check_case(result, "barrier-early")
+        for form in ("ibarrier", "persistent"):
+            assert f"barrier-early: {form}: post returned before the late rank, wait ended after it" \
+                in result.stdout, result.describe()

@@ -3,6 +3,7 @@
  * across switches, fibers on several threads at once, scratch private to each fiber
  * across yields; prints the cost of a switch.
  * Exit status 0 when every check passed. */
+#include <fenv.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -136,6 +137,36 @@ static void test_float(void) {
   mcoll__fiber_free(fb);
 }
 
+/* Control words (SSE and x87 rounding) are per fiber: one set inside a fiber stays
+ * there across yields, and the resumer's own comes back at every switch, whether the
+ * two differ or not (the switch loads them only when they differ). */
+static void round_main(void *arg) {
+  int *seen = arg;
+  fesetround(FE_UPWARD);
+  for (int i = 0; i < 3; i++) {
+    mcoll__fiber_yield();
+    seen[i] = fegetround();
+  }
+}
+
+static void test_control_words(void) {
+  int seen[3] = {0, 0, 0};
+  struct mcoll_fiber *f = mcoll__fiber_new(round_main, seen);
+  CHECK(fegetround() == FE_TONEAREST, "default rounding at start");
+  mcoll__fiber_resume(f);
+  CHECK(fegetround() == FE_TONEAREST, "resumer's rounding after the fiber changed its own");
+  fesetround(FE_TOWARDZERO);
+  mcoll__fiber_resume(f);
+  CHECK(fegetround() == FE_TOWARDZERO, "resumer's own changed rounding kept");
+  fesetround(FE_TONEAREST);
+  while (!mcoll__fiber_resume(f)) {
+  }
+  CHECK(seen[0] == FE_UPWARD && seen[1] == FE_UPWARD && seen[2] == FE_UPWARD,
+        "fiber's rounding kept across yields: %d %d %d", seen[0], seen[1], seen[2]);
+  CHECK(fegetround() == FE_TONEAREST, "resumer's rounding at the end");
+  mcoll__fiber_free(f);
+}
+
 /* Fibers on several threads at once. */
 static void *thread_main(void *arg) {
   (void)arg;
@@ -267,6 +298,7 @@ int main(void) {
   test_nesting();
   test_deep();
   test_float();
+  test_control_words();
   test_threads();
   measure();
   printf("%s: %d failures\n", failures ? "FAILED" : "ok", failures);

@@ -114,7 +114,7 @@ static const struct mcoll_hier_steps counter_steps = {counter_arrive, disseminat
 
 /* The choice depends only on what every rank of the node sees alike; each kind
  * counts its own barriers (the bench switches kinds between blocks). */
-int mcoll__barrier(struct mcoll_comm *c) {
+__attribute__((always_inline)) static inline int barrier_alg(struct mcoll_comm *c) {
   int alg = -1;
   if (mcoll__alg_forced(MCOLL_COLL_BARRIER) >= 0) {
     struct mcoll_facts facts = mcoll__facts(c, 0);
@@ -125,6 +125,11 @@ int mcoll__barrier(struct mcoll_comm *c) {
     alg = mcoll__rules_pick(MCOLL_COLL_BARRIER, MCOLL_LEVEL_NODE, &facts, NULL);
   }
   if (alg < 0) alg = c->chan->shm.oversubscribed ? MCOLL_BARRIER_COUNTER : MCOLL_BARRIER_HIER;
+  return alg;
+}
+
+int mcoll__barrier(struct mcoll_comm *c) {
+  int alg = barrier_alg(c);
   mcoll__count_alg(MCOLL_COLL_BARRIER, alg);
   mcoll__inter_single(c, MCOLL_COLL_BARRIER, 0);
   uint32_t seq = alg == MCOLL_BARRIER_COUNTER ? ++c->chan->barrier_counter_seq
@@ -132,5 +137,32 @@ int mcoll__barrier(struct mcoll_comm *c) {
   struct mcoll_hier_call call = {
       .c = c, .steps = alg == MCOLL_BARRIER_COUNTER ? &counter_steps : &barrier_steps, .leader = 0,
       .args = &seq};
+  return mcoll__hier_run(&call);
+}
+
+/* The tree barrier on one node, as its blocking call runs it but with every wait
+ * cut to flag_wait's spin. Its steps are idempotent for one sequence number (each
+ * flag is set to it by one rank only), so the task that finishes a barrier begun
+ * here runs them all again. */
+int mcoll__barrier_try(struct mcoll_comm *c, uint32_t *seq) {
+  if (c->topo.nnodes != 1 || barrier_alg(c) != MCOLL_BARRIER_HIER) return -1;
+  mcoll__count_alg(MCOLL_COLL_BARRIER, MCOLL_BARRIER_HIER);
+  *seq = ++c->chan->barrier_seq;
+  if (!mcoll__node_has_peers(c)) return 1;
+  const struct mcoll_topo *t = &c->topo;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  for (int i = 0; i < t->nchildren; i++)
+    if (!mcoll__flag_poll(shm, &shm->sync[t->children[i]].arrive, *seq)) return 0;
+  if (t->barrier_parent >= 0) {
+    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, *seq);
+    if (!mcoll__flag_poll(shm, &shm->sync[t->local_rank].release, *seq)) return 0;
+  }
+  for (int i = t->nchildren - 1; i >= 0; i--)
+    mcoll__flag_set(shm, &shm->sync[t->children[i]].release, *seq);
+  return 1;
+}
+
+int mcoll__barrier_finish(struct mcoll_comm *c, uint32_t seq) {
+  struct mcoll_hier_call call = {.c = c, .steps = &barrier_steps, .leader = 0, .args = &seq};
   return mcoll__hier_run(&call);
 }
