@@ -24,6 +24,17 @@ LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*t
                   re.M)
 
 
+CANDS = re.compile(r"^mcoll: rank \d+ adapt (\w+) \[(\S+), \S+\) B: .*median us:(.*); this rank alone", re.M)
+
+
+def adapt_candidates(stderr):
+    """{(coll, class): set of candidate names} from MCOLL_VERBOSE=2's lines."""
+    out = {}
+    for coll, lo, timed in CANDS.findall(stderr):
+        out.setdefault((coll, lo), set()).update(re.findall(r"(\w+)=[\d.]+", timed))
+    return out
+
+
 def adapt_lines(stderr):
     """{(coll, class): {rank: (chosen, alone)}} from MCOLL_VERBOSE=2's lines."""
     out = {}
@@ -151,6 +162,13 @@ def test_v_forms_unequal_counts_adapt(flavour, np):
     assert "allgatherv" in adapted, result.stderr
     if np == 2:
         assert {"gatherv", "scatterv"} <= adapted, result.stderr
+        # their rounds time the slot protocol against the whole-area one (what forced
+        # area runs), and single copy from 1 KiB (MCOLL_MOVE_CMA_REACH)
+        for (coll, lo), cands in adapt_candidates(result.stderr).items():
+            if coll in ("gatherv", "scatterv"):
+                assert {"area", "slot"} <= cands, (coll, lo, cands)
+                if lo.endswith("K") or lo.endswith("M"):
+                    assert "cma" in cands, (coll, lo, cands)
     else:
         assert not {"gatherv", "scatterv"} & adapted, result.stderr
     for key, by_rank in lines.items():
