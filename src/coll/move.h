@@ -134,8 +134,12 @@ static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll col
   int with_slot = mcoll__coll_algs(coll)->nalgs > MCOLL_MOVE_SLOT && c->topo.nnodes == 1;
   unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
   if (with_slot) {
-    reach |= 1u << MCOLL_MOVE_SLOT;
     if (alg == MCOLL_MOVE_AREA && mcoll__move_slot_start(len)) alg = MCOLL_MOVE_SLOT;
+    /* Below single copy's reach the start alone, no round: the two ranks of an
+     * erroneous call count it in the classes of their own lengths, and a class whose
+     * counts then differ would end its round at different calls (the agreement's
+     * allreduce: a hang), as classes with one candidate never do. */
+    reach = len >= MCOLL_MOVE_CMA_REACH ? reach | 1u << MCOLL_MOVE_SLOT : 1u << alg;
   }
   int picked = mcoll__adapt_pick(c, coll, len, alg, &facts, reach, call);
   /* (gatherv/scatterv name each protocol: area is the whole-area one, as forced) */
