@@ -20,13 +20,29 @@
 #include "node/slot.h"
 #include "shm/call.h"
 
-/* Also the algorithm indices of allgather(v), gather(v) and scatter(v). */
+/* Also the algorithm indices of allgather(v), gather(v) and scatter(v). gatherv and
+ * scatterv have a third, MCOLL_MOVE_SLOT: the one-generation protocol that unforced
+ * calls run when single copy is on (each block in one slot of its owner's area, larger
+ * ones by single copy), which forced `area` does not (it runs the whole-area
+ * protocol); as an algorithm of its own the adaptive round can time the two against
+ * each other, since which one wins depends on the block size and the day. */
 enum mcoll_move { MCOLL_MOVE_AREA, MCOLL_MOVE_CMA, MCOLL_MOVE_NALGS };
+enum { MCOLL_MOVE_SLOT = MCOLL_MOVE_NALGS, MCOLL_MOVE_V_NALGS };
 
 #define MCOLL_MOVE_ALG_INFO                                                            \
   {"area", "two copies through the per-rank areas of the node segment, chunked", 0, NULL}, \
   {"cma", "single copy from the owner's buffer (process_vm_readv), bounded readers",       \
    MCOLL_NEED_CMA, NULL}
+#define MCOLL_MOVE_V_ALG_INFO                                                                \
+  MCOLL_MOVE_ALG_INFO,                                                                       \
+  {"slot", "one generation: each block in a slot of its owner's area, larger ones by single " \
+           "copy", MCOLL_NEED_CMA, NULL}
+
+/* The rules' starting point for gatherv/scatterv blocks that go through the areas:
+ * the slot protocol for blocks that fit the slot's inline line (MCOLL_INLINE_MAX: the
+ * reader polls the line itself, no posted flag), the whole-area protocol above
+ * (docs/algorithms.md). */
+static inline int mcoll__move_slot_start(size_t len) { return len <= MCOLL_INLINE_MAX; }
 
 /* The single-copy threshold in force for a collective whose own is cma_min: on a
  * node of two ranks MCOLL_PAIR_CMA_MIN where that is lower. There every block an
@@ -115,9 +131,31 @@ static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll col
   if (mcoll__params_user_set(params, 2)) return forced;
   struct mcoll_facts facts = mcoll__facts(c, len);
   int alg = mcoll__move_of(c, len, -1, cma_min);
+  int with_slot = mcoll__coll_algs(coll)->nalgs > MCOLL_MOVE_SLOT && c->topo.nnodes == 1;
   unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
+  if (with_slot) {
+    if (alg == MCOLL_MOVE_AREA && mcoll__move_slot_start(len)) alg = MCOLL_MOVE_SLOT;
+    /* Below single copy's reach the start alone, no round: the two ranks of an
+     * erroneous call count it in the classes of their own lengths, and a class whose
+     * counts then differ would end its round at different calls (the agreement's
+     * allreduce: a hang), as classes with one candidate never do. */
+    reach = len >= MCOLL_MOVE_CMA_REACH ? reach | 1u << MCOLL_MOVE_SLOT : 1u << alg;
+  }
   int picked = mcoll__adapt_pick(c, coll, len, alg, &facts, reach, call);
-  return picked == alg ? forced : picked;
+  /* (gatherv/scatterv name each protocol: area is the whole-area one, as forced) */
+  return picked == alg && !with_slot ? forced : picked;
+}
+
+/* gatherv/scatterv: the slot protocol (MCOLL_MOVE_SLOT, forced or picked) is the
+ * unforced call with single copy from a slot's size at most, so that every block
+ * fits a slot or goes by single copy (the one-generation condition, alike on every
+ * rank). Returns 1 when the call runs it. */
+static inline int mcoll__move_slot_resolve(const struct mcoll_comm *c, int *forced, size_t *cma_min) {
+  if (*forced != MCOLL_MOVE_SLOT) return 0;
+  size_t slot = mcoll__slot_bytes(&c->chan->shm);
+  *forced = -1;
+  if (*cma_min == 0 || *cma_min > slot) *cma_min = slot;
+  return 1;
 }
 
 /* Erroneous programs where a block's owner and its reader disagree on its length

@@ -173,7 +173,13 @@ int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
 /* The same until *flag is exactly target (a stamp that other data may have
  * overwritten: any other value, even a larger one, means not yet). */
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
-/* The test twins of the two waits above: whether the flag holds now. */
+/* mcoll__flag_wait that gives up once stop(stop_arg) holds, which it asks only past
+ * the spin (every 32 polls): 1 when the flag reached target, 0 when it stopped. For a
+ * reader that may wait on the flag of another protocol than its source's (an erroneous
+ * program), at no cost while the flag comes in time. */
+int mcoll__flag_wait_unless(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target,
+                            int (*stop)(void *), void *stop_arg);
+/* The test twins of mcoll__flag_wait and mcoll__flag_wait_exact: whether the flag holds now. */
 static inline int mcoll__flag_test(const mcoll_flag *flag, uint32_t target) {
   return mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target);
 }

@@ -136,15 +136,16 @@ static int flag_ok(uint32_t value, uint32_t target, int exact) {
 /* On a task's fiber (a non-blocking collective): give the thread back until the
  * condition holds; whoever resumes the task polls the host MPI. Liveness and the
  * peers' call descriptors as below. */
-static void wait_in_fiber(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact,
-                          int (*ready)(void *), void *arg) {
+static int wait_in_fiber(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact,
+                         int (*ready)(void *), void *arg, int (*stop)(void *), void *stop_arg) {
   double last_check = now_us();
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
   for (unsigned i = 1;; i++) {
     mcoll__fiber_yield();
     if (ready ? ready(arg) : flag_ok(atomic_load_explicit(flag, memory_order_acquire), target, exact))
-      return;
+      return 1;
     if (i % 32 != 0) continue;
+    if (stop && stop(stop_arg)) return 0;
     if (!ready) mcoll__call_poll(shm);
     double now = now_us();
     if (now - last_check > liveness_us) {
@@ -154,24 +155,23 @@ static void wait_in_fiber(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_
   }
 }
 
-/* Past the spin: yield, then sleep; host progress, liveness and the peers' call
- * descriptors every 32 polls. */
-static void wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact) {
-  if (mcoll__fiber_self()) {
-    wait_in_fiber(shm, flag, target, exact, NULL, NULL);
-    return;
-  }
+/* Past the spin: yield, then sleep; host progress, liveness, the peers' call
+ * descriptors and stop (if any: then returns 0) every 32 polls; 1 once the flag holds. */
+static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target, int exact,
+                     int (*stop)(void *), void *stop_arg) {
+  if (mcoll__fiber_self()) return wait_in_fiber(shm, flag, target, exact, NULL, NULL, stop, stop_arg);
   double start = now_us(), last_check = start;
   const double yield_us = (double)mcoll__cfg.YIELD_US;
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
   int polling = keep_polling(shm, 0);
   for (unsigned i = 1;; i++) {
     uint32_t value = atomic_load_explicit(flag, memory_order_acquire);
-    if (flag_ok(value, target, exact)) return;
+    if (flag_ok(value, target, exact)) return 1;
     if (i % (polling ? POLLING_ROUNDS : 32) != 0) {
       relax_or_yield(polling);
       continue;
     }
+    if (stop && stop(stop_arg)) return 0;
     mcoll__host_progress();
     mcoll__call_poll(shm);
     double now = now_us();
@@ -202,7 +202,7 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
     cpu_relax();
     if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
   }
-  wait_slow(shm, flag, target, 0);
+  wait_slow(shm, flag, target, 0, NULL, NULL);
 }
 
 int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
@@ -220,12 +220,22 @@ void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint3
     cpu_relax();
     if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
   }
-  wait_slow(shm, flag, target, 1);
+  wait_slow(shm, flag, target, 1, NULL, NULL);
+}
+
+int mcoll__flag_wait_unless(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target,
+                            int (*stop)(void *), void *stop_arg) {
+  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
+  for (int i = 0; i < shm->spin; i++) {
+    cpu_relax();
+    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
+  }
+  return wait_slow(shm, flag, target, 0, stop, stop_arg);
 }
 
 void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg) {
   if (mcoll__fiber_self()) {
-    if (!ready(arg)) wait_in_fiber(shm, NULL, 0, 0, ready, arg);
+    if (!ready(arg)) wait_in_fiber(shm, NULL, 0, 0, ready, arg, NULL, NULL);
     return;
   }
   double start = now_us(), last_check = start;

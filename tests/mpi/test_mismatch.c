@@ -16,6 +16,10 @@
  *                  receives BYTES from each (and gives BYTES itself)
  *   scatter-longer, scatterv-longer  the root (0) sends BIG to each (and takes BIG
  *                  itself), the others receive BYTES
+ *   gatherv-shorter, scatterv-shorter  the other way: the root of gatherv receives
+ *                  BIG from each (and gives BIG itself), the others send BYTES; the root
+ *                  of scatterv sends BYTES to each (and takes BYTES), the others
+ *                  receive BIG (natively no error: a shorter message)
  *   allgather-longer, allgatherv-longer, alltoall-longer, alltoallv-longer
  *                  rank 0 gives BIG per block (sends and receives), the others BYTES
  *   iallreduce-counts-beside  allreduce-counts as MPI_Iallreduce, in flight between
@@ -97,29 +101,33 @@ static int check_reductions(MPI_Comm comm, size_t n) {
 }
 
 /* The gather family's cases (see the top): one call whose sender gives more bytes
- * than its receivers take; *intact: nothing written past the receive buffer. */
+ * than its receivers take (-shorter: fewer); *intact: nothing written past the
+ * receive buffer. */
 static int gather_family(const char *name, size_t bytes, size_t big, MPI_Comm comm, int *intact) {
   int v = strstr(name, "v-") != NULL, rc = MPI_ERR_ARG;
+  int shorter = strstr(name, "-shorter") != NULL;
   int n = size;
   int *counts = malloc(sizeof(int) * (size_t)n), *displs = malloc(sizeof(int) * (size_t)n);
   if (!strncmp(name, "gather", 6)) {
-    size_t send = rank == 0 ? bytes : big;
+    size_t each = shorter ? big : bytes; /* what the root takes of each */
+    size_t send = rank == 0 ? each : shorter ? bytes : big;
     unsigned char *in = guarded(send, 0x40 + rank);
-    size_t total = rank == 0 ? bytes * (size_t)n : 0;
+    size_t total = rank == 0 ? each * (size_t)n : 0;
     unsigned char *out = guarded(total, 0);
-    for (int r = 0; r < n; r++) counts[r] = (int)bytes, displs[r] = (int)(bytes * (size_t)r);
+    for (int r = 0; r < n; r++) counts[r] = (int)each, displs[r] = (int)(each * (size_t)r);
     rc = v ? MPI_Gatherv(in, (int)send, MPI_BYTE, out, counts, displs, MPI_BYTE, 0, comm)
-           : MPI_Gather(in, (int)send, MPI_BYTE, out, (int)bytes, MPI_BYTE, 0, comm);
+           : MPI_Gather(in, (int)send, MPI_BYTE, out, (int)each, MPI_BYTE, 0, comm);
     *intact = guard_intact(out, total);
     free(in);
     free(out);
   } else if (!strncmp(name, "scatter", 7)) {
-    size_t take = rank == 0 ? big : bytes;
-    unsigned char *in = guarded(rank == 0 ? big * (size_t)n : 0, 0x21);
+    size_t each = shorter ? bytes : big; /* what the root sends each */
+    size_t take = rank == 0 ? each : shorter ? big : bytes;
+    unsigned char *in = guarded(rank == 0 ? each * (size_t)n : 0, 0x21);
     unsigned char *out = guarded(take, 0);
-    for (int r = 0; r < n; r++) counts[r] = (int)big, displs[r] = (int)(big * (size_t)r);
+    for (int r = 0; r < n; r++) counts[r] = (int)each, displs[r] = (int)(each * (size_t)r);
     rc = v ? MPI_Scatterv(in, counts, displs, MPI_BYTE, out, (int)take, MPI_BYTE, 0, comm)
-           : MPI_Scatter(in, (int)big, MPI_BYTE, out, (int)take, MPI_BYTE, 0, comm);
+           : MPI_Scatter(in, (int)each, MPI_BYTE, out, (int)take, MPI_BYTE, 0, comm);
     *intact = guard_intact(out, take);
     free(in);
     free(out);

@@ -24,6 +24,17 @@ LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*t
                   re.M)
 
 
+CANDS = re.compile(r"^mcoll: rank \d+ adapt (\w+) \[(\S+), \S+\) B: .*median us:(.*); this rank alone", re.M)
+
+
+def adapt_candidates(stderr):
+    """{(coll, class): set of candidate names} from MCOLL_VERBOSE=2's lines."""
+    out = {}
+    for coll, lo, timed in CANDS.findall(stderr):
+        out.setdefault((coll, lo), set()).update(re.findall(r"(\w+)=[\d.]+", timed))
+    return out
+
+
 def adapt_lines(stderr):
     """{(coll, class): {rank: (chosen, alone)}} from MCOLL_VERBOSE=2's lines."""
     out = {}
@@ -151,6 +162,14 @@ def test_v_forms_unequal_counts_adapt(flavour, np):
     assert "allgatherv" in adapted, result.stderr
     if np == 2:
         assert {"gatherv", "scatterv"} <= adapted, result.stderr
+        # from 1 KiB (MCOLL_MOVE_CMA_REACH) their rounds time the slot protocol, the
+        # whole-area one (what forced area runs) and single copy; below, no round (the
+        # rules' start alone: classes of an erroneous call's two lengths would end
+        # their rounds at different calls)
+        for (coll, lo), cands in adapt_candidates(result.stderr).items():
+            if coll in ("gatherv", "scatterv"):
+                assert lo.endswith("K") or lo.endswith("M"), (coll, lo, cands)
+                assert {"area", "slot", "cma"} <= cands, (coll, lo, cands)
     else:
         assert not {"gatherv", "scatterv"} & adapted, result.stderr
     for key, by_rank in lines.items():

@@ -3,7 +3,9 @@ run by tests/mpi/test_mismatch.c on a communicator with MPI_ERRORS_RETURN.
 
 The gather family (gather(v), scatter(v), allgather(v), alltoall(v)): a receiver
 whose count is smaller than its sender's gets MPI_ERR_TRUNCATE, as natively, at
-every algorithm edge (test_gather_family_mismatch_reported_as_natively).
+every algorithm edge (test_gather_family_mismatch_reported_as_natively); gatherv and
+scatterv whose receiver expects more than it gets finish with no error
+(test_v_forms_shorter_block_meets_its_peer).
 
 bcast: the root sends more bytes than the others expect (natively MPI_ERR_TRUNCATE
 on the others, MPI_SUCCESS at the root) or fewer (natively MPI_ERR_OTHER on
@@ -245,7 +247,12 @@ def expected_gather_family(case, np):
 
 
 def gather_family_cheap(np, case, sizes):
-    return np == 2 and sizes == "4000:8000" and case in ("gather-longer", "scatter-longer", "alltoall-longer")
+    """The default tier's cases: one per collective kind, and gatherv and scatterv
+    across the inline line at 2 ranks, where their rules start the slot protocol below
+    it and the whole-area one above it (src/coll/move.h): the root and the other rank
+    each choose from their own length, and must still meet."""
+    return np == 2 and (sizes == "4000:8000" and case in ("gather-longer", "scatter-longer", "alltoall-longer")
+                        or sizes == "40:80" and case in ("gatherv-longer", "scatterv-longer"))
 
 
 @pytest.mark.parametrize("flavour,np,case,sizes",
@@ -258,6 +265,31 @@ def test_gather_family_mismatch_reported_as_natively(flavour, np, case, sizes):
     assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
     assert got == expected_gather_family(case, np), result.describe()
     if np == 2 and sizes in ("40:80", "4000:8000") and not (flavour == "mpich" and case.startswith("allgather")):
+        native = run_mismatch(flavour, np, case, sizes, mcoll=False)
+        native_got, _ = classes(native)
+        assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"
+
+
+# The other way (tests/mpi/test_mismatch.c: gatherv-shorter, scatterv-shorter): the
+# receiver expects more than its sender gives, across the same edges, so that the
+# rank whose length says "whole area" (or single copy) meets a peer whose length says
+# "one generation" (at 2 ranks from the adaptive choice's start, src/coll/move.h;
+# beyond from the single-copy threshold). Natively no error; under mcoll neither, no
+# hang, nothing written past a buffer, and the communicator still works.
+SHORTER_SIZES = {2: ("40:80", "4000:8000", "100:200", "8000:12000"), 3: ("40:80", "20000:40000")}
+
+
+@pytest.mark.parametrize("flavour,np,case,sizes",
+                         flavour_params(*[(np, case, sizes) for np in SHORTER_SIZES
+                                          for case in ("gatherv-shorter", "scatterv-shorter")
+                                          for sizes in SHORTER_SIZES[np]],
+                                        default=lambda np, case, sizes: np == 2 and sizes == "40:80"))
+def test_v_forms_shorter_block_meets_its_peer(flavour, np, case, sizes):
+    result = run_mismatch(flavour, np, case, sizes, mcoll=True)
+    got = check_mcoll_run(result, np)
+    assert "recheck: ok" in result.stdout, f"the communicator is broken afterwards\n{result.describe()}"
+    assert got == {r: "MPI_SUCCESS" for r in range(np)}, result.describe()
+    if np == 2 and sizes == "40:80":
         native = run_mismatch(flavour, np, case, sizes, mcoll=False)
         native_got, _ = classes(native)
         assert native_got == got, f"native:\n{native.describe()}\nmcoll:\n{result.describe()}"

@@ -104,7 +104,9 @@ def test_table_matches_the_c_algorithms():
     # the node and inter-node levels, as src/coll registers them (mcoll__<coll>_algs and
     # mcoll__<coll>_inter_algs)
     table_names = {alg for level in ("node", "inter") for algs in table[level].values() for alg in algs}
-    assert table_names == c_names
+    # gatherv/scatterv's `slot` (coll/move.h): the model prices them as gather/scatter
+    # (aliases), and the choice between `slot` and `area` is left to the adaptive round
+    assert table_names | {"slot"} == c_names
     for coll, algs in table["node"].items():
         env = cost.environment(M.load(None), coll, 1024)
         for alg, entry in algs.items():

@@ -14,7 +14,7 @@
 const struct mcoll_coll_algs mcoll__gather_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
 const struct mcoll_coll_algs mcoll__gatherv_algs = {
-    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_V_ALG_INFO}, MCOLL_MOVE_V_NALGS};
 #define GATHER_INTER_INFO \
   {"direct", "each node's leader sends its node's blocks straight to the root", 0, NULL}
 const struct mcoll_coll_algs mcoll__gather_inter_algs = {
@@ -127,7 +127,8 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
                                     a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
                                     g.forced, g.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
-  mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
+  if (mcoll__move_slot_resolve(c, &g.forced, &g.cma_min)) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
+  else mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 

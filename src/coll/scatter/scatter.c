@@ -14,7 +14,7 @@
 const struct mcoll_coll_algs mcoll__scatter_algs = {
     (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
 const struct mcoll_coll_algs mcoll__scatterv_algs = {
-    (const struct mcoll_alg_info[]){MCOLL_MOVE_ALG_INFO}, MCOLL_MOVE_NALGS};
+    (const struct mcoll_alg_info[]){MCOLL_MOVE_V_ALG_INFO}, MCOLL_MOVE_V_NALGS};
 #define SCATTER_INTER_INFO \
   {"direct", "the root sends each node's leader that node's blocks", 0, NULL}
 const struct mcoll_coll_algs mcoll__scatter_inter_algs = {
@@ -122,7 +122,8 @@ int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
                                     a->v && is_root ? mcoll__block_len(a->src, 1 - a->root) : a->my_len,
                                     s.forced, s.cma_min, &timing);
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
-  mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
+  if (mcoll__move_slot_resolve(c, &s.forced, &s.cma_min)) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
+  else mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 

@@ -101,6 +101,8 @@ static void one_generation_source(struct mcoll_comm *c, const struct mcoll_scatt
      * need not wait for the table (one cross-core transfer fewer per call). */
     put_entry(shm, mcoll__inline_line(shm, j, gen), gen, e);
   }
+  /* (Every member's line is stamped by now: how a member tells this protocol from
+   * the whole area's, member_side.) */
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 0, gen);
   if (s->mine && s->my_len) memcpy(s->mine, mcoll__block_ptr(s->src, c->rank), s->my_len);
@@ -185,22 +187,49 @@ static int got(size_t sent, size_t expected) {
   return sent > expected ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
 }
 
-/* Either kind of call: the table says where my part is. A one-generation call takes
- * its generation at once; a whole-area one learns its count from the source's table
- * and takes them then. Whatever the member expects, the source's line and entry say
- * how it sent the block, and the member reads it so (what fits). */
+/* A member waiting in its inline line for a source that went by the whole area
+ * instead: the source posted the generation and left the line as it was. */
+struct source_wait {
+  const struct mcoll_channel *ch;
+  const struct mcoll_inline_line *line;
+  int source;
+  uint32_t gen;
+};
+
+static int source_went_whole_area(void *arg) {
+  const struct source_wait *w = arg;
+  return mcoll__area_test_posted(w->ch, w->source, w->gen) && !mcoll__inline_test(w->line, w->gen);
+}
+
+/* Either kind of call. Which one runs is the source's choice, from the lengths it
+ * sends; a member's own length may say otherwise in an erroneous program (it expects
+ * fewer or more bytes, across an edge), so the member follows the source: a
+ * one-generation source stamps every member's inline line before it posts, a
+ * whole-area source posts without. A member that expects one generation waits for its
+ * line and looks at the source's posted only past the spin; one that expects the
+ * whole area (or a single copy, which needs the table) waits for posted and then looks
+ * at its line. Then the line or the table says how the source sent my block, and the
+ * member reads it so (what fits). */
 static int member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int one_gen) {
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank, source = s->source;
+  struct mcoll_slot_run run = c->chan->area_slots;
   uint32_t base = one_gen ? mcoll__slot_take(c->chan, NULL) - 1 : mcoll__area_last(c->chan);
   struct mcoll_inline_line *line = mcoll__inline_line(shm, me, base + 1);
-  /* (Not beside later calls: a member only reads; see gather_node.c.) My entry, or a
-   * small block itself, is in my inline line: a part in the slot needs nothing else. A
-   * part that goes by single copy by its length needs the table (wait_turn) and skips
-   * the line. */
+  int source_one_gen;
+  /* (Not beside later calls: a member only reads; see gather_node.c.) */
   if (one_gen && move_of(c, s, s->my_len) != MCOLL_MOVE_CMA) {
-    mcoll__flag_wait(shm, &line->stamp, base + 1);
-    if (line->len != ENTRY_LINE) { /* the block itself */
+    struct source_wait w = {c->chan, line, source, base + 1};
+    source_one_gen = mcoll__flag_wait_unless(shm, &line->stamp, base + 1, source_went_whole_area, &w);
+  } else {
+    mcoll__area_wait_posted(c->chan, source, base + 1);
+    source_one_gen = mcoll__inline_test(line, base + 1);
+  }
+  if (source_one_gen && !one_gen) mcoll__slot_take(c->chan, NULL);
+  if (!source_one_gen && one_gen) mcoll__slot_give_back(c->chan, base + 1, run);
+
+  if (source_one_gen) { /* my block itself, or my entry, is in my line */
+    if (line->len != ENTRY_LINE) {
       size_t len = line->len < s->my_len ? line->len : s->my_len;
       if (len) memcpy(s->mine, line->data, len);
       mcoll__area_done(c->chan, base + 1);
@@ -208,33 +237,33 @@ static int member_side(struct mcoll_comm *c, const struct mcoll_scatter_node *s,
     }
     struct entry e;
     memcpy(&e, line->data, sizeof e);
-    if (e.reader < 0) {
-      size_t len = e.len < s->my_len ? (size_t)e.len : s->my_len;
-      if (len) memcpy(s->mine, mcoll__slot_area(shm, source, base + 1) + e.off, len);
-      mcoll__area_done(c->chan, base + 1);
-      return got(e.len, s->my_len);
+    size_t have = e.len < s->my_len ? (size_t)e.len : s->my_len;
+    if (e.reader < 0) { /* a part in the slot */
+      if (have) memcpy(s->mine, mcoll__slot_area(shm, source, base + 1) + e.off, have);
+    } else { /* by single copy, in my turn (the table, complete once posted) */
+      const struct head *head = (const struct head *)mcoll__slot_area(shm, source, base + 1);
+      mcoll__area_wait_posted(c->chan, source, base + 1);
+      wait_turn(c, head, e.reader, base + 1);
+      mcoll__peer_read(c->chan, source, s->mine, e.off, have);
     }
+    mcoll__area_done(c->chan, base + 1);
+    return got(e.len, s->my_len);
   }
-  const char *area =
-      one_gen ? mcoll__slot_area(shm, source, base + 1) : mcoll__rank_area(shm, source);
-  const struct head *head = (const struct head *)area;
 
+  /* The whole area: the source's table gives the count of generations, and my part
+   * in each. */
+  const char *area = mcoll__rank_area(shm, source);
+  const struct head *head = (const struct head *)area;
   mcoll__area_wait_posted(c->chan, source, base + 1);
   uint32_t rounds = head->rounds;
   size_t sent = 0, have = 0;
-  if (!one_gen) mcoll__area_take(c->chan, rounds);
+  mcoll__area_take(c->chan, rounds);
   if (head->entry[me].reader >= 0) {
     struct entry e = head->entry[me];
     wait_turn(c, head, e.reader, base + rounds);
     have = e.len < s->my_len ? (size_t)e.len : s->my_len;
     mcoll__peer_read(c->chan, source, s->mine, e.off, have);
     sent = e.len;
-  } else if (one_gen && head->entry[me].off == 0) {
-    /* the block itself, in my inline line (I expected one by single copy) */
-    mcoll__flag_wait(shm, &line->stamp, base + 1);
-    have = line->len < s->my_len ? line->len : s->my_len;
-    if (have) memcpy(s->mine, line->data, have);
-    sent = line->len;
   } else {
     for (uint32_t r = 1;; r++) {
       struct entry e = head->entry[me];
