@@ -214,6 +214,11 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_gatherv(r, c, h, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root);
+    return MPI_SUCCESS;
+  }
   if (c->rank != root) {
     thr_send(r, c, sbuf, scount, stype, root, TAG_GATHER);
     return MPI_SUCCESS;
@@ -278,6 +283,11 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_scatterv(g, c, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_scatterv(r, c, h, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   if (c->rank != root) {
@@ -434,6 +444,11 @@ int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype 
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h) {
+    thr_hier_alltoall(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype);
     return MPI_SUCCESS;
   }
   struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);

@@ -203,6 +203,15 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
 void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                       MPI_Datatype rtype, int root);
+void thr_hier_gatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rtype, int root);
+void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, const int *scounts, const int *displs,
+                       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root);
+void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                       int rcount, MPI_Datatype rtype);
 /* counts NULL: regular (block j at j x count). */
 void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                          const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
