@@ -13,12 +13,7 @@
 /* Tags of the leaders' messages, in the collective context: above the blocking
  * message algorithms' (coll.c), below the non-blocking ones' (coll_nbc.c). */
 enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER, HTAG_GATHER,
-       HTAG_SCATTER, HTAG_AGREE, HTAG_ALLTOALL };
-
-/* Oversubscribed, a bcast below this keeps the message path: its eager sends let the
- * ranks run calls ahead, where reading in place ties every rank to every call (see
- * docs/threads.md). As the runtime's eager limit between the ranks of a process. */
-enum { HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES = 16384 };
+       HTAG_SCATTER, HTAG_AGREE, HTAG_ALLTOALL, HTAG_SCAN };
 
 struct thr_hier {
   int nprocs, me_proc; /* processes with ranks in the communicator; this one's index */
@@ -36,8 +31,9 @@ struct thr_hier {
 /* MCOLL_THREADS_HIER=0: communicators across processes keep the message algorithms;
  * 2: rank 0 of each communicator that takes two levels says so on stderr (tests);
  * 3: only those whose context is a multiple of 4 take two levels (world and every other
- * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), at
- * every size. */
+ * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), for
+ * every collective and size; 4: as 2, and every collective and size takes two levels
+ * (tests of the paths an oversubscribed node would not take). */
 static int hier_mode(void)
 {
   static atomic_int mode = -1;
@@ -109,10 +105,23 @@ static int agree_oversubscribed(struct thr_rank *r, struct thr_comm *c)
   return any;
 }
 
-int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes)
+static int forced(void)
 {
-  return !h->oversubscribed || bytes >= HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES ||
-         hier_mode() == 3; /* (the A/B bench measures two levels at every size) */
+  return hier_mode() >= 3; /* (the A/B bench and the tests: two levels everywhere) */
+}
+
+static int reports(void)
+{
+  return hier_mode() == 2 || hier_mode() == 4;
+}
+
+/* Bcast, gatherv, scatterv and alltoall: where thread ranks share cores they keep the
+ * message algorithms, which measured faster there at every size from 8 B to 4 MiB
+ * (eager sends let ranks run calls ahead, where each step in place waits for every
+ * rank of the process to be scheduled; bench/records/threads-coll/two-levels.md). */
+int thr_hier_moves_fit(const struct thr_hier *h)
+{
+  return !h->oversubscribed || forced();
 }
 
 /* (Every rank of c calls it in the same collective call, the first on c.) */
@@ -128,7 +137,7 @@ struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c)
         c->hier = h;
         c->hier_state = 1;
         h->oversubscribed = agree_oversubscribed(r, c);
-        if (hier_mode() == 2 && c->rank == 0) { /* (one write: lines of processes mix) */
+        if (reports() && c->rank == 0) { /* (one write: lines of processes mix) */
           char line[256];
           int at = snprintf(line, sizeof line, "mcoll threads: two levels: %d ranks in %d "
                             "processes (", c->size, h->nprocs);
@@ -158,6 +167,11 @@ void thr_hier_release(struct thr_comm *c)
   free(h->first), free(h->members), free(h->proc_of), free(h->local_of);
   free(h);
   c->hier = NULL;
+}
+
+int thr_hier_scans(const struct thr_hier *h)
+{
+  return h->contiguous;
 }
 
 int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op)
@@ -193,11 +207,12 @@ static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void 
 /* MCOLL_THREADS_HIER=2: rank 0 names each collective the first time it takes two
  * levels on the communicator (the tests check which calls took this path). */
 enum { NOTE_BARRIER, NOTE_BCAST, NOTE_REDUCE, NOTE_ALLREDUCE, NOTE_ALLGATHER, NOTE_GATHER,
-       NOTE_SCATTER, NOTE_GATHERV, NOTE_SCATTERV, NOTE_ALLTOALL, NOTE_ALLGATHERV };
+       NOTE_SCATTER, NOTE_GATHERV, NOTE_SCATTERV, NOTE_ALLTOALL, NOTE_ALLGATHERV, NOTE_SCAN,
+       NOTE_EXSCAN };
 
 static void note(struct thr_comm *c, struct thr_hier *h, int which, const char *name)
 {
-  if (hier_mode() != 2 || c->rank != 0 || (h->reported >> which & 1))
+  if (!reports() || c->rank != 0 || (h->reported >> which & 1))
     return;
   h->reported |= 1u << which;
   char line[96]; /* (one write: lines of processes mix) */
@@ -258,8 +273,10 @@ static int tree_of(const struct thr_hier *h, int root_proc, int *parent, int *ch
 }
 
 /* Bytes per segment of a pipelined bcast (MCOLL_THREADS_BCAST_SEGMENT; 0: never
- * pipelined); a bcast is pipelined from two segments on. */
-enum { HIER_BCAST_SEGMENT = 131072 };
+ * pipelined); a bcast is pipelined from two segments on. Off by default: 64-256 KiB
+ * segments measured no faster than one message at 256 KiB-4 MiB (each segment crossing
+ * processes costs an envelope and a copy at the receiver, runtime.c). */
+enum { HIER_BCAST_SEGMENT = 0 };
 
 static long bcast_segment(void)
 {
@@ -834,4 +851,64 @@ void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
   PMPI_Type_free(&scross);
   PMPI_Type_free(&rcross);
   free(out), free(in), free(reqs), free(types);
+}
+
+/* Scan and exscan when each process's ranks are consecutive (thr_hier_scans): a scan in
+ * place within each process, its last rank's total to the leader, a chain of the
+ * leaders passing the prefix of the processes before them (folded in process order:
+ * rank order), and each rank folds its process's prefix in front of its own result. */
+void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,
+                   void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
+{
+  note(c, h, exclusive ? NOTE_EXSCAN : NOTE_SCAN, exclusive ? "exscan" : "scan");
+  int mine = h->local.size, k = h->local.rank, last = k == mine - 1, p = h->me_proc;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *total = NULL, *saved = NULL;
+  if (exclusive && last) { /* (its total is its exclusive result op its input) */
+    saved = thr_alloc_typed(count, type);
+    thr_copy_typed(saved, count, type, input, count, type);
+  }
+  thr_local_scan(h->group, &h->local, sbuf, rbuf, count, type, op, exclusive);
+  if (last) {
+    total = thr_alloc_typed(count, type);
+    if (!exclusive) {
+      thr_copy_typed(total, count, type, rbuf, count, type);
+    } else {
+      if (mine > 1)
+        thr_fold(rbuf, saved, count, type, op);
+      thr_copy_typed(total, count, type, saved, count, type);
+    }
+  }
+  /* the total to the leader (only the last rank's block is not empty) */
+  int *layout = k == 0 ? calloc((size_t)mine * 2, sizeof(int)) : NULL;
+  if (layout)
+    layout[mine - 1] = count;
+  void *at_leader = k == 0 ? (last ? total : thr_alloc_typed(count, type)) : NULL;
+  if (mine > 1)
+    thr_local_gatherv(h->group, &h->local, total, last ? count : 0, type, at_leader, 0, layout,
+                      layout ? layout + mine : NULL, type, 0);
+  void *before = NULL;
+  if (p > 0) {
+    before = thr_alloc_typed(count, type);
+    if (k == 0)
+      thr_recv(r, c, before, count, type, leader_of(h, p - 1, -1), HTAG_SCAN);
+  }
+  if (k == 0 && p + 1 < h->nprocs) {
+    if (p > 0)
+      thr_fold(before, at_leader, count, type, op); /* (prefix through this process) */
+    thr_send(r, c, at_leader, count, type, leader_of(h, p + 1, -1), HTAG_SCAN);
+  }
+  if (p > 0) {
+    thr_local_bcast(h->group, &h->local, before, count, type, 0);
+    if (exclusive && k == 0)
+      thr_copy_typed(rbuf, count, type, before, count, type);
+    else
+      thr_fold(before, rbuf, count, type, op);
+    thr_free_typed(before, type);
+  }
+  if (at_leader != total)
+    thr_free_typed(at_leader, type);
+  thr_free_typed(total, type);
+  thr_free_typed(saved, type);
+  free(layout);
 }

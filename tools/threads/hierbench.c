@@ -4,7 +4,7 @@
  * the second (context 6) the message algorithms. Per collective and size, --rounds
  * rounds, each timing a batch of calls on A then on B; a batch's time is the slowest
  * rank's per call. Prints "coll bytes two_level_us message_us message/two_level" with
- * the medians at rank 0. Bytes are the whole vector of bcast and allreduce, each rank's
+ * the medians at rank 0. Bytes are the whole vector of bcast, allreduce and scan, each rank's
  * block of gatherv and scatterv (root 0), each block of alltoall.
  * usage: mcoll-hierbench [--rounds N] [--budget MICROSECONDS_PER_BATCH]
  *                        [--colls bcast,allreduce,...] [--sizes 8,65536,...] */
@@ -20,7 +20,8 @@ static int by_value(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-static const char *const names[] = {"bcast", "allreduce", "gatherv", "scatterv", "alltoall"};
+static const char *const names[] = {"bcast", "allreduce", "gatherv", "scatterv", "alltoall",
+                                    "scan"};
 enum { NCOLLS = sizeof names / sizeof names[0] };
 static int *counts, *displs; /* (gatherv, scatterv: bytes each, in rank order) */
 
@@ -38,8 +39,10 @@ static void call(int coll, char *in, char *out, int bytes, MPI_Comm comm)
     MPI_Gatherv(in, bytes, MPI_BYTE, out, counts, displs, MPI_BYTE, 0, comm);
   else if (coll == 3)
     MPI_Scatterv(in, counts, displs, MPI_BYTE, out, bytes, MPI_BYTE, 0, comm);
-  else
+  else if (coll == 4)
     MPI_Alltoall(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm);
+  else
+    MPI_Scan(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, comm);
 }
 
 /* Seconds per call of a batch of iters calls, the slowest rank's. */
@@ -57,7 +60,7 @@ static double batch(int coll, char *in, char *out, int bytes, int iters, MPI_Com
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
-  int rounds = 9, rank, size, nsizes = 0, sizes[16], wanted[NCOLLS] = {1, 1, 0, 0, 0};
+  int rounds = 9, rank, size, nsizes = 0, sizes[16], wanted[NCOLLS] = {1, 1, 0, 0, 0, 0};
   double budget = 20000; /* (microseconds of calls per batch) */
   for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--rounds"))
