@@ -169,9 +169,10 @@ void thr_hier_release(struct thr_comm *c)
   c->hier = NULL;
 }
 
+/* (Oversubscribed, the message path's chain: not measured against it yet.) */
 int thr_hier_scans(const struct thr_hier *h)
 {
-  return h->contiguous;
+  return h->contiguous && thr_hier_moves_fit(h);
 }
 
 int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op)

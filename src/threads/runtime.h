@@ -212,7 +212,7 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
 void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                        const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                        int rcount, MPI_Datatype rtype);
-/* Only when thr_hier_scans: each process's ranks are consecutive. */
+/* Only when thr_hier_scans: each process's ranks are consecutive (and as moves_fit). */
 int thr_hier_scans(const struct thr_hier *h);
 void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,
                    void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive);
