@@ -46,7 +46,7 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_bcast_fits(h, thr_type_bytes(type, count))) {
+  if (h && thr_hier_moves_fit(h)) {
     thr_hier_bcast(r, c, h, buf, count, type, root);
     return MPI_SUCCESS;
   }
@@ -172,6 +172,11 @@ static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
     thr_local_scan(g, c, sbuf, rbuf, count, type, op, exclusive);
     return;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_scans(h)) {
+    thr_hier_scan(r, c, h, sbuf, rbuf, count, type, op, exclusive);
+    return;
+  }
   const void *mine = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   void *acc = thr_alloc_typed(count, type);
   thr_copy_typed(acc, count, type, mine, count, type);
@@ -212,6 +217,11 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_moves_fit(h)) {
+    thr_hier_gatherv(r, c, h, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root);
     return MPI_SUCCESS;
   }
   if (c->rank != root) {
@@ -278,6 +288,11 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_scatterv(g, c, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_moves_fit(h)) {
+    thr_hier_scatterv(r, c, h, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   if (c->rank != root) {
@@ -434,6 +449,11 @@ int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype 
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_moves_fit(h)) {
+    thr_hier_alltoall(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype);
     return MPI_SUCCESS;
   }
   struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);

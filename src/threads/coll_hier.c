@@ -13,12 +13,7 @@
 /* Tags of the leaders' messages, in the collective context: above the blocking
  * message algorithms' (coll.c), below the non-blocking ones' (coll_nbc.c). */
 enum { HTAG_BARRIER = 16, HTAG_BCAST, HTAG_REDUCE, HTAG_ALLREDUCE, HTAG_ALLGATHER, HTAG_GATHER,
-       HTAG_SCATTER, HTAG_AGREE };
-
-/* Oversubscribed, a bcast below this keeps the message path: its eager sends let the
- * ranks run calls ahead, where reading in place ties every rank to every call (see
- * docs/threads.md). As the runtime's eager limit between the ranks of a process. */
-enum { HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES = 16384 };
+       HTAG_SCATTER, HTAG_AGREE, HTAG_ALLTOALL, HTAG_SCAN };
 
 struct thr_hier {
   int nprocs, me_proc; /* processes with ranks in the communicator; this one's index */
@@ -28,6 +23,7 @@ struct thr_hier {
   int *local_of;       /* comm rank -> its index among its process's ranks */
   int contiguous;      /* each process's ranks are one run of consecutive comm ranks */
   int oversubscribed;  /* on some process's node the thread ranks outnumber the CPUs */
+  unsigned reported;   /* MCOLL_THREADS_HIER=2: the collectives named on stderr already */
   struct thr_comm local; /* this process's ranks (rank = index among them) */
   struct thr_local_group *group;
 };
@@ -35,8 +31,9 @@ struct thr_hier {
 /* MCOLL_THREADS_HIER=0: communicators across processes keep the message algorithms;
  * 2: rank 0 of each communicator that takes two levels says so on stderr (tests);
  * 3: only those whose context is a multiple of 4 take two levels (world and every other
- * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), at
- * every size. */
+ * communicator made, e.g. the first of two dups: A/B inside one job, hierbench.c), for
+ * every collective and size; 4: as 2, and every collective and size takes two levels
+ * (tests of the paths an oversubscribed node would not take). */
 static int hier_mode(void)
 {
   static atomic_int mode = -1;
@@ -108,10 +105,23 @@ static int agree_oversubscribed(struct thr_rank *r, struct thr_comm *c)
   return any;
 }
 
-int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes)
+static int forced(void)
 {
-  return !h->oversubscribed || bytes >= HIER_BCAST_OVERSUBSCRIBED_MIN_BYTES ||
-         hier_mode() == 3; /* (the A/B bench measures two levels at every size) */
+  return hier_mode() >= 3; /* (the A/B bench and the tests: two levels everywhere) */
+}
+
+static int reports(void)
+{
+  return hier_mode() == 2 || hier_mode() == 4;
+}
+
+/* Bcast, gatherv, scatterv, alltoall and scan: where thread ranks share cores they keep
+ * the message algorithms, which measured faster there at every size from 8 B to 4 MiB
+ * (eager sends let ranks run calls ahead, where each step in place waits for every
+ * rank of the process to be scheduled; bench/records/threads-coll/two-levels.md). */
+int thr_hier_moves_fit(const struct thr_hier *h)
+{
+  return !h->oversubscribed || forced();
 }
 
 /* (Every rank of c calls it in the same collective call, the first on c.) */
@@ -127,7 +137,7 @@ struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c)
         c->hier = h;
         c->hier_state = 1;
         h->oversubscribed = agree_oversubscribed(r, c);
-        if (hier_mode() == 2 && c->rank == 0) { /* (one write: lines of processes mix) */
+        if (reports() && c->rank == 0) { /* (one write: lines of processes mix) */
           char line[256];
           int at = snprintf(line, sizeof line, "mcoll threads: two levels: %d ranks in %d "
                             "processes (", c->size, h->nprocs);
@@ -157,6 +167,11 @@ void thr_hier_release(struct thr_comm *c)
   free(h->first), free(h->members), free(h->proc_of), free(h->local_of);
   free(h);
   c->hier = NULL;
+}
+
+int thr_hier_scans(const struct thr_hier *h)
+{
+  return h->contiguous && thr_hier_moves_fit(h);
 }
 
 int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op)
@@ -189,9 +204,26 @@ static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void 
   thr_wait(r, send, MPI_STATUS_IGNORE);
 }
 
+/* MCOLL_THREADS_HIER=2: rank 0 names each collective the first time it takes two
+ * levels on the communicator (the tests check which calls took this path). */
+enum { NOTE_BARRIER, NOTE_BCAST, NOTE_REDUCE, NOTE_ALLREDUCE, NOTE_ALLGATHER, NOTE_GATHER,
+       NOTE_SCATTER, NOTE_GATHERV, NOTE_SCATTERV, NOTE_ALLTOALL, NOTE_ALLGATHERV, NOTE_SCAN,
+       NOTE_EXSCAN };
+
+static void note(struct thr_comm *c, struct thr_hier *h, int which, const char *name)
+{
+  if (!reports() || c->rank != 0 || (h->reported >> which & 1))
+    return;
+  h->reported |= 1u << which;
+  char line[96]; /* (one write: lines of processes mix) */
+  snprintf(line, sizeof line, "mcoll threads: two-level %s on %d ranks\n", name, c->size);
+  fputs(line, stderr);
+}
+
 /* All arrive in place, the leaders meet (dissemination), all leave in place. */
 void thr_hier_barrier(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h)
 {
+  note(c, h, NOTE_BARRIER, "barrier");
   thr_local_barrier(h->group, &h->local);
   if (h->local.rank == 0) {
     int P = h->nprocs, me = h->me_proc;
@@ -222,9 +254,111 @@ static void leaders_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hie
                HTAG_BCAST);
 }
 
+/* Process p's parent and children in leaders_bcast's tree (parent -1 at the root's). */
+static int tree_of(const struct thr_hier *h, int root_proc, int *parent, int *children)
+{
+  int P = h->nprocs, rel = (h->me_proc - root_proc + P) % P, mask = 1, n = 0;
+  *parent = -1;
+  while (mask < P) {
+    if (rel & mask) {
+      *parent = (rel - mask + root_proc) % P;
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (rel + mask < P)
+      children[n++] = (rel + mask + root_proc) % P;
+  return n;
+}
+
+/* Bytes per segment of a pipelined bcast (MCOLL_THREADS_BCAST_SEGMENT; 0: never
+ * pipelined); a bcast is pipelined from two segments on. Off by default: 64-256 KiB
+ * segments measured no faster than one message at 256 KiB-4 MiB (each segment crossing
+ * processes costs an envelope and a copy at the receiver, runtime.c). */
+enum { HIER_BCAST_SEGMENT = 0 };
+
+static long bcast_segment(void)
+{
+  static atomic_long segment = -1;
+  long s = atomic_load_explicit(&segment, memory_order_relaxed);
+  if (s < 0) {
+    const char *env = getenv("MCOLL_THREADS_BCAST_SEGMENT");
+    s = env && *env ? atol(env) : HIER_BCAST_SEGMENT;
+    atomic_store_explicit(&segment, s, memory_order_relaxed);
+  }
+  return s;
+}
+
+/* A large bcast in segments of bytes (the same cut at every rank, whatever its type:
+ * a rank whose type is not one run of bytes works on a packed copy). The root's
+ * process copies from the root's buffer whole while the root sends the segments; in
+ * every other process the leader forwards segment k and its ranks copy it while
+ * segment k + 1 arrives. */
+static void bcast_pipelined(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                            void *buf, int count, MPI_Datatype type, int root, long bytes,
+                            long segment)
+{
+  int root_proc = h->proc_of[root], lead = local_leader(h, root), nseg = (int)((bytes + segment - 1) / segment);
+  if (h->me_proc == root_proc && c->rank != root) {
+    thr_local_bcast(h->group, &h->local, buf, count, type, lead);
+    return;
+  }
+  int contiguous = thr_type_is_contiguous(type, count), position = 0;
+  char *run = contiguous ? buf : malloc((size_t)bytes);
+  if (!contiguous && c->rank == root)
+    PMPI_Pack(buf, count, type, run, (int)bytes, &position, MPI_COMM_SELF);
+  if (h->local.rank != lead) { /* (a process other than the root's) */
+    for (int k = 0; k < nseg; k++)
+      thr_local_bcast(h->group, &h->local, run + k * segment,
+                      (int)(k < nseg - 1 ? segment : bytes - k * segment), MPI_BYTE, lead);
+  } else {
+    int parent, *children = malloc((size_t)h->nprocs * sizeof(int));
+    int nchildren = tree_of(h, root_proc, &parent, children), nsends = 0;
+    struct thr_request **recvs = malloc((size_t)nseg * sizeof *recvs);
+    struct thr_request **sends = malloc((size_t)(nseg * nchildren + 1) * sizeof *sends);
+    for (int k = 0; parent >= 0 && k < nseg; k++)
+      recvs[k] = thr_irecv(r, c, c->ctx + 1, run + k * segment,
+                           (int)(k < nseg - 1 ? segment : bytes - k * segment), MPI_BYTE,
+                           leader_of(h, parent, root), HTAG_BCAST);
+    unsigned base = 0;
+    if (parent < 0)
+      base = thr_local_bcast_post(h->group, &h->local, buf, count, type);
+    for (int k = 0; k < nseg; k++) {
+      int len = (int)(k < nseg - 1 ? segment : bytes - k * segment);
+      if (parent >= 0)
+        thr_wait(r, recvs[k], MPI_STATUS_IGNORE);
+      for (int j = 0; j < nchildren; j++)
+        sends[nsends++] = thr_isend(r, c, c->ctx + 1, run + k * segment, len, MPI_BYTE,
+                                    leader_of(h, children[j], root), HTAG_BCAST);
+      if (parent >= 0) /* (this process's ranks copy segment k while k + 1 arrives) */
+        thr_local_bcast_wait(h->group, &h->local,
+                             thr_local_bcast_post(h->group, &h->local, run + k * segment, len,
+                                                  MPI_BYTE));
+    }
+    for (int i = 0; i < nsends; i++)
+      thr_wait(r, sends[i], MPI_STATUS_IGNORE);
+    if (parent < 0)
+      thr_local_bcast_wait(h->group, &h->local, base);
+    free(children), free(recvs), free(sends);
+  }
+  if (!contiguous && c->rank != root) {
+    position = 0;
+    PMPI_Unpack(run, (int)bytes, &position, buf, count, type, MPI_COMM_SELF);
+  }
+  if (!contiguous)
+    free(run);
+}
+
 void thr_hier_bcast(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, void *buf,
                     int count, MPI_Datatype type, int root)
 {
+  note(c, h, NOTE_BCAST, "bcast");
+  long bytes = (long)thr_type_bytes(type, count), segment = bcast_segment();
+  if (segment > 0 && bytes >= 2 * segment) {
+    bcast_pipelined(r, c, h, buf, count, type, root, bytes, segment);
+    return;
+  }
   int lead = local_leader(h, root);
   if (h->local.rank != lead) {
     thr_local_bcast(h->group, &h->local, buf, count, type, lead);
@@ -253,6 +387,7 @@ void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                      const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                      int root)
 {
+  note(c, h, NOTE_REDUCE, "reduce");
   int lead = local_leader(h, root), leader = h->local.rank == lead;
   const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   void *part = leader ? thr_alloc_typed(count, type) : NULL;
@@ -333,6 +468,7 @@ static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr
 void thr_hier_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                         const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op)
 {
+  note(c, h, NOTE_ALLREDUCE, "allreduce");
   const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   local_part(h, input, rbuf, count, type, op, 0);
   if (h->local.rank == 0)
@@ -365,6 +501,7 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
                          const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                          int count, const int *counts, const int *displs, MPI_Datatype rtype)
 {
+  note(c, h, counts ? NOTE_ALLGATHERV : NOTE_ALLGATHER, counts ? "allgatherv" : "allgather");
   int n = c->size, me = c->rank, lead = h->local.rank == 0;
   int *regular = NULL;
   if (!counts) {
@@ -419,8 +556,8 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
   free(regular);
 }
 
-/* The root's messages of a regular gather or scatter: one per other process, that
- * process's blocks of buf as one type, from or to its leader. */
+/* The root's messages of a gather(v) or scatter(v): one per other process, that
+ * process's blocks of buf (counts, displs) as one type, from or to its leader. */
 struct root_posts {
   int n;
   struct thr_request **reqs;
@@ -428,15 +565,15 @@ struct root_posts {
 };
 
 static struct root_posts root_post(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
-                                   void *buf, MPI_Datatype type, int root, const int *regular,
-                                   int n, int send)
+                                   void *buf, MPI_Datatype type, int root, const int *counts,
+                                   const int *displs, int send)
 {
   struct root_posts posts = {0, malloc((size_t)h->nprocs * sizeof *posts.reqs),
                              malloc((size_t)h->nprocs * sizeof *posts.types)};
   for (int p = 0; p < h->nprocs; p++) {
     if (p == h->proc_of[root])
       continue;
-    MPI_Datatype t = blocks_of(h, p, regular, regular + n, type);
+    MPI_Datatype t = blocks_of(h, p, counts, displs, type);
     int leader = leader_of(h, p, root);
     posts.types[posts.n] = t;
     posts.reqs[posts.n++] = send ? thr_isend(r, c, c->ctx + 1, buf, 1, t, leader, HTAG_SCATTER)
@@ -462,6 +599,7 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                      MPI_Datatype rtype, int root)
 {
+  note(c, h, NOTE_GATHER, "gather");
   int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
   if (h->me_proc != root_proc) {
     int bytes = (int)thr_type_bytes(stype, scount), lead = h->local.rank == 0;
@@ -490,7 +628,7 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
     return;
   }
   /* (the other processes' blocks arrive while this process's ranks write theirs) */
-  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, regular, n, 0);
+  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, regular, regular + n, 0);
   thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype,
                     h->local_of[root]);
   root_posts_wait(r, &posts);
@@ -504,6 +642,7 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                       MPI_Datatype rtype, int root)
 {
+  note(c, h, NOTE_SCATTER, "scatter");
   int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
   if (h->me_proc != root_proc) {
     int bytes = (int)thr_type_bytes(rtype, rcount), lead = h->local.rank == 0;
@@ -529,9 +668,247 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
   int *regular = malloc((size_t)n * 2 * sizeof(int));
   for (int i = 0; i < n; i++)
     regular[i] = scount, regular[n + i] = i * scount;
-  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, n, 1);
+  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, regular + n, 1);
   thr_local_scatterv(h->group, &h->local, sbuf, 0, lcounts, ldispls, stype, rbuf, rcount, rtype,
                      h->local_of[root]);
   root_posts_wait(r, &posts);
   free(lcounts), free(regular);
+}
+
+/* The byte sizes of this process's ranks' blocks, at its leader (local rank 0), with
+ * their offsets in rank order; the total is returned there (0 elsewhere). */
+static int local_sizes(struct thr_hier *h, int bytes, int **sizes)
+{
+  int mine = h->local.size, lead = h->local.rank == 0;
+  *sizes = lead ? malloc((size_t)mine * 2 * sizeof(int)) : NULL;
+  thr_local_gatherv(h->group, &h->local, &bytes, 1, MPI_INT, *sizes, 1, NULL, NULL, MPI_INT, 0);
+  int total = 0;
+  for (int k = 0; lead && k < mine; k++)
+    (*sizes)[mine + k] = total, total += (*sizes)[k];
+  return total;
+}
+
+/* This process's ranks' counts and displacements of a v layout (by local rank). */
+static int *local_layout(const struct thr_hier *h, const int *counts, const int *displs)
+{
+  int mine = h->local.size, base = h->first[h->me_proc];
+  int *l = malloc((size_t)mine * 2 * sizeof(int));
+  for (int k = 0; k < mine; k++)
+    l[k] = counts[h->members[base + k]], l[mine + k] = displs[h->members[base + k]];
+  return l;
+}
+
+/* Gatherv: the root's process writes straight into the root's receive buffer; every
+ * other process's ranks write their blocks, as bytes in rank order, into a buffer of
+ * their leader (which first gathers their sizes: only the root knows the counts), sent
+ * whole to the root, which receives it straight into that process's blocks. */
+void thr_hier_gatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
+{
+  note(c, h, NOTE_GATHERV, "gatherv");
+  int mine = h->local.size;
+  if (h->me_proc != h->proc_of[root]) {
+    int *sizes, lead = h->local.rank == 0;
+    int total = local_sizes(h, (int)thr_type_bytes(stype, scount), &sizes);
+    char *packed = lead ? malloc((size_t)total + 1) : NULL;
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, packed, 0, sizes,
+                      sizes ? sizes + mine : NULL, MPI_BYTE, 0);
+    if (lead) {
+      thr_send(r, c, packed, total, MPI_BYTE, root, HTAG_GATHER);
+      free(packed), free(sizes);
+    }
+    return;
+  }
+  int local_root = h->local_of[root];
+  if (c->rank != root) {
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, NULL, 0, NULL, NULL, rtype,
+                      local_root);
+    return;
+  }
+  int *l = local_layout(h, rcounts, displs);
+  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, rcounts, displs, 0);
+  thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, l, l + mine, rtype,
+                    local_root);
+  root_posts_wait(r, &posts);
+  free(l);
+}
+
+/* Scatterv, the reverse: the root sends each other process's blocks to its leader in
+ * one message (received as bytes in rank order, its ranks' sizes gathered first), whose
+ * ranks copy theirs from it; the root's process copies from the root's send buffer. */
+void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, const int *scounts, const int *displs,
+                       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root)
+{
+  note(c, h, NOTE_SCATTERV, "scatterv");
+  int mine = h->local.size;
+  if (h->me_proc != h->proc_of[root]) {
+    int *sizes, lead = h->local.rank == 0;
+    int total = local_sizes(h, (int)thr_type_bytes(rtype, rcount), &sizes);
+    char *packed = NULL;
+    if (lead) {
+      packed = malloc((size_t)total + 1);
+      thr_recv(r, c, packed, total, MPI_BYTE, root, HTAG_SCATTER);
+    }
+    thr_local_scatterv(h->group, &h->local, packed, 0, sizes, sizes ? sizes + mine : NULL,
+                       MPI_BYTE, rbuf, rcount, rtype, 0);
+    free(packed), free(sizes);
+    return;
+  }
+  int local_root = h->local_of[root];
+  if (c->rank != root) {
+    thr_local_scatterv(h->group, &h->local, NULL, 0, NULL, NULL, stype, rbuf, rcount, rtype,
+                       local_root);
+    return;
+  }
+  int *l = local_layout(h, scounts, displs);
+  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, scounts, displs, 1);
+  thr_local_scatterv(h->group, &h->local, sbuf, 0, l, l + mine, stype, rbuf, rcount, rtype,
+                     local_root);
+  root_posts_wait(r, &posts);
+  free(l);
+}
+
+/* The blocks of a regular alltoall layout (count x type each) that go to or come from
+ * the other processes' ranks, in process order then rank order, as one type. */
+static MPI_Datatype cross_blocks(const struct thr_hier *h, int count, MPI_Datatype type)
+{
+  int others = h->first[h->nprocs] - h->local.size, *at = malloc((size_t)others * sizeof(int));
+  for (int p = 0, k = 0; p < h->nprocs; p++)
+    for (int i = h->first[p]; p != h->me_proc && i < h->first[p + 1]; i++)
+      at[k++] = h->members[i] * count;
+  MPI_Datatype blocks;
+  PMPI_Type_create_indexed_block(others, count, at, type, &blocks);
+  PMPI_Type_commit(&blocks);
+  free(at);
+  return blocks;
+}
+
+/* Regular alltoall. Blocks between ranks of one process are read in place (a local
+ * alltoall on their part of the layout). The blocks for other processes go, as bytes,
+ * into a buffer of the leader (rank k's run: its blocks in process then rank order);
+ * the leader sends each other process one message (its ranks' blocks for that process)
+ * and receives one from each into a second buffer, laid out by destination rank, from
+ * which each rank copies its blocks from the other processes. */
+void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                       int rcount, MPI_Datatype rtype)
+{
+  note(c, h, NOTE_ALLTOALL, "alltoall");
+  int bs = (int)thr_type_bytes(rtype, rcount); /* (one block's bytes, the same everywhere) */
+  if (bs == 0)
+    return;
+  int in_place = sbuf == MPI_IN_PLACE, mine = h->local.size, P = h->nprocs, me = h->me_proc;
+  int others = h->first[P] - mine, lead = h->local.rank == 0, run = others * bs;
+  MPI_Datatype scross = cross_blocks(h, in_place ? rcount : scount, in_place ? rtype : stype);
+  MPI_Datatype rcross = cross_blocks(h, rcount, rtype);
+  char *out = lead ? malloc((size_t)run * (size_t)mine) : NULL;
+  char *in = lead ? malloc((size_t)run * (size_t)mine) : NULL;
+  thr_local_gatherv(h->group, &h->local, in_place ? rbuf : sbuf, 1, scross, out, run, NULL,
+                    NULL, MPI_BYTE, 0);
+  int nreqs = 0;
+  struct thr_request **reqs = lead ? malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
+  MPI_Datatype *types = lead ? malloc((size_t)(2 * P) * sizeof *types) : NULL;
+  if (lead) {
+    int *at = malloc((size_t)others * (size_t)mine * sizeof(int));
+    for (int k = 1; k < P; k++) {
+      int q = (me + k) % P, size_q = h->first[q + 1] - h->first[q], offset = 0;
+      for (int p = 0; p < q; p++)
+        offset += p == me ? 0 : h->first[p + 1] - h->first[p];
+      /* to q: rank i's run for q's ranks; from q: q's rank j's block for rank i */
+      for (int i = 0; i < mine; i++)
+        at[i] = i * run + offset * bs;
+      PMPI_Type_create_indexed_block(mine, size_q * bs, at, MPI_BYTE, &types[nreqs]);
+      for (int j = 0; j < size_q; j++)
+        for (int i = 0; i < mine; i++)
+          at[j * mine + i] = i * run + (offset + j) * bs;
+      PMPI_Type_create_indexed_block(size_q * mine, bs, at, MPI_BYTE, &types[nreqs + 1]);
+      PMPI_Type_commit(&types[nreqs]);
+      PMPI_Type_commit(&types[nreqs + 1]);
+      int peer = leader_of(h, q, -1);
+      reqs[nreqs + 1] = thr_irecv(r, c, c->ctx + 1, in, 1, types[nreqs + 1], peer, HTAG_ALLTOALL);
+      reqs[nreqs] = thr_isend(r, c, c->ctx + 1, out, 1, types[nreqs], peer, HTAG_ALLTOALL);
+      nreqs += 2;
+    }
+    free(at);
+  }
+  /* (the blocks within the process while the leader's messages travel) */
+  int *l = malloc((size_t)mine * 4 * sizeof(int));
+  for (int k = 0; k < mine; k++) {
+    int rank = h->members[h->first[me] + k];
+    l[k] = scount, l[mine + k] = rank * scount;
+    l[2 * mine + k] = rcount, l[3 * mine + k] = rank * rcount;
+  }
+  thr_local_alltoallv(h->group, &h->local, sbuf, 0, l, l + mine, stype, rbuf, 0, l + 2 * mine,
+                      l + 3 * mine, rtype);
+  free(l);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  thr_local_scatterv(h->group, &h->local, in, run, NULL, NULL, MPI_BYTE, rbuf, 1, rcross, 0);
+  PMPI_Type_free(&scross);
+  PMPI_Type_free(&rcross);
+  free(out), free(in), free(reqs), free(types);
+}
+
+/* Scan and exscan when each process's ranks are consecutive (thr_hier_scans): a scan in
+ * place within each process, its last rank's total to the leader, a chain of the
+ * leaders passing the prefix of the processes before them (folded in process order:
+ * rank order), and each rank folds its process's prefix in front of its own result. */
+void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,
+                   void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
+{
+  note(c, h, exclusive ? NOTE_EXSCAN : NOTE_SCAN, exclusive ? "exscan" : "scan");
+  int mine = h->local.size, k = h->local.rank, last = k == mine - 1, p = h->me_proc;
+  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+  void *total = NULL, *saved = NULL;
+  if (exclusive && last) { /* (its total is its exclusive result op its input) */
+    saved = thr_alloc_typed(count, type);
+    thr_copy_typed(saved, count, type, input, count, type);
+  }
+  thr_local_scan(h->group, &h->local, sbuf, rbuf, count, type, op, exclusive);
+  if (last) {
+    total = thr_alloc_typed(count, type);
+    if (!exclusive) {
+      thr_copy_typed(total, count, type, rbuf, count, type);
+    } else {
+      if (mine > 1)
+        thr_fold(rbuf, saved, count, type, op);
+      thr_copy_typed(total, count, type, saved, count, type);
+    }
+  }
+  /* the total to the leader (only the last rank's block is not empty) */
+  int *layout = k == 0 ? calloc((size_t)mine * 2, sizeof(int)) : NULL;
+  if (layout)
+    layout[mine - 1] = count;
+  void *at_leader = k == 0 ? (last ? total : thr_alloc_typed(count, type)) : NULL;
+  if (mine > 1)
+    thr_local_gatherv(h->group, &h->local, total, last ? count : 0, type, at_leader, 0, layout,
+                      layout ? layout + mine : NULL, type, 0);
+  void *before = NULL;
+  if (p > 0) {
+    before = thr_alloc_typed(count, type);
+    if (k == 0)
+      thr_recv(r, c, before, count, type, leader_of(h, p - 1, -1), HTAG_SCAN);
+  }
+  if (k == 0 && p + 1 < h->nprocs) {
+    if (p > 0)
+      thr_fold(before, at_leader, count, type, op); /* (prefix through this process) */
+    thr_send(r, c, at_leader, count, type, leader_of(h, p + 1, -1), HTAG_SCAN);
+  }
+  if (p > 0) {
+    thr_local_bcast(h->group, &h->local, before, count, type, 0);
+    if (exclusive && k == 0)
+      thr_copy_typed(rbuf, count, type, before, count, type);
+    else
+      thr_fold(before, rbuf, count, type, op);
+    thr_free_typed(before, type);
+  }
+  if (at_leader != total)
+    thr_free_typed(at_leader, type);
+  thr_free_typed(total, type);
+  thr_free_typed(saved, type);
+  free(layout);
 }

@@ -180,6 +180,14 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
     return;
   }
   int position = 0;
+  if (thr_type_is_contiguous(dtype, dcount)) { /* (packing straight into a run of bytes) */
+    PMPI_Pack(src, scount, stype, dst, (int)bytes, &position, MPI_COMM_SELF);
+    return;
+  }
+  if (thr_type_is_contiguous(stype, scount)) {
+    PMPI_Unpack(src, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
+    return;
+  }
   void *packed = malloc(bytes);
   PMPI_Pack(src, scount, stype, packed, (int)bytes, &position, MPI_COMM_SELF);
   position = 0;

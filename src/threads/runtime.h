@@ -181,9 +181,9 @@ void thr_free_typed(void *buf, MPI_Datatype type);
  * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
 struct thr_hier;
 struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
-/* A bcast of this many bytes may take two levels (small ones keep the messages where
- * the node's thread ranks outnumber its CPUs). */
-int thr_hier_bcast_fits(const struct thr_hier *h, size_t bytes);
+/* Whether bcast, gatherv, scatterv, alltoall and scan take two levels (not where the
+ * node's thread ranks outnumber its CPUs). */
+int thr_hier_moves_fit(const struct thr_hier *h);
 void thr_hier_release(struct thr_comm *c);
 /* The processes' partial results may be folded in process order: the operation is
  * commutative, or each process's ranks are consecutive in the communicator. */
@@ -203,6 +203,19 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
 void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                       MPI_Datatype rtype, int root);
+void thr_hier_gatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                      const int *rcounts, const int *displs, MPI_Datatype rtype, int root);
+void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, const int *scounts, const int *displs,
+                       MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root);
+void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                       int rcount, MPI_Datatype rtype);
+/* Only when thr_hier_scans: each process's ranks are consecutive (and as moves_fit). */
+int thr_hier_scans(const struct thr_hier *h);
+void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,
+                   void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive);
 /* counts NULL: regular (block j at j x count). */
 void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                          const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,

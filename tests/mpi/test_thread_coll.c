@@ -128,6 +128,7 @@ static void reductions(MPI_Comm comm, const int *world, int me, int n)
 }
 
 static int value(int from, int to, int i);
+static MPI_Datatype strided(int count);
 static int as_threads; /* (some ranks share a process) */
 
 /* A commutative user operation (folded by the host's MPI_Reduce_local): wrapping sum of
@@ -144,6 +145,89 @@ static void mix_fn(void *in, void *inout, int *len, MPI_Datatype *type)
 static long mix_input(int rank, int i)
 {
   return (long)rank * 1000003L + (long)i * 7919L - 5000L;
+}
+
+/* Gatherv and scatterv at a root: rank j's block (j * 5 + root) % 4 x count / 3 ints
+ * (some empty), blocks in reverse rank order with a gap of 3 after each; in place at
+ * the root when asked; outputs (and the gaps) poisoned. */
+static void vectors(MPI_Comm comm, const int *world, int me, int n, int root, int count,
+                    int in_place)
+{
+  int *counts = malloc(sizeof(int) * (size_t)n * 2), *displs = counts + n, total = 0;
+  for (int j = n - 1; j >= 0; j--)
+    counts[j] = (j * 5 + root) % 4 * count / 3, displs[j] = total, total += counts[j] + 3;
+  int here = in_place && me == root;
+  int *all = malloc(sizeof(int) * ((size_t)total + 1)), *one = malloc(sizeof(int) * ((size_t)count + 1));
+  for (int j = 0; j < total; j++)
+    all[j] = -7;
+  for (int i = 0; i < counts[me]; i++) {
+    one[i] = value(world[me], 5, i);
+    if (here)
+      all[displs[me] + i] = one[i];
+  }
+  MPI_Gatherv(here ? MPI_IN_PLACE : one, counts[me], MPI_INT, all, counts, displs, MPI_INT,
+              root, comm);
+  for (int j = 0; j < n; j++) {
+    for (int i = 0; i < counts[j]; i++)
+      check(me == root ? all[displs[j] + i] == value(world[j], 5, i) : all[displs[j] + i] == -7,
+            "gatherv, every root", i);
+    for (int i = 0; i < 3; i++)
+      check(all[displs[j] + counts[j] + i] == -7, "gatherv, gap", i);
+  }
+  for (int j = 0; j < total; j++)
+    all[j] = -7;
+  for (int j = 0; j < n && me == root; j++)
+    for (int i = 0; i < counts[j]; i++)
+      all[displs[j] + i] = value(world[root], world[j], i);
+  for (int i = 0; i <= count; i++)
+    one[i] = here && i < counts[me] ? all[displs[me] + i] : -7;
+  MPI_Scatterv(all, counts, displs, MPI_INT, here ? MPI_IN_PLACE : one, counts[me], MPI_INT,
+               root, comm);
+  for (int i = 0; i < counts[me]; i++)
+    check(one[i] == value(world[root], world[me], i), "scatterv, every root", i);
+  check(one[counts[me]] == -7, "scatterv, past the block", counts[me]);
+  free(counts), free(all), free(one);
+}
+
+/* Alltoall of count ints per block and of none. */
+static void alltoall_sizes(MPI_Comm comm, const int *world, int me, int n, int count,
+                           int in_place)
+{
+  size_t all = (size_t)count * (size_t)n;
+  int *send = malloc(sizeof(int) * (all + 1)), *recv = malloc(sizeof(int) * (all + 1));
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < count; i++)
+      send[j * count + i] = value(world[me], world[j], i),
+      recv[j * count + i] = in_place ? send[j * count + i] : -7;
+  recv[all] = -7;
+  MPI_Alltoall(in_place ? MPI_IN_PLACE : send, count, MPI_INT, recv, count, MPI_INT, comm);
+  for (int j = 0; j < n; j++)
+    for (int i = 0; i < count; i++)
+      check(recv[j * count + i] == value(world[j], world[me], i), "alltoall, sizes", i);
+  check(recv[all] == -7, "alltoall, past the end", 0);
+  recv[0] = -7;
+  MPI_Alltoall(in_place ? MPI_IN_PLACE : send, 0, MPI_INT, recv, 0, MPI_INT, comm);
+  check(recv[0] == -7, "alltoall of none", 0);
+  free(send), free(recv);
+}
+
+/* Bcast of 2 x count ints from the middle rank, strided at it and at every odd rank,
+ * contiguous at the others (long enough to be pipelined across processes). */
+static void bcast_strided(MPI_Comm comm, const int *world, int me, int n, int count)
+{
+  int root = n / 2, ints = 2 * count, wide = me == root || me % 2;
+  int *buf = malloc(sizeof(int) * ((size_t)ints * 2 + 1));
+  MPI_Datatype strided_type = strided(ints);
+  for (int i = 0; i < ints * 2 + 1; i++)
+    buf[i] = me == root ? (i % 2 ? -5 : value(world[root], 6, i / 2)) : -7;
+  MPI_Bcast(buf, wide ? 1 : ints, wide ? strided_type : MPI_INT, root, comm);
+  for (int i = 0; i < ints; i++)
+    check(buf[wide ? 2 * i : i] == value(world[root], 6, i), "bcast, strided", i);
+  for (int i = 0; wide && i < ints; i++)
+    check(buf[2 * i + 1] == (me == root ? -5 : -7), "bcast, strided gaps", i);
+  check(me == root || buf[wide ? ints * 2 : ints] == -7, "bcast, past the end", 0);
+  MPI_Type_free(&strided_type);
+  free(buf);
 }
 
 /* Commutative reductions, bcast, gather and scatter from every root: the two-level paths run on every
@@ -209,8 +293,12 @@ static void commutative(MPI_Comm comm, const int *world, int me, int n)
         MPI_Scatter(all, count, MPI_INT, here ? MPI_IN_PLACE : one, count, MPI_INT, root, comm);
         for (int i = 0; i < count; i++)
           check(one[i] == value(world[root], world[me], i), "scatter, every root", i);
+        vectors(comm, world, me, n, root, count, in_place);
         free(all);
       }
+      alltoall_sizes(comm, world, me, n, count, in_place);
+      if (!in_place)
+        bcast_strided(comm, world, me, n, count);
     }
     free(in), free(out), free(din), free(dout), free(want);
   }
@@ -259,6 +347,15 @@ static void movements(MPI_Comm comm, const int *world, int me, int n)
       for (int j = 0; j < n; j++)
         for (int i = 0; i < count; i++)
           check(recv[j * count + i] == value(world[j], world[me], i), "alltoall", i);
+      /* alltoall sent strided (one wide per block), received as count ints */
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          send[j * count * 2 + 2 * i] = value(world[me], world[j], i);
+      poison(recv, room);
+      MPI_Alltoall(send, 1, wide, recv, count, MPI_INT, comm);
+      for (int j = 0; j < n; j++)
+        for (int i = 0; i < count; i++)
+          check(recv[j * count + i] == value(world[j], world[me], i), "alltoall, strided", i);
       /* alltoallv: (j + me) % 3 x count / 2 from me to j, blocks in reverse order */
       int *sc = malloc(sizeof(int) * (size_t)n * 4), *sd = sc + n, *rc = sd + n, *rd = rc + n;
       int at = 0, rat = 0;

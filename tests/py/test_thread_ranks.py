@@ -188,15 +188,19 @@ def test_thread_coll_as_thread_ranks(flavour, threads, np):
 def test_thread_coll_two_levels(flavour, threads, np):
     """Communicators across processes take two levels (src/threads/coll_hier.c: in place
     among a process's thread ranks, messages among one leader per process) for barrier,
-    bcast, reduce, allreduce and allgather(v): the same program at 2x2, 2x3 and 3x2,
-    checked against the inputs' formulas (non-commutative reductions, which fall back to
-    the message path where processes interleave; a commutative user operation and sums,
-    which do not; in place; every root; poisoned outputs), on world, halves, reversed,
-    uneven (world without rank 1) and interleaved (also without the last rank)
-    communicators. MCOLL_THREADS_HIER=2
-    makes rank 0 of each such communicator name its layout."""
+    bcast (pipelined in 64 KiB segments from 128 KiB), reduce, allreduce, allgather(v),
+    gather(v), scatter(v), alltoall, and scan and exscan where each process's ranks are
+    consecutive: the same program at 2x2, 2x3 and 3x2, checked against the inputs'
+    formulas (non-commutative reductions, which fall back to the message path where
+    processes interleave; a commutative user operation and sums, which do not; in place;
+    every root; uneven and empty v blocks; strided types; poisoned outputs and gaps), on
+    world, halves, reversed, uneven (world without rank 1) and interleaved (also without
+    the last rank) communicators. MCOLL_THREADS_HIER=4 makes every collective and size
+    take two levels (an oversubscribed node keeps the messages for some by default) and
+    rank 0 of each such communicator name its layout, and each collective the first time
+    it takes two levels there."""
     result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour),
-                     {"MCOLL_THREADS_HIER": "2"}, JOB_TIMEOUT)
+                     {"MCOLL_THREADS_HIER": "4", "MCOLL_THREADS_BCAST_SEGMENT": "65536"}, JOB_TIMEOUT)
     assert check_passed(result, "test_thread_coll") > 0
     procs = np // threads
     lines = re.findall(r"^mcoll threads: two levels: (\d+) ranks in (\d+) processes \(([\d ]+)\), "
@@ -209,6 +213,10 @@ def test_thread_coll_two_levels(flavour, threads, np):
     without_last = tuple([threads] * (procs - 1) + [threads - 1])
     assert (np - 1, procs, without_first, "contiguous") in seen, result.describe()
     assert (np - 1, procs, without_last, "interleaved") in seen, result.describe()
+    took = set(re.findall(r"^mcoll threads: two-level (\w+) on (\d+) ranks$", result.stderr, re.M))
+    for coll in ("barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather",
+                 "scatter", "gatherv", "scatterv", "alltoall", "scan", "exscan"):
+        assert (coll, str(np)) in took and (coll, str(np - 1)) in took, (coll, result.describe())
 
 
 def test_thread_coll_as_processes():
