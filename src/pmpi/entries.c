@@ -127,7 +127,7 @@
 
 /* The bytes of a call's first buffer (its first count and first datatype; a row
  * without a scalar count: SIZE_MAX, without a datatype: 0), for the hand-over
- * (mcoll__nbc_handoff). */
+ * (mcoll__nbc_handoff); asked only where the hand-over depends on it. */
 #define MCOLL_MOVED(kind, name) MCOLL_MOVED_##kind(name)
 #define MCOLL_MOVED_COUNT(name) if (count < 0) count = a->name;
 #define MCOLL_MOVED_TYPE(name) if (!typed) { type = a->name; typed = 1; }
@@ -146,7 +146,9 @@
     MCOLL_PARAMS_##UPPER(MCOLL_MOVED)                                           \
     (void)a;                                                                    \
     if (count < 0) return unsized ? SIZE_MAX : 0;                               \
-    if (!typed || PMPI_Type_size(type, &size) != MPI_SUCCESS) return SIZE_MAX;  \
+    /* (an invalid datatype: the call reports it, so no PMPI_Type_size here) */ \
+    if (!typed || type == MPI_DATATYPE_NULL) return SIZE_MAX;                   \
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return SIZE_MAX;            \
     return (size_t)count * (size_t)(size > 0 ? size : 0);                       \
   }
 
@@ -163,8 +165,9 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
+    size_t moved = mcoll__cfg.NBC_HANDOFF == 2 ? lower##_moved(&a) : SIZE_MAX;  \
     return mcoll__start(comm, lower##_task, &a, sizeof a, MCOLL_KEPT_##shape(lower, a), \
-                        lower##_moved(&a), request);                            \
+                        moved, request);                                        \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 

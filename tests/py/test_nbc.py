@@ -99,27 +99,6 @@ def test_nbc_handed_to_thread(request, flavour, np):
     check_summary(result, flavour)
 
 
-@pytest.mark.parametrize("flavour", [flavour_param(f) for f in ("openmpi", "mpich")])
-def test_nbc_handoff_by_size(request, flavour):
-    """MCOLL_NBC_HANDOFF=2 (default) hands a call across nodes to the progress thread
-    only from MCOLL_NBC_HANDOFF_MIN bytes (256 KiB): the smaller calls of test_nbc
-    (at most 64 KiB here) run their first steps on the caller, so some end when they
-    start (MCOLL_VERBOSE's count); with the minimum at 0 every call is handed over
-    and none ends at its start. Both runs must pass."""
-    program = BUILD.bin(flavour, PROGRAM)
-    args = ["--groups", "4", "--disorder", "2", "--max-bytes", "64K", "--seed", seed_for(request)]
-    at_start = {}
-    for minimum in ("256K", "0"):
-        env = {**nbc_env("nodes=2", 1), "MCOLL_VERBOSE": "1", "MCOLL_NBC_HANDOFF_MIN": minimum}
-        result = run_job(mpiexec_argv(flavour, 2, program, args), env, JOB_TIMEOUT)
-        check_summary(result, flavour)
-        m = re.search(r"non-blocking calls=(\d+) finished at start=(\d+)", result.stderr)
-        assert m and int(m.group(1)) > 0, result.describe()
-        at_start[minimum] = int(m.group(2))
-    assert at_start["0"] == 0, at_start
-    assert at_start["256K"] > 0, at_start
-
-
 HEAVY = [("openmpi", 3, "nodes=2", 0), ("mpich", 2, "flat", 1)]
 
 
