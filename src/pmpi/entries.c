@@ -12,6 +12,8 @@
  * The non-blocking and persistent forms hand the call to the host MPI's own when
  * non-blocking collectives are off (MCOLL_NBC=0) or comm is an intercommunicator
  * (mcoll__nbc_on). */
+#include <stdint.h>
+
 #include "pmpi/wrap.h"
 #include "tnbc/entry.h"
 
@@ -124,10 +126,38 @@
 #define MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 #endif
 
+/* The bytes of a call's first buffer (its first count and first datatype; a row
+ * without a scalar count: SIZE_MAX, without a datatype: 0), for the hand-over
+ * (mcoll__nbc_handoff); asked only where the hand-over depends on it. */
+#define MCOLL_MOVED(kind, name) MCOLL_MOVED_##kind(name)
+#define MCOLL_MOVED_COUNT(name) if (count < 0) count = a->name;
+#define MCOLL_MOVED_TYPE(name) if (!typed) { type = a->name; typed = 1; }
+#define MCOLL_MOVED_TYPES(name) unsized = 1;
+#define MCOLL_MOVED_INTS(name) unsized = 1;
+#define MCOLL_MOVED_ROOT_INTS(name) unsized = 1;
+#define MCOLL_MOVED_SBUF(name)
+#define MCOLL_MOVED_RBUF(name)
+#define MCOLL_MOVED_ROOT(name)
+#define MCOLL_MOVED_OP(name)
+#define MCOLL_MOVED_COMM(name)
+#define MCOLL_MOVED_FN(lower, UPPER)                                            \
+  static size_t lower##_moved(const struct mcoll_mpi_##lower##_args *a) {      \
+    int count = -1, typed = 0, unsized = 0, size = 0;                           \
+    MPI_Datatype type = MPI_DATATYPE_NULL;                                      \
+    MCOLL_PARAMS_##UPPER(MCOLL_MOVED)                                           \
+    (void)a;                                                                    \
+    if (count < 0) return unsized ? SIZE_MAX : 0;                               \
+    /* (an invalid datatype: the call reports it, so no PMPI_Type_size here) */ \
+    if (!typed || type == MPI_DATATYPE_NULL) return SIZE_MAX;                   \
+    if (PMPI_Type_size(type, &size) != MPI_SUCCESS) return SIZE_MAX;            \
+    return (size_t)count * (size_t)(size > 0 ? size : 0);                       \
+  }
+
 #define MCOLL_ENTRY_POINTS(Name, lower, UPPER, shape, tnbc)                     \
   MCOLL_RUN(Name, lower, UPPER)                                                 \
   MCOLL_TASK(lower, UPPER)                                                      \
   MCOLL_ARRAYS_##shape(lower, UPPER)                                            \
+  MCOLL_MOVED_FN(lower, UPPER)                                                  \
   MCOLL_OFFER_FN_##tnbc(lower, UPPER)                                           \
   MCOLL_EXPORT int MPI_##Name(MCOLL_DECL(UPPER)) {                              \
     MCOLL_OFFER_##tnbc(lower, UPPER)                                            \
@@ -136,8 +166,9 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
+    size_t moved = mcoll__cfg.NBC_HANDOFF == 2 ? lower##_moved(&a) : SIZE_MAX;  \
     return mcoll__start(comm, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), &a, sizeof a, \
-                        MCOLL_KEPT_##shape(lower, a), request);                 \
+                        MCOLL_KEPT_##shape(lower, a), moved, request);          \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 

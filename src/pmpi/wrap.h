@@ -87,8 +87,10 @@ static inline int mcoll__nbc_on(MPI_Comm comm) {
 /* Whether an MPI_I* call on comm goes to the progress thread before it runs a step
  * (MCOLL_NBC_HANDOFF): across nodes the host's transport may push a whole message
  * inside the call that posts it (MPICH's UCX over TCP blocks in sendmsg at the
- * wire's pace), which would keep the caller there for the transfer. */
-int mcoll__nbc_handoff(MPI_Comm comm);
+ * wire's pace), which would keep the caller there for the transfer. Calls that
+ * move fewer than MCOLL_NBC_HANDOFF_MIN bytes stay on the caller: a small message
+ * fits the socket's buffer, and the hand-over costs the thread a wake-up. */
+int mcoll__nbc_handoff(MPI_Comm comm, size_t moved);
 
 /* The collectives whose MPI_I* calls and persistent starts try on the caller's stack
  * first (task/task.h: mcoll_task_direct_fn), else NULL. */
@@ -98,10 +100,11 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
 }
 
 /* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
- * copied arrays, or NULL. */
+ * copied arrays, or NULL; moved: the bytes of its first buffer (SIZE_MAX: not known
+ * from the arguments). */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_direct_fn direct,
                                const void *args, size_t bytes, struct mcoll_task_keep *keep,
-                               MPI_Request *req) {
+                               size_t moved, MPI_Request *req) {
   mcoll__tnbc_settle_pending();
   /* (MCOLL_NBC_HANDOFF=1 hands every call to the progress thread; 2 only calls across
    * nodes, which no try takes) */
@@ -111,7 +114,7 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_dire
     if (tried == 1) return mcoll__task_direct_done(err, req);
     if (tried == 0) return mcoll__task_start(comm, rest.fn, rest.args, rest.bytes, keep, req);
   }
-  if (mcoll__nbc_handoff(comm)) mcoll__task_defer_next();
+  if (mcoll__nbc_handoff(comm, moved)) mcoll__task_defer_next();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 

@@ -93,6 +93,8 @@ def test_nbc_mode(flavour, tmp_path):
                 assert positive(r[f"{side}_{key}_us"]), (r["coll"], r["bytes"], side, key)
             # the row's time is post + wait; overlap follows from the medians
             assert r[f"{side}_us"] == r[f"{side}_post_wait_us"]
+            # no progress thread (MCOLL_PROGRESS_THREAD=0): no CPU share of one
+            assert f"{side}_progress_cpu_pct" not in r
             total, pure = r[f"{side}_total_us"], r[f"{side}_post_wait_us"]
             for key, loop in (("overlap_pct", "compute_us"), ("overlap_osu_pct", "compute_in_us")):
                 want = 100 * (1 - (total - r[f"{side}_{loop}"]) / pure)

@@ -54,17 +54,23 @@ def test_openmpi_ranks_not_bound(hosts):  # noqa: F811 (the fixture)
 @pytest.mark.hosts
 @pytest.mark.parametrize("flavour,ranks", [flavour_param(f, "1,1") for f in ("openmpi", "mpich")])
 @pytest.mark.parametrize("coll", ["alltoall", "allreduce", "bcast", "allgather"])
-def test_nbc_moves_while_computing(shaped, flavour, ranks, coll):
+@pytest.mark.parametrize("size", [1 << 20, 1 << 16])
+def test_nbc_moves_while_computing(shaped, flavour, ranks, coll, size):
+    """1 MiB: handed to the progress thread (MCOLL_NBC_HANDOFF); 64 KiB: below
+    MCOLL_NBC_HANDOFF_MIN, posted on the caller, and must move while it computes too
+    (its post takes ~0.2 ms of the 0.5 ms call there: the kernel's work of the first
+    32 KB the tbf burst lets through, bench/records/cluster-overlap-2/)."""
     reps = 8
     result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-overlap"),
-                          ["nbc", coll, 1 << 20, 60, reps], {"MCOLL_PROGRESS_THREAD": "1"},
+                          ["nbc", coll, size, 60, reps], {"MCOLL_PROGRESS_THREAD": "1"},
                           timeout=120, finished=FINISHED)
     got = overlap_line(result, "nbc")
     done, _ = got["done_after_compute"].split("/")
     # complete after computing, with no MPI call in between: the transfer moved
     assert int(done) >= reps - 2, result.describe()
     # the post did not carry the transfer (before: MPICH 1-10 ms of 8.5)
-    assert float(got["post_ms"]) < 0.3 * float(got["blocking_ms"]), result.describe()
+    if size >= 1 << 18:
+        assert float(got["post_ms"]) < 0.3 * float(got["blocking_ms"]), result.describe()
 
 
 @pytest.mark.full

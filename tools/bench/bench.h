@@ -274,6 +274,8 @@ struct result {
     double start_wait[2]; /* persistent: MPI_Start + MPI_Wait; NAN without */
     double overlap[2];    /* % = 100 (1 - (total - compute) / post_wait) */
     double overlap_osu[2]; /* the same with compute_in, as OSU computes it */
+    double progress_pct[2]; /* mcoll's progress thread's CPU time over the overlapped
+                               calls' time, % of a core (slowest rank; NAN: none) */
 };
 
 struct run_info {

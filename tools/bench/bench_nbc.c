@@ -27,6 +27,7 @@
  * MCOLL_PROGRESS_THREAD=0 and =1 and compares them. */
 #include "bench.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +91,46 @@ static long compute_iters_for(double seconds)
     return work < 1 ? 1 : work;
 }
 
-/* Quantities of one side's round, in this order in the sample arrays. */
-enum { Q_BLOCKING, Q_POST_WAIT, Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN, Q_START_WAIT, NQ };
+/* Quantities of one side's round, in this order in the sample arrays (Q_PROGRESS: the
+ * progress thread's CPU share during the overlapped calls). */
+enum { Q_BLOCKING, Q_POST_WAIT, Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN, Q_START_WAIT, Q_PROGRESS, NQ };
+
+/* CPU time (s) of this process's thread named mcoll-progress (mcoll's progress thread)
+ * from its schedstat (ns on a CPU); NAN when there is none. */
+static double progress_thread_cpu(void)
+{
+    static char path[320];
+    if (!path[0]) {
+        DIR *dir = opendir("/proc/self/task");
+        if (!dir)
+            return NAN;
+        for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+            char comm_path[320], name[32] = "";
+            snprintf(comm_path, sizeof comm_path, "/proc/self/task/%s/comm", e->d_name);
+            FILE *f = fopen(comm_path, "r");
+            if (!f)
+                continue;
+            if (fgets(name, sizeof name, f) && strncmp(name, "mcoll-progress", 14) == 0)
+                snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+            fclose(f);
+            if (path[0])
+                break;
+        }
+        closedir(dir);
+        if (!path[0])
+            return NAN;
+    }
+    FILE *f = fopen(path, "r");
+    unsigned long long ns = 0;
+    int got = f ? fscanf(f, "%llu", &ns) : 0;
+    if (f)
+        fclose(f);
+    if (got != 1) {
+        path[0] = '\0'; /* the thread stopped: look again next time */
+        return NAN;
+    }
+    return 1e-9 * (double)ns;
+}
 
 /* Per-call times of one block on this rank, and their summary: the median (default:
  * one preempted call on a loaded node moves an average by its whole slice, and the
@@ -148,8 +187,8 @@ static void post_wait_block(const struct mpi_api *api, const struct row *r, int 
 /* The loop alone (c[0]), post + loop + wait (c[1]) and the loop inside it (c[2]). The
  * loop alone and the overlapped call take turns, so that a change of load on the
  * node hits both alike. */
-static void overlap_blocks(const struct mpi_api *api, const struct row *r, int warmup,
-                           long work, struct calls c[3])
+static double overlap_blocks(const struct mpi_api *api, const struct row *r, int warmup,
+                             long work, struct calls c[3])
 {
     MPI_Request req;
     for (int i = 0; i < warmup; i++) {
@@ -158,6 +197,9 @@ static void overlap_blocks(const struct mpi_api *api, const struct row *r, int w
         bench_wait(api, r, &req);
         api->barrier(r->comm);
     }
+    /* The progress thread sleeps while nothing is pending (the loop alone, the
+     * barriers), so its CPU time over the block is its time during the calls. */
+    double cpu0 = progress_thread_cpu();
     for (int i = 0; i < c[0].n; i++) {
         double start = bench_now();
         compute(work);
@@ -172,6 +214,10 @@ static void overlap_blocks(const struct mpi_api *api, const struct row *r, int w
         c[1].t[i] = bench_now() - start;
         api->barrier(r->comm);
     }
+    double calls = 0;
+    for (int i = 0; i < c[1].n; i++)
+        calls += c[1].t[i];
+    return 100 * (progress_thread_cpu() - cpu0) / calls;
 }
 
 /* MPI_Start + MPI_Wait; false without persistent collectives. Under ASan, MPICH
@@ -237,14 +283,15 @@ static void nbc_round(const struct mpi_api *api, const struct row *r, const stru
     PMPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, r->comm);
     long work = compute_iters_for(v[Q_POST_WAIT]);
     poison(r, o);
-    overlap_blocks(api, r, warmup, work, &c[Q_COMPUTE]); /* Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN */
+    double progress = overlap_blocks(api, r, warmup, work, &c[Q_COMPUTE]); /* Q_COMPUTE, Q_TOTAL, Q_COMPUTE_IN */
     check(api, r, o);
     poison(r, o);
     bool persistent = !o->no_persistent && start_wait_block(api, r, warmup, &c[Q_START_WAIT]);
     if (persistent)
         check(api, r, o);
-    for (int q = Q_COMPUTE; q < NQ; q++)
+    for (int q = Q_COMPUTE; q < Q_PROGRESS; q++)
         v[q] = q == Q_START_WAIT && !persistent ? NAN : calls_summary(&c[q], o);
+    v[Q_PROGRESS] = isnan(progress) ? -1 : progress; /* (MAX over ranks: -1 is none) */
     PMPI_Allreduce(MPI_IN_PLACE, v + Q_COMPUTE, NQ - Q_COMPUTE, MPI_DOUBLE, MPI_MAX, r->comm);
     memcpy(out, v, sizeof v);
     free(store);
@@ -301,6 +348,7 @@ void bench_nbc_row(const struct row *r, const struct options *o, struct result *
         res->start_wait[side] = m[Q_START_WAIT];
         res->overlap[side] = overlap_pct(m[Q_TOTAL], m[Q_COMPUTE], m[Q_POST_WAIT]);
         res->overlap_osu[side] = overlap_pct(m[Q_TOTAL], m[Q_COMPUTE_IN], m[Q_POST_WAIT]);
+        res->progress_pct[side] = m[Q_PROGRESS] < 0 ? NAN : m[Q_PROGRESS];
         memcpy(side ? res->mcoll_samples : res->native_samples,
                samples + (side * NQ + Q_POST_WAIT) * o->rounds, sizeof(double) * o->rounds);
     }

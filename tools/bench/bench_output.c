@@ -45,7 +45,7 @@ static void print_nbc_header(const struct options *o)
     printf(" %7s %7s %7s %6s", "ovl_n%", "ovl_m%", "osu_m%", "pw/b");
     if (BENCH_PERSISTENT)
         printf(" %6s", "sw/b");
-    printf(" %6s\n", "ratio");
+    printf(" %6s %6s %6s\n", "ratio", "pt_n%", "pt_m%");
     fflush(stdout);
 }
 
@@ -60,7 +60,7 @@ static void print_nbc_result(const struct result *s)
            s->post_wait[1] / s->blocking[1]);
     if (BENCH_PERSISTENT)
         printf(" %6.2f", s->start_wait[1] / s->blocking[1]);
-    printf(" %6.2f\n", s->native / s->mcoll);
+    printf(" %6.2f %6.1f %6.1f\n", s->native / s->mcoll, s->progress_pct[0], s->progress_pct[1]);
     fflush(stdout);
 }
 
@@ -280,6 +280,10 @@ static void json_result(FILE *f, const struct result *s, int rounds)
             json_key_number(f, key, s->overlap[i]);
             snprintf(key, sizeof key, "%s_overlap_osu_pct", n);
             json_key_number(f, key, s->overlap_osu[i]);
+            if (!isnan(s->progress_pct[i])) {
+                snprintf(key, sizeof key, "%s_progress_cpu_pct", n);
+                json_key_number(f, key, s->progress_pct[i]);
+            }
         }
     }
     fputs("}", f);
