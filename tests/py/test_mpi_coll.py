@@ -393,9 +393,10 @@ def test_mixed_blocks_recorded(request, flavour):
     for coll in colls:
         counts = report.get(coll, {})
         assert counts.get("calls"), f"no report for {coll}\n{result.describe()}"
-        assert counts["calls"] == counts.get("area", 0) + counts.get("cma", 0) + counts.get("mixed", 0), counts
+        paths = counts.get("area", 0) + counts.get("cma", 0) + counts.get("slot", 0)
+        assert counts["calls"] == paths + counts.get("mixed", 0), counts
         if counts.get("mixed"):
-            blocks = re.search(rf"^mcoll: {coll} mixed blocks: area=(\d+) cma=(\d+)$", result.stderr, re.M)
+            blocks = re.search(rf"^mcoll: {coll} mixed blocks: area=(\d+) cma=(\d+)( slot=\d+)?$", result.stderr, re.M)
             assert blocks and int(blocks.group(1)) > 0 and int(blocks.group(2)) > 0, result.describe()
     assert any(report[c].get("mixed") for c in colls), (
         f"no call mixed paths: {report}\n{result.describe()}")
