@@ -197,12 +197,7 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
 }
 
 void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
-  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
-  for (int i = 0; i < shm->spin; i++) {
-    cpu_relax();
-    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return;
-  }
-  wait_slow(shm, flag, target, 0, NULL, NULL);
+  if (!mcoll__flag_poll(shm, flag, target)) wait_slow(shm, flag, target, 0, NULL, NULL);
 }
 
 int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
@@ -225,12 +220,7 @@ void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint3
 
 int mcoll__flag_wait_unless(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target,
                             int (*stop)(void *), void *stop_arg) {
-  if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
-  for (int i = 0; i < shm->spin; i++) {
-    cpu_relax();
-    if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
-  }
-  return wait_slow(shm, flag, target, 0, stop, stop_arg);
+  return mcoll__flag_poll(shm, flag, target) || wait_slow(shm, flag, target, 0, stop, stop_arg);
 }
 
 void mcoll__wait_until(const struct mcoll_shm *shm, int (*ready)(void *), void *arg) {
