@@ -14,20 +14,35 @@
 #             host, fixed leader, first arrival)
 #   grid      alltoall between nodes, inter.direct against inter.grid_rsend (2√N)
 #             (only with more than one rank per host)
+#   link      mcoll-bench --calibrate natively, 2 ranks on the first host and 1 on the
+#             second (at the first host count, per rate): the link's ping-pong curve,
+#             rate and exchange latency, the machine file of `mcoll model`; the
+#             summary then gives the model's prediction of every blocking row
 #   extra     every mode of $MCOLL_HOSTS_EXTRA_MODES (space-separated) that
 #             `mcoll-bench -h` lists, run as `-m MODE` (hooks for more rows)
 # and writes to --results (default bench/raw/, ignored by git):
 #   <stamp>-hosts-<rate>-<H>x<R>-<flavour>-<job>.txt/.json   each job
-#   <stamp>-hosts.md, <stamp>-hosts.png   one summary table (and mcoll_report.py's
-#                                         tables and plot of the blocking and nbc jobs)
+#   <stamp>-hosts.md      the table of record first: every blocking job, the layouts as
+#                         rows, flavour and rate as columns (tools/bench/hosts_matrix.py),
+#                         then the other jobs' rows and mcoll_report.py's tables
+#   <stamp>-hosts.png     that table's plot (host/mcoll per layout, the rates side by side);
+#                         <stamp>-hosts-report.png: mcoll_report.py's curves
 #   <stamp>-hosts-command.txt             the exact commands
 #
 # usage: bench/run.sh --hosts [--rates "1gbit 10gbit"] [--hosts-n "2 4"] [--per-host "1 2"]
-#                             [--flavours "openmpi mpich"] [--jobs "blocking nbc tnbc apps
-#                             arrival grid extra"] [--rounds N] [--app-rounds N]
+#                             [--flavours "openmpi mpich"] [--jobs "link blocking nbc tnbc
+#                             apps arrival grid extra"] [--rounds N] [--app-rounds N]
 #                             [--colls LIST] [--tnbc-block BYTES] [--no-setup]
 #                             [--job-timeout S] [--build DIR] [--results DIR] [--mtu BYTES]
+#                             [--blocking-sizes "MIN MAX FACTOR"] [--lock FILE]
 #                             [--report-only STAMP]
+#   defaults: every rate, host count, ranks per host and job above; the whole matrix takes
+#   about an hour on 2 cores, so a benchmark of record is usually --jobs blocking (about
+#   20 min) and the other jobs per setting
+#   --lock         run each job under `flock FILE` (env MCOLL_BENCH_LOCK): the lock is held
+#                  one job at a time (set-up, test hosts and reports outside it); with a
+#                  lock the job timeout defaults to 280 s, so no job holds it > 5 min
+#   --blocking-sizes  the blocking jobs' sweep (default "4K 1M 4": 4, 16, 64, 256 KiB, 1 MiB)
 #   --report-only  no jobs: the summary and report of run STAMP's files (a run cut short)
 #   --mtu          the links' MTU (default 9000, jumbo frames: at 1500 the CPU carries six
 #                  times as many packets through the bridge and the peers' stacks, and
@@ -42,7 +57,7 @@ rates="1gbit 10gbit"
 hosts_n="2 4"
 per_host="1 2"
 flavours=""
-jobs="blocking nbc tnbc apps arrival grid extra"
+jobs="link blocking nbc tnbc apps arrival grid extra"
 rounds=7
 app_rounds=7
 colls=bcast,allreduce,allgather,alltoall
@@ -53,6 +68,9 @@ setup=1
 job_timeout=900
 report_only=""
 mtu=9000
+lock=${MCOLL_BENCH_LOCK:-}
+blocking_sizes="4K 1M 4"
+timeout_set=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rates) rates=$2; shift 2 ;;
@@ -67,7 +85,9 @@ while [[ $# -gt 0 ]]; do
     --build) build=$(readlink -f "$2"); shift 2 ;;
     --results) results=$(realpath -m "$2"); shift 2 ;;
     --no-setup) setup=0; shift ;;
-    --job-timeout) job_timeout=$2; shift 2 ;;
+    --job-timeout) job_timeout=$2; timeout_set=1; shift 2 ;;
+    --lock) lock=$2; shift 2 ;;
+    --blocking-sizes) blocking_sizes=$2; shift 2 ;;
     --report-only) report_only=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -79,6 +99,8 @@ if [[ -n $report_only ]]; then
   setup=0
   jobs=""
 fi
+[[ -n $lock && $timeout_set -eq 0 ]] && job_timeout=280
+read -r bmin bmax bfactor <<<"$blocking_sizes"
 export MCOLL_TESTHOSTS_PREFIX=${MCOLL_TESTHOSTS_PREFIX:-mcb}
 export MCOLL_TESTHOSTS_SUBNET=${MCOLL_TESTHOSTS_SUBNET:-10.78.0}
 testhosts=$root/scripts/testhosts.sh
@@ -100,7 +122,7 @@ commands=$results/$stamp-hosts-command.txt
 summary=$results/$stamp-hosts-rows.tsv
 [[ -n $report_only ]] || {
 echo "# bench/run.sh --hosts $stamp on $(hostname), $(nproc) cores; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo none); load $(cut -d' ' -f1-3 /proc/loadavg)" >"$commands"
-echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block mtu=$mtu" >>"$commands"
+echo "# rates=($rates) hosts=($hosts_n) per_host=($per_host) flavours=($flavours) jobs=($jobs) rounds=$rounds app_rounds=$app_rounds colls=$colls tnbc_block=$tnbc_block mtu=$mtu blocking_sizes=($blocking_sizes) lock=${lock:-none}" >>"$commands"
 printf 'setting\tflavour\twhat\tsize\thost\tmcoll\tvalue\n' >"$summary"
 }
 [[ -n $report_only ]] || trap '"$testhosts" down >/dev/null 2>&1 || true' EXIT
@@ -120,12 +142,17 @@ job() {
   local envs=()
   while [[ $1 != -- ]]; do envs+=("$1"); shift; done
   shift
+  # -o: the lock is flock's alone (not inherited), so it ends with the watched job
+  local locked=()
+  [[ -n $lock ]] && locked=(flock -o "$lock")
   local cmd=(env "${envs[@]}" timeout "$job_timeout" "$testhosts" run --mpi "$flavour" --build "$build"
              --ranks "$ranks" "$@")
   printf '%q ' "${cmd[@]}" | sed 's/ $//' >>"$commands"; echo >>"$commands"
   echo "== $name"
   local out=$results/$name.txt status=0
-  "$root/bench/watch_job.sh" "$finalize_grace" "$done_marker" "$out" -- "${cmd[@]}" || status=$?
+  # the machine's load when the job starts (under the lock: the others' suites, not our jobs)
+  [[ -n $lock ]] && locked+=(sh -c 'echo "# $(date -u +%T) load $(cut -d" " -f1-3 /proc/loadavg): $0" >>"$1"; shift; exec "$@"' "$name" "$commands")
+  "${locked[@]}" "$root/bench/watch_job.sh" "$finalize_grace" "$done_marker" "$out" -- "${cmd[@]}" || status=$?
   if ((status == 75)); then
     echo "hosts.sh: $name: the host MPI hung in MPI_Finalize after the results; ended" | tee -a "$out" >&2
     finalize_hangs+=("$name")
@@ -165,6 +192,13 @@ fi
 for rate in $rates; do
   for n in $hosts_n; do
     "$testhosts" up --qdisc "tbf rate $rate burst $(burst_for "$rate") latency 50ms" --mtu "$mtu" "$n" >/dev/null
+    if wants link && [[ $n == "${hosts_n%% *}" ]]; then
+      for flavour in $flavours; do
+        setting="$rate link" ranks=2,1
+        job "$stamp-hosts-$rate-link-$flavour" -- --native "$build/$flavour/bin/mcoll-bench" --calibrate \
+          -r "$rounds" -T 20 -o "$results/$stamp-hosts-$rate-link-$flavour.json" || true
+      done
+    fi
     for r in $per_host; do
       ranks=$(printf "$r,%.0s" $(seq "$n")); ranks=${ranks%,}
       for flavour in $flavours; do
@@ -173,7 +207,8 @@ for rate in $rates; do
         bench=$build/$flavour/bin/mcoll-bench
         sweep=(-b 64K -e 1M -f 16 -r "$rounds")
         if wants blocking && job "$(basename "$base")-blocking" MCOLL_PROGRESS_THREAD=0 -- \
-             "$bench" -m latency -C "$colls" "${sweep[@]}" -o "$base-blocking.json"; then
+             "$bench" -m latency -C "$colls" -b "$bmin" -e "$bmax" -f "$bfactor" -r "$rounds" \
+             -o "$base-blocking.json"; then
           tag_json "$base-blocking.json" "$flavour $setting"; jsons+=("$base-blocking.json")
         fi
         if wants nbc && job "$(basename "$base")-nbc" MCOLL_PROGRESS_THREAD=1 MCOLL_VERBOSE=1 -- \
@@ -256,7 +291,25 @@ md=$results/$stamp-hosts.md
   echo
   echo "Test hosts on links shaped by tbf (a 50 ms queue); $(head -1 "$commands" | sed 's/^# //')."
   echo
-  echo "## Summary"
+  blocking_jsons=("$results/$stamp"-hosts-*-blocking.json)
+  if [[ -s ${blocking_jsons[0]} ]]; then
+    echo "## Blocking collectives, host MPI against mcoll (latency mode)"
+    echo
+    echo "Median time per call of the slowest rank over $rounds alternating rounds, host / mcoll;" \
+         "ratio host/mcoll (> 1: mcoll faster). Plot: $stamp-hosts.png."
+    echo
+    python3 "$root/tools/bench/hosts_matrix.py" "${blocking_jsons[@]}" --png "$results/$stamp-hosts.png" ||
+      echo "(hosts_matrix.py failed)"
+    echo
+    if compgen -G "$results/$stamp-hosts-*-link-*.json" >/dev/null; then
+      echo "## The model against mcoll's rows (mcoll model, the link this run calibrated)"
+      echo
+      python3 "$root/tools/bench/hosts_matrix.py" --model "${blocking_jsons[@]}" ||
+        echo "(hosts_matrix.py --model failed)"
+      echo
+    fi
+  fi
+  echo "## Other jobs"
   echo
   python3 - "$summary" <<'EOF'
 import csv, sys
@@ -275,7 +328,7 @@ EOF
 } >"$md"
 if [[ ${#jsons[@]} -gt 0 ]]; then
   python3 "$root/tools/py/mcoll_report.py" "${jsons[@]}" --md "$results/$stamp-hosts-report.md" \
-    --png "$results/$stamp-hosts.png" && { echo; cat "$results/$stamp-hosts-report.md"; } >>"$md"
+    --png "$results/$stamp-hosts-report.png" && { echo; cat "$results/$stamp-hosts-report.md"; } >>"$md"
 fi
 cat "$md"
 echo

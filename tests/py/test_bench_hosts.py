@@ -65,3 +65,38 @@ def test_watch_job_keeps_the_status_of_a_job_that_ends(tmp_path):
                             timeout=30)
     assert failed.returncode == 3
     assert out.read_text() == "partial\n"
+
+
+MATRIX = ROOT / "tools" / "bench" / "hosts_matrix.py"
+
+
+def _blocking(path, rows):
+    path.write_text(json.dumps({"mode": "latency", "results": [
+        {"coll": c, "bytes": b, "native_us": n, "mcoll_us": m} for c, b, n, m in rows]}))
+
+
+def test_matrix_puts_layouts_in_rows_and_rates_side_by_side(tmp_path):
+    stamp = "20260101-0000"
+    _blocking(tmp_path / f"{stamp}-hosts-1gbit-4x2-openmpi-blocking.json",
+              [("bcast", 65536, 1000.0, 500.0), ("bcast", 1048576, 9000.0, 9000.0)])
+    _blocking(tmp_path / f"{stamp}-hosts-10gbit-4x2-openmpi-blocking.json",
+              [("bcast", 65536, 300.0, 600.0)])
+    _blocking(tmp_path / f"{stamp}-hosts-1gbit-2x1-mpich-blocking.json",
+              [("bcast", 65536, 520.0, 520.0)])
+    files = sorted(tmp_path.glob("*-blocking.json"))
+    result = subprocess.run(["python3", MATRIX, *files, "--png", tmp_path / "m.png"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == ("| hosts x ranks | coll | size | openmpi 1gbit: host / mcoll µs, ratio | "
+                        "openmpi 10gbit: host / mcoll µs, ratio | mpich 1gbit: host / mcoll µs, ratio | "
+                        "mpich 10gbit: host / mcoll µs, ratio |")
+    assert "| 4x2 | bcast | 64 KiB | 1000 / 500, **2.00** | 300 / 600, **0.50** | - | - |" in lines
+    assert "| 2x1 | bcast | 64 KiB | - | - | 520 / 520, **1.00** | - |" in lines
+    assert lines[-1].startswith("| all rows | | | median 1.50, mcoll faster in 1, slower in 0 of 2 |")
+    assert (tmp_path / "m.png").stat().st_size > 1000
+
+
+def test_lock_and_sizes_are_options():
+    text = subprocess.run([RUN, "--hosts", "--help"], capture_output=True, text=True, timeout=30).stdout
+    assert "--lock" in text and "--blocking-sizes" in text and "280 s" in text
