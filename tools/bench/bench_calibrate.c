@@ -608,6 +608,7 @@ static void write_level(FILE *f, const char *name, const double *t, bool last)
 struct calibration {
     int nprocs, cpus, rejected, rounds;
     int nodes;                  /* hosts the job spans (1: fake nodes at most) */
+    int shared_cores;           /* the hosts run on one kernel (test hosts): they share its cores */
     double link[LINK_POINTS];   /* to another host: ping-pong one way, stream, step; s */
     long llc;
     double cma_pair, fold[NFOLD_SIZES];
@@ -627,8 +628,11 @@ static void write_machine(FILE *f, const struct run_info *ri, const struct calib
     fputs("  \"mpi\": ", f);
     bench_json_string(f, ri->mpi_version);
     fprintf(f, ",\n  \"topology\": {\"nodes\": %d, \"ranks_per_node\": %d, \"cores_per_node\": %d, "
-               "\"sockets_per_node\": 1, \"llc_bytes\": %ld},\n",
+               "\"sockets_per_node\": 1, \"llc_bytes\": %ld",
             c->nodes, c->nprocs, c->cpus, c->llc);
+    if (c->shared_cores)    /* every node's ranks compete for these cores (mcoll model) */
+        fprintf(f, ", \"machine_cores\": %d", c->cpus);
+    fputs("},\n", f);
     fputs("  \"levels\": {\n", f);
     write_level(f, "core", c->pp[0], false);
     if (!isnan(c->pp[1][0]))
@@ -835,6 +839,24 @@ static void measure_link(MPI_Comm pair, int rank, const struct options *o, doubl
 
 enum { HOST_NAME_BYTES = 64 };
 
+/* Whether every rank runs on one kernel: the same boot id (network namespaces share
+ * it), so hosts that differ by name still share the machine's cores. */
+static int one_kernel(MPI_Comm comm)
+{
+    char id[HOST_NAME_BYTES] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    int known = f && fgets(id, sizeof id, f) != NULL;
+    if (f)
+        fclose(f);
+    char lo[HOST_NAME_BYTES], hi[HOST_NAME_BYTES];
+    int all_known;
+    PMPI_Allreduce(&known, &all_known, 1, MPI_INT, MPI_MIN, comm);
+    /* the same id everywhere: its bytewise minimum and maximum agree */
+    PMPI_Allreduce(id, lo, HOST_NAME_BYTES, MPI_UNSIGNED_CHAR, MPI_MIN, comm);
+    PMPI_Allreduce(id, hi, HOST_NAME_BYTES, MPI_UNSIGNED_CHAR, MPI_MAX, comm);
+    return all_known && memcmp(lo, hi, HOST_NAME_BYTES) == 0;
+}
+
 /* The hosts of the job by host name: how many, whether this rank shares rank 0's,
  * and the first rank of another host (-1: one host). */
 static int job_hosts(MPI_Comm comm, int nprocs, int *same_as_0, int *remote)
@@ -870,6 +892,7 @@ void bench_calibrate(const struct run_info *ri, const struct options *o, MPI_Com
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &nprocs);
     struct calibration link = {.nodes = job_hosts(comm, nprocs, &on_host0, &remote)};
+    link.shared_cores = link.nodes > 1 && one_kernel(comm);
     for (int i = 0; i < LINK_POINTS; i++)
         link.link[i] = NAN;
     if (link.nodes > 1) {
@@ -901,7 +924,8 @@ static void calibrate_node(const struct run_info *ri, const struct options *o, M
     if (nprocs < 2)
         bench_usage_exit("--calibrate needs at least 2 ranks on rank 0's host (ranks 0 and 1 on one node)");
     struct calibration c = {.nprocs = nprocs, .cpus = ncpus(), .rounds = o->rounds,
-                            .cma_pair = NAN, .nodes = link->nodes};
+                            .cma_pair = NAN, .nodes = link->nodes,
+                            .shared_cores = link->shared_cores};
     memcpy(c.link, link->link, sizeof c.link);
     for (int i = 0; i < NCMA_SIZES; i++)
         c.cma[i] = NAN;

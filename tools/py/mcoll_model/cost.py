@@ -158,6 +158,21 @@ def node_cost(coll, alg, machine, nbytes, table=None, corrected=True, mode="late
     return t
 
 
+def inter_steps(terms, env):
+    """The dependent steps of an inter-node algorithm: its messages one after the other
+    (net), its exchange rounds (net_x), and for an exchange of all with all (net_a2a)
+    one per other node, each of which must have run."""
+    steps = 0.0
+    for term in terms:
+        if term[0] == "overlap":
+            steps += max(inter_steps(term[1], env), inter_steps(term[2], env))
+        elif term[0] in ("net", "net_x"):
+            steps += evaluate(term[1], env)
+        elif term[0] == "net_a2a":
+            steps += env["N"] - 1
+    return steps
+
+
 def costs(coll, machine, nbytes, table=None):
     """Every (node algorithm, inter-node algorithm) with its predicted time in µs, cheapest
     first; the inter-node algorithm is None on one node."""
@@ -175,8 +190,11 @@ def costs(coll, machine, nbytes, table=None):
         if not inter:
             out.append((t_node, alg, None))
             continue
+        wait = machine.shared_step_wait_us()
         for ialg, ientry in inter.items():
             t_inter = terms_us(ientry["terms"], machine, env)
+            if wait:    # nodes sharing oversubscribed cores: each step waits for its peer
+                t_inter += wait * inter_steps(ientry["terms"], env)
             total = max(t_node, t_inter) if ientry.get("overlap") else t_node + t_inter
             out.append((total + extra, alg, ialg))
     out.sort(key=lambda x: x[0])

@@ -10,7 +10,10 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
         "ranks_per_node": r,        # MPI ranks on each node
         "cores_per_node": C,        # r > C: oversubscribed, a synchronisation costs a scheduler turn
         "sockets_per_node": S,
-        "llc_bytes": B              # last-level cache shared by the ranks of a socket
+        "llc_bytes": B,             # last-level cache shared by the ranks of a socket
+        "machine_cores": M          # the nodes share one machine's M cores (test hosts:
+                                    # --calibrate writes it when every host runs on one
+                                    # kernel); absent: each node has its own cores
       },
       "levels": {                   # ping-pong alpha/beta per level of the hierarchy (calibrated)
         "core":   {"alpha_us": a, "GBps": b},   # two ranks on one core
@@ -46,7 +49,11 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
                                     # against one alone (or "cross_slowdown": [[c, f], ...])
         "fold_GBps": b,             # reduction (sum of doubles) reading two inputs, one core
         "fold_curve": {"sizes": [...], "GBps": [...]},   # the same by size (calibrated)
-        "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0
+        "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0,
+        "shared_step_us": w         # with machine_cores and more ranks P than those M
+                                    # cores: a step between nodes waits w (1 - M/P) for
+                                    # its peer to be scheduled (busy-polling ranks hold a
+                                    # core until preempted); fitted, see shared_step_wait_us
       },
       "net": {                      # between nodes (host MPI point-to-point)
         "alpha_us": a, "nic_MBps": b,      # latency, one-way bandwidth of a node's NIC
@@ -88,6 +95,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"
 
+# A step between test hosts when their ranks oversubscribe the machine they share: fitted
+# to the cluster benchmark's rows up to 16 KiB at 2x2, 4x1 and 4x2 ranks on 2 cores, 1 Gbit/s
+# (bench/records/cluster-4/: the median over those rows of (measured - the model without it)
+# / (steps (1 - M/P)); about 1.4 scheduler ticks at HZ=250).
+SHARED_STEP_US = 5400.0
+
+
 # Uncalibrated defaults: numbers of the order of this project's 2-core test machine
 # (docs/architecture.md, the machine: single copy ~10 GB/s, a flag hand-off ~0.1 µs, a scheduler turn ~5 µs).
 DEFAULTS = {
@@ -98,7 +112,8 @@ DEFAULTS = {
     "node": {"sync_us": 0.1, "sched_turn_us": 5.0, "memcpy_GBps": 10.0,
              "cache_copy_GBps": 25.0, "mem_GBps": [[1, 10.0], [2, 16.0], [4, 20.0]],
              "cma_call_us": 0.5, "cma_GBps": 10.0, "fold_GBps": 8.0,
-             "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0},
+             "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0,
+             "shared_step_us": SHARED_STEP_US},
     "net": {"alpha_us": 2.0, "nic_MBps": 10000, "switch_radix": 16, "hops": 3,
             "packet_bits": 256, "cycle_ns": 3.2},
 }
@@ -355,6 +370,18 @@ class Machine:
         return count * alpha + nbytes / (gbps * 1e3)
 
     # -- network ------------------------------------------------------------------
+    def shared_step_wait_us(self):
+        """What a dependent step between nodes waits for its peer to run when the nodes
+        share one machine's cores (topology.machine_cores: test hosts) and the job's P
+        ranks outnumber them: the host MPIs busy-poll, so a waiting rank keeps its core
+        until the scheduler preempts it; the peer is off a core with the share 1 - M/P
+        and then waits for a slice (shared_step_us). 0 otherwise."""
+        cores = self.topo.get("machine_cores")
+        ranks = self.topo["nodes"] * self.topo["ranks_per_node"]
+        if not cores or self.topo["nodes"] < 2 or ranks <= cores:
+            return 0.0
+        return self.node.get("shared_step_us", SHARED_STEP_US) * (1.0 - cores / ranks)
+
     def net_beta_us(self):
         return 1.0 / self.net["nic_MBps"]           # µs per byte
 
