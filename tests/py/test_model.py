@@ -508,3 +508,75 @@ def test_builtin_rules_between_nodes_follow_the_calibrated_link():
                    calibrated_tolerance=T.BUILTIN_CALIBRATED_TOLERANCE)
     assert [e for e in plain["rules"] if e["level"] == "inter"] != \
         [e for e in doc["rules"] if e["level"] == "inter"]
+
+
+def _shared(machine_cores, nodes, per_node):
+    m = M.load("testhosts_1gbit", nodes=nodes, ranks_per_node=per_node)
+    if machine_cores:
+        m.data["topology"]["machine_cores"] = machine_cores
+    return m
+
+
+def test_test_hosts_sharing_cores_wait_a_slice_per_step():
+    """Test hosts share one machine's cores (topology.machine_cores): with more ranks than
+    those, each dependent step between nodes waits for its peer to be scheduled,
+    SHARED_STEP_US (1 - M/P); with ranks <= cores, or without machine_cores, no change."""
+    for coll in ("bcast", "allreduce", "allgather", "alltoall"):
+        for n in (8, 4096, 1 << 20):
+            assert cost.choose(coll, _shared(2, 2, 1), n) == cost.choose(coll, _shared(None, 2, 1), n)
+    assert _shared(2, 4, 1).shared_step_wait_us() == pytest.approx(M.SHARED_STEP_US * 0.5)
+    assert _shared(2, 4, 2).shared_step_wait_us() == pytest.approx(M.SHARED_STEP_US * 0.75)
+    assert _shared(None, 4, 2).shared_step_wait_us() == 0.0
+    # bcast of 4 KiB over 4 nodes: binomial, 2 steps; allgather's ring: 3
+    t, _, inter = cost.choose("bcast", _shared(2, 4, 1), 4096)
+    assert inter == "binomial"
+    assert t == pytest.approx(cost.choose("bcast", _shared(None, 4, 1), 4096)[0] + 2 * 0.5 * M.SHARED_STEP_US)
+    t, _, _ = cost.choose("allgather", _shared(2, 4, 1), 4096)
+    assert t == pytest.approx(cost.choose("allgather", _shared(None, 4, 1), 4096)[0] + 3 * 0.5 * M.SHARED_STEP_US)
+
+
+def test_shared_cores_choose_fewer_steps_between_nodes():
+    """Priced by steps, an oversubscribed shared machine prefers the inter-node algorithm
+    with fewer dependent steps: bcast of 64 KiB at 4 nodes binomial (2 steps) rather than
+    scatter-allgather (5); alltoall never grid_rsend (its control rounds add steps)."""
+    assert cost.choose("bcast", _shared(None, 4, 1), 65536)[2] == "scatter_allgather"
+    assert cost.choose("bcast", _shared(2, 4, 1), 65536)[2] == "binomial"
+    for per in (1, 2):
+        for n in (16384, 32768, 65536, 262144):
+            assert cost.choose("alltoall", _shared(2, 4, per), n)[2] == "direct"
+
+
+def test_the_model_predicts_the_recorded_4_host_rows_better_with_the_shared_cores(tmp_path):
+    """bench/records/cluster-4/runs.json: the cluster benchmark's blocking jobs at 1 and 10
+    Gbit/s, 2 and 4 hosts x 1 and 2 ranks, both MPIs, with the link each rate and MPI
+    calibrated in the same run (which found the hosts on one kernel: machine_cores 2).
+    Over the oversubscribed jobs (4 and 8 ranks on the 2 cores) the model without the
+    shared cores is off by a median 95% (10 of 240 rows within 20%); with them by 49% (46
+    rows within 20%): not the 20% of issue 24, these rows are scheduler-bound. The jobs
+    at ranks <= cores do not change and stay within 20% (each job's median)."""
+    import statistics
+    from mcoll_model import compare as C
+    runs = json.loads((ROOT / "bench" / "records" / "cluster-4" / "runs.json").read_text())["runs"]
+    assert {(r["hosts"], r["per_host"]) for r in runs} == {(2, 1), (2, 2), (4, 1), (4, 2)}
+    assert {r["mpi"] for r in runs} == {"openmpi", "mpich"}
+    errs = {"with": [], "without": [], "bound": []}
+    for run in runs:
+        assert run["link"]["topology"]["machine_cores"] == 2, run["run"]
+        for key in ("with", "without"):
+            link = dict(run["link"], topology=dict(run["link"]["topology"]))
+            if key == "without":
+                del link["topology"]["machine_cores"]
+            lp, cp = tmp_path / "link.json", tmp_path / "cluster.json"
+            lp.write_text(json.dumps(link))
+            cp.write_text(json.dumps(run["cluster"]))
+            _, _, rows = C.compare(lp, cp, nodes=run["hosts"])
+            e = [abs(r["error"]) for r in rows]
+            if run["hosts"] * run["per_host"] > 2:
+                errs[key] += e
+            elif key == "with":
+                errs["bound"].append(statistics.median(e))
+    assert len(errs["with"]) == len(errs["without"]) == 240
+    assert statistics.median(errs["without"]) > 0.9
+    assert statistics.median(errs["with"]) < 0.55
+    assert sum(e <= 0.2 for e in errs["with"]) > 3 * sum(e <= 0.2 for e in errs["without"])
+    assert max(errs["bound"]) <= 0.2, errs["bound"]

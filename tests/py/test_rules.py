@@ -27,6 +27,27 @@ FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 
 # ---- the generator (pure Python) ----
 
+def test_no_rule_and_no_measured_link_chooses_grid_rsend():
+    """grid_rsend (2√N alltoall) lost to direct at 4 test hosts x 2 ranks at every size
+    measured, 1 and 10 Gbit/s, both MPIs (bench/records/cluster-4/, grid-alltoall/): the
+    built-in rules never name it, and neither does the model's choice between nodes on
+    any link recorded there (the hosts sharing 2 cores, as measured, or not)."""
+    builtin = json.loads(tune.json_from_c(BUILTIN_C.read_text()))
+    assert "grid_rsend" not in {r["alg"] for r in builtin["rules"]}
+    runs = json.loads((ROOT / "bench" / "records" / "cluster-4" / "runs.json").read_text())["runs"]
+    links = {(r["rate"], r["mpi"]): r["link"] for r in runs}
+    assert len(links) == 4
+    for link in links.values():
+        for shared in (True, False):
+            m = M.Machine(M._merge(M.DEFAULTS, link))
+            if not shared:
+                m.topo.pop("machine_cores", None)
+            for nodes, per in ((2, 2), (4, 2), (4, 1), (8, 1)):
+                m.topo.update(nodes=nodes, ranks_per_node=per)
+                for n in (8, 4096, 16384, 32768, 65536, 262144, 1 << 20):
+                    assert cost.choose("alltoall", m, n)[2] == "direct", (nodes, per, n, shared)
+
+
 def test_builtin_rules_are_what_the_generator_makes():
     """The checked-in C file is `mcoll tune --c` of the checked-in cost table and
     machine file (regenerate: bin/mcoll tune --c src/coll/rules_builtin.c)."""
