@@ -27,6 +27,29 @@ FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 
 # ---- the generator (pure Python) ----
 
+def test_tune_with_a_test_host_link_chooses_fewer_steps(tmp_path):
+    """`mcoll tune --net LINK` with a link calibrated on test hosts (machine_cores: the
+    hosts share 2 cores) prices each step's wait for a scheduler slice: at 3-4 nodes bcast
+    stays binomial and allreduce recursive doubling up to MiBs (forced at 4x1 they won 10
+    of 12 rows against scatter-allgather and Rabenseifner at 16-256 KiB,
+    bench/records/cluster-4/); the same link without machine_cores switches at ~5 KiB."""
+    runs = json.loads((ROOT / "bench" / "records" / "cluster-4" / "runs.json").read_text())["runs"]
+    link = next(r["link"] for r in runs if r["rate"] == "1gbit" and r["mpi"] == "openmpi")
+    assert link["topology"]["machine_cores"] == 2
+    separate = json.loads(json.dumps(link))
+    del separate["topology"]["machine_cores"]
+    (tmp_path / "shared.json").write_text(json.dumps(link))
+    (tmp_path / "separate.json").write_text(json.dumps(separate))
+
+    def first_bytes(net, coll, alg):
+        doc = tune.tune("here", (1,), (2, 4), colls=[coll], tolerance=0.0, prior=None, net=str(net))
+        return min(r["bytes"][0] for r in doc["rules"]
+                   if r["level"] == "inter" and r["nodes"][1] == 4 and r["alg"] == alg)
+    for coll, alg in (("bcast", "scatter_allgather"), ("allreduce", "rabenseifner")):
+        assert first_bytes(tmp_path / "separate.json", coll, alg) < 8192
+        assert first_bytes(tmp_path / "shared.json", coll, alg) > 1 << 20
+
+
 def test_no_rule_and_no_measured_link_chooses_grid_rsend():
     """grid_rsend (2√N alltoall) lost to direct at 4 test hosts x 2 ranks at every size
     measured, 1 and 10 Gbit/s, both MPIs (bench/records/cluster-4/, grid-alltoall/): the

@@ -173,6 +173,14 @@ def inter_steps(terms, env):
     return steps
 
 
+def inter_us(entry, machine, env):
+    """An inter-node algorithm's time: its terms, and on nodes that share oversubscribed
+    cores each dependent step's wait for its peer (machine.shared_step_wait_us)."""
+    t = terms_us(entry["terms"], machine, env)
+    wait = machine.shared_step_wait_us()
+    return t + wait * inter_steps(entry["terms"], env) if wait else t
+
+
 def costs(coll, machine, nbytes, table=None):
     """Every (node algorithm, inter-node algorithm) with its predicted time in µs, cheapest
     first; the inter-node algorithm is None on one node."""
@@ -190,11 +198,8 @@ def costs(coll, machine, nbytes, table=None):
         if not inter:
             out.append((t_node, alg, None))
             continue
-        wait = machine.shared_step_wait_us()
         for ialg, ientry in inter.items():
-            t_inter = terms_us(ientry["terms"], machine, env)
-            if wait:    # nodes sharing oversubscribed cores: each step waits for its peer
-                t_inter += wait * inter_steps(ientry["terms"], env)
+            t_inter = inter_us(ientry, machine, env)
             total = max(t_node, t_inter) if ientry.get("overlap") else t_node + t_inter
             out.append((total + extra, alg, ialg))
     out.sort(key=lambda x: x[0])

@@ -58,7 +58,7 @@ def _node_regrets(table, coll, m, n, modes):
 
 def _inter_costs(table, coll, m, n):
     env = cost.environment(m, coll, n)
-    return {alg: cost.terms_us(e["terms"], m, env) for alg, e in table["inter"][coll].items()}
+    return {alg: cost.inter_us(e, m, env) for alg, e in table["inter"][coll].items()}
 
 
 PRIOR = Path(__file__).resolve().parent / "rules_prior.json"
@@ -191,7 +191,10 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             return None
         return lambda n: prior_pick(prior_rules, coll, level, n, count, pinned)
     base = M.load(machine)
-    net_section = M.load(net).net if net else None
+    net_machine = M.load(net) if net else None
+    net_section = net_machine.net if net else None
+    # a link calibrated on test hosts that share one machine's cores prices that too
+    shared_cores = net_machine.topo.get("machine_cores") if net else None
     inter_tolerance = net_tolerance if net and net_tolerance is not None else tolerance
     rules = []
     for coll in colls or list(table["node"]):
@@ -225,6 +228,8 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             m = M.load(machine, nodes=N, ranks_per_node=r)
             if net_section:
                 m.net = m.data["net"] = dict(net_section)
+            if shared_cores:
+                m.topo["machine_cores"] = shared_cores
             for blo, bhi, alg in _ranges(lambda n, m=m: _inter_costs(table, coll, m, n), inter_tolerance,
                                          prior_for(coll, "inter", N)):
                 rules.append({"coll": coll, "level": "inter", "bytes": [blo, bhi],
