@@ -272,7 +272,8 @@ def test_bcast_push_multihost(hosts, request, flavour, ranks):
 def test_calibrate_measures_the_link_between_hosts(hosts, tmp_path, flavour, ranks):
     """mcoll-bench --calibrate across 2 hosts (few rounds) writes the link's net section:
     ping-pong and back-to-back curves at the same 14 sizes, the rate, the exchange; the
-    model loads it and prices no message below its bytes at that rate."""
+    model loads it and prices no message below its bytes at that rate; the hosts found on
+    one kernel (machine_cores)."""
     import json
     import sys
     sys.path.insert(0, str(ROOT / "tools" / "py"))
@@ -286,6 +287,8 @@ def test_calibrate_measures_the_link_between_hosts(hosts, tmp_path, flavour, ran
     data = json.loads(out.read_text())
     net = data["net"]
     assert data["topology"]["nodes"] == 2
+    # test hosts are namespaces of one kernel: the calibration says they share its cores
+    assert data["topology"]["machine_cores"] == data["topology"]["cores_per_node"] == os.cpu_count()
     sizes = net["link_curve"]["sizes"]
     assert len(sizes) == 14 and sizes == net["stream_curve"]["sizes"] and sizes[-1] == 4 << 20
     assert all(t > 0 for t in net["link_curve"]["us"] + net["stream_curve"]["us"])
