@@ -117,7 +117,8 @@
                                                  nbc ? &host : request);        \
     if (!nbc) return err;                                                       \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__persistent_make(err, &host, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), \
+    return mcoll__persistent_make(err, &host, lower##_task,                     \
+                                  mcoll__persistent_direct_of(MCOLL_COLL_##UPPER), \
                                   &a, sizeof a,                                 \
                                   offsetof(struct mcoll_mpi_##lower##_args, comm), \
                                   MCOLL_KEPT_##shape(lower, a), request);       \

@@ -105,6 +105,13 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
                                      : NULL;
 }
 
+/* A persistent request's try: not reduce's, whose start + wait measured 1.14x the
+ * blocking call with it and 1.10x without (its duplicate communicator's lines:
+ * bench/records/nbc-overhead-4/). */
+static inline mcoll_task_direct_fn mcoll__persistent_direct_of(enum mcoll_coll coll) {
+  return coll == MCOLL_COLL_REDUCE ? NULL : mcoll__direct_of(coll);
+}
+
 /* The context a try on the caller's stack runs on (ctx, a persistent request's, or
  * comm's), or NULL: only one that runs tasks already (the ranks agreed at an
  * earlier call), so that the call is the one a task would run. A try that takes
