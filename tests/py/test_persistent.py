@@ -134,7 +134,8 @@ def test_barrier_early(flavour, np):
                 in result.stdout, result.describe()
 
 
-@pytest.mark.parametrize("flavour,np", params((2,), (3,)))
+@pytest.mark.parametrize("flavour,np", params((2,)) + [
+    pytest.param(*case.values, marks=[*case.marks, pytest.mark.full], id=case.id) for case in params((3,))])
 def test_rooted_early(flavour, np):
     """MPI_Ibcast, MPI_Ireduce and their persistent forms, which mcoll runs on the
     caller's stack when the peers are there: right results at every root and
