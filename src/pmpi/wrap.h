@@ -105,8 +105,8 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
                                      : NULL;
 }
 
-/* A persistent request's try: not reduce's, whose start + wait measured 1.14x the
- * blocking call with it and 1.10x without (its duplicate communicator's lines:
+/* A persistent request's try: not reduce's, whose start + wait measured slower with
+ * it than with the task (on the request's own duplicate communicator:
  * bench/records/nbc-overhead-4/). */
 static inline mcoll_task_direct_fn mcoll__persistent_direct_of(enum mcoll_coll coll) {
   return coll == MCOLL_COLL_REDUCE ? NULL : mcoll__direct_of(coll);
