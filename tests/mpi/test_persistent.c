@@ -31,7 +31,8 @@
  *                    0's post returns at once, its wait ends after rank 1 posted)
  *
  *   rooted-early     MPI_Ibcast and MPI_Ireduce and their persistent forms (mcoll
- *                    runs small ones on the caller's stack when the peers are there):
+ *                    runs small I-calls and bcast starts on the caller's stack when
+ *                    the peers are there, persistent reduces as tasks):
  *                    every root, 1 and 100 elements, MPI_IN_PLACE at a reduce's root,
  *                    results checked; three calls in flight at once; each rank in
  *                    turn posts, then sends 1 MiB that the others receive before
