@@ -66,6 +66,19 @@ static inline int mcoll__adapt_class_of(size_t bytes) {
   return bits < MCOLL_ADAPT_CLASSES ? bits : MCOLL_ADAPT_CLASSES - 1;
 }
 
+/* What a task runs (an MPI_I* call, a persistent start, or their try on the caller's
+ * stack): the class's kept algorithm where it may run for these facts, else alg;
+ * nothing counted or timed. (No epoch check: a blocking call resets the class.) */
+static inline int mcoll__adapt_kept(const struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes,
+                                    int alg, const struct mcoll_facts *facts) {
+  const struct mcoll_adapt_coll *a = mcoll__cfg.ADAPT ? c->adapt[coll] : NULL;
+  if (!a) return alg;
+  const struct mcoll_adapt_class *k = &a->cls[mcoll__adapt_class_of(bytes)];
+  if (k->kept < 0 || k->kept == alg) return alg;
+  unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;
+  return (needs & ~facts->holds) ? alg : k->kept;
+}
+
 /* The algorithm a blocking call runs: `alg` (the rules' or thresholds' choice for the
  * call's facts) unless the class keeps another one that may run for these facts, or
  * a round times another candidate now. reach: the algorithms (bits by index) worth
@@ -78,17 +91,10 @@ static inline int mcoll__adapt_pick(struct mcoll_comm *c, enum mcoll_coll coll, 
   if (!mcoll__cfg.ADAPT) return alg;
   struct mcoll_adapt_coll *a = c->adapt[coll];
   if (!a) return mcoll__adapt_step(c, coll, bytes, alg, facts, reach, call);
+  if (mcoll__in_task()) return mcoll__adapt_kept(c, coll, bytes, alg, facts);
   struct mcoll_adapt_class *k = &a->cls[mcoll__adapt_class_of(bytes)];
-  if (mcoll__in_task()) { /* (no epoch check: a blocking call resets the class) */
-    if (k->kept < 0 || k->kept == alg) return alg;
-    unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;
-    return (needs & ~facts->holds) ? alg : k->kept;
-  }
-  if (++k->calls < k->next && k->epoch == mcoll__cfg.epoch) {
-    if (k->kept < 0 || k->kept == alg) return alg;
-    unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;
-    return (needs & ~facts->holds) ? alg : k->kept;
-  }
+  if (++k->calls < k->next && k->epoch == mcoll__cfg.epoch)
+    return mcoll__adapt_kept(c, coll, bytes, alg, facts);
   k->calls--; /* (counted again by the slow path) */
   return mcoll__adapt_step(c, coll, bytes, alg, facts, reach, call);
 }

@@ -21,14 +21,10 @@ static int barrier_rest_task(const void *args) {
   return mcoll__barrier_finish(r.c, r.seq);
 }
 
-/* Only on a context that runs tasks already (the ranks agreed at an earlier call):
- * then it is the call a task would run, numbered as a task is. */
 int mcoll__barrier_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err) {
   const struct mcoll_mpi_barrier_args *a = args;
-  struct mcoll_comm *c = ctx;
-  int exists = 0;
-  if (!c) c = mcoll__comm_find(a->comm, &exists);
-  if (!c || c->nbc != MCOLL_NBC_YES) return -1;
+  struct mcoll_comm *c = mcoll__direct_context(a->comm, ctx);
+  if (!c) return -1;
   unsigned number = c->tasks_entered;
   uint32_t seq = 0;
   int tried = mcoll__barrier_try(c, &seq);

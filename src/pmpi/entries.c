@@ -117,7 +117,8 @@
                                                  nbc ? &host : request);        \
     if (!nbc) return err;                                                       \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__persistent_make(err, &host, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), \
+    return mcoll__persistent_make(err, &host, lower##_task,                     \
+                                  mcoll__persistent_direct_of(MCOLL_COLL_##UPPER), \
                                   &a, sizeof a,                                 \
                                   offsetof(struct mcoll_mpi_##lower##_args, comm), \
                                   MCOLL_KEPT_##shape(lower, a), request);       \
@@ -141,7 +142,8 @@
 #define MCOLL_MOVED_OP(name)
 #define MCOLL_MOVED_COMM(name)
 #define MCOLL_MOVED_FN(lower, UPPER)                                            \
-  static size_t lower##_moved(const struct mcoll_mpi_##lower##_args *a) {      \
+  static size_t lower##_moved(const void *args) {                              \
+    const struct mcoll_mpi_##lower##_args *a = args;                            \
     int count = -1, typed = 0, unsized = 0, size = 0;                           \
     MPI_Datatype type = MPI_DATATYPE_NULL;                                      \
     MCOLL_PARAMS_##UPPER(MCOLL_MOVED)                                           \
@@ -166,9 +168,8 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    size_t moved = mcoll__cfg.NBC_HANDOFF == 2 ? lower##_moved(&a) : SIZE_MAX;  \
     return mcoll__start(comm, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), &a, sizeof a, \
-                        MCOLL_KEPT_##shape(lower, a), moved, request);          \
+                        MCOLL_KEPT_##shape(lower, a), lower##_moved, request);  \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 

@@ -86,11 +86,11 @@ int mcoll__persistent_make(int host_err, MPI_Request *host, mcoll_task_fn fn,
   return err;
 }
 
-int mcoll__nbc_handoff(MPI_Comm comm, size_t moved) {
+int mcoll__nbc_handoff(MPI_Comm comm, size_t (*moved)(const void *args), const void *args) {
   long how = mcoll__cfg.NBC_HANDOFF;
   if (how == 0 || !mcoll__task_has_waker()) return 0;
   if (how == 1) return 1;
-  if (moved < (size_t)mcoll__cfg.NBC_HANDOFF_MIN) return 0;
+  if (moved(args) < (size_t)mcoll__cfg.NBC_HANDOFF_MIN) return 0;
   /* 2: a communicator whose context spans nodes (one not built yet runs here:
    * its first call agrees on the context and builds it). */
   int exists = 0;

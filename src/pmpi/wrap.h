@@ -88,23 +88,48 @@ static inline int mcoll__nbc_on(MPI_Comm comm) {
  * (MCOLL_NBC_HANDOFF): across nodes the host's transport may push a whole message
  * inside the call that posts it (MPICH's UCX over TCP blocks in sendmsg at the
  * wire's pace), which would keep the caller there for the transfer. Calls that
- * move fewer than MCOLL_NBC_HANDOFF_MIN bytes stay on the caller: a small message
- * fits the socket's buffer, and the hand-over costs the thread a wake-up. */
-int mcoll__nbc_handoff(MPI_Comm comm, size_t moved);
+ * move fewer than MCOLL_NBC_HANDOFF_MIN bytes (moved(args), asked only here) stay
+ * on the caller: a small message fits the socket's buffer, and the hand-over costs
+ * the thread a wake-up. */
+int mcoll__nbc_handoff(MPI_Comm comm, size_t (*moved)(const void *args), const void *args);
 
 /* The collectives whose MPI_I* calls and persistent starts try on the caller's stack
  * first (task/task.h: mcoll_task_direct_fn), else NULL. */
 int mcoll__barrier_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__bcast_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
-  return coll == MCOLL_COLL_BARRIER ? mcoll__barrier_direct : NULL;
+  return coll == MCOLL_COLL_BARRIER  ? mcoll__barrier_direct
+         : coll == MCOLL_COLL_BCAST  ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
+                                     : NULL;
+}
+
+/* A persistent request's try: not reduce's, whose start + wait measured slower with
+ * it than with the task (on the request's own duplicate communicator:
+ * bench/records/nbc-overhead-4/). */
+static inline mcoll_task_direct_fn mcoll__persistent_direct_of(enum mcoll_coll coll) {
+  return coll == MCOLL_COLL_REDUCE ? NULL : mcoll__direct_of(coll);
+}
+
+/* The context a try on the caller's stack runs on (ctx, a persistent request's, or
+ * comm's), or NULL: only one that runs tasks already (the ranks agreed at an
+ * earlier call), so that the call is the one a task would run. A try that takes
+ * the call numbers it as a task (c->tasks_entered++: pmpi/wrap.c). */
+static inline struct mcoll_comm *mcoll__direct_context(MPI_Comm comm, void *ctx) {
+  struct mcoll_comm *c = ctx;
+  int exists = 0;
+  if (!c) c = mcoll__comm_find(comm, &exists);
+  return c && c->nbc == MCOLL_NBC_YES ? c : NULL;
 }
 
 /* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
- * copied arrays, or NULL; moved: the bytes of its first buffer (SIZE_MAX: not known
- * from the arguments). */
+ * copied arrays, or NULL; moved(args): the bytes of its first buffer (SIZE_MAX: not
+ * known from the arguments), asked only for the hand-over, after a try (a type's
+ * size is a call of the host MPI). */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_direct_fn direct,
                                const void *args, size_t bytes, struct mcoll_task_keep *keep,
-                               size_t moved, MPI_Request *req) {
+                               size_t (*moved)(const void *args), MPI_Request *req) {
   mcoll__tnbc_settle_pending();
   /* (MCOLL_NBC_HANDOFF=1 hands every call to the progress thread; 2 only calls across
    * nodes, which no try takes) */
@@ -114,7 +139,7 @@ static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_dire
     if (tried == 1) return mcoll__task_direct_done(err, req);
     if (tried == 0) return mcoll__task_start(comm, rest.fn, rest.args, rest.bytes, keep, req);
   }
-  if (mcoll__nbc_handoff(comm, moved)) mcoll__task_defer_next();
+  if (mcoll__nbc_handoff(comm, moved, args)) mcoll__task_defer_next();
   return mcoll__task_start(comm, run, args, bytes, keep, req);
 }
 

@@ -30,6 +30,15 @@
  *                    must not wait for the peer); rank 1 posts 300 ms late (rank
  *                    0's post returns at once, its wait ends after rank 1 posted)
  *
+ *   rooted-early     MPI_Ibcast and MPI_Ireduce and their persistent forms (mcoll
+ *                    runs small I-calls and bcast starts on the caller's stack when
+ *                    the peers are there, persistent reduces as tasks):
+ *                    every root, 1 and 100 elements, MPI_IN_PLACE at a reduce's root,
+ *                    results checked; three calls in flight at once; each rank in
+ *                    turn posts, then sends 1 MiB that the others receive before
+ *                    they post; the last rank posts 300 ms late (rank 0's post
+ *                    returns at once, its wait ends after the late rank posted)
+ *
  * Every run has a deadline (--deadline seconds, default 30): SIGALRM ends a hung
  * job quickly. Ends with "test_persistent: <n> checks, <m> errors".
  *
@@ -420,6 +429,152 @@ static void case_barrier_early(void) {
   free(msg);
   if (rank == 0) printf("barrier-early: done\n");
 }
+
+/* ---- rooted-early -------------------------------------------------------------------- */
+enum { ROOTED_MAX = 100 };
+
+/* One bcast or reduce of n longs from root, as an MPI_I* call (pers NULL) or a start
+ * of pers[root]; in_place: the reduce's root gives MPI_IN_PLACE (pers: a request
+ * made so). Posts only; the caller completes req. */
+struct rooted {
+  long bbuf[ROOTED_MAX], in[ROOTED_MAX], out[ROOTED_MAX];
+  MPI_Request *pbcast[2], *preduce[2], *preduce_ip[2]; /* [size index][root]: n = 1, 100 */
+};
+
+static int count_of(int which) { return which ? ROOTED_MAX : 1; }
+
+static void rooted_fill(struct rooted *R, int n, int root, int round, int in_place) {
+  for (int i = 0; i < n; i++) {
+    R->bbuf[i] = rank == root ? 1000L * round + 10 * root + i : -1;
+    R->in[i] = rank + round + i;
+    R->out[i] = rank == root && in_place ? R->in[i] : -1;
+  }
+}
+
+static void rooted_post(struct rooted *R, int reduce, int which, int root, int in_place, int pers,
+                        MPI_Request *req) {
+  int n = count_of(which);
+  if (pers) {
+    MPI_Request *p = reduce ? (in_place ? &R->preduce_ip[which][root] : &R->preduce[which][root])
+                            : &R->pbcast[which][root];
+    check(MPI_Start(p) == MPI_SUCCESS, "rooted-early: start failed");
+    *req = *p;
+  } else if (reduce) {
+    const void *sb = rank == root && in_place ? MPI_IN_PLACE : (const void *)R->in;
+    check(MPI_Ireduce(sb, R->out, n, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD, req) == MPI_SUCCESS,
+          "rooted-early: ireduce failed");
+  } else {
+    check(MPI_Ibcast(R->bbuf, n, MPI_LONG, root, MPI_COMM_WORLD, req) == MPI_SUCCESS,
+          "rooted-early: ibcast failed");
+  }
+}
+
+static void rooted_check(const struct rooted *R, int reduce, int n, int root, int round) {
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    if (!reduce) bad += R->bbuf[i] != 1000L * round + 10 * root + i;
+    else if (rank == root) bad += R->out[i] != (long)size * (round + i) + (long)size * (size - 1) / 2;
+  }
+  check(bad == 0, reduce ? "rooted-early: wrong reduce result" : "rooted-early: wrong bcast data");
+}
+
+static void rooted_requests(struct rooted *R, int make) {
+  for (int which = 0; which < 2; which++) {
+    int n = count_of(which);
+    if (make) {
+      R->pbcast[which] = malloc(sizeof(MPI_Request) * (size_t)size);
+      R->preduce[which] = malloc(sizeof(MPI_Request) * (size_t)size);
+      R->preduce_ip[which] = malloc(sizeof(MPI_Request) * (size_t)size);
+    }
+    for (int root = 0; root < size; root++) {
+      if (!make) {
+        MPI_Request_free(&R->pbcast[which][root]);
+        MPI_Request_free(&R->preduce[which][root]);
+        MPI_Request_free(&R->preduce_ip[which][root]);
+        continue;
+      }
+      PERSISTENT(Bcast)(R->bbuf, n, MPI_LONG, root, MPI_COMM_WORLD, MPI_INFO_NULL, &R->pbcast[which][root]);
+      PERSISTENT(Reduce)(R->in, R->out, n, MPI_LONG, MPI_SUM, root, MPI_COMM_WORLD, MPI_INFO_NULL,
+                         &R->preduce[which][root]);
+      PERSISTENT(Reduce)(rank == root ? MPI_IN_PLACE : (const void *)R->in, R->out, n, MPI_LONG,
+                         MPI_SUM, root, MPI_COMM_WORLD, MPI_INFO_NULL, &R->preduce_ip[which][root]);
+    }
+    if (!make) {
+      free(R->pbcast[which]);
+      free(R->preduce[which]);
+      free(R->preduce_ip[which]);
+    }
+  }
+}
+
+static void case_rooted_early(void) {
+  enum { ROUNDS = 120 };
+  warm_up(MPI_COMM_WORLD);
+  struct rooted *R = calloc(1, sizeof *R);
+  rooted_requests(R, 1);
+  char *msg = calloc(MSG_BYTES, 1);
+  MPI_Request req, three[3];
+  for (int pers = 0; pers < 2; pers++) {
+    for (int round = 0; round < ROUNDS; round++) {
+      int root = round % size, which = round / size % 2, n = count_of(which);
+      int reduce = round / (2 * size) % 2, in_place = reduce && round / (4 * size) % 2;
+      rooted_fill(R, n, root, round, in_place);
+      rooted_post(R, reduce, which, root, in_place, pers, &req);
+      early_complete(&req, round, pers);
+      rooted_check(R, reduce, n, root, round);
+    }
+    /* in flight together: a bcast, a reduce, a barrier, completed in one Waitall */
+    for (int round = 0; round < ROUNDS / 4; round++) {
+      int root = round % size, n = count_of(round % 2);
+      rooted_fill(R, n, root, round, 0);
+      rooted_post(R, 0, round % 2, root, 0, pers, &three[0]);
+      rooted_post(R, 1, round % 2, (root + 1) % size, 0, pers, &three[1]);
+      check(MPI_Ibarrier(MPI_COMM_WORLD, &three[2]) == MPI_SUCCESS, "rooted-early: ibarrier failed");
+      check(MPI_Waitall(3, three, MPI_STATUSES_IGNORE) == MPI_SUCCESS, "rooted-early: waitall failed");
+      rooted_check(R, 0, n, root, round);
+      rooted_check(R, 1, n, (root + 1) % size, round);
+    }
+    /* each rank in turn posts first, then sends what the others receive before posting */
+    for (int round = 0; round < 4 * size; round++) {
+      int poster = round % size, reduce = round / size % 2, root = round / (2 * size) % 2 ? poster : (poster + 1) % size;
+      rooted_fill(R, 1, root, round, 0);
+      if (rank == poster) {
+        rooted_post(R, reduce, 0, root, 0, pers, &req);
+        for (int r = 0; r < size; r++)
+          if (r != poster) MPI_Send(msg, MSG_BYTES, MPI_CHAR, r, TAG, MPI_COMM_WORLD);
+      } else {
+        MPI_Recv(msg, MSG_BYTES, MPI_CHAR, poster, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        rooted_post(R, reduce, 0, root, 0, pers, &req);
+      }
+      early_complete(&req, round, pers);
+      rooted_check(R, reduce, 1, root, round);
+    }
+    /* the last rank posts late: the bcast's root, a contributor of the reduce to 0 */
+    for (int reduce = 0; reduce < 2; reduce++) {
+      int root = reduce ? 0 : size - 1;
+      rooted_fill(R, 1, root, 7, 0);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t0 = now_s();
+      if (rank == size - 1) usleep(300 * 1000);
+      rooted_post(R, reduce, 0, root, 0, pers, &req);
+      double posted = now_s() - t0;
+      early_complete(&req, 0, pers);
+      double done = now_s() - t0;
+      rooted_check(R, reduce, 1, root, 7);
+      if (rank == 0) {
+        check(posted < 0.15, "rooted-early: the post waited for the late rank");
+        check(done > 0.25, "rooted-early: the wait ended before the late rank posted");
+        printf("rooted-early: %s %s: post %s, wait %s\n", pers ? "persistent" : "nonblocking",
+               reduce ? "reduce" : "bcast", posted < 0.15 ? "returned before the late rank" : "waited",
+               done > 0.25 ? "ended after it" : "ended early");
+      }
+    }
+  }
+  rooted_requests(R, 0);
+  free(msg);
+  free(R);
+  if (rank == 0) printf("rooted-early: done\n");
+}
 #endif
 
 int main(int argc, char **argv) {
@@ -456,6 +611,8 @@ int main(int argc, char **argv) {
     case_reuse();
   } else if (!strcmp(name, "barrier-early")) {
     case_barrier_early();
+  } else if (!strcmp(name, "rooted-early")) {
+    case_rooted_early();
   } else {
     if (rank == 0) fprintf(stderr, "test_persistent: unknown case %s\n", name);
     MPI_Abort(MPI_COMM_WORLD, 2);

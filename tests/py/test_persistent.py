@@ -132,3 +132,20 @@ def test_barrier_early(flavour, np):
         for form in ("ibarrier", "persistent"):
             assert f"barrier-early: {form}: post returned before the late rank, wait ended after it" \
                 in result.stdout, result.describe()
+
+
+@pytest.mark.parametrize("flavour,np", params((2,)) + [
+    pytest.param(*case.values, marks=[*case.marks, pytest.mark.full], id=case.id) for case in params((3,))])
+def test_rooted_early(flavour, np):
+    """MPI_Ibcast, MPI_Ireduce and their persistent forms, which mcoll runs on the
+    caller's stack when the peers are there: right results at every root and
+    MPI_IN_PLACE, in flight with other calls; a post followed by a send that the
+    peers receive before they post does not hang; a post returns before a late rank
+    posts, and its wait ends after."""
+    for mcoll in (False, True):
+        result = run(flavour, np, "rooted-early", mcoll=mcoll)
+        check_case(result, "rooted-early")
+        for form in ("nonblocking", "persistent"):
+            for coll in ("bcast", "reduce"):
+                assert f"rooted-early: {form} {coll}: post returned before the late rank, wait ended after it" \
+                    in result.stdout, result.describe()

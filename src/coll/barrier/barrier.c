@@ -34,24 +34,46 @@ const struct mcoll_coll_algs mcoll__barrier_inter_algs = {
     },
     1};
 
-/* Children arrive (finest level first), then this rank arrives at its parent and
- * waits to be released. */
 /* A barrier's sequence number, taken when it begins (the call's own from then on). */
 static uint32_t seq_of(const struct mcoll_hier_call *call) { return *(const uint32_t *)call->args; }
 
-static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
-  (void)lo, (void)hi;
-  struct mcoll_comm *c = call->c;
-  uint32_t seq = seq_of(call);
+/* How the tree's steps wait for a flag: 1 once it reached the target, 0 when the
+ * wait gave up (then the step stops where it is; run again with the same sequence
+ * number, it picks up there, since each flag is set to it by one rank only). */
+typedef int (*tree_wait_fn)(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target);
+
+/* The blocking call's and a task's wait: to the end. */
+static int wait_to_end(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
+  mcoll__flag_wait(shm, flag, target);
+  return 1;
+}
+
+/* Children arrive (finest level first), then this rank arrives at its parent and
+ * waits to be released. Inlined with a constant wait: no call through a pointer. */
+__attribute__((always_inline)) static inline int tree_gather_up(const struct mcoll_comm *c,
+                                                                uint32_t seq, tree_wait_fn wait) {
   const struct mcoll_topo *t = &c->topo;
   const struct mcoll_shm *shm = &c->chan->shm;
-  if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
   for (int i = 0; i < t->nchildren; i++)
-    mcoll__flag_wait(shm, &shm->sync[t->children[i]].arrive, seq);
+    if (!wait(shm, &shm->sync[t->children[i]].arrive, seq)) return 0;
   if (t->barrier_parent >= 0) {
     mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, seq);
-    mcoll__flag_wait(shm, &shm->sync[t->local_rank].release, seq);
+    if (!wait(shm, &shm->sync[t->local_rank].release, seq)) return 0;
   }
+  return 1;
+}
+
+/* Coarsest children first: they have the most ranks still waiting below them. */
+__attribute__((always_inline)) static inline void tree_release_down(const struct mcoll_comm *c,
+                                                                    uint32_t seq) {
+  const struct mcoll_topo *t = &c->topo;
+  for (int i = t->nchildren - 1; i >= 0; i--)
+    mcoll__flag_set(&c->chan->shm, &c->chan->shm.sync[t->children[i]].release, seq);
+}
+
+static int gather_up(struct mcoll_hier_call *call, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  if (mcoll__node_has_peers(call->c)) tree_gather_up(call->c, seq_of(call), wait_to_end);
   return MPI_SUCCESS;
 }
 
@@ -69,13 +91,9 @@ static int dissemination(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   return MPI_SUCCESS;
 }
 
-/* Coarsest children first: they have the most ranks still waiting below them. */
 static int release_down(struct mcoll_hier_call *call, size_t lo, size_t hi) {
   (void)lo, (void)hi;
-  struct mcoll_comm *c = call->c;
-  const struct mcoll_topo *t = &c->topo;
-  for (int i = t->nchildren - 1; i >= 0; i--)
-    mcoll__flag_set(&c->chan->shm, &c->chan->shm.sync[t->children[i]].release, seq_of(call));
+  tree_release_down(call->c, seq_of(call));
   return MPI_SUCCESS;
 }
 
@@ -140,25 +158,16 @@ int mcoll__barrier(struct mcoll_comm *c) {
   return mcoll__hier_run(&call);
 }
 
-/* The tree barrier on one node, as its blocking call runs it but with every wait
- * cut to flag_wait's spin. Its steps are idempotent for one sequence number (each
- * flag is set to it by one rank only), so the task that finishes a barrier begun
- * here runs them all again. */
+/* The tree barrier on one node, its blocking call's steps with every wait cut to
+ * flag_wait's spin (mcoll__flag_poll). The task that finishes a barrier begun here
+ * runs them all again with the same sequence number. */
 int mcoll__barrier_try(struct mcoll_comm *c, uint32_t *seq) {
   if (c->topo.nnodes != 1 || barrier_alg(c) != MCOLL_BARRIER_HIER) return -1;
   mcoll__count_alg(MCOLL_COLL_BARRIER, MCOLL_BARRIER_HIER);
   *seq = ++c->chan->barrier_seq;
   if (!mcoll__node_has_peers(c)) return 1;
-  const struct mcoll_topo *t = &c->topo;
-  const struct mcoll_shm *shm = &c->chan->shm;
-  for (int i = 0; i < t->nchildren; i++)
-    if (!mcoll__flag_poll(shm, &shm->sync[t->children[i]].arrive, *seq)) return 0;
-  if (t->barrier_parent >= 0) {
-    mcoll__flag_set(shm, &shm->sync[t->local_rank].arrive, *seq);
-    if (!mcoll__flag_poll(shm, &shm->sync[t->local_rank].release, *seq)) return 0;
-  }
-  for (int i = t->nchildren - 1; i >= 0; i--)
-    mcoll__flag_set(shm, &shm->sync[t->children[i]].release, *seq);
+  if (!tree_gather_up(c, *seq, mcoll__flag_poll)) return 0;
+  tree_release_down(c, *seq);
   return 1;
 }
 

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "hier/hier.h"
 #include "node/claim.h"
+#include "node/slot.h"
 #include "shm/call.h"
 
 /* A bcast that brings fewer bytes than a rank expects: MPICH reports it, Open MPI
@@ -97,7 +98,11 @@ static int choose(const struct mcoll_comm *c, size_t bytes, int *adaptable) {
  * so that a round costs little. */
 enum { BCAST_CMA_REACH = 2 << 10, BCAST_FLAT_TREE_REACH = 16 << 10 };
 
-int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing) {
+/* as_task: the choice a task makes (coll/adapt.h: mcoll__adapt_kept), for the try
+ * on the caller's stack, which must run what the task would. Not counted. */
+__attribute__((always_inline)) static inline int select_alg(struct mcoll_comm *c, size_t bytes,
+                                                            struct mcoll_adapt_call *timing,
+                                                            int as_task) {
   int adaptable;
   int alg = choose(c, bytes, &adaptable);
   timing->cls = NULL;
@@ -107,8 +112,14 @@ int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_c
     unsigned reach = (1u << MCOLL_BCAST_SHM_PIPELINE) | (1u << MCOLL_BCAST_SHM_SLOT) |
                      (bytes >= BCAST_CMA_REACH ? 1u << MCOLL_BCAST_CMA : 0) |
                      (c->topo.nlevels > 0 || bytes <= BCAST_FLAT_TREE_REACH ? 1u << MCOLL_BCAST_SHM_TREE : 0);
-    alg = mcoll__adapt_pick(c, MCOLL_COLL_BCAST, bytes, alg, &facts, reach, timing);
+    alg = as_task ? mcoll__adapt_kept(c, MCOLL_COLL_BCAST, bytes, alg, &facts)
+                  : mcoll__adapt_pick(c, MCOLL_COLL_BCAST, bytes, alg, &facts, reach, timing);
   }
+  return alg;
+}
+
+int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_call *timing) {
+  int alg = select_alg(c, bytes, timing, 0);
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
   return alg;
 }
@@ -254,10 +265,10 @@ static int finish_step(struct mcoll_hier_call *hc) {
 
 static const struct mcoll_hier_steps bcast_steps = {NULL, inter_step, intra_step, finish_step};
 
-int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
+/* The call once its algorithm is chosen. */
+static int bcast_by(struct mcoll_comm *c, void *buf, size_t bytes, int root, int alg,
+                    struct mcoll_adapt_call timing) {
   const struct mcoll_topo *t = &c->topo;
-  struct mcoll_adapt_call timing;
-  int alg = mcoll__bcast_select(c, bytes, &timing);
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
 
   struct mcoll_bcast_call call = {
@@ -301,4 +312,39 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   if (call.leaders) free(call.leaders); /* (free is interposed under T-NBC: not on the hot path) */
   mcoll__adapt_done(&timing);
   return err != MPI_SUCCESS ? err : call.error;
+}
+
+int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
+  struct mcoll_adapt_call timing;
+  int alg = mcoll__bcast_select(c, bytes, &timing);
+  return bcast_by(c, buf, bytes, root, alg, timing);
+}
+
+/* Whether a slot bcast would run to its end now without waiting: the source's slot
+ * is free, a reader's data is in, of its size (within flag_wait's spin). Nothing
+ * is taken: the generation is the one the call will take. */
+static int slot_ready(struct mcoll_comm *c, size_t bytes, int source) {
+  struct mcoll_channel *ch = c->chan;
+  const struct mcoll_shm *shm = &ch->shm;
+  uint32_t gen = ch->area_gen + 1;
+  if (shm->local_rank != source) {
+    struct mcoll_inline_line *line = mcoll__inline_line(shm, source, gen);
+    return mcoll__flag_poll(shm, &line->stamp, gen) && line->len == bytes;
+  }
+  struct mcoll_slot_run run = ch->area_slots; /* (a copy: the call begins the real one) */
+  uint32_t lag = mcoll__slot_begin(&run, gen);
+  for (int i = 0; i <= shm->spin; i++)
+    if (mcoll__slot_test_free(shm, &run, gen, lag)) return 1;
+  return 0;
+}
+
+int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err) {
+  const struct mcoll_topo *t = &c->topo;
+  if (t->nnodes != 1 || bytes == 0 || !mcoll__node_has_peers(c)) return -1;
+  struct mcoll_adapt_call timing;
+  int alg = select_alg(c, bytes, &timing, 1);
+  if (alg != MCOLL_BCAST_SHM_SLOT || !slot_ready(c, bytes, mcoll__local_index(t, root))) return -1;
+  mcoll__count_alg(MCOLL_COLL_BCAST, alg);
+  *err = bcast_by(c, buf, bytes, root, alg, timing);
+  return 1;
 }

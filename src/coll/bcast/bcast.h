@@ -115,4 +115,10 @@ int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece);
 /* Bcast of contiguous bytes; returns an MPI error code. */
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);
 
+/* MPI_Ibcast or a persistent bcast's start on c, on the caller's stack, before any
+ * task: on one node, where a task would run the slot engine and the call would not
+ * wait beyond a spin (the source's slot free, a reader's data in), the call runs
+ * here: 1, *err its result. Else -1, nothing taken: a task runs the whole call. */
+int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err);
+
 #endif

@@ -96,6 +96,10 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
  * decided; mcoll__adapt_done(call) after the call. */
 int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_t bytes, int ordered,
                                size_t area_need, struct mcoll_adapt_call *call);
+/* What a task (MPI_I*, a persistent start) of that call runs: the class's kept
+ * algorithm, nothing counted or timed (coll/adapt.h: mcoll__adapt_kept). */
+int mcoll__red_choose_task(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes,
+                           int ordered, size_t area_need);
 
 /* Bytes per pipelined piece of the inter-node phase of a call of `bytes`: whole
  * elements. */
@@ -112,6 +116,12 @@ int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const
                      void *recvbuf, size_t count);
 int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                   void *recvbuf, size_t count, int root);
+/* MPI_Ireduce or a persistent reduce's start, on the caller's stack before any task:
+ * on one node, where a task would run the flat engine's slot call and it would not
+ * wait beyond a spin (mcoll__node_red_ready), the call runs here: 1, *err its
+ * result. Else -1, nothing taken: a task runs the whole call. */
+int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                      void *recvbuf, size_t count, int root, int *err);
 /* recvcounts: per rank; NULL: recvcount for every rank (reduce_scatter_block). */
 int mcoll__reduce_scatter(struct mcoll_comm *c, const struct mcoll_red_type *t,
                           const void *sendbuf, void *recvbuf, const int *recvcounts,
@@ -159,6 +169,12 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r);
  * disagree on the call (an erroneous program, shm/call.h): then nothing was read or
  * written past a buffer, the outputs are undefined, and the node is in step again. */
 int mcoll__node_red(const struct mcoll_node_red *r, int alg);
+/* Whether mcoll__node_red(r, alg) would run to its end now without waiting beyond
+ * a spin: the flat engine's slot calls only (its slot free; at a rank that folds,
+ * every input it folds in, of this call). Takes nothing. */
+int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg);
+/* The flat engine's part of it, with the call's digest (shm/call.h). */
+int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest);
 /* mcoll__node_red as a step of the MAHCAF template: a disagreement is kept for the
  * end of the call (hc->deferred), and the inter-node steps go on. */
 static inline int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r,

@@ -137,6 +137,11 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
   return MPI_ERR_TRUNCATE;
 }
 
+int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg) {
+  return alg == MCOLL_RED_FLAT && mcoll__node_has_peers(r->c) &&
+         mcoll__node_red_flat_ready(r, digest_of(r, alg));
+}
+
 void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,
                        const char *src, size_t count, mcoll_node_take take, void *arg) {
   if (!mcoll__node_has_peers(c)) return;

@@ -101,22 +101,39 @@ static void check_peer(const struct mcoll_shm *shm, int src, const struct slot *
     mcoll__call_escape();
 }
 
-/* Takes slot gen % RED_SLOTS once the readers of the slot's previous generation are
- * done (every rank stamps its slot, even one that writes no data): the slot protocol
- * of node/slot.h on the channel's red_slots run. */
-static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
-  const struct mcoll_shm *shm = &c->chan->shm;
-  struct mcoll_slot_run *run = &c->chan->red_slots;
+/* Slot gen % RED_SLOTS begun in run (the slot protocol of node/slot.h on the
+ * channel's red_slots run); *lag: the writer's lag for mcoll__slot_wait_free. */
+static struct slot slot_place(const struct mcoll_shm *shm, struct mcoll_slot_run *run, uint32_t gen,
+                              size_t span, uint32_t *lag) {
   size_t slot_bytes = shm->area_bytes / RED_SLOTS, start = (gen % RED_SLOTS) * slot_bytes;
   /* The context's first area generation: every stamp is valid, as if a run of slot
    * calls had filled them all, and the first calls may wait on stamps. */
   mcoll__slot_run_fresh(run, gen, RED_SLOTS);
-  uint32_t lag = mcoll__slot_begin_n(run, gen, RED_SLOTS);
-  mcoll__slot_wait_free(shm, run, gen, lag);
+  *lag = mcoll__slot_begin_n(run, gen, RED_SLOTS);
   struct slot s = {start, start + slot_bytes - sizeof(mcoll_flag),
                    mcoll__slot_run_full(run, gen, RED_SLOTS)};
   if (span <= STAMP_LINE - 2 * sizeof(mcoll_flag)) s.base = start + slot_bytes - STAMP_LINE;
   return s;
+}
+
+/* Takes slot gen % RED_SLOTS once the readers of the slot's previous generation are
+ * done (every rank stamps its slot, even one that writes no data). */
+static struct slot slot_start(struct mcoll_comm *c, uint32_t gen, size_t span) {
+  uint32_t lag;
+  struct slot s = slot_place(&c->chan->shm, &c->chan->red_slots, gen, span, &lag);
+  mcoll__slot_wait_free(&c->chan->shm, &c->chan->red_slots, gen, lag);
+  return s;
+}
+
+/* Whether the call goes through one slot (else whole areas, chunk by chunk). */
+static int slotted_call(const struct mcoll_node_layout *l, const struct mcoll_shm *shm, size_t span) {
+  size_t slot_bytes = shm->area_bytes / RED_SLOTS;
+  return l->nchunks == 1 && slot_bytes > STAMP_LINE && span <= slot_bytes - STAMP_LINE;
+}
+
+/* The outputs' largest fold: the inputs this rank reads. */
+static int inputs_needed(const struct mcoll_node_red *r) {
+  return r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
 }
 
 void mcoll__node_red_flat(const struct mcoll_node_red *r) {
@@ -127,12 +144,11 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
   }
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = shm->local_rank;
-  int need = r->out[0].upto > r->out[1].upto ? r->out[0].upto : r->out[1].upto;
+  int need = inputs_needed(r);
   struct mcoll_node_layout l;
   mcoll__node_layout(&l, r, shm->area_bytes / r->t->extent);
   size_t span = mcoll__red_span(r->t, r->count);
-  size_t slot_bytes = shm->area_bytes / RED_SLOTS;
-  int slotted = l.nchunks == 1 && slot_bytes > STAMP_LINE && span <= slot_bytes - STAMP_LINE;
+  int slotted = slotted_call(&l, shm, span);
   /* Nobody reads the area of a dest of a commutative op: it reads its input in
    * place, unless that is its output and input 0 goes there first. */
   int writes = r->dest - 1 != me || !r->t->commutative ||
@@ -172,4 +188,31 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
       if (r->out[i].upto > 0) fold_out(&l, r, k, s.base, &r->out[i], writes);
     mcoll__area_done(c->chan, gen);
   }
+}
+
+/* The checks of the engine's waits, polled, on a copy of the slots' run: the call's
+ * slot free, and each input this rank folds posted (or stamped) with this call's
+ * generation and digest (else a wait, or an escape, would follow). */
+int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest) {
+  struct mcoll_comm *c = r->c;
+  const struct mcoll_shm *shm = &c->chan->shm;
+  struct mcoll_node_layout l;
+  mcoll__node_layout(&l, r, shm->area_bytes / r->t->extent);
+  size_t span = mcoll__red_span(r->t, r->count);
+  if (!slotted_call(&l, shm, span)) return 0;
+  uint32_t gen = mcoll__area_last(c->chan) + 1, lag;
+  struct mcoll_slot_run run = c->chan->red_slots;
+  struct slot s = slot_place(shm, &run, gen, span, &lag);
+  int free = 0;
+  for (int i = 0; i <= shm->spin && !free; i++) free = mcoll__slot_test_free(shm, &run, gen, lag);
+  if (!free) return 0;
+  for (int src = 0; src < inputs_needed(r); src++) {
+    if (src == shm->local_rank) continue;
+    mcoll_flag *flag = s.stamped ? stamp_of(shm, src, &s) : &shm->data[src].posted;
+    if (!mcoll__flag_poll(shm, flag, gen) ||
+        atomic_load_explicit(stamp_of(shm, src, &s), memory_order_acquire) != gen ||
+        *digest_of(shm, src, &s) != digest)
+      return 0;
+  }
+  return 1;
 }

@@ -181,6 +181,15 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
  * is for nodes out of rank order only. */
 enum { RED_FLAT_REACH = 64 << 10, RED_CMA_REACH = 2 << 10 };
 
+int mcoll__red_choose_task(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes,
+                           int ordered, size_t area_need) {
+  struct mcoll_facts facts;
+  int adaptable;
+  int alg = red_choice(coll, c, bytes, ordered, area_need, &facts, &adaptable);
+  if (!adaptable || alg == MCOLL_RED_P2P) return alg;
+  return mcoll__adapt_kept(c, coll, bytes, alg, &facts);
+}
+
 int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_t bytes, int ordered,
                                size_t area_need, struct mcoll_adapt_call *call) {
   struct mcoll_facts facts;

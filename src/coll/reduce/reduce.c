@@ -41,16 +41,23 @@ static char *piece_dst(const struct reduce_call *a, size_t lo) {
   return a->piece ? a->out + (lo / a->piece % 2) * a->piece : a->out;
 }
 
-static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
-  struct reduce_call *a = hc->args;
+/* The node's part of the piece [lo, hi), folded into node-local rank leader. */
+static struct mcoll_node_red node_part(const struct reduce_call *a, int leader, size_t lo,
+                                       size_t hi) {
   const struct mcoll_red_type *t = a->t;
   const struct mcoll_topo *topo = &a->c->topo;
   /* The leader copies the whole result out: the others fold it all. */
   struct mcoll_node_red r = {.c = a->c, .t = t, .in = a->in + lo,
                              .count = (hi - lo) / t->extent, .levels = 1,
-                             .dest = hc->leader + 1};
-  if (topo->local_rank == hc->leader)
+                             .dest = leader + 1};
+  if (topo->local_rank == leader)
     r.out[0] = (struct mcoll_node_out){topo->local_size, piece_dst(a, lo), 0};
+  return r;
+}
+
+static int up(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
+  struct reduce_call *a = hc->args;
+  struct mcoll_node_red r = node_part(a, hc->leader, lo, hi);
   return mcoll__node_red_step(hc, &r, a->alg);
 }
 
@@ -75,15 +82,21 @@ static int reduce_p2p(struct reduce_call *a, size_t count) {
   return err;
 }
 
+static struct reduce_call call_of(struct mcoll_comm *c, const struct mcoll_red_type *t,
+                                  const void *sendbuf, void *recvbuf, int root, int alg) {
+  int is_root = c->rank == root;
+  return (struct reduce_call){c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
+                                                                                          : sendbuf),
+                              is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL,
+                              MCOLL_GROUP_SMALL, 0};
+}
+
 static int reduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                      void *recvbuf, size_t count, int root, int alg) {
   const struct mcoll_topo *topo = &c->topo;
   size_t bytes = count * t->extent;
   int is_root = c->rank == root;
-  struct reduce_call a = {c, t, mcoll__red_data(t, sendbuf == MPI_IN_PLACE && is_root ? recvbuf
-                                                                                        : sendbuf),
-                          is_root ? mcoll__red_data(t, recvbuf) : NULL, root, alg, NULL,
-                          MCOLL_GROUP_SMALL, 0};
+  struct reduce_call a = call_of(c, t, sendbuf, recvbuf, root, alg);
   if (count == 0) return MPI_SUCCESS;
   if (alg == MCOLL_RED_P2P || c->size == 1) return reduce_p2p(&a, count);
 
@@ -116,4 +129,18 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
   int err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);
   mcoll__adapt_done(&timing);
   return err;
+}
+
+int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                      void *recvbuf, size_t count, int root, int *err) {
+  if (c->topo.nnodes != 1 || count == 0 || !mcoll__node_has_peers(c)) return -1;
+  int alg = mcoll__red_choose_task(MCOLL_COLL_REDUCE, c, count * t->extent, !t->commutative,
+                                   t->extent);
+  if (alg != MCOLL_RED_FLAT) return -1;
+  struct reduce_call a = call_of(c, t, sendbuf, recvbuf, root, alg);
+  struct mcoll_node_red r = node_part(&a, mcoll__local_index(&c->topo, root), 0, count * t->extent);
+  if (!mcoll__node_red_ready(&r, alg)) return -1;
+  mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
+  *err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);
+  return 1;
 }
