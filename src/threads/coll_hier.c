@@ -115,10 +115,11 @@ static int reports(void)
   return hier_mode() == 2 || hier_mode() == 4;
 }
 
-/* Bcast, gatherv, scatterv, alltoall and scan: where thread ranks share cores they keep
- * the message algorithms, which measured faster there at every size from 8 B to 4 MiB
- * (eager sends let ranks run calls ahead, where each step in place waits for every
- * rank of the process to be scheduled; bench/records/threads-coll/two-levels.md). */
+/* Bcast, gatherv, scatterv, alltoall(v,w) and scan: where thread ranks share cores they
+ * keep the message algorithms, which measured faster there at every size from 8 B to
+ * 4 MiB (alltoall; alltoallv/w take its steps and more): eager sends let ranks run
+ * calls ahead, where each step in place waits for every rank of the process to be
+ * scheduled (bench/records/threads-coll/two-levels.md). */
 int thr_hier_moves_fit(const struct thr_hier *h)
 {
   return !h->oversubscribed || forced();
@@ -208,7 +209,7 @@ static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void 
  * levels on the communicator (the tests check which calls took this path). */
 enum { NOTE_BARRIER, NOTE_BCAST, NOTE_REDUCE, NOTE_ALLREDUCE, NOTE_ALLGATHER, NOTE_GATHER,
        NOTE_SCATTER, NOTE_GATHERV, NOTE_SCATTERV, NOTE_ALLTOALL, NOTE_ALLGATHERV, NOTE_SCAN,
-       NOTE_EXSCAN };
+       NOTE_EXSCAN, NOTE_ALLTOALLV, NOTE_ALLTOALLW };
 
 static void note(struct thr_comm *c, struct thr_hier *h, int which, const char *name)
 {
@@ -911,4 +912,176 @@ void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, c
   thr_free_typed(total, type);
   thr_free_typed(saved, type);
   free(layout);
+}
+
+/* One side of an alltoallv or alltoallw: block j (comm rank j) is counts[j] x type_j
+ * at displs[j] x extent(type) (v) or displs[j] bytes (w: types given). */
+struct v_side {
+  const void *buf;
+  const int *counts, *displs;
+  MPI_Datatype type;
+  const MPI_Datatype *types;
+};
+
+static MPI_Datatype v_type(const struct v_side *s, int j)
+{
+  return s->types ? s->types[j] : s->type;
+}
+
+/* The side's blocks of the ranks of the other processes, in process order then rank
+ * order, as one type (an empty type where they are all empty). */
+static MPI_Datatype v_cross(const struct thr_hier *h, const struct v_side *s)
+{
+  int others = h->first[h->nprocs] - h->local.size, k = 0;
+  int *lens = malloc((size_t)others * sizeof(int) + 1);
+  MPI_Aint *at = malloc((size_t)others * sizeof(MPI_Aint) + 1);
+  MPI_Datatype *types = malloc((size_t)others * sizeof(MPI_Datatype) + 1);
+  MPI_Aint unit = s->types ? 1 : thr_extent_of(s->type);
+  for (int p = 0; p < h->nprocs; p++)
+    for (int i = h->first[p]; p != h->me_proc && i < h->first[p + 1]; i++, k++) {
+      int j = h->members[i];
+      lens[k] = s->counts[j], at[k] = s->displs[j] * unit, types[k] = v_type(s, j);
+    }
+  MPI_Datatype cross;
+  PMPI_Type_create_struct(others, lens, at, types, &cross);
+  PMPI_Type_commit(&cross);
+  free(lens), free(at), free(types);
+  return cross;
+}
+
+/* Alltoallv and alltoallw. Blocks between ranks of one process are read in place (a
+ * local alltoallv/w on their part of the layouts). Each rank's blocks for the other
+ * processes go, as bytes, into a buffer of its leader (rank k's run: its blocks in
+ * process then rank order), after the leader has gathered every rank's block sizes
+ * (each rank knows only its own counts: the send sizes say where its run goes, the
+ * receive sizes how the messages from each other process are cut). The leader sends
+ * each other process one message (its ranks' blocks for that process's ranks; none
+ * when empty) and receives one from each into a second buffer laid out by destination
+ * rank, from which each rank copies its blocks from the other processes. In place, the
+ * runs are read before the local step rewrites the receive buffer. */
+static void hier_alltoallvw(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                            struct v_side send, struct v_side recv)
+{
+  int in_place = send.buf == MPI_IN_PLACE, mine = h->local.size, P = h->nprocs;
+  int me = h->me_proc, others = h->first[P] - mine, lead = h->local.rank == 0;
+  if (in_place)
+    send = recv;
+  /* this rank's byte sizes of its blocks to, then from, the other processes' ranks */
+  int *sizes = malloc((size_t)others * 2 * sizeof(int) + 1);
+  for (int p = 0, k = 0; p < P; p++)
+    for (int i = h->first[p]; p != me && i < h->first[p + 1]; i++, k++) {
+      int j = h->members[i];
+      sizes[k] = (int)thr_type_bytes(v_type(&send, j), send.counts[j]);
+      sizes[others + k] = (int)thr_type_bytes(v_type(&recv, j), recv.counts[j]);
+    }
+  int *all = lead ? malloc((size_t)mine * (size_t)others * 2 * sizeof(int) + 1) : NULL;
+  thr_local_gatherv(h->group, &h->local, sizes, 2 * others, MPI_INT, all, 2 * others, NULL,
+                    NULL, MPI_INT, 0);
+  /* at the leader: rank k's run in out and in (its offset, its length) */
+  int *runs = lead ? calloc((size_t)mine * 4, sizeof(int)) : NULL;
+  size_t out_bytes = 0, in_bytes = 0;
+  for (int k = 0; lead && k < mine; k++) {
+    const int *sk = all + (size_t)k * 2 * others, *rk = sk + others;
+    runs[k] = (int)out_bytes, runs[2 * mine + k] = (int)in_bytes;
+    for (int x = 0; x < others; x++)
+      runs[mine + k] += sk[x], runs[3 * mine + k] += rk[x];
+    out_bytes += (size_t)runs[mine + k], in_bytes += (size_t)runs[3 * mine + k];
+  }
+  char *out = lead ? malloc(out_bytes + 1) : NULL, *in = lead ? malloc(in_bytes + 1) : NULL;
+  MPI_Datatype scross = v_cross(h, &send), rcross = v_cross(h, &recv);
+  thr_local_gatherv(h->group, &h->local, send.buf, 1, scross, out, 0, runs ? runs + mine : NULL,
+                    runs, MPI_BYTE, 0);
+  int nreqs = 0;
+  struct thr_request **reqs = lead ? malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
+  MPI_Datatype *types = lead ? malloc((size_t)(2 * P) * sizeof *types) : NULL;
+  if (lead) {
+    int *lens = malloc(((size_t)others * (size_t)mine + 1) * 2 * sizeof(int));
+    int *at = lens + (size_t)others * mine + 1;
+    for (int q = 0, x0 = 0; q < P; x0 += q == me ? 0 : h->first[q + 1] - h->first[q], q++) {
+      if (q == me)
+        continue;
+      int size_q = h->first[q + 1] - h->first[q], peer = leader_of(h, q, -1), bytes = 0;
+      /* to q: from each rank k of this process, its blocks for q's ranks (x0 .. in its run) */
+      for (int k = 0; k < mine; k++) {
+        const int *sk = all + (size_t)k * 2 * others;
+        at[k] = runs[k], lens[k] = 0;
+        for (int x = 0; x < x0; x++)
+          at[k] += sk[x];
+        for (int x = x0; x < x0 + size_q; x++)
+          lens[k] += sk[x];
+        bytes += lens[k];
+      }
+      if (bytes > 0) {
+        PMPI_Type_indexed(mine, lens, at, MPI_BYTE, &types[nreqs]);
+        PMPI_Type_commit(&types[nreqs]);
+        reqs[nreqs] = thr_isend(r, c, c->ctx + 1, out, 1, types[nreqs], peer, HTAG_ALLTOALL);
+        nreqs++;
+      }
+      /* from q: q's rank x's block for each rank k of this process, x major */
+      bytes = 0;
+      for (int x = 0; x < size_q; x++)
+        for (int k = 0; k < mine; k++) {
+          const int *rk = all + (size_t)k * 2 * others + others;
+          int b = x * mine + k;
+          at[b] = runs[2 * mine + k], lens[b] = rk[x0 + x];
+          for (int y = 0; y < x0 + x; y++)
+            at[b] += rk[y];
+          bytes += lens[b];
+        }
+      if (bytes > 0) {
+        PMPI_Type_indexed(size_q * mine, lens, at, MPI_BYTE, &types[nreqs]);
+        PMPI_Type_commit(&types[nreqs]);
+        reqs[nreqs] = thr_irecv(r, c, c->ctx + 1, in, 1, types[nreqs], peer, HTAG_ALLTOALL);
+        nreqs++;
+      }
+    }
+    free(lens);
+  }
+  /* (the blocks within the process while the leader's messages travel) */
+  int base = h->first[me], *l = malloc((size_t)mine * 4 * sizeof(int));
+  MPI_Datatype *lt = send.types ? malloc((size_t)mine * 2 * sizeof *lt) : NULL;
+  for (int k = 0; k < mine; k++) {
+    int j = h->members[base + k];
+    l[k] = send.counts[j], l[mine + k] = send.displs[j];
+    l[2 * mine + k] = recv.counts[j], l[3 * mine + k] = recv.displs[j];
+    if (lt)
+      lt[k] = send.types[j], lt[mine + k] = recv.types[j];
+  }
+  const void *local_send = in_place ? MPI_IN_PLACE : send.buf;
+  if (lt)
+    thr_local_alltoallw(h->group, &h->local, local_send, l, l + mine, lt, (void *)recv.buf,
+                        l + 2 * mine, l + 3 * mine, lt + mine);
+  else
+    thr_local_alltoallv(h->group, &h->local, local_send, 0, l, l + mine, send.type,
+                        (void *)recv.buf, 0, l + 2 * mine, l + 3 * mine, recv.type);
+  free(l), free(lt);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  thr_local_scatterv(h->group, &h->local, in, 0, runs ? runs + 3 * mine : NULL,
+                     runs ? runs + 2 * mine : NULL, MPI_BYTE, (void *)recv.buf, 1, rcross, 0);
+  PMPI_Type_free(&scross);
+  PMPI_Type_free(&rcross);
+  free(sizes), free(all), free(runs), free(out), free(in), free(reqs), free(types);
+}
+
+void thr_hier_alltoallv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rtype)
+{
+  note(c, h, NOTE_ALLTOALLV, "alltoallv");
+  hier_alltoallvw(r, c, h, (struct v_side){sbuf, scounts, sdispls, stype, NULL},
+                  (struct v_side){rbuf, rcounts, rdispls, rtype, NULL});
+}
+
+void thr_hier_alltoallw(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                        const int *rdispls, const MPI_Datatype *rtypes)
+{
+  note(c, h, NOTE_ALLTOALLW, "alltoallw");
+  hier_alltoallvw(r, c, h, (struct v_side){sbuf, scounts, sdispls, MPI_DATATYPE_NULL, stypes},
+                  (struct v_side){rbuf, rcounts, rdispls, MPI_DATATYPE_NULL, rtypes});
 }

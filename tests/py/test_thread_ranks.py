@@ -215,7 +215,8 @@ def test_thread_coll_two_levels(flavour, threads, np):
     assert (np - 1, procs, without_last, "interleaved") in seen, result.describe()
     took = set(re.findall(r"^mcoll threads: two-level (\w+) on (\d+) ranks$", result.stderr, re.M))
     for coll in ("barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather",
-                 "scatter", "gatherv", "scatterv", "alltoall", "scan", "exscan"):
+                 "scatter", "gatherv", "scatterv", "alltoall", "alltoallv", "alltoallw", "scan",
+                 "exscan"):
         assert (coll, str(np)) in took and (coll, str(np - 1)) in took, (coll, result.describe())
 
 
