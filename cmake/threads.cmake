@@ -85,4 +85,14 @@ function(mcoll_add_threads flavour)
     RUNTIME_OUTPUT_DIRECTORY ${out}/bin)
   add_dependencies(mcoll-threads_${flavour} mcoll-threads-standin_${flavour}
                    mcoll-threads-runtime_${flavour})
+
+  # Installed beside the flavour's libmcoll (<libdir>/mcoll/<flavour>, where the installed
+  # mcollrun looks for bin/mcoll-threads), in the layout the build has and mcoll-threads
+  # expects from its own folder: ../lib/libmcoll-threads.so, ../lib/threads/ (the
+  # stand-in). No install RPATH: mcoll-threads loads the host library by its path, and
+  # the namespaces must not be pointed at the real one.
+  set(libdir ${CMAKE_INSTALL_LIBDIR}/mcoll/${flavour})
+  install(TARGETS mcoll-threads_${flavour} RUNTIME DESTINATION ${libdir}/bin)
+  install(TARGETS mcoll-threads-runtime_${flavour} LIBRARY DESTINATION ${libdir}/lib)
+  install(TARGETS mcoll-threads-standin_${flavour} LIBRARY DESTINATION ${libdir}/lib/threads)
 endfunction()

@@ -391,6 +391,11 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     thr_local_alltoallw(g, c, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
     return MPI_SUCCESS;
   }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_moves_fit(h)) {
+    thr_hier_alltoallw(r, c, h, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
+    return MPI_SUCCESS;
+  }
   int n = c->size;
   MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
   for (int i = 0; i < n; i++) {
@@ -425,6 +430,11 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
     thr_local_alltoallv(g, c, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls, rtype);
+    return MPI_SUCCESS;
+  }
+  struct thr_hier *h = thr_hier_of(r, c);
+  if (h && thr_hier_moves_fit(h)) {
+    thr_hier_alltoallv(r, c, h, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
     return MPI_SUCCESS;
   }
   if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer */

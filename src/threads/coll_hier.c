@@ -115,10 +115,11 @@ static int reports(void)
   return hier_mode() == 2 || hier_mode() == 4;
 }
 
-/* Bcast, gatherv, scatterv, alltoall and scan: where thread ranks share cores they keep
- * the message algorithms, which measured faster there at every size from 8 B to 4 MiB
- * (eager sends let ranks run calls ahead, where each step in place waits for every
- * rank of the process to be scheduled; bench/records/threads-coll/two-levels.md). */
+/* Bcast, gatherv, scatterv, alltoall(v,w) and scan: where thread ranks share cores they
+ * keep the message algorithms, which measured faster there at every size from 8 B to
+ * 4 MiB (alltoall; alltoallv/w take its steps and more): eager sends let ranks run
+ * calls ahead, where each step in place waits for every rank of the process to be
+ * scheduled (bench/records/threads-coll/two-levels.md). */
 int thr_hier_moves_fit(const struct thr_hier *h)
 {
   return !h->oversubscribed || forced();
@@ -208,7 +209,7 @@ static void leaders_sendrecv(struct thr_rank *r, struct thr_comm *c, const void 
  * levels on the communicator (the tests check which calls took this path). */
 enum { NOTE_BARRIER, NOTE_BCAST, NOTE_REDUCE, NOTE_ALLREDUCE, NOTE_ALLGATHER, NOTE_GATHER,
        NOTE_SCATTER, NOTE_GATHERV, NOTE_SCATTERV, NOTE_ALLTOALL, NOTE_ALLGATHERV, NOTE_SCAN,
-       NOTE_EXSCAN };
+       NOTE_EXSCAN, NOTE_ALLTOALLV, NOTE_ALLTOALLW };
 
 static void note(struct thr_comm *c, struct thr_hier *h, int which, const char *name)
 {
@@ -381,8 +382,38 @@ static void local_part(struct thr_hier *h, const void *input, void *part, int co
   thr_local_reduce(h->group, &h->local, input, part, count, type, op, lead);
 }
 
-/* Only when thr_hier_folds_in_order: the processes' parts are folded in process order,
- * which is rank order when each process's ranks are consecutive. */
+/* The fold over the leaders of the processes base, base + 1, ..., base + n - 1 (mod P),
+ * in that order, by a binomial tree: after step mask the leader at relative index x
+ * holds the fold of [x, x + mask); it receives [x + mask, x + 2 mask) from x + mask
+ * into spare and folds it after its own (spare = acc op spare, then the two swap), so
+ * the order is kept for any operation. Returns the result at base's leader (acc or
+ * spare), NULL elsewhere (sent on). */
+static void *tree_fold(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, void *acc,
+                       void *spare, int count, MPI_Datatype type, MPI_Op op, int base, int n,
+                       int root, int tag)
+{
+  int P = h->nprocs, rel = (h->me_proc - base + P) % P;
+  for (int mask = 1; mask < n; mask <<= 1) {
+    if (rel & mask) {
+      thr_send(r, c, acc, count, type, leader_of(h, (base + rel - mask) % P, root), tag);
+      return NULL;
+    }
+    if (rel + mask < n) {
+      thr_recv(r, c, spare, count, type, leader_of(h, (base + rel + mask) % P, root), tag);
+      thr_fold(acc, spare, count, type, op);
+      void *swap = acc;
+      acc = spare;
+      spare = swap;
+    }
+  }
+  return acc;
+}
+
+/* Only when thr_hier_folds_in_order. A commutative operation: a binomial tree over the
+ * leaders from the root's process. Otherwise (each process's ranks consecutive, so
+ * process order is rank order) the order is kept: a tree over the processes from the
+ * root's to the last, rooted at the root's, and one over those before it, rooted at the
+ * first, whose result the root folds in front of its own. */
 void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                      const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                      int root)
@@ -394,34 +425,29 @@ void thr_hier_reduce(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
   local_part(h, input, part, count, type, op, lead);
   if (!leader)
     return;
-  int root_proc = h->proc_of[root];
-  if (c->rank != root) {
-    thr_send(r, c, part, count, type, root, HTAG_REDUCE);
-    thr_free_typed(part, type);
-    return;
-  }
-  /* acc = part_p op acc from the last process to the first */
-  void *acc = part, *in = NULL;
-  if (root_proc != h->nprocs - 1) {
-    acc = thr_alloc_typed(count, type);
-    thr_recv(r, c, acc, count, type, leader_of(h, h->nprocs - 1, root), HTAG_REDUCE);
-  }
-  for (int p = h->nprocs - 2; p >= 0; p--) {
-    if (p == root_proc) {
-      thr_fold(part, acc, count, type, op);
-      continue;
+  int root_proc = h->proc_of[root], P = h->nprocs, commutative = 0, me = h->me_proc;
+  PMPI_Op_commutative(op, &commutative);
+  void *spare = thr_alloc_typed(count, type), *acc;
+  if (commutative || root_proc == 0) {
+    acc = tree_fold(r, c, h, part, spare, count, type, op, root_proc, P, root, HTAG_REDUCE);
+  } else if (me < root_proc) {
+    acc = tree_fold(r, c, h, part, spare, count, type, op, 0, root_proc, root, HTAG_REDUCE);
+    if (acc) /* (the first process's leader: the processes before the root's) */
+      thr_send(r, c, acc, count, type, root, HTAG_REDUCE);
+    acc = NULL;
+  } else {
+    acc = tree_fold(r, c, h, part, spare, count, type, op, root_proc, P - root_proc, root,
+                    HTAG_REDUCE);
+    if (acc) {
+      void *before = acc == part ? spare : part;
+      thr_recv(r, c, before, count, type, leader_of(h, 0, root), HTAG_REDUCE);
+      thr_fold(before, acc, count, type, op); /* acc = before op acc */
     }
-    if (!in)
-      in = thr_alloc_typed(count, type);
-    thr_recv(r, c, in, count, type, leader_of(h, p, root), HTAG_REDUCE);
-    thr_fold(in, acc, count, type, op);
   }
-  thr_copy_typed(rbuf, count, type, acc, count, type);
-  if (acc != part)
-    thr_free_typed(acc, type);
+  if (acc)
+    thr_copy_typed(rbuf, count, type, acc, count, type);
   thr_free_typed(part, type);
-  if (in)
-    thr_free_typed(in, type);
+  thr_free_typed(spare, type);
 }
 
 /* The leaders' allreduce of their parts, in process order, into buf. */
@@ -445,19 +471,10 @@ static void leaders_allreduce(struct thr_rank *r, struct thr_comm *c, struct thr
         thr_copy_typed(buf, count, type, other, count, type);
       }
     }
-  } else if (me != 0) { /* the first process's leader folds, then a binomial bcast */
-    thr_send(r, c, buf, count, type, leader_of(h, 0, -1), HTAG_ALLREDUCE);
-    leaders_bcast(r, c, h, buf, count, type, 0, -1);
-  } else {
-    void *acc = thr_alloc_typed(count, type);
-    thr_recv(r, c, acc, count, type, leader_of(h, P - 1, -1), HTAG_ALLREDUCE);
-    for (int p = P - 2; p >= 1; p--) {
-      thr_recv(r, c, other, count, type, leader_of(h, p, -1), HTAG_ALLREDUCE);
-      thr_fold(other, acc, count, type, op);
-    }
-    thr_fold(buf, acc, count, type, op);
-    thr_copy_typed(buf, count, type, acc, count, type);
-    thr_free_typed(acc, type);
+  } else { /* a binomial fold into the first process's leader, then a binomial bcast */
+    void *acc = tree_fold(r, c, h, buf, other, count, type, op, 0, P, -1, HTAG_ALLREDUCE);
+    if (acc && acc != buf)
+      thr_copy_typed(buf, count, type, acc, count, type);
     leaders_bcast(r, c, h, buf, count, type, 0, -1);
   }
   thr_free_typed(other, type);
@@ -556,45 +573,176 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
   free(regular);
 }
 
-/* The root's messages of a gather(v) or scatter(v): one per other process, that
- * process's blocks of buf (counts, displs) as one type, from or to its leader. */
+/* This process's place in the binomial tree over the leaders rooted at the root's
+ * process (the tree of leaders_bcast): relative indices (to the root's process), its
+ * subtree (relative indices [rel, rel + span)), its parent's process (-1 at the root's)
+ * and its children in increasing order, child k's subtree [child[k], + child_span[k]).
+ * A subtree's processes are consecutive in relative order, its root first. */
+struct tree {
+  int rel, span, parent, n;
+  int child[32], child_span[32];
+};
+
+static int min_int(int a, int b)
+{
+  return a < b ? a : b;
+}
+
+static struct tree tree_at(const struct thr_hier *h, int root_proc)
+{
+  int P = h->nprocs, low = 1;
+  struct tree t = {.rel = (h->me_proc - root_proc + P) % P, .parent = -1};
+  while (low < P && !(t.rel & low))
+    low <<= 1;
+  if (t.rel > 0)
+    t.parent = (t.rel - low + root_proc) % P;
+  t.span = min_int(low, P - t.rel);
+  for (int m = 1; m < low && t.rel + m < P; m <<= 1, t.n++)
+    t.child[t.n] = t.rel + m, t.child_span[t.n] = min_int(m, P - t.rel - m);
+  return t;
+}
+
+/* The process at a relative index. */
+static int proc_at(const struct thr_hier *h, int root_proc, int rel)
+{
+  return (rel + root_proc) % h->nprocs;
+}
+
+/* The blocks (counts, displs of type) of the ranks of the processes at relative indices
+ * [from, from + span), in that order and rank order within each, as one type. */
+static MPI_Datatype subtree_blocks(const struct thr_hier *h, int root_proc, int from, int span,
+                                   const int *counts, const int *displs, MPI_Datatype type)
+{
+  int nblocks = 0;
+  for (int x = from; x < from + span; x++) {
+    int p = proc_at(h, root_proc, x);
+    nblocks += h->first[p + 1] - h->first[p];
+  }
+  int *lens = malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks, k = 0;
+  for (int x = from; x < from + span; x++) {
+    int p = proc_at(h, root_proc, x);
+    for (int i = h->first[p]; i < h->first[p + 1]; i++, k++)
+      lens[k] = counts[h->members[i]], at[k] = displs[h->members[i]];
+  }
+  MPI_Datatype blocks;
+  PMPI_Type_indexed(nblocks, lens, at, type, &blocks);
+  PMPI_Type_commit(&blocks);
+  free(lens);
+  return blocks;
+}
+
+/* The root's messages of a gather(v) or scatter(v): one per child of the root's
+ * process in the tree, that child's subtree's blocks of buf as one type, from or to its
+ * leader. Scatterv (sizes set) first sends a child with children of its own the byte
+ * totals of its subtree's processes (it forwards their parts). */
 struct root_posts {
   int n;
-  struct thr_request **reqs;
-  MPI_Datatype *types;
+  struct thr_request *reqs[64];
+  MPI_Datatype types[32];
+  int *sizes;
 };
 
 static struct root_posts root_post(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                                    void *buf, MPI_Datatype type, int root, const int *counts,
-                                   const int *displs, int send)
+                                   const int *displs, int send, int sizes)
 {
-  struct root_posts posts = {0, malloc((size_t)h->nprocs * sizeof *posts.reqs),
-                             malloc((size_t)h->nprocs * sizeof *posts.types)};
-  for (int p = 0; p < h->nprocs; p++) {
-    if (p == h->proc_of[root])
-      continue;
-    MPI_Datatype t = blocks_of(h, p, counts, displs, type);
-    int leader = leader_of(h, p, root);
-    posts.types[posts.n] = t;
-    posts.reqs[posts.n++] = send ? thr_isend(r, c, c->ctx + 1, buf, 1, t, leader, HTAG_SCATTER)
-                                 : thr_irecv(r, c, c->ctx + 1, buf, 1, t, leader, HTAG_GATHER);
+  int root_proc = h->proc_of[root], P = h->nprocs;
+  struct tree t = tree_at(h, root_proc);
+  struct root_posts posts = {.n = 0, .sizes = sizes ? malloc((size_t)P * sizeof(int)) : NULL};
+  for (int x = 0; sizes && x < P; x++) {
+    int p = proc_at(h, root_proc, x);
+    posts.sizes[x] = 0;
+    for (int i = h->first[p]; i < h->first[p + 1]; i++)
+      posts.sizes[x] += (int)thr_type_bytes(type, counts[h->members[i]]);
   }
+  for (int k = 0; k < t.n; k++) {
+    int leader = leader_of(h, proc_at(h, root_proc, t.child[k]), root);
+    MPI_Datatype blocks = subtree_blocks(h, root_proc, t.child[k], t.child_span[k], counts,
+                                         displs, type);
+    posts.types[k] = blocks;
+    if (sizes && t.child_span[k] > 1)
+      posts.reqs[posts.n++] = thr_isend(r, c, c->ctx + 1, posts.sizes + t.child[k],
+                                        t.child_span[k], MPI_INT, leader, HTAG_SCATTER);
+    posts.reqs[posts.n++] = send ? thr_isend(r, c, c->ctx + 1, buf, 1, blocks, leader, HTAG_SCATTER)
+                                 : thr_irecv(r, c, c->ctx + 1, buf, 1, blocks, leader, HTAG_GATHER);
+  }
+  for (int k = t.n; k < 32; k++)
+    posts.types[k] = MPI_DATATYPE_NULL;
   return posts;
 }
 
 static void root_posts_wait(struct thr_rank *r, struct root_posts *posts)
 {
-  for (int i = 0; i < posts->n; i++) {
+  for (int i = 0; i < posts->n; i++)
     thr_wait(r, posts->reqs[i], MPI_STATUS_IGNORE);
-    PMPI_Type_free(&posts->types[i]);
-  }
-  free(posts->reqs), free(posts->types);
+  for (int k = 0; k < 32 && posts->types[k] != MPI_DATATYPE_NULL; k++)
+    PMPI_Type_free(&posts->types[k]);
+  free(posts->sizes);
 }
 
-/* Regular gather: the root's process writes its blocks straight into the root's receive
- * buffer; every other process's ranks write theirs, as bytes in rank order, into a
- * buffer of their leader, which sends it whole to the root; the root receives each
- * straight into the blocks of that process's ranks. */
+/* A gather's leader in a process other than the root's: its subtree's parts in one
+ * buffer (its process's ranks' blocks as bytes in rank order first, at offset 0, then
+ * each child's subtree, in relative order), sent whole to its parent. own: its
+ * process's bytes; sub[k]: child k's subtree's bytes. The children's parts arrive while
+ * its ranks write theirs. */
+struct relay {
+  char *buf;
+  size_t bytes;
+  int n;
+  struct thr_request *reqs[32];
+};
+
+static struct relay relay_post(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                               const struct tree *t, int root, size_t own, const size_t *sub,
+                               int send)
+{
+  int root_proc = h->proc_of[root];
+  struct relay y = {.bytes = own};
+  for (int k = 0; k < t->n; k++)
+    y.bytes += sub[k];
+  y.buf = malloc(y.bytes + 1);
+  if (send) /* (scatter: the whole subtree's part from the parent first) */
+    thr_recv(r, c, y.buf, (int)y.bytes, MPI_BYTE, leader_of(h, t->parent, root), HTAG_SCATTER);
+  size_t at = own;
+  for (int k = 0; k < t->n; k++) {
+    int leader = leader_of(h, proc_at(h, root_proc, t->child[k]), root);
+    y.reqs[y.n++] = send ? thr_isend(r, c, c->ctx + 1, y.buf + at, (int)sub[k], MPI_BYTE, leader,
+                                     HTAG_SCATTER)
+                         : thr_irecv(r, c, c->ctx + 1, y.buf + at, (int)sub[k], MPI_BYTE, leader,
+                                     HTAG_GATHER);
+    at += sub[k];
+  }
+  return y;
+}
+
+static void relay_finish(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                         const struct tree *t, int root, struct relay *y, int send)
+{
+  for (int i = 0; i < y->n; i++)
+    thr_wait(r, y->reqs[i], MPI_STATUS_IGNORE);
+  if (!send)
+    thr_send(r, c, y->buf, (int)y->bytes, MPI_BYTE, leader_of(h, t->parent, root), HTAG_GATHER);
+  free(y->buf);
+}
+
+/* Bytes of the regular blocks of the processes at relative indices [from, + span). */
+static size_t regular_bytes(const struct thr_hier *h, int root_proc, int from, int span,
+                            size_t block)
+{
+  size_t bytes = 0;
+  for (int x = from; x < from + span; x++) {
+    int p = proc_at(h, root_proc, x);
+    bytes += block * (size_t)(h->first[p + 1] - h->first[p]);
+  }
+  return bytes;
+}
+
+/* Regular gather. The root's process writes its blocks straight into the root's receive
+ * buffer. Every other process's ranks write theirs, as bytes in rank order, into a
+ * buffer of their leader, which also receives its children's subtrees in the tree over
+ * the leaders (binomial, from the root's process) and sends it all to its parent; the
+ * root receives each of its children's messages straight into the blocks of that
+ * subtree's ranks. */
 void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                      const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                      MPI_Datatype rtype, int root)
@@ -602,14 +750,19 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
   note(c, h, NOTE_GATHER, "gather");
   int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
   if (h->me_proc != root_proc) {
-    int bytes = (int)thr_type_bytes(stype, scount), lead = h->local.rank == 0;
-    char *packed = lead ? malloc((size_t)bytes * (size_t)mine + 1) : NULL;
-    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, packed, bytes, NULL, NULL,
-                      MPI_BYTE, 0);
-    if (lead) {
-      thr_send(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_GATHER);
-      free(packed);
+    size_t bytes = thr_type_bytes(stype, scount);
+    struct tree t = tree_at(h, root_proc);
+    struct relay y = {0};
+    if (h->local.rank == 0) {
+      size_t sub[32];
+      for (int k = 0; k < t.n; k++)
+        sub[k] = regular_bytes(h, root_proc, t.child[k], t.child_span[k], bytes);
+      y = relay_post(r, c, h, &t, root, bytes * (size_t)mine, sub, 0);
     }
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, y.buf, (int)bytes, NULL, NULL,
+                      MPI_BYTE, 0);
+    if (h->local.rank == 0)
+      relay_finish(r, c, h, &t, root, &y, 0);
     return;
   }
   int n = c->size, *regular = NULL;
@@ -628,16 +781,17 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
     return;
   }
   /* (the other processes' blocks arrive while this process's ranks write theirs) */
-  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, regular, regular + n, 0);
+  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, regular, regular + n, 0, 0);
   thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype,
                     h->local_of[root]);
   root_posts_wait(r, &posts);
   free(lcounts), free(regular);
 }
 
-/* Regular scatter, the reverse: the root sends each other process's blocks to its
- * leader in one message (bytes in rank order), whose ranks copy theirs from it; the
- * root's process copies straight from the root's send buffer. */
+/* Regular scatter, the reverse: the root sends each of its children in the tree its
+ * subtree's blocks in one message (bytes in relative then rank order); a leader keeps
+ * its process's part (first), forwards each child's, and its ranks copy theirs from it;
+ * the root's process copies straight from the root's send buffer. */
 void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                       MPI_Datatype rtype, int root)
@@ -645,15 +799,19 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
   note(c, h, NOTE_SCATTER, "scatter");
   int root_proc = h->proc_of[root], mine = h->local.size, base = h->first[h->me_proc];
   if (h->me_proc != root_proc) {
-    int bytes = (int)thr_type_bytes(rtype, rcount), lead = h->local.rank == 0;
-    char *packed = NULL;
-    if (lead) {
-      packed = malloc((size_t)bytes * (size_t)mine + 1);
-      thr_recv(r, c, packed, bytes * mine, MPI_BYTE, root, HTAG_SCATTER);
+    size_t bytes = thr_type_bytes(rtype, rcount);
+    struct tree t = tree_at(h, root_proc);
+    struct relay y = {0};
+    if (h->local.rank == 0) {
+      size_t sub[32];
+      for (int k = 0; k < t.n; k++)
+        sub[k] = regular_bytes(h, root_proc, t.child[k], t.child_span[k], bytes);
+      y = relay_post(r, c, h, &t, root, bytes * (size_t)mine, sub, 1);
     }
-    thr_local_scatterv(h->group, &h->local, packed, bytes, NULL, NULL, MPI_BYTE, rbuf, rcount,
-                       rtype, 0);
-    free(packed);
+    thr_local_scatterv(h->group, &h->local, y.buf, (int)bytes, NULL, NULL, MPI_BYTE, rbuf,
+                       rcount, rtype, 0);
+    if (h->local.rank == 0)
+      relay_finish(r, c, h, &t, root, &y, 1);
     return;
   }
   int n = c->size, *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
@@ -668,7 +826,8 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
   int *regular = malloc((size_t)n * 2 * sizeof(int));
   for (int i = 0; i < n; i++)
     regular[i] = scount, regular[n + i] = i * scount;
-  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, regular + n, 1);
+  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, regular + n,
+                                      1, 0);
   thr_local_scatterv(h->group, &h->local, sbuf, 0, lcounts, ldispls, stype, rbuf, rcount, rtype,
                      h->local_of[root]);
   root_posts_wait(r, &posts);
@@ -698,25 +857,38 @@ static int *local_layout(const struct thr_hier *h, const int *counts, const int 
   return l;
 }
 
-/* Gatherv: the root's process writes straight into the root's receive buffer; every
- * other process's ranks write their blocks, as bytes in rank order, into a buffer of
- * their leader (which first gathers their sizes: only the root knows the counts), sent
- * whole to the root, which receives it straight into that process's blocks. */
+/* Gatherv: as gather, but a leader first gathers its ranks' block sizes in place (only
+ * the root knows the counts), and below the root's children each leader tells its
+ * parent its subtree's total (from its children's totals) before the bytes follow. */
 void thr_hier_gatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                       const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                       const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
 {
   note(c, h, NOTE_GATHERV, "gatherv");
-  int mine = h->local.size;
-  if (h->me_proc != h->proc_of[root]) {
+  int mine = h->local.size, root_proc = h->proc_of[root];
+  if (h->me_proc != root_proc) {
     int *sizes, lead = h->local.rank == 0;
     int total = local_sizes(h, (int)thr_type_bytes(stype, scount), &sizes);
-    char *packed = lead ? malloc((size_t)total + 1) : NULL;
-    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, packed, 0, sizes,
+    struct tree t = tree_at(h, root_proc);
+    struct relay y = {0};
+    if (lead) {
+      size_t sub[32], bytes = (size_t)total;
+      for (int k = 0; k < t.n; k++) {
+        int child = leader_of(h, proc_at(h, root_proc, t.child[k]), root), got;
+        thr_recv(r, c, &got, 1, MPI_INT, child, HTAG_GATHER);
+        sub[k] = (size_t)got, bytes += (size_t)got;
+      }
+      if (t.parent != root_proc) {
+        int subtree = (int)bytes;
+        thr_send(r, c, &subtree, 1, MPI_INT, leader_of(h, t.parent, root), HTAG_GATHER);
+      }
+      y = relay_post(r, c, h, &t, root, (size_t)total, sub, 0);
+    }
+    thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, y.buf, 0, sizes,
                       sizes ? sizes + mine : NULL, MPI_BYTE, 0);
     if (lead) {
-      thr_send(r, c, packed, total, MPI_BYTE, root, HTAG_GATHER);
-      free(packed), free(sizes);
+      relay_finish(r, c, h, &t, root, &y, 0);
+      free(sizes);
     }
     return;
   }
@@ -727,33 +899,56 @@ void thr_hier_gatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
     return;
   }
   int *l = local_layout(h, rcounts, displs);
-  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, rcounts, displs, 0);
+  struct root_posts posts = root_post(r, c, h, rbuf, rtype, root, rcounts, displs, 0, 0);
   thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, l, l + mine, rtype,
                     local_root);
   root_posts_wait(r, &posts);
   free(l);
 }
 
-/* Scatterv, the reverse: the root sends each other process's blocks to its leader in
- * one message (received as bytes in rank order, its ranks' sizes gathered first), whose
- * ranks copy theirs from it; the root's process copies from the root's send buffer. */
+/* Scatterv, the reverse: the root sends a child that has children of its own the byte
+ * totals of its subtree's processes first (the child forwards a slice to each of its
+ * children), then the bytes; a leader without children knows its total from its ranks'
+ * sizes, which it gathers in place. */
 void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                        const void *sbuf, const int *scounts, const int *displs,
                        MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, int root)
 {
   note(c, h, NOTE_SCATTERV, "scatterv");
-  int mine = h->local.size;
-  if (h->me_proc != h->proc_of[root]) {
+  int mine = h->local.size, root_proc = h->proc_of[root];
+  if (h->me_proc != root_proc) {
     int *sizes, lead = h->local.rank == 0;
     int total = local_sizes(h, (int)thr_type_bytes(rtype, rcount), &sizes);
-    char *packed = NULL;
+    struct tree t = tree_at(h, root_proc);
+    struct relay y = {0};
+    int *totals = NULL, nheaders = 0;
+    struct thr_request *headers[32];
     if (lead) {
-      packed = malloc((size_t)total + 1);
-      thr_recv(r, c, packed, total, MPI_BYTE, root, HTAG_SCATTER);
+      totals = malloc((size_t)t.span * sizeof(int));
+      totals[0] = total;
+      if (t.span > 1)
+        thr_recv(r, c, totals, t.span, MPI_INT, leader_of(h, t.parent, root), HTAG_SCATTER);
+      size_t sub[32];
+      for (int k = 0; k < t.n; k++) {
+        int at = t.child[k] - t.rel;
+        sub[k] = 0;
+        for (int x = 0; x < t.child_span[k]; x++)
+          sub[k] += (size_t)totals[at + x];
+        if (t.child_span[k] > 1)
+          headers[nheaders++] = thr_isend(r, c, c->ctx + 1, totals + at, t.child_span[k], MPI_INT,
+                                          leader_of(h, proc_at(h, root_proc, t.child[k]), root),
+                                          HTAG_SCATTER);
+      }
+      y = relay_post(r, c, h, &t, root, (size_t)total, sub, 1);
     }
-    thr_local_scatterv(h->group, &h->local, packed, 0, sizes, sizes ? sizes + mine : NULL,
+    thr_local_scatterv(h->group, &h->local, y.buf, 0, sizes, sizes ? sizes + mine : NULL,
                        MPI_BYTE, rbuf, rcount, rtype, 0);
-    free(packed), free(sizes);
+    if (lead) {
+      for (int i = 0; i < nheaders; i++)
+        thr_wait(r, headers[i], MPI_STATUS_IGNORE);
+      relay_finish(r, c, h, &t, root, &y, 1);
+      free(sizes), free(totals);
+    }
     return;
   }
   int local_root = h->local_of[root];
@@ -763,7 +958,7 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
     return;
   }
   int *l = local_layout(h, scounts, displs);
-  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, scounts, displs, 1);
+  struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, scounts, displs, 1, 1);
   thr_local_scatterv(h->group, &h->local, sbuf, 0, l, l + mine, stype, rbuf, rcount, rtype,
                      local_root);
   root_posts_wait(r, &posts);
@@ -911,4 +1106,176 @@ void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, c
   thr_free_typed(total, type);
   thr_free_typed(saved, type);
   free(layout);
+}
+
+/* One side of an alltoallv or alltoallw: block j (comm rank j) is counts[j] x type_j
+ * at displs[j] x extent(type) (v) or displs[j] bytes (w: types given). */
+struct v_side {
+  const void *buf;
+  const int *counts, *displs;
+  MPI_Datatype type;
+  const MPI_Datatype *types;
+};
+
+static MPI_Datatype v_type(const struct v_side *s, int j)
+{
+  return s->types ? s->types[j] : s->type;
+}
+
+/* The side's blocks of the ranks of the other processes, in process order then rank
+ * order, as one type (an empty type where they are all empty). */
+static MPI_Datatype v_cross(const struct thr_hier *h, const struct v_side *s)
+{
+  int others = h->first[h->nprocs] - h->local.size, k = 0;
+  int *lens = malloc((size_t)others * sizeof(int) + 1);
+  MPI_Aint *at = malloc((size_t)others * sizeof(MPI_Aint) + 1);
+  MPI_Datatype *types = malloc((size_t)others * sizeof(MPI_Datatype) + 1);
+  MPI_Aint unit = s->types ? 1 : thr_extent_of(s->type);
+  for (int p = 0; p < h->nprocs; p++)
+    for (int i = h->first[p]; p != h->me_proc && i < h->first[p + 1]; i++, k++) {
+      int j = h->members[i];
+      lens[k] = s->counts[j], at[k] = s->displs[j] * unit, types[k] = v_type(s, j);
+    }
+  MPI_Datatype cross;
+  PMPI_Type_create_struct(others, lens, at, types, &cross);
+  PMPI_Type_commit(&cross);
+  free(lens), free(at), free(types);
+  return cross;
+}
+
+/* Alltoallv and alltoallw. Blocks between ranks of one process are read in place (a
+ * local alltoallv/w on their part of the layouts). Each rank's blocks for the other
+ * processes go, as bytes, into a buffer of its leader (rank k's run: its blocks in
+ * process then rank order), after the leader has gathered every rank's block sizes
+ * (each rank knows only its own counts: the send sizes say where its run goes, the
+ * receive sizes how the messages from each other process are cut). The leader sends
+ * each other process one message (its ranks' blocks for that process's ranks; none
+ * when empty) and receives one from each into a second buffer laid out by destination
+ * rank, from which each rank copies its blocks from the other processes. In place, the
+ * runs are read before the local step rewrites the receive buffer. */
+static void hier_alltoallvw(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                            struct v_side send, struct v_side recv)
+{
+  int in_place = send.buf == MPI_IN_PLACE, mine = h->local.size, P = h->nprocs;
+  int me = h->me_proc, others = h->first[P] - mine, lead = h->local.rank == 0;
+  if (in_place)
+    send = recv;
+  /* this rank's byte sizes of its blocks to, then from, the other processes' ranks */
+  int *sizes = malloc((size_t)others * 2 * sizeof(int) + 1);
+  for (int p = 0, k = 0; p < P; p++)
+    for (int i = h->first[p]; p != me && i < h->first[p + 1]; i++, k++) {
+      int j = h->members[i];
+      sizes[k] = (int)thr_type_bytes(v_type(&send, j), send.counts[j]);
+      sizes[others + k] = (int)thr_type_bytes(v_type(&recv, j), recv.counts[j]);
+    }
+  int *all = lead ? malloc((size_t)mine * (size_t)others * 2 * sizeof(int) + 1) : NULL;
+  thr_local_gatherv(h->group, &h->local, sizes, 2 * others, MPI_INT, all, 2 * others, NULL,
+                    NULL, MPI_INT, 0);
+  /* at the leader: rank k's run in out and in (its offset, its length) */
+  int *runs = lead ? calloc((size_t)mine * 4, sizeof(int)) : NULL;
+  size_t out_bytes = 0, in_bytes = 0;
+  for (int k = 0; lead && k < mine; k++) {
+    const int *sk = all + (size_t)k * 2 * others, *rk = sk + others;
+    runs[k] = (int)out_bytes, runs[2 * mine + k] = (int)in_bytes;
+    for (int x = 0; x < others; x++)
+      runs[mine + k] += sk[x], runs[3 * mine + k] += rk[x];
+    out_bytes += (size_t)runs[mine + k], in_bytes += (size_t)runs[3 * mine + k];
+  }
+  char *out = lead ? malloc(out_bytes + 1) : NULL, *in = lead ? malloc(in_bytes + 1) : NULL;
+  MPI_Datatype scross = v_cross(h, &send), rcross = v_cross(h, &recv);
+  thr_local_gatherv(h->group, &h->local, send.buf, 1, scross, out, 0, runs ? runs + mine : NULL,
+                    runs, MPI_BYTE, 0);
+  int nreqs = 0;
+  struct thr_request **reqs = lead ? malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
+  MPI_Datatype *types = lead ? malloc((size_t)(2 * P) * sizeof *types) : NULL;
+  if (lead) {
+    int *lens = malloc(((size_t)others * (size_t)mine + 1) * 2 * sizeof(int));
+    int *at = lens + (size_t)others * mine + 1;
+    for (int q = 0, x0 = 0; q < P; x0 += q == me ? 0 : h->first[q + 1] - h->first[q], q++) {
+      if (q == me)
+        continue;
+      int size_q = h->first[q + 1] - h->first[q], peer = leader_of(h, q, -1), bytes = 0;
+      /* to q: from each rank k of this process, its blocks for q's ranks (x0 .. in its run) */
+      for (int k = 0; k < mine; k++) {
+        const int *sk = all + (size_t)k * 2 * others;
+        at[k] = runs[k], lens[k] = 0;
+        for (int x = 0; x < x0; x++)
+          at[k] += sk[x];
+        for (int x = x0; x < x0 + size_q; x++)
+          lens[k] += sk[x];
+        bytes += lens[k];
+      }
+      if (bytes > 0) {
+        PMPI_Type_indexed(mine, lens, at, MPI_BYTE, &types[nreqs]);
+        PMPI_Type_commit(&types[nreqs]);
+        reqs[nreqs] = thr_isend(r, c, c->ctx + 1, out, 1, types[nreqs], peer, HTAG_ALLTOALL);
+        nreqs++;
+      }
+      /* from q: q's rank x's block for each rank k of this process, x major */
+      bytes = 0;
+      for (int x = 0; x < size_q; x++)
+        for (int k = 0; k < mine; k++) {
+          const int *rk = all + (size_t)k * 2 * others + others;
+          int b = x * mine + k;
+          at[b] = runs[2 * mine + k], lens[b] = rk[x0 + x];
+          for (int y = 0; y < x0 + x; y++)
+            at[b] += rk[y];
+          bytes += lens[b];
+        }
+      if (bytes > 0) {
+        PMPI_Type_indexed(size_q * mine, lens, at, MPI_BYTE, &types[nreqs]);
+        PMPI_Type_commit(&types[nreqs]);
+        reqs[nreqs] = thr_irecv(r, c, c->ctx + 1, in, 1, types[nreqs], peer, HTAG_ALLTOALL);
+        nreqs++;
+      }
+    }
+    free(lens);
+  }
+  /* (the blocks within the process while the leader's messages travel) */
+  int base = h->first[me], *l = malloc((size_t)mine * 4 * sizeof(int));
+  MPI_Datatype *lt = send.types ? malloc((size_t)mine * 2 * sizeof *lt) : NULL;
+  for (int k = 0; k < mine; k++) {
+    int j = h->members[base + k];
+    l[k] = send.counts[j], l[mine + k] = send.displs[j];
+    l[2 * mine + k] = recv.counts[j], l[3 * mine + k] = recv.displs[j];
+    if (lt)
+      lt[k] = send.types[j], lt[mine + k] = recv.types[j];
+  }
+  const void *local_send = in_place ? MPI_IN_PLACE : send.buf;
+  if (lt)
+    thr_local_alltoallw(h->group, &h->local, local_send, l, l + mine, lt, (void *)recv.buf,
+                        l + 2 * mine, l + 3 * mine, lt + mine);
+  else
+    thr_local_alltoallv(h->group, &h->local, local_send, 0, l, l + mine, send.type,
+                        (void *)recv.buf, 0, l + 2 * mine, l + 3 * mine, recv.type);
+  free(l), free(lt);
+  for (int i = 0; i < nreqs; i++) {
+    thr_wait(r, reqs[i], MPI_STATUS_IGNORE);
+    PMPI_Type_free(&types[i]);
+  }
+  thr_local_scatterv(h->group, &h->local, in, 0, runs ? runs + 3 * mine : NULL,
+                     runs ? runs + 2 * mine : NULL, MPI_BYTE, (void *)recv.buf, 1, rcross, 0);
+  PMPI_Type_free(&scross);
+  PMPI_Type_free(&rcross);
+  free(sizes), free(all), free(runs), free(out), free(in), free(reqs), free(types);
+}
+
+void thr_hier_alltoallv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rtype)
+{
+  note(c, h, NOTE_ALLTOALLV, "alltoallv");
+  hier_alltoallvw(r, c, h, (struct v_side){sbuf, scounts, sdispls, stype, NULL},
+                  (struct v_side){rbuf, rcounts, rdispls, rtype, NULL});
+}
+
+void thr_hier_alltoallw(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                        const int *rdispls, const MPI_Datatype *rtypes)
+{
+  note(c, h, NOTE_ALLTOALLW, "alltoallw");
+  hier_alltoallvw(r, c, h, (struct v_side){sbuf, scounts, sdispls, MPI_DATATYPE_NULL, stypes},
+                  (struct v_side){rbuf, rcounts, rdispls, MPI_DATATYPE_NULL, rtypes});
 }

@@ -181,7 +181,7 @@ void thr_free_typed(void *buf, MPI_Datatype type);
  * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
 struct thr_hier;
 struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
-/* Whether bcast, gatherv, scatterv, alltoall and scan take two levels (not where the
+/* Whether bcast, gatherv, scatterv, alltoall(v,w) and scan take two levels (not where the
  * node's thread ranks outnumber its CPUs). */
 int thr_hier_moves_fit(const struct thr_hier *h);
 void thr_hier_release(struct thr_comm *c);
@@ -212,6 +212,15 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
 void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                        const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                        int rcount, MPI_Datatype rtype);
+/* As alltoall (thr_hier_moves_fit); any layout, in place too. */
+void thr_hier_alltoallv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
+                        MPI_Datatype rtype);
+void thr_hier_alltoallw(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
+                        const void *sbuf, const int *scounts, const int *sdispls,
+                        const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
+                        const int *rdispls, const MPI_Datatype *rtypes);
 /* Only when thr_hier_scans: each process's ranks are consecutive (and as moves_fit). */
 int thr_hier_scans(const struct thr_hier *h);
 void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,

@@ -211,6 +211,69 @@ static void alltoall_sizes(MPI_Comm comm, const int *world, int me, int n, int c
   free(send), free(recv);
 }
 
+/* Ints of a block from comm rank a to comm rank b: some empty, uneven; symmetric in
+ * place (rank a's block for b and b's for a share the receive layout's slot). */
+static int v_ints(int a, int b, int count, int in_place)
+{
+  return (in_place ? (a + b) * 3 + 1 : a * 3 + b * 5 + 2) % 4 * count / 3;
+}
+
+/* Alltoallv and alltoallw, uneven and empty blocks with gaps of 2 ints, displacements
+ * out of order (send blocks in reverse rank order, receive blocks rotated); alltoallw
+ * with every other int (a strided type) for blocks to odd and from even ranks and byte
+ * displacements; in place (the receive layout both ways); gaps and the strided holes
+ * poisoned and checked. */
+static void alltoall_v_w(MPI_Comm comm, const int *world, int me, int n, int count,
+                         int in_place)
+{
+  size_t room = (size_t)n * ((size_t)count * 2 + 2) + 1;
+  int *send = malloc(sizeof(int) * room), *recv = malloc(sizeof(int) * room);
+  int *sc = malloc(sizeof(int) * (size_t)n * 4), *sd = sc + n, *rc = sd + n, *rd = rc + n;
+  MPI_Datatype pair, every_other, *st = malloc(sizeof(MPI_Datatype) * (size_t)n * 2), *rt = st + n;
+  MPI_Type_vector(1, 1, 2, MPI_INT, &pair);
+  MPI_Type_create_resized(pair, 0, (MPI_Aint)sizeof(int) * 2, &every_other);
+  MPI_Type_commit(&every_other);
+  MPI_Type_free(&pair);
+  for (int w = 0; w < 2; w++) {
+    int at = 0, rat = 0;
+    for (int k = 0; k < n; k++) {
+      int j = n - 1 - k, s_wide = w && j % 2, r = (me + k) % n, r_wide = w && r % 2 == 0;
+      sc[j] = v_ints(me, j, count, in_place), st[j] = s_wide ? every_other : MPI_INT;
+      sd[j] = w ? at * (int)sizeof(int) : at, at += sc[j] * (s_wide ? 2 : 1) + 2;
+      rc[r] = v_ints(r, me, count, in_place), rt[r] = r_wide ? every_other : MPI_INT;
+      rd[r] = w ? rat * (int)sizeof(int) : rat, rat += rc[r] * (r_wide ? 2 : 1) + 2;
+    }
+    for (size_t i = 0; i < room; i++)
+      send[i] = -5, recv[i] = -7;
+    for (int j = 0; j < n; j++) { /* (in place: the receive layout, rank j's slot) */
+      int wide = in_place ? rt[j] == every_other : st[j] == every_other;
+      int *block = in_place ? recv + (w ? rd[j] / (int)sizeof(int) : rd[j])
+                            : send + (w ? sd[j] / (int)sizeof(int) : sd[j]);
+      for (int i = 0; i < (in_place ? rc[j] : sc[j]); i++)
+        block[wide ? 2 * i : i] = value(world[me], world[j], i);
+    }
+    if (w)
+      MPI_Alltoallw(in_place ? MPI_IN_PLACE : send, sc, sd, st, recv, rc, rd, rt, comm);
+    else
+      MPI_Alltoallv(in_place ? MPI_IN_PLACE : send, sc, sd, MPI_INT, recv, rc, rd, MPI_INT, comm);
+    const char *what = w ? "alltoallw, uneven" : "alltoallv, uneven";
+    int *seen = calloc(room, sizeof(int));
+    for (int j = 0; j < n; j++) {
+      int wide = rt[j] == every_other, *block = recv + (w ? rd[j] / (int)sizeof(int) : rd[j]);
+      for (int i = 0; i < rc[j]; i++) {
+        check(block[wide ? 2 * i : i] == value(world[j], world[me], i), what, i);
+        seen[block - recv + (wide ? 2 * i : i)] = 1;
+      }
+    }
+    for (size_t i = 0; i < room; i++)
+      if (!seen[i])
+        check(recv[i] == -7, w ? "alltoallw, gaps" : "alltoallv, gaps", (int)i);
+    free(seen);
+  }
+  MPI_Type_free(&every_other);
+  free(send), free(recv), free(sc), free(st);
+}
+
 /* Bcast of 2 x count ints from the middle rank, strided at it and at every odd rank,
  * contiguous at the others (long enough to be pipelined across processes). */
 static void bcast_strided(MPI_Comm comm, const int *world, int me, int n, int count)
@@ -297,6 +360,7 @@ static void commutative(MPI_Comm comm, const int *world, int me, int n)
         free(all);
       }
       alltoall_sizes(comm, world, me, n, count, in_place);
+      alltoall_v_w(comm, world, me, n, count, in_place);
       if (!in_place)
         bcast_strided(comm, world, me, n, count);
     }

@@ -87,6 +87,26 @@ def test_preloaded_by_installed_mcollrun(prefix, flavour, tmp_path):
     assert f"for {flavour}" in info.stdout, info.stdout + info.stderr
 
 
+@pytest.mark.parametrize("flavour", flavours())
+def test_thread_ranks_by_installed_mcollrun(prefix, flavour, tmp_path):
+    """`mcollrun --threads` from the installed tree alone (no build tree beside it): the
+    launcher, the runtime and the stand-in MPI library are installed under
+    lib/mcoll/<flavour>/; an unmodified program runs as 2 processes x 2 thread ranks."""
+    libdir = prefix / "lib" / "mcoll" / flavour
+    soname = "libmpich.so.12" if flavour == "mpich" else "libmpi.so.40"
+    for path in ("bin/mcoll-threads", "lib/libmcoll-threads.so", f"lib/threads/{soname}"):
+        assert (libdir / path).exists(), path
+    app = tmp_path / "app"
+    subprocess.run([f"mpicc.{flavour}", str(APP), "-o", str(app)], check=True,
+                   capture_output=True, timeout=120)
+    env = {"MCOLL_BUILD_DIR": "", "MCOLL_THREADS_REPORT": "1", "TMPDIR": str(tmp_path)}
+    result = run_job([str(prefix / "bin" / "mcollrun"), "--threads", "2", "-np", "4", str(app)],
+                     env, timeout=120)
+    check_passed(result, "install_app")
+    assert re.search(r"^mcoll threads: 2 ranks loaded in ", result.stderr, re.M), result.describe()
+    assert "install_app: 20200 checks" in result.stdout, result.describe()  # (4 ranks x 5050)
+
+
 @pytest.mark.skipif(not shutil.which("cmake"), reason="no cmake")
 @pytest.mark.parametrize("flavour", flavours())
 def test_find_package(prefix, flavour, tmp_path):

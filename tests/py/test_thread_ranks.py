@@ -184,21 +184,25 @@ def test_thread_coll_as_thread_ranks(flavour, threads, np):
 
 
 @pytest.mark.parametrize("flavour,threads,np", flavoured(
-    [layout(2, 4), layout(3, 6), layout(2, 6)]))
+    [layout(2, 4), layout(3, 6), layout(2, 6), layout(2, 8), layout(2, 10, full=True)]))
 def test_thread_coll_two_levels(flavour, threads, np):
     """Communicators across processes take two levels (src/threads/coll_hier.c: in place
     among a process's thread ranks, messages among one leader per process) for barrier,
     bcast (pipelined in 64 KiB segments from 128 KiB), reduce, allreduce, allgather(v),
-    gather(v), scatter(v), alltoall, and scan and exscan where each process's ranks are
-    consecutive: the same program at 2x2, 2x3 and 3x2, checked against the inputs'
-    formulas (non-commutative reductions, which fall back to the message path where
-    processes interleave; a commutative user operation and sums, which do not; in place;
-    every root; uneven and empty v blocks; strided types; poisoned outputs and gaps), on
-    world, halves, reversed, uneven (world without rank 1) and interleaved (also without
-    the last rank) communicators. MCOLL_THREADS_HIER=4 makes every collective and size
-    take two levels (an oversubscribed node keeps the messages for some by default) and
-    rank 0 of each such communicator name its layout, and each collective the first time
-    it takes two levels there."""
+    gather(v), scatter(v), alltoall(v,w), and scan and exscan where each process's ranks
+    are consecutive: the same program at 2x2, 2x3, 3x2, 4x2 and 5x2 (from 3 processes the
+    leaders' step of reduce, gather(v), scatter(v) and of an allreduce over a number of
+    processes that is not a power of two is a binomial tree; from 4 it has depth 2 and
+    gatherv/scatterv forward sizes), checked against the inputs' formulas
+    (non-commutative reductions at every root, which keep process order in two trees and
+    fall back to the message path where processes interleave; a commutative user
+    operation and sums, which do not; in place; every root; uneven and empty v blocks;
+    strided types; poisoned outputs and gaps), on world, halves, reversed, uneven (world
+    without rank 1) and interleaved (also without the last rank) communicators.
+    MCOLL_THREADS_HIER=4 makes every collective and size take two levels (an
+    oversubscribed node keeps the messages for some by default) and rank 0 of each such
+    communicator name its layout, and each collective the first time it takes two levels
+    there."""
     result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour),
                      {"MCOLL_THREADS_HIER": "4", "MCOLL_THREADS_BCAST_SEGMENT": "65536"}, JOB_TIMEOUT)
     assert check_passed(result, "test_thread_coll") > 0
@@ -215,7 +219,8 @@ def test_thread_coll_two_levels(flavour, threads, np):
     assert (np - 1, procs, without_last, "interleaved") in seen, result.describe()
     took = set(re.findall(r"^mcoll threads: two-level (\w+) on (\d+) ranks$", result.stderr, re.M))
     for coll in ("barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather",
-                 "scatter", "gatherv", "scatterv", "alltoall", "scan", "exscan"):
+                 "scatter", "gatherv", "scatterv", "alltoall", "alltoallv", "alltoallw", "scan",
+                 "exscan"):
         assert (coll, str(np)) in took and (coll, str(np - 1)) in took, (coll, result.describe())
 
 
