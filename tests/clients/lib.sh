@@ -33,11 +33,11 @@ client_setup() {
 
 # Processes of our jobs still alive: the ranks and MPICH's proxies (which start
 # sessions of their own) carry our tag in their environment.
+# One grep over every environ file: a grep per process took ~0.1-0.5 s a job.
 client_tagged() {
   local env
-  for env in /proc/[0-9]*/environ; do
-    grep -qxz "$client_tag_var=$job_tag" "$env" 2>/dev/null && echo "${env//[!0-9]/}"
-  done
+  { grep -lxzsF -- "$client_tag_var=$job_tag" /proc/[0-9]*/environ 2>/dev/null || true; } \
+    | while read -r env; do echo "${env//[!0-9]/}"; done
   return 0
 }
 

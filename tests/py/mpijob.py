@@ -69,6 +69,40 @@ def flavour_params(*rest_lists, build=BUILD, full=False):
     return [flavour_param(f, *rest, build=build, full=full) for f in FLAVOURS for rest in rest_lists]
 
 
+def covering_flavours(tuples, both=()):
+    """[(flavour, *values)] for the full tier's wide matrices: each tuple of values
+    once, with one flavour, instead of with every flavour. The flavour is chosen
+    greedily so that each flavour still meets every value of every parameter (each
+    (flavour, position, value) pair, pairwise coverage): the MPI matters for the host's
+    part of a path, the values for mcoll's. Tuples in both (those that also run in the
+    default tier, or compare with a native run) keep every flavour."""
+    both = set(map(tuple, both))
+    tuples = [tuple(t) for t in tuples]
+    seen = {(f, i, v) for t in both for f in FLAVOURS for i, v in enumerate(t)}
+    # tuples still to come that hold each value: a pair that no later tuple can give
+    # weighs 1, one that many can give little
+    left = {}
+    for t in tuples:
+        if t not in both:
+            for iv in enumerate(t):
+                left[iv] = left.get(iv, 0) + 1
+    runs = {f: 0 for f in FLAVOURS}
+    out = []
+    for t in tuples:
+        if t in both:
+            out += [(f, *t) for f in FLAVOURS]
+            continue
+        new = {f: sum(1 / left[i, v] for i, v in enumerate(t) if (f, i, v) not in seen) for f in FLAVOURS}
+        for iv in enumerate(t):
+            left[iv] -= 1
+        f = max(FLAVOURS, key=lambda f: (new[f], -runs[f]))
+        seen.update((f, i, v) for i, v in enumerate(t))
+        runs[f] += 1
+        out.append((f, *t))
+    # in the order of the flavours, then of the tuples (as the full products were)
+    return sorted(out, key=lambda ft: FLAVOURS.index(ft[0]))
+
+
 def seed_for(request):
     """The test's seed: MCOLL_TEST_SEED, or one derived from the test's name."""
     return int(os.environ.get("MCOLL_TEST_SEED") or zlib.crc32(request.node.name.encode()))

@@ -14,12 +14,14 @@ from mpijob import BASE_ENV, BUILD, check_passed, flavour_param
 
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
-# The first round after 16 calls, not the default 160, to keep the jobs short.
-EARLY = {"MCOLL_ADAPT_WARMUP": "16"}
-# 16 warm-up calls, then up to 4 candidates x (1 untimed + 5 timed calls), then the
-# decision: 60 calls per size and block are past it.
+# The first round after 8 calls, not the default 160, and 3 timed calls per candidate,
+# not 5, to keep the jobs short (MPICH at 3 ranks takes tens of ms a call on 2 cores);
+# the skew (100 ms) outweighs any call's own time, so 3 samples decide as well as 5.
+EARLY = {"MCOLL_ADAPT_WARMUP": "8", "MCOLL_ADAPT_SAMPLES": "3"}
+# 8 warm-up calls, then up to 4 candidates x (1 untimed + 3 timed calls) (3 at most
+# were seen), then the decision: 28 calls per size and block are past it.
 SWEEP = ["-C", "bcast,reduce,allreduce,gather,scatter,allgather,allgatherv", "-b", "4K", "-e", "1M", "-f", "16", "-m", "latency",
-         "-n", "60", "-w", "0", "-r", "1", "-c"]
+         "-n", "28", "-w", "0", "-r", "1", "-c"]
 LINE = re.compile(r"^mcoll: rank (\d+) adapt (\w+) \[(\S+), (\S+)\) B: (\w+) .*this rank alone: (\w+)$",
                   re.M)
 
@@ -44,8 +46,8 @@ def adapt_lines(stderr):
 
 
 # Alltoall from 8 B (pair_inline, bruck) to 256 KiB (single copy, tiles): up to 6
-# candidates x 6 calls after the 16 warm-up calls.
-A2A_SWEEP = ["-C", "alltoall", "-b", "8", "-e", "256K", "-f", "8", "-m", "latency", "-n", "60", "-w", "0",
+# candidates x 4 calls after the 8 warm-up calls.
+A2A_SWEEP = ["-C", "alltoall", "-b", "8", "-e", "256K", "-f", "8", "-m", "latency", "-n", "36", "-w", "0",
              "-r", "1", "-c"]
 
 

@@ -80,7 +80,9 @@ def test_grid_rsend_nonblocking_and_persistent(request, flavour, np, topo):
     env = {"MCOLL_TOPO": topo, "MCOLL_ALG_ALLTOALL_INTER": "grid_rsend",
            "MCOLL_ALG_ALLTOALLV_INTER": "grid_rsend", "MCOLL_ALG_ALLTOALLW_INTER": "grid_rsend",
            "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}
-    nbc = ["--colls", "alltoall,alltoallv,alltoallw,bcast,allreduce", "--groups", "6",
+    # MPICH from 5 ranks on 2 cores spins through each message: half the groups there
+    groups = "3" if flavour == "mpich" and np >= 5 else "6"
+    nbc = ["--colls", "alltoall,alltoallv,alltoallw,bcast,allreduce", "--groups", groups,
            "--disorder", "3", "--max-bytes", "256K", "--seed", seed_for(request)]
     result = run_job(mpiexec_argv(flavour, np, BUILD.bin(flavour, "mcoll-test-nbc"), nbc), env, JOB_TIMEOUT)
     assert check_passed(result, "test_nbc") > 0, result.describe()

@@ -169,39 +169,77 @@ FORCED_INTER = {"openmpi": (5, "nodes=3"), "mpich": (3, "nodes=2")}
 TWO_RANK_ALGS = {"pair_inline"}
 
 
+def forced_rounds(flavour):
+    """The registered algorithms of a flavour in jobs: job k forces the k-th algorithm of
+    every collective at once (one MCOLL_ALG_<COLL> each, test_coll checking every
+    collective), the algorithms between nodes in jobs of their own, the two-rank ones at
+    2 ranks. Every (collective, algorithm) runs as before, in about 10 jobs instead of
+    90 (starting a job took most of each one's time). [(np, topo, level, ((coll, alg),
+    ...), broken)] and the skipped ones as [(coll, alg, skip)]."""
+    np, topo = next((n, t) for f, n, t in FORCED if f == flavour)
+    groups, skipped = {}, []
+    for coll, alg, skip, broken in registered_algorithms(flavour):
+        if broken:
+            return [(np, topo, "", ((coll, alg),), broken)], []
+        if skip:
+            skipped.append((coll, alg, skip))
+            continue
+        coll, _, level = coll.partition(".")
+        if level:
+            where = FORCED_INTER[flavour]
+        elif alg in TWO_RANK_ALGS and topo is None:
+            where = (2, topo)
+        else:
+            where = (np, topo)
+        groups.setdefault((*where, level), {}).setdefault(coll, []).append(alg)
+    rounds = []
+    for (n, t, level), by_coll in groups.items():
+        for k in range(max(map(len, by_coll.values()))):
+            rounds.append((n, t, level, tuple((c, algs[k]) for c, algs in sorted(by_coll.items()) if k < len(algs)),
+                           None))
+    return rounds, skipped
+
+
+def forced_params():
+    params = []
+    for flavour, _, _ in FORCED:
+        rounds, skipped = forced_rounds(flavour)
+        for k, (n, t, level, forced, broken) in enumerate(rounds):
+            params.append(flavour_param(flavour, n, t or "flat", level, forced, broken,
+                                        id=f"{flavour}-{n}-{t or 'flat'}-{level or 'node'}-{k}"))
+        params += [flavour_param(flavour, 0, "-", "", ((coll, alg),), None, skip=skip, id=f"{flavour}-{coll}-{alg}")
+                   for coll, alg, skip in skipped]
+    return params
+
+
 @pytest.mark.full
-@pytest.mark.parametrize("flavour,np,topo,coll,alg,broken", [
-    flavour_param(f, n, t or "flat", coll, alg, broken, skip=skip, id=f"{f}-{n}-{t or 'flat'}-{coll}-{alg}")
-    for f, n, t in FORCED for coll, alg, skip, broken in registered_algorithms(f)])
-def test_coll_forced_algorithm(request, flavour, np, topo, coll, alg, broken):
+@pytest.mark.parametrize("flavour,np,topo,level,forced,broken", forced_params())
+def test_coll_forced_algorithm(request, flavour, np, topo, level, forced, broken):
     if broken:
         pytest.fail(f"the registry could not be read from mcoll-info: {broken}")
     topo = None if topo == "flat" else topo
-    if alg in TWO_RANK_ALGS and topo is None:
-        np = 2
-    coll, _, level = coll.partition(".")
-    if level:
-        np, topo = FORCED_INTER[flavour]
     program = BUILD.bin(flavour, "mcoll-test-coll")
-    args = coll_args(flavour, np) + ["--colls", coll, "--seed", seed_for(request)]
-    if flavour == "mpich":  # one run per registered algorithm: keep MPICH's short
+    args = coll_args(flavour, np) + ["--colls", ",".join(coll for coll, _ in forced), "--seed", seed_for(request)]
+    if flavour == "mpich":  # several runs of every collective: keep MPICH's short
         args += ["--burst", "20", "--churn", "1", "--comms", "world,evenodd,reversed"]
-    # Calls where the forced algorithm's restrictions do not hold (a bcast larger than
+    # Calls where a forced algorithm's restrictions do not hold (a bcast larger than
     # a slot for shm_slot, say) are reported fallbacks to the normal choice: warn, and
     # check below that no other fallback happened.
-    var = f"MCOLL_ALG_{coll.upper()}" + ("_INTER" if level else "")
-    env = {**BASE_ENV, **topo_env(topo), var: alg, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "warn"}
+    suffix = "_INTER" if level else ""
+    env = {**BASE_ENV, **topo_env(topo), **{f"MCOLL_ALG_{coll.upper()}{suffix}": alg for coll, alg in forced},
+           "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "warn"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_passed(result)
-    if level:
-        counts = mpijob.parse_inter_report(result.stderr).get(coll, {})
-        denied = mpijob.parse_forced_denied(result.stderr).get((coll + ".inter", alg), {})
-        # what ran between nodes: the forced one, or (reported) the normal choice
-        assert counts.get(alg, 0) > 0 and counts[alg] + sum(denied.values()) == counts["calls"], (
-            f"forced {alg} between nodes for {coll}: {counts}, denied {denied}\n{result.describe()}")
-    else:
-        counts = parse_verbose_report(result.stderr).get(coll, {})
-        assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
+    for coll, alg in forced:
+        if level:
+            counts = mpijob.parse_inter_report(result.stderr).get(coll, {})
+            denied = mpijob.parse_forced_denied(result.stderr).get((coll + ".inter", alg), {})
+            # what ran between nodes: the forced one, or (reported) the normal choice
+            assert counts.get(alg, 0) > 0 and counts[alg] + sum(denied.values()) == counts["calls"], (
+                f"forced {alg} between nodes for {coll}: {counts}, denied {denied}\n{result.describe()}")
+        else:
+            counts = parse_verbose_report(result.stderr).get(coll, {})
+            assert counts.get(alg, 0) > 0, f"forced {alg} never ran for {coll}: {counts}\n{result.describe()}"
     mpijob.only_forced_fallbacks(result)
 
 

@@ -42,12 +42,18 @@ def layout(threads, np, full=False):
 def flavoured(layouts, openmpi_default=None):
     """(flavour, threads, np) for each MPI and layout: skipped where mcoll-threads is not
     built. Open MPI starts slower: in the default tier it runs only the layouts of
-    openmpi_default (ids such as "2x2"; None: all of the default tier's)."""
+    openmpi_default (ids such as "2x2"; None: all of the default tier's). The layouts
+    only in the full tier run on one MPI each, the MPIs alternating
+    (mpijob.covering_flavours)."""
     params = []
+    runs = mpijob.covering_flavours([(p.id,) for p in layouts],
+                                    both=[(p.id,) for p in layouts if FULL not in p.marks])
     for flavour in mpijob.FLAVOURS:
         skip = [] if threads_built(flavour) else \
             [pytest.mark.skip(reason=f"build/{flavour}/bin/mcoll-threads not built")]
         for p in layouts:
+            if (flavour, p.id) not in runs:
+                continue
             full = FULL in p.marks or (flavour == "openmpi" and openmpi_default is not None
                                        and p.id not in openmpi_default)
             params.append(pytest.param(flavour, *p.values, id=f"{flavour}-{p.id}",

@@ -52,14 +52,18 @@ def flavour_marks(flavour):
     return [pytest.mark.skip(reason=f"build/{flavour}/lib/libmcoll.so not built")]
 
 
-# The default tier's hazards (2 ranks, both MPIs); every case at 2 and 3 ranks in the full tier.
+# The default tier's hazards (2 ranks, both MPIs); every case at 2 and 3 ranks in the
+# full tier, each once with one MPI, the MPIs alternating so that each meets every case
+# and rank count (mpijob.covering_flavours).
 DEFAULT_CASES = ("touch", "free", "read", "thread", "colls", "alltoallv")
 
 
 def params(nps=(2, 3)):
+    default = [(np, case) for np in nps for case in CASES if np == 2 and case in DEFAULT_CASES]
+    runs = mpijob.covering_flavours([(np, case) for np in nps for case in CASES], both=default)
     return [pytest.param(f, np, case, id=f"{f}-{np}-{case}",
-                         marks=flavour_marks(f) + ([] if np == 2 and case in DEFAULT_CASES else [mpijob.FULL]))
-            for f in mpijob.FLAVOURS for np in nps for case in CASES]
+                         marks=flavour_marks(f) + ([] if (np, case) in default else [mpijob.FULL]))
+            for f, np, case in runs]
 
 
 def passed(result, case):

@@ -78,6 +78,9 @@ SlurmctldTimeout=10
 SlurmdTimeout=10
 InactiveLimit=0
 KillWait=2
+# sbatch --wait polls every 2 s while MinJobAge/3 <= 2 s (else 2 s, then 8 s: a short
+# job took 10 s); the record stays 6 s past the job's end, three polls
+MinJobAge=6
 $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
 CONF
