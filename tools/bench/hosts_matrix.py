@@ -66,33 +66,6 @@ def load(paths, model=False):
     return jobs
 
 
-def model_markdown(jobs):
-    """mcoll measured against the model, per row; the error model/measured - 1."""
-    flavours, rates, layouts, colls, sizes = axes(jobs)
-    cols = [(f, r) for f in flavours for r in rates]
-    head = ["hosts x ranks", "coll", "size"] + [f"{f} {r}: mcoll / model µs, error" for f, r in cols]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(cols)]
-    errors = {c: [] for c in cols}
-    for h, p in layouts:
-        for c in colls:
-            for b in sizes:
-                cells = []
-                for f, r in cols:
-                    v = jobs.get((f, r, h, p), {}).get((c, b))
-                    if v is None:
-                        cells.append("-")
-                        continue
-                    err = v[2] / v[1] - 1
-                    errors[(f, r)].append(abs(err))
-                    cells.append(f"{v[1]:.4g} / {v[2]:.4g}, {100 * err:+.0f}%")
-                if any(x != "-" for x in cells):
-                    out.append(f"| {h}x{p} | {c} | {size_text(b)} | " + " | ".join(cells) + " |")
-    out.append("| all rows | | | " + " | ".join(
-        f"median \\|error\\| {100 * statistics.median(v):.0f}%, within 20% in {sum(e <= 0.2 for e in v)} "
-        f"of {len(v)}" if v else "-" for v in errors.values()) + " |")
-    return "\n".join(out) + "\n"
-
-
 def axes(jobs):
     flavours = sorted({k[0] for k in jobs}, key=lambda f: (f != "openmpi", f))
     rates = sorted({k[1] for k in jobs}, key=rate_key)
@@ -106,29 +79,48 @@ def axes(jobs):
     return flavours, rates, layouts, colls, sizes
 
 
-def markdown(jobs):
+def table(jobs, head, cell, summary):
+    """The rows layout x collective x size, a column per (flavour, rate): cell(v) -> (text,
+    figure) for a row's tuple; the last row gives summary(figures) per column."""
     flavours, rates, layouts, colls, sizes = axes(jobs)
     cols = [(f, r) for f in flavours for r in rates]
-    head = ["hosts x ranks", "coll", "size"] + [f"{f} {r}: host / mcoll µs, ratio" for f, r in cols]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * len(cols)]
-    ratios = {c: [] for c in cols}
+    out = ["| " + " | ".join(["hosts x ranks", "coll", "size"] + [f"{f} {r}: {head}" for f, r in cols]) + " |",
+           "|" + "---|" * 3 + "---:|" * len(cols)]
+    figures = {c: [] for c in cols}
     for h, p in layouts:
         for c in colls:
             for b in sizes:
                 cells = []
-                for f, r in cols:
-                    v = jobs.get((f, r, h, p), {}).get((c, b))
+                for col in cols:
+                    v = jobs.get((*col, h, p), {}).get((c, b))
                     if v is None:
                         cells.append("-")
                         continue
-                    ratios[(f, r)].append(v[0] / v[1])
-                    cells.append(f"{v[0]:.4g} / {v[1]:.4g}, **{v[0] / v[1]:.2f}**")
+                    text, figure = cell(v)
+                    figures[col].append(figure)
+                    cells.append(text)
                 if any(x != "-" for x in cells):
                     out.append(f"| {h}x{p} | {c} | {size_text(b)} | " + " | ".join(cells) + " |")
-    out.append("| all rows | | | " + " | ".join(
-        f"median {statistics.median(v):.2f}, mcoll faster in {sum(x > 1.05 for x in v)}, "
-        f"slower in {sum(x < 0.95 for x in v)} of {len(v)}" if v else "-" for v in ratios.values()) + " |")
+    out.append("| all rows | | | " + " | ".join(summary(v) if v else "-" for v in figures.values()) + " |")
     return "\n".join(out) + "\n"
+
+
+def model_markdown(jobs):
+    """mcoll measured against the model, per row; the error model/measured - 1."""
+    def cell(v):
+        err = v[2] / v[1] - 1
+        return f"{v[1]:.4g} / {v[2]:.4g}, {100 * err:+.0f}%", abs(err)
+    return table(jobs, "mcoll / model µs, error", cell, lambda e: (
+        f"median \\|error\\| {100 * statistics.median(e):.0f}%, within 20% in {sum(x <= 0.2 for x in e)} "
+        f"of {len(e)}"))
+
+
+def markdown(jobs):
+    def cell(v):
+        return f"{v[0]:.4g} / {v[1]:.4g}, **{v[0] / v[1]:.2f}**", v[0] / v[1]
+    return table(jobs, "host / mcoll µs, ratio", cell, lambda x: (
+        f"median {statistics.median(x):.2f}, mcoll faster in {sum(r > 1.05 for r in x)}, "
+        f"slower in {sum(r < 0.95 for r in x)} of {len(x)}"))
 
 
 def plot(jobs, path):
