@@ -737,6 +737,17 @@ static size_t regular_bytes(const struct thr_hier *h, int root_proc, int from, i
   return bytes;
 }
 
+/* relay_post for a regular gather or scatter: every rank's block is `block` bytes. */
+static struct relay regular_relay_post(struct thr_rank *r, struct thr_comm *c,
+                                       struct thr_hier *h, const struct tree *t, int root,
+                                       size_t block, int send)
+{
+  size_t sub[32];
+  for (int k = 0; k < t->n; k++)
+    sub[k] = regular_bytes(h, h->proc_of[root], t->child[k], t->child_span[k], block);
+  return relay_post(r, c, h, t, root, block * (size_t)h->local.size, sub, send);
+}
+
 /* Regular gather. The root's process writes its blocks straight into the root's receive
  * buffer. Every other process's ranks write theirs, as bytes in rank order, into a
  * buffer of their leader, which also receives its children's subtrees in the tree over
@@ -753,12 +764,8 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
     size_t bytes = thr_type_bytes(stype, scount);
     struct tree t = tree_at(h, root_proc);
     struct relay y = {0};
-    if (h->local.rank == 0) {
-      size_t sub[32];
-      for (int k = 0; k < t.n; k++)
-        sub[k] = regular_bytes(h, root_proc, t.child[k], t.child_span[k], bytes);
-      y = relay_post(r, c, h, &t, root, bytes * (size_t)mine, sub, 0);
-    }
+    if (h->local.rank == 0)
+      y = regular_relay_post(r, c, h, &t, root, bytes, 0);
     thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, y.buf, (int)bytes, NULL, NULL,
                       MPI_BYTE, 0);
     if (h->local.rank == 0)
@@ -802,12 +809,8 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
     size_t bytes = thr_type_bytes(rtype, rcount);
     struct tree t = tree_at(h, root_proc);
     struct relay y = {0};
-    if (h->local.rank == 0) {
-      size_t sub[32];
-      for (int k = 0; k < t.n; k++)
-        sub[k] = regular_bytes(h, root_proc, t.child[k], t.child_span[k], bytes);
-      y = relay_post(r, c, h, &t, root, bytes * (size_t)mine, sub, 1);
-    }
+    if (h->local.rank == 0)
+      y = regular_relay_post(r, c, h, &t, root, bytes, 1);
     thr_local_scatterv(h->group, &h->local, y.buf, (int)bytes, NULL, NULL, MPI_BYTE, rbuf,
                        rcount, rtype, 0);
     if (h->local.rank == 0)
