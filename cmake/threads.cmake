@@ -90,9 +90,11 @@ function(mcoll_add_threads flavour)
   # mcollrun looks for bin/mcoll-threads), in the layout the build has and mcoll-threads
   # expects from its own folder: ../lib/libmcoll-threads.so, ../lib/threads/ (the
   # stand-in). No install RPATH: mcoll-threads loads the host library by its path, and
-  # the namespaces must not be pointed at the real one.
+  # the namespaces must not be pointed at the real one. OPTIONAL: a build of chosen
+  # targets (libmcoll and its tools alone) still installs what it built.
   set(libdir ${CMAKE_INSTALL_LIBDIR}/mcoll/${flavour})
-  install(TARGETS mcoll-threads_${flavour} RUNTIME DESTINATION ${libdir}/bin)
-  install(TARGETS mcoll-threads-runtime_${flavour} LIBRARY DESTINATION ${libdir}/lib)
-  install(TARGETS mcoll-threads-standin_${flavour} LIBRARY DESTINATION ${libdir}/lib/threads)
+  install(TARGETS mcoll-threads_${flavour} RUNTIME DESTINATION ${libdir}/bin OPTIONAL)
+  install(TARGETS mcoll-threads-runtime_${flavour} LIBRARY DESTINATION ${libdir}/lib OPTIONAL)
+  install(TARGETS mcoll-threads-standin_${flavour} LIBRARY DESTINATION ${libdir}/lib/threads
+          OPTIONAL)
 endfunction()
