@@ -162,30 +162,19 @@ def main(argv=None):
     ap.add_argument("--model", action="store_true",
                     help="the model's table instead (needs the run's link files)")
     a = ap.parse_args(argv)
-    if a.model:
-        jobs = load(a.results, model=True)
-        if not jobs:
-            print("hosts_matrix.py: no blocking job with a link file beside it", file=sys.stderr)
-            return 1
-        text = model_markdown(jobs)
-        if a.md:
-            Path(a.md).write_text(text)
-        else:
-            print(text, end="")
-        return 0
-    jobs = load(a.results)
+    jobs = load(a.results, model=a.model)
     if not jobs:
-        print("hosts_matrix.py: no blocking jobs", file=sys.stderr)
+        print("hosts_matrix.py: no blocking job" + (" with a link file beside it" if a.model else "s"),
+              file=sys.stderr)
         return 1
-    text = markdown(jobs)
+    text = (model_markdown if a.model else markdown)(jobs)
     if a.md:
         Path(a.md).write_text(text)
     else:
         print(text, end="")
-    if a.png:
+    if a.png and not a.model:
         plot(jobs, a.png)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
