@@ -120,6 +120,15 @@ static inline int mcoll__slot_test_free(const struct mcoll_shm *shm, struct mcol
   return 1;
 }
 
+/* mcoll__slot_test_free for as long as a wait would spin before it yields: whether the
+ * slot is free without waiting beyond the spin (a try on the caller's stack). */
+static inline int mcoll__slot_poll_free(const struct mcoll_shm *shm, struct mcoll_slot_run *run,
+                                        uint32_t gen, uint32_t lag) {
+  for (int i = 0; i <= shm->spin; i++)
+    if (mcoll__slot_test_free(shm, run, gen, lag)) return 1;
+  return 0;
+}
+
 /* Inline lines: slot runs may use them once every rank's lag is bounded by
  * MCOLL_INLINE_SLOTS as by MCOLL_AREA_SLOTS. */
 _Static_assert(MCOLL_INLINE_SLOTS == MCOLL_AREA_SLOTS, "inline lines follow the area slots");

@@ -333,9 +333,7 @@ static int slot_ready(struct mcoll_comm *c, size_t bytes, int source) {
   }
   struct mcoll_slot_run run = ch->area_slots; /* (a copy: the call begins the real one) */
   uint32_t lag = mcoll__slot_begin(&run, gen);
-  for (int i = 0; i <= shm->spin; i++)
-    if (mcoll__slot_test_free(shm, &run, gen, lag)) return 1;
-  return 0;
+  return mcoll__slot_poll_free(shm, &run, gen, lag);
 }
 
 int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err) {

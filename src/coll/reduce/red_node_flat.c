@@ -203,9 +203,7 @@ int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest) 
   uint32_t gen = mcoll__area_last(c->chan) + 1, lag;
   struct mcoll_slot_run run = c->chan->red_slots;
   struct slot s = slot_place(shm, &run, gen, span, &lag);
-  int free = 0;
-  for (int i = 0; i <= shm->spin && !free; i++) free = mcoll__slot_test_free(shm, &run, gen, lag);
-  if (!free) return 0;
+  if (!mcoll__slot_poll_free(shm, &run, gen, lag)) return 0;
   for (int src = 0; src < inputs_needed(r); src++) {
     if (src == shm->local_rank) continue;
     mcoll_flag *flag = s.stamped ? stamp_of(shm, src, &s) : &shm->data[src].posted;
