@@ -71,8 +71,9 @@ def test_records_are_small_and_say_what_they_are():
 def test_bench_holds_records_not_raw_runs():
     files = subprocess.run(["git", "-C", str(ROOT), "ls-files", "bench"], capture_output=True,
                            text=True, check=True).stdout.split()
-    # A record is condensed: a handful of files per claim, not a run's every sample.
-    assert 0 < len(files) <= 160
+    # A record is condensed: a handful of files per claim, not a run's every sample
+    # (about 40 claims of a few files each, plus the benchmark's own scripts).
+    assert 0 < len(files) <= 200
     per_claim = {}
     for f in files:
         parts = f.split("/")
