@@ -90,11 +90,13 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
   int cma = mcoll__move_of(c, g->my_len, g->forced, g->cma_min) ==
             MCOLL_MOVE_CMA;
+  /* My descriptor goes out before I mark the generation done: a sink that left the
+   * call settles once I am done, then reads my length from my line. */
+  mcoll__move_publish();
   mcoll__area_done(c->chan, gen); /* I read nothing */
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
   char *slot = mcoll__slot_area(shm, shm->local_rank, gen);
   if (!cma && g->my_len <= MCOLL_INLINE_MAX) { /* the sink polls the line itself */
-    mcoll__move_publish();
     mcoll__inline_put(shm, mcoll__inline_line(shm, shm->local_rank, gen), gen, g->mine,
                       g->my_len);
     mcoll__node_call_beside(c, 0, gen);
@@ -102,7 +104,6 @@ static void one_generation_member(struct mcoll_comm *c, const struct mcoll_gathe
   }
   if (cma) mcoll__publish((struct mcoll_peer_buf *)slot, g->mine, g->my_len, gen);
   else if (g->my_len) mcoll__area_write(slot, g->mine, g->my_len);
-  mcoll__move_publish();
   mcoll__area_post(c->chan, gen);
   mcoll__node_call_beside(c, 0, gen);
   /* The sink reads my buffer itself: keep it until the sink is done. */
