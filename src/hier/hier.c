@@ -119,8 +119,11 @@ int mcoll__hier_run(struct mcoll_hier_call *call) {
   const struct mcoll_hier_steps *steps = call->steps;
   const struct mcoll_topo *t = &call->c->topo;
   int inter = t->nnodes > 1 && t->local_rank == call->leader && steps->inter;
+  /* A rank alone on its node has no node steps to overlap: its pieces go inline, as
+   * blocking host calls, which the host MPI's transport drives faster than the
+   * companion's test-and-yield waits (docs/algorithms.md). */
   int pieced = call->overlap && mcoll__cfg.INTER_OVERLAP && t->nnodes > 1 && call->piece &&
-               call->bytes > call->piece;
+               call->bytes > call->piece && t->local_size > 1;
   /* A rank alone on its node has no node steps: the call's state is its own (its
    * sequence numbers were taken before) and its messages carry the call's tags, so
    * the later calls of its communicator may run beside it. */
