@@ -8,7 +8,7 @@
  *   scenarios after the call: CURC, computation unrelated to the data, of ~1.2 Tcomm;
  *   CRC, a pass over the received blocks in order at a rate that would take ~0.5
  *   Tcomm on ready data; and CURC 0.3 Tcomm then CRC 0.5 Tcomm.
- * T_total ends when the call's data is in (settled), T_CURC and T_CRC are the work
+ * T_total after work ends when the call's data is in (settled), T_CURC and T_CRC the work
  * alone, timed in every round among the sides.
  * Overlap = Tcomm(off) + T_CURC + T_CRC - T_total(side), hidden = overlap/Tcomm(off),
  * next to the model min(Tcomm - Tinit, T_CURC + Tcomm*Rcomm/R_CRC) (= T_CURC +
@@ -86,9 +86,10 @@ static double run(const struct tnbc_coll *c, int side, int scen, void *send, voi
     call(c, side, send, recv, comm);
     if (scen == SC_CURC || scen == SC_BOTH) curc(scen == SC_BOTH ? curc_iters / 4 : curc_iters);
     if (scen == SC_CRC || scen == SC_BOTH) crc(recv, c->recv_bytes, crc_passes);
-    /* the data in before the clock stops (mcoll_tnbc_enable settles every pending
-     * call), as the program's next MPI call would wait for it */
-    if (tnbc_enable) tnbc_enable(side >= SIDE_ON);
+    /* after work, the data in before the clock stops (mcoll_tnbc_enable settles every
+     * pending call), as the program's next MPI call would wait for it; the call alone
+     * stops at its return (Tinit) */
+    if (tnbc_enable && scen != SC_ALONE) tnbc_enable(side >= SIDE_ON);
     double t = now() - t0, slowest = 0;
     MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
     return slowest;
