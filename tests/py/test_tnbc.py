@@ -130,8 +130,8 @@ def test_tnbc_needs_progress_thread(flavour):
 @pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
 def test_tnbc_bench_mode(flavour, tmp_path):
     """mcoll-bench -m tnbc: every side and scenario of both collectives in the JSON,
-    with positive times, the overlap derived from them, and the model only on the
-    T-NBC side."""
+    with positive times, the overlap derived from them, the work alone timed in every
+    round (its median is the work), and the model only on the T-NBC side."""
     import json
     out = tmp_path / "tnbc.json"
     program = BUILD.bin(flavour, "mcoll-bench")
@@ -149,6 +149,14 @@ def test_tnbc_bench_mode(flavour, tmp_path):
         assert r["total_s"] > 0 and len(r["samples_s"]) == 3, r
         if r["scenario"] != "call":
             assert r["overlap_s"] == pytest.approx(r["tcomm_s"] + r["work_s"] - r["total_s"], abs=1e-6)
+            work = sorted(r["work_samples_s"])
+            assert len(work) == 3 and work[0] > 0 and r["work_s"] == pytest.approx(work[1], rel=1e-4), r
+        else:
+            assert r["work_samples_s"] == [], r
+    # the call alone stops at its return, the work's rows when the data is in
+    total = {(r["coll"], r["scenario"], r["side"]): r["total_s"] for r in doc["rows"]}
+    for c in ("alltoall", "bcast"):
+        assert total[(c, "call", "tnbc_on")] < total[(c, "curc", "tnbc_on")], total
         assert (r["model_s"] != 0) == (r["side"] == "tnbc_on" and r["scenario"] != "call"), r
 
 

@@ -8,6 +8,8 @@
  *   scenarios after the call: CURC, computation unrelated to the data, of ~1.2 Tcomm;
  *   CRC, a pass over the received blocks in order at a rate that would take ~0.5
  *   Tcomm on ready data; and CURC 0.3 Tcomm then CRC 0.5 Tcomm.
+ * T_total after work ends when the call's data is in (settled), T_CURC and T_CRC the work
+ * alone, timed in every round among the sides.
  * Overlap = Tcomm(off) + T_CURC + T_CRC - T_total(side), hidden = overlap/Tcomm(off),
  * next to the model min(Tcomm - Tinit, T_CURC + Tcomm*Rcomm/R_CRC) (= T_CURC +
  * T_CRC, Dcomm/R_CRC being the time to consume everything). Times are the slowest
@@ -84,6 +86,10 @@ static double run(const struct tnbc_coll *c, int side, int scen, void *send, voi
     call(c, side, send, recv, comm);
     if (scen == SC_CURC || scen == SC_BOTH) curc(scen == SC_BOTH ? curc_iters / 4 : curc_iters);
     if (scen == SC_CRC || scen == SC_BOTH) crc(recv, c->recv_bytes, crc_passes);
+    /* after work, the data in before the clock stops (mcoll_tnbc_enable settles every
+     * pending call), as the program's next MPI call would wait for it; the call alone
+     * stops at its return (Tinit) */
+    if (tnbc_enable && scen != SC_ALONE) tnbc_enable(side >= SIDE_ON);
     double t = now() - t0, slowest = 0;
     MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, comm);
     return slowest;
@@ -99,11 +105,11 @@ static double median(double *v, int n) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* Seconds of the work alone, on ready data (the slowest rank's, median of 5). */
+/* Seconds of the work alone, on ready data (the slowest rank's, median of n <= 5). */
 static double work_alone(int scen, const struct tnbc_coll *c, void *recv, long curc_iters,
-                         int crc_passes, MPI_Comm comm) {
+                         int crc_passes, MPI_Comm comm, int n) {
     double t[5];
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < n; i++) {
         MPI_Barrier(comm);
         double t0 = now();
         if (scen == SC_CURC || scen == SC_BOTH) curc(scen == SC_BOTH ? curc_iters / 4 : curc_iters);
@@ -111,7 +117,7 @@ static double work_alone(int scen, const struct tnbc_coll *c, void *recv, long c
         double d = now() - t0;
         MPI_Allreduce(&d, &t[i], 1, MPI_DOUBLE, MPI_MAX, comm);
     }
-    return median(t, 5);
+    return median(t, n);
 }
 
 void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm comm) {
@@ -161,6 +167,7 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
         /* Tcomm with T-NBC off, to size the work */
         double t[64];
         int calib = 5;
+        for (int i = 0; i < 2; i++) run(&c, SIDE_OFF, SC_ALONE, send, recv, 0, 0, comm); /* warm-up */
         for (int i = 0; i < calib; i++) t[i] = run(&c, SIDE_OFF, SC_ALONE, send, recv, 0, 0, comm);
         double tcomm = median(t, calib);
         /* CURC: ~1.2 Tcomm; CRC: ~0.5 Tcomm on ready data */
@@ -178,19 +185,31 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
         if (rank == 0)
             printf("# %s: calibration Tcomm(off) %.3f ms, CURC %ld iterations, CRC %d passes\n",
                    c.name, 1e3 * tcomm, curc_iters, crc_passes);
-        double work[NSCEN];
-        for (int s = 0; s < NSCEN; s++)
-            work[s] = s == SC_ALONE ? 0 : work_alone(s, &c, recv, curc_iters, crc_passes, comm);
-        /* rounds: every side and scenario once per round, sides alternating */
+        /* rounds: every side and scenario once per round, sides alternating; the work
+         * alone takes its turn among them (slot nsides), so that a load that changes
+         * during the job moves the work's time and the sides' alike */
         int rounds = o->rounds < 64 ? o->rounds : 64;
         double *samples = calloc((size_t)(NSIDES * NSCEN * rounds), sizeof *samples);
+        double *work_samples = calloc((size_t)(NSCEN * rounds), sizeof *work_samples);
         for (int r = 0; r < rounds; r++)
             for (int s = 0; s < NSCEN; s++)
-                for (int side = 0; side < nsides; side++) {
-                    int sd = (side + r) % nsides; /* (who goes first rotates) */
+                for (int slot = 0; slot <= nsides; slot++) {
+                    int sd = (slot + r) % (nsides + 1); /* (who goes first rotates) */
+                    if (sd == nsides) {
+                        if (s != SC_ALONE)
+                            work_samples[s * rounds + r] =
+                                work_alone(s, &c, recv, curc_iters, crc_passes, comm, 1);
+                        continue;
+                    }
                     samples[(sd * NSCEN + s) * rounds + r] =
                         run(&c, sd, s, send, recv, curc_iters, crc_passes, comm);
                 }
+        double work[NSCEN] = {0};
+        for (int s = 1; s < NSCEN; s++) {
+            double sorted[64];
+            memcpy(sorted, &work_samples[s * rounds], (size_t)rounds * sizeof *sorted);
+            work[s] = median(sorted, rounds);
+        }
         double med[NSIDES][NSCEN];
         for (int side = 0; side < nsides; side++)
             for (int s = 0; s < NSCEN; s++) med[side][s] = median(&samples[(side * NSCEN + s) * rounds], rounds);
@@ -215,11 +234,15 @@ void bench_tnbc(const struct run_info *ri, const struct options *o, MPI_Comm com
                             med[side][s], tc, tinit, work[s], overlap, overlap / tc, model);
                     for (int r = 0; r < rounds; r++)
                         fprintf(json, "%s%.6g", r ? ", " : "", samples[(side * NSCEN + s) * rounds + r]);
+                    fprintf(json, "], \"work_samples_s\": [");
+                    for (int r = 0; s != SC_ALONE && r < rounds; r++)
+                        fprintf(json, "%s%.6g", r ? ", " : "", work_samples[s * rounds + r]);
                     fprintf(json, "]}");
                     first_row = 0;
                 }
             }
         free(samples);
+        free(work_samples);
         free(recv);
         free(send);
     }
