@@ -7,7 +7,8 @@
  * each process (same pid) interleaved, with and without the last rank). Across processes thread
  * ranks take two levels (src/threads/coll_hier.c): a commutative user operation and
  * sums at every root check the two-level reductions where processes interleave. Every
- * result is checked against the inputs' formula. Runs as processes too. Prints how many CPUs the ranks may run on together
+ * result is checked against the inputs' formula, also for the MPI_I* and persistent forms
+ * (message schedules, a blocking two-level call between post and wait). Runs as processes too. Prints how many CPUs the ranks may run on together
  * and the most one rank may (thread ranks of one process must not share one core, and
  * are bound to one each when they fit). */
 #include <mpi.h>
@@ -16,6 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if MPI_VERSION >= 4
+#define PERSISTENT(name) MPI_##name##_init
+#elif defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PERSISTENT(name) MPIX_##name##_init
+#endif
+#endif
 
 static long checks, errors;
 static const char *where = "";
@@ -506,6 +516,126 @@ static void movements(MPI_Comm comm, const int *world, int me, int n)
   }
 }
 
+/* MPI_I* and persistent collectives on the same communicators (across processes they
+ * keep the message schedules of src/threads/coll_nbc.c, never two levels): two in flight
+ * with a blocking (two-level) collective between post and wait, waited in reverse order;
+ * the non-commutative allreduce, reduce at every root, scan and exscan; bcast, gather,
+ * scatter, allgather and alltoall from every root; a persistent allreduce and bcast
+ * started twice with new inputs. Outputs poisoned first. */
+static void nonblocking(MPI_Comm comm, const int *world, int me, int n)
+{
+  static const int counts[] = {1, 300, 20000};
+  const struct affine poisoned = {7, 7};
+  for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+    int count = counts[c];
+    struct affine *in = malloc(sizeof *in * (size_t)count), *out = malloc(sizeof *out * (size_t)count);
+    double *din = malloc(sizeof *din * (size_t)count), *dout = malloc(sizeof *dout * (size_t)count);
+    int *one = malloc(sizeof(int) * (size_t)count), *all = malloc(sizeof(int) * (size_t)count * (size_t)n);
+    MPI_Request reqs[2];
+    MPI_Status statuses[2];
+    for (int i = 0; i < count; i++) {
+      in[i] = input_of(world[me], i), out[i] = poisoned;
+      din[i] = world[me] + i % 5, dout[i] = -7;
+    }
+    MPI_Iallreduce(in, out, count, affine_type, affine_op, comm, &reqs[0]);
+    MPI_Iallreduce(din, dout, count, MPI_DOUBLE, MPI_SUM, comm, &reqs[1]);
+    int token = me == 0 ? 1234 + count : -1;
+    MPI_Bcast(&token, 1, MPI_INT, 0, comm); /* (blocking, while both are in flight) */
+    check(token == 1234 + count, "bcast between iallreduce and wait", 0);
+    MPI_Wait(&reqs[1], MPI_STATUS_IGNORE);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    for (int i = 0; i < count; i++) {
+      double sum = 0;
+      for (int k = 0; k < n; k++)
+        sum += world[k] + i % 5;
+      check(same(out[i], fold(world, 0, n, i)), "iallreduce", i);
+      check(dout[i] == sum, "iallreduce, sum", i);
+    }
+    for (int root = 0; root < n; root++) {
+      for (int i = 0; i < count; i++)
+        out[i] = poisoned;
+      MPI_Ireduce(in, out, count, affine_type, affine_op, root, comm, &reqs[0]);
+      for (int i = 0; i < count; i++)
+        one[i] = me == root ? value(world[root], 9, i) : -7;
+      MPI_Ibcast(one, count, MPI_INT, root, comm, &reqs[1]);
+      MPI_Waitall(2, reqs, statuses);
+      for (int i = 0; i < count; i++) {
+        check(me == root ? same(out[i], fold(world, 0, n, i)) : same(out[i], poisoned), "ireduce", i);
+        check(one[i] == value(world[root], 9, i), "ibcast", i);
+      }
+      for (int i = 0; i < count; i++)
+        one[i] = value(world[me], 4, i);
+      poison(all, sizeof(int) * (size_t)count * (size_t)n);
+      MPI_Igather(one, count, MPI_INT, all, count, MPI_INT, root, comm, &reqs[0]);
+      MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+      for (int j = 0; me == root && j < count * n; j++)
+        check(all[j] == value(world[j / count], 4, j % count), "igather", j);
+      for (int j = 0; j < count * n; j++)
+        all[j] = me == root ? value(world[root], world[j / count], j % count) : -7;
+      poison(one, sizeof(int) * (size_t)count);
+      MPI_Iscatter(all, count, MPI_INT, one, count, MPI_INT, root, comm, &reqs[0]);
+      MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+      for (int i = 0; i < count; i++)
+        check(one[i] == value(world[root], world[me], i), "iscatter", i);
+    }
+    for (int exclusive = 0; exclusive < 2; exclusive++) {
+      for (int i = 0; i < count; i++)
+        out[i] = poisoned;
+      if (exclusive)
+        MPI_Iexscan(in, out, count, affine_type, affine_op, comm, &reqs[0]);
+      else
+        MPI_Iscan(in, out, count, affine_type, affine_op, comm, &reqs[0]);
+      MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+      for (int i = 0; i < count && (me > 0 || !exclusive); i++)
+        check(same(out[i], fold(world, 0, me + !exclusive, i)), exclusive ? "iexscan" : "iscan", i);
+    }
+    for (int i = 0; i < count; i++)
+      one[i] = value(world[me], 5, i);
+    poison(all, sizeof(int) * (size_t)count * (size_t)n);
+    MPI_Iallgather(one, count, MPI_INT, all, count, MPI_INT, comm, &reqs[0]);
+    MPI_Ibarrier(comm, &reqs[1]);
+    MPI_Waitall(2, reqs, statuses);
+    for (int j = 0; j < count * n; j++)
+      check(all[j] == value(world[j / count], 5, j % count), "iallgather", j);
+    if (count <= 300) { /* (n x count ints each way) */
+      int *sent = malloc(sizeof(int) * (size_t)count * (size_t)n);
+      for (int j = 0; j < count * n; j++)
+        sent[j] = value(world[me], world[j / count], j % count);
+      poison(all, sizeof(int) * (size_t)count * (size_t)n);
+      MPI_Ialltoall(sent, count, MPI_INT, all, count, MPI_INT, comm, &reqs[0]);
+      MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+      for (int j = 0; j < count * n; j++)
+        check(all[j] == value(world[j / count], world[me], j % count), "ialltoall", j);
+      free(sent);
+    }
+#ifdef PERSISTENT
+    /* started twice: the second start reads the new inputs */
+    MPI_Request persistent[2];
+    PERSISTENT(Allreduce)(din, dout, count, MPI_DOUBLE, MPI_SUM, comm, MPI_INFO_NULL, &persistent[0]);
+    PERSISTENT(Bcast)(one, count, MPI_INT, n - 1, comm, MPI_INFO_NULL, &persistent[1]);
+    for (int start = 0; start < 2; start++) {
+      for (int i = 0; i < count; i++) {
+        din[i] = world[me] * (start + 1) + i % 5, dout[i] = -7;
+        one[i] = me == n - 1 ? value(world[me], start, i) : -7;
+      }
+      MPI_Startall(2, persistent);
+      MPI_Wait(&persistent[1], MPI_STATUS_IGNORE);
+      MPI_Wait(&persistent[0], MPI_STATUS_IGNORE);
+      for (int i = 0; i < count; i++) {
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+          sum += world[k] * (start + 1) + i % 5;
+        check(dout[i] == sum, "persistent allreduce", i);
+        check(one[i] == value(world[n - 1], start, i), "persistent bcast", i);
+      }
+    }
+    MPI_Request_free(&persistent[0]);
+    MPI_Request_free(&persistent[1]);
+#endif
+    free(in), free(out), free(din), free(dout), free(one), free(all);
+  }
+}
+
 static void on(MPI_Comm comm, const char *name)
 {
   int me, n;
@@ -518,6 +648,7 @@ static void on(MPI_Comm comm, const char *name)
   reductions(comm, world, me, n);
   commutative(comm, world, me, n);
   movements(comm, world, me, n);
+  nonblocking(comm, world, me, n);
   MPI_Barrier(comm);
   free(world);
 }

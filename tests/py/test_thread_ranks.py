@@ -204,7 +204,12 @@ def test_thread_coll_two_levels(flavour, threads, np):
     fall back to the message path where processes interleave; a commutative user
     operation and sums, which do not; in place; every root; uneven and empty v blocks;
     strided types; poisoned outputs and gaps), on world, halves, reversed, uneven (world
-    without rank 1) and interleaved (also without the last rank) communicators.
+    without rank 1) and interleaved (also without the last rank) communicators. On the
+    same communicators the MPI_I* forms (two in flight with a blocking two-level bcast
+    between post and wait; non-commutative iallreduce, ireduce at every root, iscan,
+    iexscan; ibcast, igather, iscatter from every root; iallgather, ialltoall, ibarrier)
+    and a persistent allreduce and bcast started twice (MPICH: MPI_*_init, Open MPI:
+    MPIX_*_init), which keep the message schedules across processes.
     MCOLL_THREADS_HIER=4 makes every collective and size take two levels (an
     oversubscribed node keeps the messages for some by default) and rank 0 of each such
     communicator name its layout, and each collective the first time it takes two levels

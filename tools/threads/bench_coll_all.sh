@@ -4,7 +4,8 @@
 # alternates PMPI_* and MPI_* inside the job). Per repeat and per T the two jobs run
 # back to back; each repeat holds the bench lock (< 5 min).
 #   tools/threads/bench_coll_all.sh FLAVOUR OUTDIR [REPEATS] [T...]
-# (BUILD: the build folder, default build; COLLS, MAX, FACTOR: mcoll-bench's -C, -e, -f)
+# (BUILD: the build folder, default build; COLLS, MAX, FACTOR: mcoll-bench's -C, -e, -f;
+# ONE_JOB=1: every repeat inside one hold of the lock, for short sweeps such as MAX=4K)
 # Then tools/threads/coll_table.py OUTDIR prints the medians over the repeats.
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
@@ -29,6 +30,11 @@ one_repeat() {
 }
 export -f one_repeat
 export root flavour out prog build
+if [[ ${ONE_JOB:-0} == 1 ]]; then
+  flock /work/notes/bench.lock bash -c "$(declare -p ts args); $(declare -f one_repeat)
+    for ((r = 1; r <= $repeats; r++)); do one_repeat \$r; echo \"repeat \$r: load \$(cut -d' ' -f1 /proc/loadavg)\" >&2; done"
+  exit 0
+fi
 for ((r = 1; r <= repeats; r++)); do
   start=$(date +%s)
   # (the function's arrays do not cross flock: run it through a fresh bash)

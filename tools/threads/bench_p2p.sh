@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bench_p2p.sh: point-to-point latency between 2 thread ranks of one process against
-# 2 process ranks of the host MPI (no mcoll), and 2 thread-rank processes of 1 thread
-# (the runtime over the host MPI), jobs alternating A B C A B C ... for ROUNDS (7)
-# rounds; prints per size the median one-way time of each and the ratios.
+# 2 process ranks of the host MPI (no mcoll), 2 thread-rank processes of 1 thread
+# (the runtime over the host MPI), and 2 process ranks under mcoll (mcollrun -np 2,
+# libmcoll preloaded), jobs alternating A B C D A B C D ... for ROUNDS (7) rounds;
+# prints per size the median one-way time of each and the ratios (> 1: threads faster).
+# Run it under flock /work/notes/bench.lock (one job, ~1-2 min).
 #   tools/threads/bench_p2p.sh [FLAVOUR] [OUTDIR]     (FLAVOUR: mpich)
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
@@ -15,14 +17,17 @@ for ((r = 1; r <= rounds; r++)); do
   timeout 300 "$root/bin/mcollrun" --mpi "$flavour" --threads 2 -np 2 "$prog" > "$out/threads-$r.txt"
   timeout 300 "mpiexec.$flavour" -np 2 "$prog" > "$out/processes-$r.txt"
   timeout 300 "$root/bin/mcollrun" --mpi "$flavour" --threads 1 -np 2 "$prog" > "$out/runtime-$r.txt"
+  timeout 300 "$root/bin/mcollrun" --mpi "$flavour" -np 2 "$prog" > "$out/mcoll-$r.txt"
 done
 # median per size over the rounds, then the table
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-printf "%-9s %12s %12s %12s %10s %10s\n" size "threads us" "processes us" "runtime us" "proc/thr" "proc/rt"
+printf "%-9s %11s %12s %11s %11s %9s %9s %9s %9s\n" size "threads us" "processes us" \
+  "runtime us" "mcoll us" "thr MB/s" "proc/thr" "mcoll/thr" "proc/rt"
 for size in $(grep -hv '^#' "$out"/threads-1.txt | awk '{print $1}'); do
   t=$(cat "$out"/threads-*.txt | awk -v s="$size" '$1 == s {print $2}' | median)
   p=$(cat "$out"/processes-*.txt | awk -v s="$size" '$1 == s {print $2}' | median)
   c=$(cat "$out"/runtime-*.txt | awk -v s="$size" '$1 == s {print $2}' | median)
-  awk -v s="$size" -v t="$t" -v p="$p" -v c="$c" \
-    'BEGIN {printf "%-9s %12.3f %12.3f %12.3f %10.2f %10.2f\n", s, t, p, c, p / t, p / c}'
+  m=$(cat "$out"/mcoll-*.txt | awk -v s="$size" '$1 == s {print $2}' | median)
+  awk -v s="$size" -v t="$t" -v p="$p" -v c="$c" -v m="$m" \
+    'BEGIN {printf "%-9s %11.3f %12.3f %11.3f %11.3f %9.0f %9.2f %9.2f %9.2f\n", s, t, p, c, m, s / t, p / t, m / t, p / c}'
 done

@@ -31,7 +31,8 @@ int main(int argc, char **argv)
   double *times = malloc((size_t)rounds * sizeof *times);
   if (rank == 0)
     printf("# size usec MB/s\n");
-  for (long size = 8; size <= max; size *= 4) {
+  /* 8 B, x4 ..., and max itself where the series steps over it (4 MiB) */
+  for (long size = 8; size <= max; size = size * 4 > max && size < max ? max : size * 4) {
     int iters = size <= 65536 ? 200 : size <= (1 << 20) ? 40 : 10;
     for (int r = 0; r < rounds; r++) {
       MPI_Barrier(MPI_COMM_WORLD);
