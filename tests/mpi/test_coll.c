@@ -128,7 +128,7 @@ static enum rep_id pick_rep(enum move_type t, struct rng *local)
 
 /* ---- reduction types and operations -------------------------------------- */
 
-enum red_type { RT_BYTE, RT_INT, RT_FLOAT, RT_DOUBLE, RT_CDOUBLE, RT_2INT, RT_DOUBLE_INT, RT_MAT2, RT_AFFINE, N_RED_TYPES };
+enum red_type { RT_BYTE, RT_CHAR, RT_INT, RT_FLOAT, RT_DOUBLE, RT_CDOUBLE, RT_2INT, RT_DOUBLE_INT, RT_MAT2, RT_AFFINE, N_RED_TYPES };
 struct int_pair { int v, i; };
 struct double_int { double v; int i; };
 struct red_type_info {
@@ -138,6 +138,7 @@ struct red_type_info {
 };
 static struct red_type_info red_types[N_RED_TYPES] = {
     [RT_BYTE] = {"byte", 1, 0},
+    [RT_CHAR] = {"char", 1, 0},
     [RT_INT] = {"int", sizeof(int), 0},
     [RT_FLOAT] = {"float", sizeof(float), 0},
     [RT_DOUBLE] = {"double", sizeof(double), 0},
@@ -172,6 +173,9 @@ static const struct combo {
     {RT_DOUBLE, OP_PROD}, {RT_INT, OP_BOR}, {RT_2INT, OP_MINLOC}, {RT_INT, OP_BXOR},
     {RT_FLOAT, OP_MAX}, {RT_BYTE, OP_BAND}, {RT_DOUBLE_INT, OP_MAXLOC}, {RT_FLOAT, OP_MIN},
     {RT_BYTE, OP_BOR}, {RT_INT, OP_USER_SUM},
+    /* MPI_CHAR: outside the standard's table, but both MPIs fold it (OSU's default) */
+    {RT_CHAR, OP_SUM}, {RT_CHAR, OP_PROD}, {RT_CHAR, OP_MIN}, {RT_CHAR, OP_MAX},
+    {RT_CHAR, OP_BXOR}, {RT_CHAR, OP_LAND},
 };
 enum { N_COMBOS = sizeof combos / sizeof combos[0] };
 
@@ -222,6 +226,16 @@ static void red_gen(enum red_type t, enum red_op op, struct rng *r, void *dst)
     static const int int_factors[] = {-2, -1, 1, 2, 3};
     switch (t) {
     case RT_BYTE: *(unsigned char *)dst = (unsigned char)rng_next(r); break;
+    case RT_CHAR: {
+        /* Sums and products stay inside a signed char for up to 8 ranks: Open MPI 4.1's
+         * vector fold saturates 8-bit sums where its scalar fold (and C) wraps. */
+        char v = (char)(unsigned char)rng_next(r);
+        if (op == OP_SUM) v = (char)rng_range(r, -15, 15);
+        else if (op == OP_PROD) v = rng_chance(r, 50) ? 1 : -1;
+        else if (op == OP_LAND && rng_chance(r, 30)) v = 0;
+        memcpy(dst, &v, 1);
+        break;
+    }
     case RT_INT: {
         int v;
         if (op == OP_SUM || op == OP_USER_SUM) v = (int)rng_range(r, -1000, 1000);
@@ -340,6 +354,8 @@ static void red_apply(enum red_type t, enum red_op op, void *acc_v, const void *
         break;                       \
     }
         case RT_INT: FOLD(int, int_op(op, x, y))
+        /* C's char, compared as the compiler's char; sums and products wrap mod 256 */
+        case RT_CHAR: FOLD(char, (char)(unsigned char)((unsigned)int_op(op, x, y) & 0xffu))
         case RT_FLOAT: FOLD(float, (float)real_op(op, x, y))
         case RT_DOUBLE: FOLD(double, real_op(op, x, y))
         case RT_CDOUBLE: FOLD(double complex, op == OP_SUM ? x + y : x * y)
@@ -420,7 +436,8 @@ static void red_format(enum red_type t, const void *p, char *out, size_t len)
     int i[4];
     float f;
     switch (t) {
-    case RT_BYTE: snprintf(out, len, "0x%02x", b[0]); break;
+    case RT_BYTE:
+    case RT_CHAR: snprintf(out, len, "0x%02x", b[0]); break;
     case RT_INT: memcpy(i, b, sizeof(int)); snprintf(out, len, "%d", i[0]); break;
     case RT_FLOAT: memcpy(&f, b, sizeof f); snprintf(out, len, "%g", (double)f); break;
     case RT_DOUBLE: memcpy(d, b, sizeof(double)); snprintf(out, len, "%.17g", d[0]); break;
@@ -1647,6 +1664,7 @@ static void make_types_and_ops(void)
     reps[REP_VEC_AS_INT].type = MPI_INT;
 
     red_types[RT_BYTE].type = MPI_BYTE;
+    red_types[RT_CHAR].type = MPI_CHAR;
     red_types[RT_INT].type = MPI_INT;
     red_types[RT_FLOAT].type = MPI_FLOAT;
     red_types[RT_DOUBLE].type = MPI_DOUBLE;

@@ -9,6 +9,7 @@
  * Inner loops of a fixed 16 elements let GCC vectorise them at -O2. Signed
  * integer sums and products run on the unsigned type of the same width: the
  * same bits, without C's undefined overflow. */
+#include <limits.h>
 #include <stdint.h>
 
 #include "coll/reduce/red.h"
@@ -103,6 +104,9 @@ MCOLL_LOC_KERNELS(short, short)
 enum kind { K_NONE, K_SIGNED, K_UNSIGNED, K_BYTE, K_FLOAT, K_COMPLEX, K_PAIR };
 
 static enum kind kind_of(MPI_Datatype type) {
+  /* MPI_CHAR is C's char (both MPIs fold it so where they take it, e.g. OSU's
+   * default MPI_SUM on MPI_CHAR): signed or not as the compiler's char. */
+  if (type == MPI_CHAR) return CHAR_MIN < 0 ? K_SIGNED : K_UNSIGNED;
   if (type == MPI_INT || type == MPI_LONG || type == MPI_SHORT || type == MPI_LONG_LONG ||
       type == MPI_SIGNED_CHAR || type == MPI_INT8_T || type == MPI_INT16_T ||
       type == MPI_INT32_T || type == MPI_INT64_T)

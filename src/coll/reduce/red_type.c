@@ -22,7 +22,7 @@ static size_t plain_size(MPI_Datatype type) {
       {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
       {MPI_LONG_LONG, sizeof(long long)}, {MPI_UNSIGNED_LONG_LONG, sizeof(unsigned long long)},
       {MPI_SHORT, sizeof(short)},   {MPI_UNSIGNED_SHORT, sizeof(unsigned short)},
-      {MPI_SIGNED_CHAR, 1},         {MPI_UNSIGNED_CHAR, 1},
+      {MPI_SIGNED_CHAR, 1},         {MPI_UNSIGNED_CHAR, 1},       {MPI_CHAR, 1},
       {MPI_BYTE, 1},                {MPI_INT8_T, 1},
       {MPI_UINT8_T, 1},             {MPI_INT16_T, 2},
       {MPI_UINT16_T, 2},            {MPI_INT32_T, 4},
@@ -59,6 +59,9 @@ static int known_lookup(struct mcoll_red_type *t, MPI_Datatype type, MPI_Op op) 
   size_t size = plain_size(type);
   mcoll_red_kernel kernel = size ? mcoll__red_kernel(type, op, size) : NULL;
   if (!kernel) return 0;
+  /* The standard leaves MPI_CHAR out of the reductions' types; a host that refuses
+   * a pair must see the call (its error), so ask it once per pair. */
+  if (type == MPI_CHAR && !mcoll__op_type_valid(type, op)) return 0;
   int symmetric = mcoll__red_symmetric(type, op);
   known[known_next++ % 4] = (struct known_pair){type, op, kernel, size, symmetric};
   *t = (struct mcoll_red_type){type, op, 1, kernel, size, 0, size, symmetric};
