@@ -77,23 +77,6 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-/* Polls `ready` as a flag wait spins before it yields. */
-static int poll_spin(const struct mcoll_shm *shm, int (*ready)(const struct mcoll_channel *, int, uint32_t),
-                     const struct mcoll_channel *ch, int r, uint32_t gen) {
-  for (int i = 0; i <= shm->spin; i++)
-    if (ready(ch, r, gen)) return 1;
-  return 0;
-}
-
-static int posted(const struct mcoll_channel *ch, int r, uint32_t gen) {
-  return mcoll__area_test_posted(ch, r, gen);
-}
-
-static int area_free(const struct mcoll_channel *ch, int r, uint32_t gen) {
-  (void)r;
-  return mcoll__area_test_free(ch, gen);
-}
-
 int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int source) {
   const struct mcoll_channel *ch = c->chan;
   const struct mcoll_topo *t = &c->topo;
@@ -101,14 +84,18 @@ int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int so
   if (bytes == 0 || bytes > ch->shm.area_bytes) return 0;
   uint32_t gen = mcoll__area_last(ch) + 1;
   int me = t->local_rank;
+  const struct mcoll_shm *shm = &ch->shm;
   if (me != source) {
     int parent = tree_parent(t, me, source);
-    if (!poll_spin(&ch->shm, posted, ch, parent, gen)) return 0;
+    if (!mcoll__flag_poll(shm, &shm->data[parent].posted, gen)) return 0;
     /* (another size: the task's read sorts out the mismatch) */
-    if (mcoll__published_len(mcoll__publish_line(&ch->shm, parent)) != bytes) return 0;
+    if (mcoll__published_len(mcoll__publish_line(shm, parent)) != bytes) return 0;
     if (!has_children(t, me, source)) return 1;
   }
-  return poll_spin(&ch->shm, area_free, ch, me, gen);
+  /* my area free: every peer done with the generation before (as area_wait_free) */
+  for (int r = 0; r < shm->local_size; r++)
+    if (r != me && !mcoll__flag_poll(shm, &shm->data[r].done, gen - 1)) return 0;
+  return 1;
 }
 
 /* A reader whose source went by another engine (sizes that straddle an edge, or an
