@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "core/fallback.h"
+#include "core/tls.h"
 
 #define MCOLL_COLLS(X)                                                   \
   X(BARRIER, barrier) X(BCAST, bcast) X(REDUCE, reduce)                  \
@@ -138,6 +139,11 @@ const char *mcoll__need_name(int b);
 const char *mcoll__need_text(int b);
 
 void mcoll__count_alg(enum mcoll_coll coll, int alg);
+/* Calls of coll that a try ran whole on the caller's stack (MPI_I* and persistent
+ * starts, no task), per thread: a plain add, off the shared counters' lines. The
+ * report gives the reporting thread's. */
+extern MCOLL_TLS unsigned long mcoll__tries_run[MCOLL_NCOLLS];
+static inline void mcoll__count_try(enum mcoll_coll coll) { mcoll__tries_run[coll]++; }
 /* A call whose blocks took different algorithms (the gather family: some through the
  * areas, some by single copy): counted as mixed, and each block under the algorithm
  * that moved it (blocks[alg], MCOLL_MAX_ALGS entries). */

@@ -21,6 +21,7 @@ struct coll_counters {
 };
 
 static struct coll_counters counters[MCOLL_NCOLLS];
+MCOLL_TLS unsigned long mcoll__tries_run[MCOLL_NCOLLS];
 
 static const char *const reason_text[MCOLL_NREASONS] = {
 #define MCOLL_REASON_TEXT(name, text) text,
@@ -109,6 +110,7 @@ void mcoll__stats_report(FILE *out) {
     if (get(&k->mixed)) fprintf(out, " mixed=%lu", get(&k->mixed));
     if (get(&k->passthrough)) fprintf(out, " passthrough=%lu", get(&k->passthrough));
     if (get(&k->invalid)) fprintf(out, " invalid_args=%lu", get(&k->invalid));
+    if (mcoll__tries_run[c]) fprintf(out, " on_callers_stack=%lu", mcoll__tries_run[c]);
     fprintf(out, " fallback=%lu\n", fallbacks);
     if (get(&k->mixed)) {
       fprintf(out, "mcoll: %s mixed blocks:", mcoll__coll_name(c));

@@ -79,12 +79,14 @@ static struct lane *lanes;
 static atomic_int pending;
 /* Tasks started and finished: the progress thread backs off while it stays. */
 static atomic_uint task_events;
-static atomic_ulong started, finished_at_start, side_by_side;
+static atomic_ulong started, finished_at_start, side_by_side, on_caller_stack;
 /* Calls that ran to their end on the starter's thread before any other thread could
  * see them (run_unseen): counted per thread, added to `started` and
  * `finished_at_start` in batches (a locked add per call costs what the rest of the
  * path does). */
 static MCOLL_TLS unsigned unseen_calls;
+/* Of them, those a try ran on the caller's stack, with no task (the report says so). */
+static MCOLL_TLS unsigned unseen_direct;
 enum { UNSEEN_BATCH = 64 };
 
 /* Adds 1 to a counter that only engine_lock's holder writes: no locked instruction. */
@@ -560,7 +562,8 @@ static void count_unseen(void) {
   if (++unseen_calls < UNSEEN_BATCH) return;
   atomic_fetch_add_explicit(&started, unseen_calls, memory_order_relaxed);
   atomic_fetch_add_explicit(&finished_at_start, unseen_calls, memory_order_relaxed);
-  unseen_calls = 0;
+  atomic_fetch_add_explicit(&on_caller_stack, unseen_direct, memory_order_relaxed);
+  unseen_calls = unseen_direct = 0;
 }
 
 /* Runs t to its end on this thread (no lane would take it), the engine and the host
@@ -669,6 +672,7 @@ int mcoll__task_direct_ok(void) {
 }
 
 int mcoll__task_direct_done(int err, MPI_Request *req) {
+  unseen_direct++;
   count_unseen();
   if (err != MPI_SUCCESS) {
     *req = MPI_REQUEST_NULL;
@@ -805,6 +809,7 @@ static void persistent_done_direct(struct mcoll_persistent *p, int err) {
   if (!p->done) atomic_fetch_add(&unreported_errors, 1);
   p->err = err;
   p->done = 1;
+  unseen_direct++;
   count_unseen();
 }
 
@@ -978,10 +983,12 @@ void mcoll__task_report(FILE *out) {
   /* (this thread's unseen calls not added yet; other threads' stay out: < UNSEEN_BATCH each) */
   atomic_fetch_add(&started, unseen_calls);
   atomic_fetch_add(&finished_at_start, unseen_calls);
-  unseen_calls = 0;
+  atomic_fetch_add(&on_caller_stack, unseen_direct);
+  unseen_calls = unseen_direct = 0;
   unsigned long n = atomic_load(&started);
-  if (n) fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu side by side=%lu\n", n,
-                 atomic_load(&finished_at_start), atomic_load(&side_by_side));
+  if (n)
+    fprintf(out, "mcoll: non-blocking calls=%lu finished at start=%lu (no task: %lu) side by side=%lu\n", n,
+            atomic_load(&finished_at_start), atomic_load(&on_caller_stack), atomic_load(&side_by_side));
 }
 
 /* ---- handles the application frees while calls may use them -------------------- */

@@ -201,7 +201,8 @@ int mcoll__task_hold_free(MPI_Datatype type, MPI_Op op);
  * progress thread's wake-up; NULL: none. */
 void mcoll__task_set_waker(void (*waker)(void));
 
-/* Tasks started, and of them those that finished at start. */
+/* Tasks started, of them those that finished at start, and of those the calls a try
+ * ran on the caller's stack with no task. */
 void mcoll__task_report(FILE *out);
 
 #endif

@@ -35,16 +35,16 @@ def params(*rest_lists):
     return cases
 
 
-def run(flavour, np, case, mcoll):
+def run(flavour, np, case, mcoll, env=None, deadline=DEADLINE):
     program = BUILD.bin(flavour, PROGRAM)
-    argv = mpiexec_argv(flavour, np, program, ["--deadline", DEADLINE, case], mcoll=mcoll)
-    return run_job(argv, {"MCOLL_FALLBACK": "error"} if mcoll else {}, JOB_TIMEOUT)
+    argv = mpiexec_argv(flavour, np, program, ["--deadline", deadline, case], mcoll=mcoll)
+    return run_job(argv, {"MCOLL_FALLBACK": "error", **(env or {})} if mcoll else {}, JOB_TIMEOUT + deadline)
 
 
-def check_case(result, case):
+def check_case(result, case, deadline=DEADLINE):
     where = "under mcoll" if "mcollrun" in " ".join(result.argv) else "natively"
     assert re.search(rf"^{re.escape(case)}: done$", result.stdout, re.M), \
-        f"{case} did not finish {where} (a hang ends at the {DEADLINE} s deadline)\n{result.describe()}"
+        f"{case} did not finish {where} (a hang ends at the {deadline} s deadline)\n{result.describe()}"
     check_passed(result, "test_persistent")
 
 
@@ -149,3 +149,41 @@ def test_rooted_early(flavour, np):
             for coll in ("bcast", "reduce"):
                 assert f"rooted-early: {form} {coll}: post returned before the late rank, wait ended after it" \
                     in result.stdout, result.describe()
+
+
+
+# (ranks, MCOLL_TOPO): a flat tree, and trees whose group leaders forward to members.
+# (One rank is its own late rank in rooted-early; MPICH's 1 MiB sends at 5 ranks or
+# more on 2 cores outlast the deadline natively too, so those run on Open MPI.)
+TREE_LAYOUTS = [(2, ""), (4, "nodes=1,sockets=2")]
+TREE_LAYOUTS_FULL = [(3, ""), (4, "")]
+TREE_LAYOUTS_FULL_OPENMPI = [(5, "nodes=1,sockets=2"), (6, ""), (7, "nodes=1,sockets=3"),
+                             (8, "nodes=1,sockets=2,numa=4")]
+
+
+def full_cases(cases):
+    return [pytest.param(*case.values, marks=[*case.marks, pytest.mark.full], id=case.id) for case in cases]
+
+
+@pytest.mark.parametrize("flavour,np,topo", params(*TREE_LAYOUTS) + full_cases(params(*TREE_LAYOUTS_FULL)) +
+                         full_cases(c for c in params(*TREE_LAYOUTS_FULL_OPENMPI) if c.values[0] == "openmpi"))
+def test_rooted_early_tree(flavour, np, topo):
+    """The tree bcast (shm_tree, which the adaptive choice keeps at 64 B-4 KiB) tries on
+    the caller's stack too: MPI_Ibcast and persistent bcast starts by shm_tree give the
+    root's data at every root, 8 and 800 B, in flight with a reduce and a barrier,
+    with a rank that posts first and a late rank (rooted-early); a post returns before
+    the late rank posts; and rank 0 ran some of its bcasts with no task (the report's
+    on_callers_stack), where a group leader forwards to its members too (MCOLL_TOPO)."""
+    env = {"MCOLL_VERBOSE": "1", "MCOLL_ALG_BCAST": "shm_tree"}
+    if topo:
+        env["MCOLL_TOPO"] = topo
+    # (4 ranks on 2 cores with 1 MiB sends took over 20 s at load 30: a longer deadline)
+    result = run(flavour, np, "rooted-early", mcoll=True, env=env, deadline=3 * DEADLINE)
+    check_case(result, "rooted-early", 3 * DEADLINE)
+    for form in ("nonblocking", "persistent"):
+        assert f"rooted-early: {form} bcast: post returned before the late rank, wait ended after it" \
+            in result.stdout, result.describe()
+    line = re.search(r"^mcoll: bcast calls=\d+ shm_tree=(\d+) .*$", result.stderr, re.M)
+    assert line and int(line.group(1)) > 0, f"bcast did not run by shm_tree\n{result.describe()}"
+    direct = re.search(r"on_callers_stack=(\d+)", line.group(0))
+    assert direct and int(direct.group(1)) > 0, f"no bcast ran on the caller's stack\n{result.describe()}"

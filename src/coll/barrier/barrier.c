@@ -168,6 +168,7 @@ int mcoll__barrier_try(struct mcoll_comm *c, uint32_t *seq) {
   if (!mcoll__node_has_peers(c)) return 1;
   if (!tree_gather_up(c, *seq, mcoll__flag_poll)) return 0;
   tree_release_down(c, *seq);
+  mcoll__count_try(MCOLL_COLL_BARRIER);
   return 1;
 }
 

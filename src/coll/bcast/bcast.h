@@ -74,6 +74,12 @@ struct mcoll_bcast_intra {
 void mcoll__bcast_call_begin(struct mcoll_bcast_call *call);
 
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_tree;
+/* Whether a shm_tree bcast of `bytes` from node-local `source` would run to its end
+ * on this rank now without waiting (one area chunk: the source's area free; a
+ * reader's parent posted, of this size, and where the reader forwards, its own area
+ * free), polled for a flag wait's spin. Each stays true once seen (only this rank
+ * posts its area; the peers' marks only grow). Nothing is taken. */
+int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int source);
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_pipeline;
 extern const struct mcoll_bcast_intra mcoll__bcast_cma;
 extern const struct mcoll_bcast_intra mcoll__bcast_shm_slot;
@@ -116,9 +122,10 @@ int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece);
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);
 
 /* MPI_Ibcast or a persistent bcast's start on c, on the caller's stack, before any
- * task: on one node, where a task would run the slot engine and the call would not
- * wait beyond a spin (the source's slot free, a reader's data in), the call runs
- * here: 1, *err its result. Else -1, nothing taken: a task runs the whole call. */
+ * task: on one node, where a task would run the slot engine or the tree (one area
+ * chunk) and the call would not wait beyond a spin (the source's slot or area free,
+ * a reader's data in), the call runs here: 1, *err its result. Else -1, nothing
+ * taken: a task runs the whole call. */
 int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err);
 
 #endif

@@ -77,6 +77,27 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
+int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int source) {
+  const struct mcoll_channel *ch = c->chan;
+  const struct mcoll_topo *t = &c->topo;
+  /* One chunk only: a later chunk's flags come after this rank's own posts. */
+  if (bytes == 0 || bytes > ch->shm.area_bytes) return 0;
+  uint32_t gen = mcoll__area_last(ch) + 1;
+  int me = t->local_rank;
+  const struct mcoll_shm *shm = &ch->shm;
+  if (me != source) {
+    int parent = tree_parent(t, me, source);
+    if (!mcoll__flag_poll(shm, &shm->data[parent].posted, gen)) return 0;
+    /* (another size: the task's read sorts out the mismatch) */
+    if (mcoll__published_len(mcoll__publish_line(shm, parent)) != bytes) return 0;
+    if (!has_children(t, me, source)) return 1;
+  }
+  /* my area free: every peer done with the generation before (as area_wait_free) */
+  for (int r = 0; r < shm->local_size; r++)
+    if (r != me && !mcoll__flag_poll(shm, &shm->data[r].done, gen - 1)) return 0;
+  return 1;
+}
+
 /* A reader whose source went by another engine (sizes that straddle an edge, or an
  * adaptive round's candidate on the source's side only) leaves in its first wait for
  * its parent's area, before it takes a generation: nothing to give back. Its
