@@ -34,6 +34,13 @@ int mcoll__area_test_free(const struct mcoll_channel *ch, uint32_t gen) {
   return 1;
 }
 
+int mcoll__area_poll_free(const struct mcoll_channel *ch, uint32_t gen) {
+  const struct mcoll_shm *shm = &ch->shm;
+  for (int r = 0; r < shm->local_size; r++)
+    if (r != shm->local_rank && !mcoll__flag_poll(shm, &shm->data[r].done, gen - 1)) return 0;
+  return 1;
+}
+
 void mcoll__area_post(struct mcoll_channel *ch, uint32_t gen) {
   mcoll__flag_set(&ch->shm, &ch->shm.data[ch->shm.local_rank].posted, gen);
 }

@@ -38,6 +38,8 @@ void mcoll__area_wait_free(struct mcoll_channel *ch, uint32_t gen);
 void mcoll__area_post(struct mcoll_channel *ch, uint32_t gen);
 /* Whether every node peer is done with generation gen-1 now (does not wait). */
 int mcoll__area_test_free(const struct mcoll_channel *ch, uint32_t gen);
+/* The same, giving each peer flag_wait's spin (never yields or sleeps). */
+int mcoll__area_poll_free(const struct mcoll_channel *ch, uint32_t gen);
 /* Waits until node-local rank r has posted generation gen. */
 void mcoll__area_wait_posted(struct mcoll_channel *ch, int r, uint32_t gen);
 /* Whether node-local rank r has posted generation gen (does not wait). */

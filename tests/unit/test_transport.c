@@ -150,8 +150,11 @@ static void test_slots(void) {
       if (me == 0) {
         int free_now = mcoll__area_test_free(&ch, g);
         if (free_now) CHECK(peers_done(g - 1), "area test_free said free at %u", g);
+        if (mcoll__area_poll_free(&ch, g))
+          CHECK(peers_done(g - 1), "area poll_free said free at %u", g);
         mcoll__area_wait_free(&ch, g);
         CHECK(mcoll__area_test_free(&ch, g), "area test_free after its wait at %u", g);
+        CHECK(mcoll__area_poll_free(&ch, g), "area poll_free after its wait at %u", g);
         fill(mcoll__rank_area(shm, 0), AREA_BYTES, 0, g);
         mcoll__area_post(&ch, g);
       } else {

@@ -92,10 +92,7 @@ int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int so
     if (mcoll__published_len(mcoll__publish_line(shm, parent)) != bytes) return 0;
     if (!has_children(t, me, source)) return 1;
   }
-  /* my area free: every peer done with the generation before (as area_wait_free) */
-  for (int r = 0; r < shm->local_size; r++)
-    if (r != me && !mcoll__flag_poll(shm, &shm->data[r].done, gen - 1)) return 0;
-  return 1;
+  return mcoll__area_poll_free(ch, gen);
 }
 
 /* A reader whose source went by another engine (sizes that straddle an edge, or an
