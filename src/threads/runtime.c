@@ -2,6 +2,7 @@
  * matching; the calls of the function table the stand-in libraries use. */
 #include "runtime.h"
 #include "handles.h"
+#include "../core/relax.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct thr_process thr_proc;
@@ -349,15 +351,86 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
   free(q);
 }
 
-/* Waiting yields the core at once: ranks often outnumber cores, and the rank being
- * waited for may need this one. */
+/* ---- waiting ---- */
+
+/* Whether the node's thread ranks outnumber the CPUs this process may use. */
+static int oversubscribed(void)
+{
+  return thr_proc.threads * thr_proc.node_processes > thr_proc.cpus;
+}
+
+static int env_or(const char *name, int fallback)
+{
+  const char *value = getenv(name);
+  return value && *value ? atoi(value) : fallback;
+}
+
+/* As libmcoll's MCOLL_SPIN and MCOLL_SPIN_OVERSUBSCRIBED: with a core each, a yield hands
+ * the core to any runnable task of the machine (another job, a nice 19 build) for up to a
+ * time slice, and a ping-pong then waits for slices instead of cache lines (73 us at 8 B
+ * on a loaded node, bench/records/threads-3); sharing cores, the rank waited for may need
+ * this one's. */
+enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+int thr_spin_polls(void)
+{
+  static atomic_int polls = -1;
+  int n = atomic_load_explicit(&polls, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SPIN", oversubscribed() ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS);
+    atomic_store_explicit(&polls, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+/* Past the polls, how long a wait with a core of its own keeps polling before it yields
+ * (libmcoll's MCOLL_SPIN_US); 0 when the ranks share cores. */
+enum { SPIN_US = 20000 };
+static int spin_us(void)
+{
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SPIN_US", oversubscribed() ? 0 : SPIN_US);
+    atomic_store_explicit(&us, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+static double now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* Progress every PROGRESS_POLLS polls while spinning (a message from another process
+ * needs a drain of the host; a poll is a few ns), and the clock every CLOCK_POLLS. */
+enum { PROGRESS_POLLS = 16, CLOCK_POLLS = 256 };
+
+void thr_wait_pause(struct thr_waiter *w)
+{
+  unsigned polls = ++w->polls;
+  if (w->yielding) {
+    progress();
+    sched_yield();
+    return;
+  }
+  if (polls == 1 && spin_us() > 0)
+    w->start_us = now_us();
+  mcoll__cpu_relax();
+  if (polls % PROGRESS_POLLS == 0)
+    progress();
+  if (polls >= (unsigned)thr_spin_polls() &&
+      (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us())))
+    w->yielding = 1;
+}
+
 void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
 {
   (void)r;
-  while (!request_done(q)) {
-    progress();
-    sched_yield();
-  }
+  struct thr_waiter w = {0};
+  while (!request_done(q))
+    thr_wait_pause(&w);
   request_finish(q, status);
 }
 
@@ -604,10 +677,10 @@ static void smpi_reap(struct thr_rank *r, int wait);
 static int rt_Finalize(struct thr_rank *r)
 {
   smpi_reap(r, 1);
+  struct thr_waiter w = {0};
   while (r->nbc_pending) { /* (others may still need this rank's part of them) */
     thr_nbc_progress(r);
-    thr_host_drain();
-    sched_yield();
+    thr_wait_pause(&w);
   }
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
@@ -880,11 +953,12 @@ static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *f
 static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Status *status)
 {
   int flag = 0;
+  struct thr_waiter w = {0};
   for (;;) {
     rt_Iprobe(r, src, tag, comm, &flag, status);
     if (flag)
       return MPI_SUCCESS;
-    sched_yield();
+    thr_wait_pause(&w);
   }
 }
 
@@ -948,6 +1022,7 @@ static int rt_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
 static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
                       MPI_Status *status)
 {
+  struct thr_waiter w = {0};
   for (;;) {
     int active = 0;
     for (int i = 0; i < n; i++) {
@@ -964,8 +1039,7 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
       *index = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
-    progress();
-    sched_yield();
+    thr_wait_pause(&w);
   }
 }
 
@@ -1224,11 +1298,12 @@ int thr_Testsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, i
 int thr_Waitsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+  struct thr_waiter w = {0};
   for (;;) {
     thr_Testsome(r, n, reqs, outcount, indices, statuses);
     if (*outcount != 0)
       return MPI_SUCCESS;
-    sched_yield();
+    thr_wait_pause(&w);
   }
 }
 
@@ -1338,12 +1413,13 @@ int thr_Improbe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
 int thr_Mprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Message *msg,
                MPI_Status *status)
 {
+  struct thr_waiter w = {0};
   for (;;) {
     int flag;
     thr_Improbe(r, src, tag, comm, &flag, msg, status);
     if (flag)
       return MPI_SUCCESS;
-    sched_yield();
+    thr_wait_pause(&w);
   }
 }
 
