@@ -103,6 +103,7 @@ static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
 static void set_stage(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
 {
   atomic_store_explicit(&g->slots[c->rank].stage, stage, memory_order_release);
+  thr_wake_waiters();
 }
 
 static int reached(const struct local_slot *slot, unsigned stage)
@@ -110,7 +111,7 @@ static int reached(const struct local_slot *slot, unsigned stage)
   return (int)(atomic_load_explicit(&slot->stage, memory_order_acquire) - stage) >= 0;
 }
 
-/* Until rank j has reached the stage (thr_wait_pause: spin, then yield; meanwhile a
+/* Until rank j has reached the stage (thr_wait_pause: spin, then yield, then sleep; meanwhile a
  * non-blocking collective this rank owes, or its leader's wait for another process in
  * coll_hier.c, progresses). */
 static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
@@ -119,6 +120,7 @@ static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
   struct thr_waiter w = {0};
   while (!reached(slot, stage))
     thr_wait_pause(&w);
+  thr_wait_end(&w);
 }
 
 /* This rank reaches the stage, then waits until every rank has. */

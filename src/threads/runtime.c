@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct thr_process thr_proc;
@@ -182,6 +185,7 @@ static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
   free(m->data);
   free(m);
   atomic_store_explicit(&rv->done, 1, memory_order_release);
+  thr_wake_waiters();
 }
 
 /* Hands m to rank dest: to the first matching posted receive, else to the unexpected
@@ -212,6 +216,7 @@ static void deliver(struct thr_rank *dest, struct thr_msg *m)
   *box->unexpected_tail = m;
   box->unexpected_tail = &m->next;
   pthread_mutex_unlock(&box->lock);
+  thr_wake_waiters(); /* (the eager sender, a probe) */
 }
 
 /* Posts rv at rank r, or completes it from the first matching unexpected message. */
@@ -403,16 +408,87 @@ static double now_us(void)
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
+/* Yields before a wait sleeps. Sharing cores, a yield does not reliably run the rank
+ * waited for: Linux's EEVDF scheduler may pick the yielding task again until the tick
+ * (bcast of 4 thread ranks on 2 cores: 1-3 ms per call, multiples of the 4 ms tick over
+ * blocks of 8 calls), so a waiter that is not answered after a few yields leaves the run
+ * queue on a futex, and every event a rank may wait for wakes it (thr_wake_waiters). */
+enum { YIELDS = 16 };
+static int yields_before_sleep(void)
+{
+  static atomic_int yields = -1;
+  int n = atomic_load_explicit(&yields, memory_order_relaxed);
+  if (n < 0) {
+    /* (with other processes a message through the host MPI wakes nobody: yield on) */
+    n = env_or("MCOLL_THREADS_YIELDS", thr_proc.processes > 1 ? INT_MAX : YIELDS);
+    atomic_store_explicit(&yields, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+/* The sleepers of this process and the event count they sleep on, on lines of their
+ * own: every event reads sleepers (shared while nobody sleeps), seq moves only when
+ * somebody does. */
+static struct {
+  _Alignas(64) atomic_uint seq;
+  _Alignas(64) atomic_int sleepers;
+  char pad[60];
+} waits;
+
+void thr_wake_waiters(void)
+{
+  /* (Dekker with the sleeper's increment then look: either it sees the event, or this
+   * sees it and moves seq, which its futex compares) */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&waits.sleepers, memory_order_relaxed) == 0)
+    return;
+  atomic_fetch_add(&waits.seq, 1);
+  syscall(SYS_futex, &waits.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The longest sleep, after which the waiter looks again (MCOLL_THREADS_SLEEP_US): only
+ * a safety net inside one process, where every event wakes; with other processes (where
+ * waits sleep only when MCOLL_THREADS_YIELDS says so) a message arriving through the
+ * host MPI wakes nobody, so it bounds that latency. */
+static long sleep_ns(void)
+{
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SLEEP_US", thr_proc.processes > 1 ? 100 : 1000);
+    atomic_store_explicit(&us, n < 1 ? 1 : n, memory_order_relaxed);
+  }
+  return n * 1000L;
+}
+
 /* Progress every PROGRESS_POLLS polls while spinning (a message from another process
  * needs a drain of the host; a poll is a few ns), and the clock every CLOCK_POLLS. */
 enum { PROGRESS_POLLS = 16, CLOCK_POLLS = 256 };
+enum { SPINNING, YIELDING, SLEEPING };
 
 void thr_wait_pause(struct thr_waiter *w)
 {
   unsigned polls = ++w->polls;
-  if (w->yielding) {
+  if (w->phase == SLEEPING) {
+    if (w->armed) {
+      long ns = sleep_ns();
+      struct timespec timeout = {ns / 1000000000L, ns % 1000000000L};
+      syscall(SYS_futex, &waits.seq, FUTEX_WAIT_PRIVATE, w->seq, &timeout, NULL, 0);
+      atomic_fetch_sub(&waits.sleepers, 1);
+      w->armed = 0;
+    }
+    progress();
+    /* Armed before the caller looks again: an event after this look wakes the futex. */
+    atomic_fetch_add(&waits.sleepers, 1);
+    w->seq = atomic_load(&waits.seq);
+    w->armed = 1;
+    return;
+  }
+  if (w->phase == YIELDING) {
     progress();
     sched_yield();
+    if (polls - w->yield_from >= (unsigned)yields_before_sleep())
+      w->phase = SLEEPING;
     return;
   }
   if (polls == 1 && spin_us() > 0)
@@ -421,8 +497,17 @@ void thr_wait_pause(struct thr_waiter *w)
   if (polls % PROGRESS_POLLS == 0)
     progress();
   if (polls >= (unsigned)thr_spin_polls() &&
-      (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us())))
-    w->yielding = 1;
+      (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us()))) {
+    w->phase = YIELDING;
+    w->yield_from = polls;
+  }
+}
+
+void thr_wait_end(struct thr_waiter *w)
+{
+  if (w->armed)
+    atomic_fetch_sub(&waits.sleepers, 1);
+  w->armed = 0;
 }
 
 void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
@@ -431,6 +516,7 @@ void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
   struct thr_waiter w = {0};
   while (!request_done(q))
     thr_wait_pause(&w);
+  thr_wait_end(&w);
   request_finish(q, status);
 }
 
@@ -682,6 +768,7 @@ static int rt_Finalize(struct thr_rank *r)
     thr_nbc_progress(r);
     thr_wait_pause(&w);
   }
+  thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   return MPI_SUCCESS;
@@ -956,8 +1043,10 @@ static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Sta
   struct thr_waiter w = {0};
   for (;;) {
     rt_Iprobe(r, src, tag, comm, &flag, status);
-    if (flag)
+    if (flag) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
+    }
     thr_wait_pause(&w);
   }
 }
@@ -1031,11 +1120,13 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
         continue;
       active = 1;
       if (request_done(q)) {
+        thr_wait_end(&w);
         *index = i;
         return rt_Wait(r, &reqs[i], status);
       }
     }
     if (!active) {
+      thr_wait_end(&w);
       *index = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
@@ -1301,8 +1392,10 @@ int thr_Waitsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, i
   struct thr_waiter w = {0};
   for (;;) {
     thr_Testsome(r, n, reqs, outcount, indices, statuses);
-    if (*outcount != 0)
+    if (*outcount != 0) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
+    }
     thr_wait_pause(&w);
   }
 }
@@ -1417,8 +1510,10 @@ int thr_Mprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Message 
   for (;;) {
     int flag;
     thr_Improbe(r, src, tag, comm, &flag, msg, status);
-    if (flag)
+    if (flag) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
+    }
     thr_wait_pause(&w);
   }
 }
