@@ -408,20 +408,21 @@ static double now_us(void)
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
 }
 
-/* Yields before a wait sleeps. Sharing cores, a yield does not reliably run the rank
- * waited for: Linux's EEVDF scheduler may pick the yielding task again until the tick
- * (bcast of 4 thread ranks on 2 cores: 1-3 ms per call, multiples of the 4 ms tick over
- * blocks of 8 calls), so a waiter that is not answered after a few yields leaves the run
- * queue on a futex, and every event a rank may wait for wakes it (thr_wake_waiters). */
-enum { YIELDS = 16 };
-static int yields_before_sleep(void)
+/* How long a wait yields before it sleeps (MCOLL_THREADS_YIELD_US). Sharing cores, a
+ * yield is the cheap hand-off (a futex wake-up crosses CPUs, an interrupt that a
+ * virtual machine pays dearly for), but it may return to the yielding thread while the
+ * rank waited for sits on the run queue, or hand the core to another job: past this a
+ * waiter leaves the run queue on a futex, and every event a rank may wait for wakes it
+ * (thr_wake_waiters). In a job of several processes waits yield on: a message through
+ * the host MPI wakes nobody. */
+enum { YIELD_US = 1000 };
+static int yield_us(void)
 {
-  static atomic_int yields = -1;
-  int n = atomic_load_explicit(&yields, memory_order_relaxed);
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
   if (n < 0) {
-    /* (with other processes a message through the host MPI wakes nobody: yield on) */
-    n = env_or("MCOLL_THREADS_YIELDS", thr_proc.processes > 1 ? INT_MAX : YIELDS);
-    atomic_store_explicit(&yields, n, memory_order_relaxed);
+    n = env_or("MCOLL_THREADS_YIELD_US", thr_proc.processes > 1 ? INT_MAX : YIELD_US);
+    atomic_store_explicit(&us, n, memory_order_relaxed);
   }
   return n;
 }
@@ -437,9 +438,14 @@ static struct {
 
 void thr_wake_waiters(void)
 {
-  /* (Dekker with the sleeper's increment then look: either it sees the event, or this
-   * sees it and moves seq, which its futex compares) */
-  atomic_thread_fence(memory_order_seq_cst);
+  /* Exact only when waits may sleep at once (MCOLL_THREADS_YIELD_US=0): a fence, Dekker
+   * with the sleeper's increment then look (either it sees the event, or this sees it and
+   * moves seq, which its futex compares). Otherwise the fence, which waits for the event's
+   * store to leave the core (a cache-line round trip: allreduce of 2 ranks 0.21 -> 0.29
+   * us), is left out: a sleeper has waited YIELD_US already, and a wake-up lost to the
+   * race costs it at most one sleep (MCOLL_THREADS_SLEEP_US). */
+  if (yield_us() == 0)
+    atomic_thread_fence(memory_order_seq_cst);
   if (atomic_load_explicit(&waits.sleepers, memory_order_relaxed) == 0)
     return;
   atomic_fetch_add(&waits.seq, 1);
@@ -448,7 +454,7 @@ void thr_wake_waiters(void)
 
 /* The longest sleep, after which the waiter looks again (MCOLL_THREADS_SLEEP_US): only
  * a safety net inside one process, where every event wakes; with other processes (where
- * waits sleep only when MCOLL_THREADS_YIELDS says so) a message arriving through the
+ * waits sleep only when MCOLL_THREADS_YIELD_US says so) a message arriving through the
  * host MPI wakes nobody, so it bounds that latency. */
 static long sleep_ns(void)
 {
@@ -487,19 +493,21 @@ void thr_wait_pause(struct thr_waiter *w)
   if (w->phase == YIELDING) {
     progress();
     sched_yield();
-    if (polls - w->yield_from >= (unsigned)yields_before_sleep())
+    if (yield_us() != INT_MAX && now_us() - w->start_us >= yield_us())
       w->phase = SLEEPING;
     return;
   }
-  if (polls == 1 && spin_us() > 0)
-    w->start_us = now_us();
+  /* (the clock only once the polls are spent: a wait answered within them pays nothing) */
   mcoll__cpu_relax();
   if (polls % PROGRESS_POLLS == 0)
     progress();
-  if (polls >= (unsigned)thr_spin_polls() &&
-      (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us()))) {
+  if (polls < (unsigned)thr_spin_polls())
+    return;
+  if (polls == (unsigned)thr_spin_polls())
+    w->start_us = now_us();
+  if (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us())) {
     w->phase = YIELDING;
-    w->yield_from = polls;
+    w->start_us = now_us();
   }
 }
 

@@ -91,7 +91,7 @@ def test_p2p_as_thread_ranks(flavour, threads, np):
 # (its timeout, the safety net, is 30 s): one event that loses its wake-up stalls the job
 # for 30 s. Inside one process only (messages through the host MPI wake nobody).
 SLEEPING_WAITS = {"MCOLL_THREADS_SPIN": "0", "MCOLL_THREADS_SPIN_US": "0",
-                  "MCOLL_THREADS_YIELDS": "0", "MCOLL_THREADS_SLEEP_US": "30000000"}
+                  "MCOLL_THREADS_YIELD_US": "0", "MCOLL_THREADS_SLEEP_US": "30000000"}
 SLEEP_TIMEOUT_S = 30
 
 
