@@ -372,8 +372,8 @@ static int env_or(const char *name, int fallback)
 
 /* As libmcoll's MCOLL_SPIN and MCOLL_SPIN_OVERSUBSCRIBED: with a core each, a yield hands
  * the core to any runnable task of the machine (another job, a nice 19 build) for up to a
- * time slice, and a ping-pong then waits for slices instead of cache lines (73 us at 8 B
- * on a loaded node, bench/records/threads-3); sharing cores, the rank waited for may need
+ * time slice, and a ping-pong then waits for slices instead of cache lines (on a loaded
+ * node: docs/threads.md); sharing cores, the rank waited for may need
  * this one's. */
 enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
 int thr_spin_polls(void)
@@ -439,11 +439,11 @@ static struct {
 void thr_wake_waiters(void)
 {
   /* Exact only when waits may sleep at once (MCOLL_THREADS_YIELD_US=0): a fence, Dekker
-   * with the sleeper's increment then look (either it sees the event, or this sees it and
-   * moves seq, which its futex compares). Otherwise the fence, which waits for the event's
-   * store to leave the core (a cache-line round trip: allreduce of 2 ranks 0.21 -> 0.29
-   * us), is left out: a sleeper has waited YIELD_US already, and a wake-up lost to the
-   * race costs it at most one sleep (MCOLL_THREADS_SLEEP_US). */
+   * with the sleeper's increment then look (either it sees the event, or this sees it
+   * and moves seq, which its futex compares). Otherwise the fence, which waits for the
+   * event's store to leave the core (a cache-line round trip on every event of the small
+   * collectives), is left out: a sleeper has waited YIELD_US already, and a wake-up lost
+   * to the race costs it at most one sleep (MCOLL_THREADS_SLEEP_US). */
   if (yield_us() == 0)
     atomic_thread_fence(memory_order_seq_cst);
   if (atomic_load_explicit(&waits.sleepers, memory_order_relaxed) == 0)
