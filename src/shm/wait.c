@@ -26,16 +26,11 @@
 #include "core/config.h"
 #include "core/fiber.h"
 #include "core/host_progress.h"
+#include "core/relax.h"
 #include "shm/call.h"
 #include "shm/shm.h"
 
-static void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
+static void cpu_relax(void) { mcoll__cpu_relax(); }
 
 /* Whether the application may run MPI calls from several threads (MPI_THREAD_MULTIPLE,
  * known once MPI is initialized): its threads may then share the cores with the ranks,

@@ -6,7 +6,6 @@
  * for the readers of its own buffers before it returns. Reductions are split into
  * one segment per rank, each folded by its rank from all the inputs, so the work is
  * shared and each byte is read once. */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,27 +94,6 @@ void thr_local_group_release(struct thr_comm *c)
   c->local = NULL;
 }
 
-/* Polls of a stage before yielding (MCOLL_THREADS_SPIN): many while the node's ranks
- * have a core each (bound, launcher.c; a yield may hand the core to another process
- * for a whole time slice), few when they share cores (the rank waited for may need
- * this one). As libmcoll's waits (MCOLL_SPIN, MCOLL_SPIN_OVERSUBSCRIBED). */
-enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
-
-static int spin_polls(void)
-{
-  static atomic_int polls = -1;
-  int n = atomic_load_explicit(&polls, memory_order_relaxed);
-  if (n < 0) {
-    const char *polls_env = getenv("MCOLL_THREADS_SPIN");
-    n = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus ? SPIN_POLLS_OVERSUBSCRIBED
-                                                                    : SPIN_POLLS;
-    if (polls_env && *polls_env)
-      n = atoi(polls_env);
-    atomic_store_explicit(&polls, n, memory_order_relaxed);
-  }
-  return n;
-}
-
 /* The first stage of this rank's next call (every rank numbers the calls alike). */
 static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
 {
@@ -125,6 +103,7 @@ static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
 static void set_stage(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
 {
   atomic_store_explicit(&g->slots[c->rank].stage, stage, memory_order_release);
+  thr_wake_waiters();
 }
 
 static int reached(const struct local_slot *slot, unsigned stage)
@@ -132,24 +111,16 @@ static int reached(const struct local_slot *slot, unsigned stage)
   return (int)(atomic_load_explicit(&slot->stage, memory_order_acquire) - stage) >= 0;
 }
 
-/* Until rank j has reached the stage. */
+/* Until rank j has reached the stage (thr_wait_pause: spin, then yield, then sleep; meanwhile a
+ * non-blocking collective this rank owes, or its leader's wait for another process in
+ * coll_hier.c, progresses). */
 static void wait_stage(struct thr_local_group *g, int j, unsigned stage)
 {
   const struct local_slot *slot = &g->slots[j];
-  if (reached(slot, stage))
-    return;
-  for (int i = spin_polls(); i > 0; i--) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-    if (reached(slot, stage))
-      return;
-  }
-  while (!reached(slot, stage)) {
-    thr_nbc_progress_self(); /* (a rank waiting here may owe a non-blocking collective) */
-    thr_host_drain(); /* (its leader may wait for another process: coll_hier.c) */
-    sched_yield();
-  }
+  struct thr_waiter w = {0};
+  while (!reached(slot, stage))
+    thr_wait_pause(&w);
+  thr_wait_end(&w);
 }
 
 /* This rank reaches the stage, then waits until every rank has. */

@@ -2,6 +2,7 @@
  * matching; the calls of the function table the stand-in libraries use. */
 #include "runtime.h"
 #include "handles.h"
+#include "../core/relax.h"
 
 #include <sched.h>
 #include <signal.h>
@@ -10,6 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct thr_process thr_proc;
@@ -180,6 +185,7 @@ static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
   free(m->data);
   free(m);
   atomic_store_explicit(&rv->done, 1, memory_order_release);
+  thr_wake_waiters();
 }
 
 /* Hands m to rank dest: to the first matching posted receive, else to the unexpected
@@ -210,6 +216,7 @@ static void deliver(struct thr_rank *dest, struct thr_msg *m)
   *box->unexpected_tail = m;
   box->unexpected_tail = &m->next;
   pthread_mutex_unlock(&box->lock);
+  thr_wake_waiters(); /* (the eager sender, a probe) */
 }
 
 /* Posts rv at rank r, or completes it from the first matching unexpected message. */
@@ -349,15 +356,175 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
   free(q);
 }
 
-/* Waiting yields the core at once: ranks often outnumber cores, and the rank being
- * waited for may need this one. */
+/* ---- waiting ---- */
+
+/* Whether the node's thread ranks outnumber the CPUs this process may use. */
+static int oversubscribed(void)
+{
+  return thr_proc.threads * thr_proc.node_processes > thr_proc.cpus;
+}
+
+static int env_or(const char *name, int fallback)
+{
+  const char *value = getenv(name);
+  return value && *value ? atoi(value) : fallback;
+}
+
+/* As libmcoll's MCOLL_SPIN and MCOLL_SPIN_OVERSUBSCRIBED: with a core each, a yield hands
+ * the core to any runnable task of the machine (another job, a nice 19 build) for up to a
+ * time slice, and a ping-pong then waits for slices instead of cache lines (on a loaded
+ * node: docs/threads.md); sharing cores, the rank waited for may need
+ * this one's. */
+enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
+int thr_spin_polls(void)
+{
+  static atomic_int polls = -1;
+  int n = atomic_load_explicit(&polls, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SPIN", oversubscribed() ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS);
+    atomic_store_explicit(&polls, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+/* Past the polls, how long a wait with a core of its own keeps polling before it yields
+ * (libmcoll's MCOLL_SPIN_US); 0 when the ranks share cores. */
+enum { SPIN_US = 20000 };
+static int spin_us(void)
+{
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SPIN_US", oversubscribed() ? 0 : SPIN_US);
+    atomic_store_explicit(&us, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+static double now_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* How long a wait yields before it sleeps (MCOLL_THREADS_YIELD_US). Sharing cores, a
+ * yield is the cheap hand-off (a futex wake-up crosses CPUs, an interrupt that a
+ * virtual machine pays dearly for), but it may return to the yielding thread while the
+ * rank waited for sits on the run queue, or hand the core to another job: past this a
+ * waiter leaves the run queue on a futex, and every event a rank may wait for wakes it
+ * (thr_wake_waiters). In a job of several processes waits yield on: a message through
+ * the host MPI wakes nobody. */
+enum { YIELD_US = 1000 };
+static int yield_us(void)
+{
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_YIELD_US", thr_proc.processes > 1 ? INT_MAX : YIELD_US);
+    atomic_store_explicit(&us, n, memory_order_relaxed);
+  }
+  return n;
+}
+
+/* The sleepers of this process and the event count they sleep on, on lines of their
+ * own: every event reads sleepers (shared while nobody sleeps), seq moves only when
+ * somebody does. */
+static struct {
+  _Alignas(64) atomic_uint seq;
+  _Alignas(64) atomic_int sleepers;
+  char pad[60];
+} waits;
+
+void thr_wake_waiters(void)
+{
+  /* Exact only when waits may sleep at once (MCOLL_THREADS_YIELD_US=0): a fence, Dekker
+   * with the sleeper's increment then look (either it sees the event, or this sees it
+   * and moves seq, which its futex compares). Otherwise the fence, which waits for the
+   * event's store to leave the core (a cache-line round trip on every event of the small
+   * collectives), is left out: a sleeper has waited YIELD_US already, and a wake-up lost
+   * to the race costs it at most one sleep (MCOLL_THREADS_SLEEP_US). */
+  if (yield_us() == 0)
+    atomic_thread_fence(memory_order_seq_cst);
+  if (atomic_load_explicit(&waits.sleepers, memory_order_relaxed) == 0)
+    return;
+  atomic_fetch_add(&waits.seq, 1);
+  syscall(SYS_futex, &waits.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The longest sleep, after which the waiter looks again (MCOLL_THREADS_SLEEP_US): only
+ * a safety net inside one process, where every event wakes; with other processes (where
+ * waits sleep only when MCOLL_THREADS_YIELD_US says so) a message arriving through the
+ * host MPI wakes nobody, so it bounds that latency. */
+static long sleep_ns(void)
+{
+  static atomic_int us = -1;
+  int n = atomic_load_explicit(&us, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or("MCOLL_THREADS_SLEEP_US", thr_proc.processes > 1 ? 100 : 1000);
+    atomic_store_explicit(&us, n < 1 ? 1 : n, memory_order_relaxed);
+  }
+  return n * 1000L;
+}
+
+/* Progress every PROGRESS_POLLS polls while spinning (a message from another process
+ * needs a drain of the host; a poll is a few ns), and the clock every CLOCK_POLLS. */
+enum { PROGRESS_POLLS = 16, CLOCK_POLLS = 256 };
+enum { SPINNING, YIELDING, SLEEPING };
+
+void thr_wait_pause(struct thr_waiter *w)
+{
+  unsigned polls = ++w->polls;
+  if (w->phase == SLEEPING) {
+    if (w->armed) {
+      long ns = sleep_ns();
+      struct timespec timeout = {ns / 1000000000L, ns % 1000000000L};
+      syscall(SYS_futex, &waits.seq, FUTEX_WAIT_PRIVATE, w->seq, &timeout, NULL, 0);
+      atomic_fetch_sub(&waits.sleepers, 1);
+      w->armed = 0;
+    }
+    progress();
+    /* Armed before the caller looks again: an event after this look wakes the futex. */
+    atomic_fetch_add(&waits.sleepers, 1);
+    w->seq = atomic_load(&waits.seq);
+    w->armed = 1;
+    return;
+  }
+  if (w->phase == YIELDING) {
+    progress();
+    sched_yield();
+    if (yield_us() != INT_MAX && now_us() - w->start_us >= yield_us())
+      w->phase = SLEEPING;
+    return;
+  }
+  /* (the clock only once the polls are spent: a wait answered within them pays nothing) */
+  mcoll__cpu_relax();
+  if (polls % PROGRESS_POLLS == 0)
+    progress();
+  if (polls < (unsigned)thr_spin_polls())
+    return;
+  if (polls == (unsigned)thr_spin_polls())
+    w->start_us = now_us();
+  if (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us())) {
+    w->phase = YIELDING;
+    w->start_us = now_us();
+  }
+}
+
+void thr_wait_end(struct thr_waiter *w)
+{
+  if (w->armed)
+    atomic_fetch_sub(&waits.sleepers, 1);
+  w->armed = 0;
+}
+
 void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status)
 {
   (void)r;
-  while (!request_done(q)) {
-    progress();
-    sched_yield();
-  }
+  struct thr_waiter w = {0};
+  while (!request_done(q))
+    thr_wait_pause(&w);
+  thr_wait_end(&w);
   request_finish(q, status);
 }
 
@@ -604,11 +771,12 @@ static void smpi_reap(struct thr_rank *r, int wait);
 static int rt_Finalize(struct thr_rank *r)
 {
   smpi_reap(r, 1);
+  struct thr_waiter w = {0};
   while (r->nbc_pending) { /* (others may still need this rank's part of them) */
     thr_nbc_progress(r);
-    thr_host_drain();
-    sched_yield();
+    thr_wait_pause(&w);
   }
+  thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   return MPI_SUCCESS;
@@ -880,11 +1048,14 @@ static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *f
 static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Status *status)
 {
   int flag = 0;
+  struct thr_waiter w = {0};
   for (;;) {
     rt_Iprobe(r, src, tag, comm, &flag, status);
-    if (flag)
+    if (flag) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
-    sched_yield();
+    }
+    thr_wait_pause(&w);
   }
 }
 
@@ -948,6 +1119,7 @@ static int rt_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
 static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
                       MPI_Status *status)
 {
+  struct thr_waiter w = {0};
   for (;;) {
     int active = 0;
     for (int i = 0; i < n; i++) {
@@ -956,16 +1128,17 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
         continue;
       active = 1;
       if (request_done(q)) {
+        thr_wait_end(&w);
         *index = i;
         return rt_Wait(r, &reqs[i], status);
       }
     }
     if (!active) {
+      thr_wait_end(&w);
       *index = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
-    progress();
-    sched_yield();
+    thr_wait_pause(&w);
   }
 }
 
@@ -1224,11 +1397,14 @@ int thr_Testsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, i
 int thr_Waitsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
+  struct thr_waiter w = {0};
   for (;;) {
     thr_Testsome(r, n, reqs, outcount, indices, statuses);
-    if (*outcount != 0)
+    if (*outcount != 0) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
-    sched_yield();
+    }
+    thr_wait_pause(&w);
   }
 }
 
@@ -1338,12 +1514,15 @@ int thr_Improbe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
 int thr_Mprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Message *msg,
                MPI_Status *status)
 {
+  struct thr_waiter w = {0};
   for (;;) {
     int flag;
     thr_Improbe(r, src, tag, comm, &flag, msg, status);
-    if (flag)
+    if (flag) {
+      thr_wait_end(&w);
       return MPI_SUCCESS;
-    sched_yield();
+    }
+    thr_wait_pause(&w);
   }
 }
 

@@ -119,6 +119,26 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
 struct thr_request *thr_irecv(struct thr_rank *r, struct thr_comm *c, int ctx, void *buf,
                               int count, MPI_Datatype type, int src, int tag);
 void thr_wait(struct thr_rank *r, struct thr_request *q, MPI_Status *status);
+
+/* Every blocking loop of the runtime waits through one of these, the thread ranks' form
+ * of libmcoll's flag waits (src/shm/wait.c): poll with a CPU pause while the node's
+ * thread ranks have a core each (MCOLL_THREADS_SPIN polls, then on for
+ * MCOLL_THREADS_SPIN_US), then yield (for MCOLL_THREADS_YIELD_US), then sleep on a futex
+ * until an event (thr_wake_waiters) or a timeout; the rank's non-blocking collectives and
+ * the host MPI progress as it waits. Use:
+ *   struct thr_waiter w = {0};  while (!ready) thr_wait_pause(&w);  thr_wait_end(&w); */
+struct thr_waiter {
+  unsigned polls, seq;
+  int phase, armed;
+  double start_us;
+};
+void thr_wait_pause(struct thr_waiter *w);
+void thr_wait_end(struct thr_waiter *w);
+/* After any change another rank may wait for (a message delivered or received, a
+ * stage reached): wakes the sleeping waiters (a read of a shared line while none sleeps). */
+void thr_wake_waiters(void);
+/* Polls before the first yield: many with a core per rank, few when they share cores. */
+int thr_spin_polls(void);
 void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,
               MPI_Datatype type, int dst, int tag);
 void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,

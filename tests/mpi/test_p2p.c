@@ -2,7 +2,7 @@
  * --threads): blocking and non-blocking sends of small and large messages, wildcards
  * with their statuses, probe, Sendrecv(_replace), non-overtaking order, derived
  * datatypes on one side, persistent requests, and communicators (dup, split,
- * split_type) keeping messages apart.
+ * split_type) keeping messages apart, and a storm of small any-source messages.
  * Any rank count >= 2; prints "test_p2p: N checks, 0 errors" at rank 0.
  * usage: test_p2p [--max-bytes N] */
 #include <mpi.h>
@@ -143,6 +143,66 @@ static void order(long max_ints)
     }
   }
   free(buf);
+}
+
+/* Many small messages in a row: every other rank sends STORM messages of 1-4 ints to
+ * rank 0 (blocking and Isend + Wait in turn, tags cycling), which takes them with
+ * MPI_ANY_SOURCE and MPI_ANY_TAG and checks each sender's order and bytes; then rank 0
+ * answers each rank in a ping-pong of any-source receives. Run with every wait forced to
+ * sleep (tests/py/test_thread_ranks.py), a wake-up lost between a message and its
+ * waiter shows as a stall. */
+static void storm(void)
+{
+  enum { STORM = 1500, PINGS = 300 };
+  int buf[4];
+  if (rank != 0) {
+    for (int m = 0; m < STORM; m++) {
+      int n = 1 + m % 4;
+      fill(buf, n, rank, m);
+      if (m % 2) {
+        MPI_Send(buf, n, MPI_INT, 0, m % 7, MPI_COMM_WORLD);
+      } else {
+        MPI_Request req;
+        MPI_Isend(buf, n, MPI_INT, 0, m % 7, MPI_COMM_WORLD, &req);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* (a ping must not meet rank 0's any-tag receives) */
+    for (int m = 0; m < PINGS; m++) {
+      MPI_Send(&m, 1, MPI_INT, 0, 9, MPI_COMM_WORLD);
+      int back = -1;
+      MPI_Recv(&back, 1, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      check(back == m + rank, "storm ping reply", back, m + rank);
+    }
+    return;
+  }
+  int *next = calloc((size_t)size, sizeof(int));
+  for (long k = 0; k < (long)STORM * (size - 1); k++) {
+    MPI_Status st;
+    int count;
+    MPI_Recv(buf, 4, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+    MPI_Get_count(&st, MPI_INT, &count);
+    int src = st.MPI_SOURCE;
+    if (src <= 0 || src >= size) {
+      check(0, "storm source", src, -1);
+      continue;
+    }
+    int m = next[src]++;
+    check(st.MPI_TAG == m % 7, "storm tag (order)", st.MPI_TAG, m % 7);
+    check(count == 1 + m % 4, "storm count", count, 1 + m % 4);
+    check_buf(buf, count, src, m, "storm data");
+  }
+  for (int src = 1; src < size; src++)
+    check(next[src] == STORM, "storm messages", next[src], STORM);
+  MPI_Barrier(MPI_COMM_WORLD);
+  for (long k = 0; k < (long)PINGS * (size - 1); k++) {
+    MPI_Status st;
+    int m;
+    MPI_Recv(&m, 1, MPI_INT, MPI_ANY_SOURCE, 9, MPI_COMM_WORLD, &st);
+    int back = m + st.MPI_SOURCE;
+    MPI_Send(&back, 1, MPI_INT, st.MPI_SOURCE, 9, MPI_COMM_WORLD);
+  }
+  free(next);
 }
 
 /* A large send posted before its receive, receives posted in reverse tag order. */
@@ -300,6 +360,7 @@ int main(int argc, char **argv)
   MPI_Barrier(MPI_COMM_WORLD); /* (order's messages must not meet wildcards' probes) */
   order(max_ints);
   late_receives(max_ints);
+  storm();
   datatypes();
   communicators();
   persistent();

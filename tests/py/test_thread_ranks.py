@@ -87,6 +87,29 @@ def test_p2p_as_thread_ranks(flavour, threads, np):
     check_passed(result, "test_p2p")
 
 
+# Every wait of the runtime goes to sleep at once, and only a wake-up ends the sleep
+# (its timeout, the safety net, is 30 s): one event that loses its wake-up stalls the job
+# for 30 s. Inside one process only (messages through the host MPI wake nobody).
+SLEEPING_WAITS = {"MCOLL_THREADS_SPIN": "0", "MCOLL_THREADS_SPIN_US": "0",
+                  "MCOLL_THREADS_YIELD_US": "0", "MCOLL_THREADS_SLEEP_US": "30000000"}
+SLEEP_TIMEOUT_S = 30
+
+
+@pytest.mark.parametrize("flavour,threads,np",
+                         flavoured([layout(2, 2), layout(4, 4), layout(8, 8, full=True)]))
+@pytest.mark.parametrize("program,args,summary", [
+    ("mcoll-test-p2p", ["--max-bytes", "65536"], "test_p2p"),
+    ("mcoll-test-coll", ["--quick", "--count-api", "0"], "test_coll")], ids=["p2p", "coll"])
+def test_sleeping_waits_are_woken(flavour, threads, np, program, args, summary):
+    """Point-to-point (a storm of small any-source messages, probes, Waitany, Testall)
+    and every blocking collective with each wait asleep on the futex: all complete,
+    correct, in less time than one lost wake-up would cost."""
+    result = run_job(threads_argv(threads, np, program, args, flavour=flavour), SLEEPING_WAITS,
+                     JOB_TIMEOUT)
+    check_passed(result, summary)
+    assert result.seconds < SLEEP_TIMEOUT_S, result.describe()
+
+
 def test_p2p_as_processes():
     """The point-to-point program is plain MPI: it passes under the host MPI too."""
     result = run_job(mpijob.mpiexec_argv(FLAVOUR, 3, BUILD.bin(FLAVOUR, "mcoll-test-p2p"), mcoll=False),

@@ -5,7 +5,8 @@
 # back to back; each repeat holds the bench lock (< 5 min).
 #   tools/threads/bench_coll_all.sh FLAVOUR OUTDIR [REPEATS] [T...]
 # (BUILD: the build folder, default build; COLLS, MAX, FACTOR: mcoll-bench's -C, -e, -f;
-# ONE_JOB=1: every repeat inside one hold of the lock, for short sweeps such as MAX=4K)
+# ONE_JOB=1: every repeat inside one hold of the lock, for short sweeps such as MAX=4K;
+# BEFORE=DIR: a third job per T, thread ranks of another build, e.g. the previous runtime)
 # Then tools/threads/coll_table.py OUTDIR prints the medians over the repeats.
 set -euo pipefail
 root=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
@@ -26,10 +27,14 @@ one_repeat() {
       -o "$out/threads-T$t-$r.json" > "$out/threads-T$t-$r.txt" 2>&1 || echo "threads T=$t repeat $r failed" >&2
     timeout 120 "$root/bin/mcollrun" --build "$build" --mpi "$flavour" -np "$t" "$prog" "${args[@]}" \
       -o "$out/process-T$t-$r.json" > "$out/process-T$t-$r.txt" 2>&1 || echo "process T=$t repeat $r failed" >&2
+    if [[ -n ${BEFORE:-} ]]; then
+      timeout 120 "$root/bin/mcollrun" --build "$BEFORE" --mpi "$flavour" --threads "$t" -np "$t" "$prog" "${args[@]}" \
+        -o "$out/before-T$t-$r.json" > "$out/before-T$t-$r.txt" 2>&1 || echo "before T=$t repeat $r failed" >&2
+    fi
   done
 }
 export -f one_repeat
-export root flavour out prog build
+export root flavour out prog build BEFORE
 if [[ ${ONE_JOB:-0} == 1 ]]; then
   flock /work/notes/bench.lock bash -c "$(declare -p ts args); $(declare -f one_repeat)
     for ((r = 1; r <= $repeats; r++)); do one_repeat \$r; echo \"repeat \$r: load \$(cut -d' ' -f1 /proc/loadavg)\" >&2; done"
