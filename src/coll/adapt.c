@@ -32,8 +32,15 @@ static int allowed(enum mcoll_coll coll, int alg, const struct mcoll_facts *fact
   return !(mcoll__coll_algs(coll)->algs[alg].needs & ~facts->holds);
 }
 
-static unsigned samples_per_candidate(void) {
-  long s = mcoll__cfg.ADAPT_SAMPLES;
+/* A class is long when its smallest size is at least ADAPT_LONG bytes: decided by the
+ * class, not the call's bytes, so every call of the class (on every rank) agrees. */
+static int class_is_long(int cls) {
+  long from = mcoll__cfg.ADAPT_LONG;
+  size_t smallest = cls ? (size_t)1 << (cls - 1) : 0;
+  return from > 0 && smallest >= (size_t)from;
+}
+
+static unsigned clamp_samples(long s) {
   return s < 1 ? 1 : s > MCOLL_ADAPT_MAX_SAMPLES ? MCOLL_ADAPT_MAX_SAMPLES : (unsigned)s;
 }
 
@@ -43,7 +50,7 @@ static unsigned samples_per_candidate(void) {
  * candidates call by call in turn ranks them by their cold calls (docs/performance.md). */
 enum { WARM_CALLS = 1 };
 
-static unsigned calls_per_candidate(void) { return WARM_CALLS + samples_per_candidate(); }
+static unsigned calls_per_candidate(const struct mcoll_adapt_class *k) { return WARM_CALLS + k->nsamples; }
 
 /* Settled until the next re-check, which comes after ADAPT_RECHECK calls, then twice
  * as many each time (up to 64 times as many). */
@@ -72,7 +79,7 @@ static void round_begin(struct mcoll_adapt_class *k, enum mcoll_coll coll, int a
   for (int i = 0; i < k->ncands; i++)
     for (unsigned s = 0; s < MCOLL_ADAPT_MAX_SAMPLES; s++) k->samples[i][s] = -1.0f;
   k->explore_from = k->calls;
-  k->explore_end = k->calls + k->ncands * calls_per_candidate();
+  k->explore_end = k->calls + k->ncands * calls_per_candidate(k);
   k->round_open = 1;
 }
 
@@ -90,7 +97,13 @@ int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, 
     memset(k, 0, sizeof *k);
     k->epoch = mcoll__cfg.epoch;
     k->kept = -1;
-    k->next = mcoll__cfg.ADAPT_WARMUP > 0 ? (unsigned)mcoll__cfg.ADAPT_WARMUP : 1;
+    /* Long calls: a short warm-up and fewer samples, so that a round ends within the
+     * few calls per size a program such as OSU makes (110 above 8 KiB), while the
+     * round's calls stay a small share of the first 1000 (docs/algorithms.md). */
+    int long_class = class_is_long(mcoll__adapt_class_of(bytes));
+    long warmup = long_class ? mcoll__cfg.ADAPT_LONG_WARMUP : mcoll__cfg.ADAPT_WARMUP;
+    k->next = warmup > 0 ? (unsigned)warmup : 1;
+    k->nsamples = (unsigned char)clamp_samples(long_class ? mcoll__cfg.ADAPT_LONG_SAMPLES : mcoll__cfg.ADAPT_SAMPLES);
   }
   unsigned n = ++k->calls;
   if (k->round_open && n >= k->explore_end) decide(c, coll, k);
@@ -98,7 +111,7 @@ int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, 
   if (!k->round_open) round_begin(k, coll, alg, facts, reach);
   if (!k->round_open) return alg; /* nothing to compare: settled */
   k->next = n + 1;
-  unsigned i = n - k->explore_from, per = calls_per_candidate();
+  unsigned i = n - k->explore_from, per = calls_per_candidate(k);
   int cand = (int)(i / per);
   if (!allowed(coll, k->cands[cand], facts)) return alg; /* (not timed) */
   if (i % per < WARM_CALLS) return k->cands[cand];
@@ -142,7 +155,7 @@ static int fastest(const double *t, int n) {
 static void decide(struct mcoll_comm *c, enum mcoll_coll coll, struct mcoll_adapt_class *k) {
   double t[MCOLL_MAX_ALGS];
   int n = k->ncands;
-  for (int i = 0; i < n; i++) t[i] = median(k->samples[i], samples_per_candidate());
+  for (int i = 0; i < n; i++) t[i] = median(k->samples[i], k->nsamples);
   int local_best = k->cands[fastest(t, n)];
   PMPI_Allreduce(MPI_IN_PLACE, t, n, MPI_DOUBLE, MPI_MAX, c->comm);
   int best = fastest(t, n);

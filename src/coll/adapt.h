@@ -30,6 +30,7 @@ struct mcoll_adapt_class {
   unsigned explore_from, explore_end; /* the round of timed calls: [from, end) */
   signed char kept;     /* the algorithm the class keeps; -1: each call's rules' choice */
   unsigned char ncands, rechecks;
+  unsigned char nsamples;   /* timed calls per candidate in this class's rounds */
   unsigned char round_open; /* a round began and is not decided yet */
   signed char cands[MCOLL_MAX_ALGS]; /* cands[0]: the rules' choice when the round began */
   float samples[MCOLL_MAX_ALGS][MCOLL_ADAPT_MAX_SAMPLES]; /* µs; < 0: not timed */

@@ -65,6 +65,9 @@
   X(ADAPT, NUM, "1", "1: blocking calls whose size class repeats on a communicator within one node time the algorithms within reach in turn and keep the fastest (the slowest rank's time decides; docs/algorithms.md); 0: the rules alone") \
   X(ADAPT_WARMUP, NUM, "160", "adaptive choice: calls of a size class before its first round of timed calls (past the first pass over the 128 area slots, which is faster than later ones)") \
   X(ADAPT_SAMPLES, NUM, "5", "adaptive choice: timed calls per candidate in a round (1-15; the median counts)") \
+  X(ADAPT_LONG, NUM, "16K", "adaptive choice: size classes from this many bytes up (their smallest size) take ADAPT_LONG_WARMUP and ADAPT_LONG_SAMPLES instead: a call there is long, so fewer calls cover the noise, and programs make fewer calls (OSU: 110 per size above 8 KiB); 0 = none") \
+  X(ADAPT_LONG_WARMUP, NUM, "2", "adaptive choice: calls of a long size class (ADAPT_LONG) before its first round") \
+  X(ADAPT_LONG_SAMPLES, NUM, "3", "adaptive choice: timed calls per candidate in a round of a long size class (1-15)") \
   X(ADAPT_RECHECK, NUM, "2000", "adaptive choice: calls of a size class after a decision before the next round, doubling after each round up to 64 times; 0 = never again") \
   X(ADAPT_MARGIN, NUM, "5", "adaptive choice: percent by which another algorithm must beat the rules' choice to replace it") \
   X(RULES, STR, "", "a rules file (JSON) that chooses the algorithms instead of the built-in rules (mcollrun --info shows the rules in force)") \

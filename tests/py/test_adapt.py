@@ -93,6 +93,35 @@ def test_alltoall_skewed_ranks_agree(flavour, np):
     assert {alg for alg in expected if counts.get(alg, 0) > 0} == expected, counts
 
 
+DECIDED_AT = re.compile(r"^mcoll: rank 0 adapt (\w+) \[(\S+), \S+\) B: (\w+) \((.*?)\) at call (\d+),", re.M)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_long_classes_decide_within_osu_calls(flavour):
+    """With the default parameters, a size class from MCOLL_ADAPT_LONG (16 KiB) decides
+    within the 110 calls per size that OSU makes above 8 KiB: a warm-up of 2 calls and
+    1 + 3 calls per candidate, so the decision comes by call 15 at 2 or 3 candidates and
+    the rest of the calls run what it kept. A class below (8 KiB) keeps its warm-up of
+    160 calls. Every rank rates the last candidate best (skew alike), not the rules'
+    choice, so the decision shows in the counts; -c checks every result."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2", "MCOLL_TEST_ADAPT_SKEW_US": "100000", "MCOLL_TEST_ADAPT_SKEW_ALIKE": "1"}
+    argv = ["-C", "reduce,allreduce", "-b", "8K", "-e", "1M", "-f", "128", "-m", "latency", "-n", "110", "-w", "0",
+            "-r", "1", "-c"]
+    result = run_job(mpiexec_argv(flavour, 2, program, argv), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    decided = {(coll, lo): (alg, why, int(at)) for coll, lo, alg, why, at in DECIDED_AT.findall(result.stderr)}
+    assert set(decided) == {("reduce", "1M"), ("allreduce", "1M")}, result.stderr
+    counts = parse_verbose_report(result.stderr)
+    for coll in ("reduce", "allreduce"):
+        alg, why, at = decided[(coll, "1M")]
+        assert why == "faster than the rules' choice" and at <= 15, (coll, decided)
+        # the 1 MiB size's calls after the decision, and the chosen one's own round calls
+        assert counts[coll][alg] >= 110 - at + 4, (coll, alg, counts[coll])
+    for by_rank in adapt_lines(result.stderr).values():
+        assert len({c for c, _ in by_rank.values()}) == 1, by_rank
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_off_and_forced_do_not_adapt(flavour):
