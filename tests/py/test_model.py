@@ -612,3 +612,24 @@ def test_compare_prices_the_algorithm_mcoll_ran_between_nodes(tmp_path):
     assert len(errs["rules"]) == 160
     assert statistics.median(errs["rules"]) < statistics.median(errs["cheapest"]) - 0.1
     assert sum(e <= 0.2 for e in errs["rules"]) > sum(e <= 0.2 for e in errs["cheapest"]) + 15
+
+
+def test_the_4x1_rows_after_the_lone_rank_fix_within_20_percent_on_mpich(tmp_path):
+    """bench/records/net6/runs-4x1.json (4 hosts x 1 rank, 1 Gbit/s, both MPIs, the link
+    calibrated in the same run): priced by what mcoll ran, MPICH's rows are within 20%
+    at the median (10%, 14 of 20 rows; the model's own cheapest: 23%, 10 rows); Open
+    MPI's are not (40%: its bcast and allgather rows took 2-4 scheduler slices more)."""
+    import statistics
+    from mcoll_model import compare as C
+    runs = json.loads((ROOT / "bench" / "records" / "net6" / "runs-4x1.json").read_text())["runs"]
+    med = {}
+    for run in runs:
+        lp, cp = tmp_path / "link.json", tmp_path / "cluster.json"
+        lp.write_text(json.dumps(run["link"]))
+        cp.write_text(json.dumps(run["cluster"]))
+        for choice in ("rules", "cheapest"):
+            _, _, rows = C.compare(lp, cp, nodes=4, choice=choice)
+            assert len(rows) == 20
+            med[run["mpi"], choice] = statistics.median(abs(r["error"]) for r in rows)
+    assert med["mpich", "rules"] <= 0.2 < med["mpich", "cheapest"]
+    assert med["openmpi", "rules"] < med["openmpi", "cheapest"]
