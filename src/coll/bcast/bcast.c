@@ -152,7 +152,17 @@ static const struct mcoll_bcast_intra *const intra_steps[MCOLL_BCAST_NALGS] = {
 
 static int inter_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
-  if (call->inter_alg == MCOLL_BCAST_INTER_FIRST) return mcoll__bcast_first_arrival(call, lo, hi);
+  if (call->inter_alg == MCOLL_BCAST_INTER_FIRST) {
+    /* The root's node needs nothing from the other nodes: publish to it before
+     * waiting for their announcements, or its ranks wait for the latest node's first
+     * arrival (one piece: later pieces' publishing would run on the companion). */
+    if (call->c->rank == call->root && lo == 0 && hi == call->bytes &&
+        mcoll__node_has_peers(call->c)) {
+      call->intra->publish(call, lo, hi);
+      call->published = 1;
+    }
+    return mcoll__bcast_first_arrival(call, lo, hi);
+  }
   if (call->inter_alg == MCOLL_BCAST_INTER_PUSH) return mcoll__bcast_push_send(call, lo, hi);
   return mcoll__bcast_between_nodes(call->c, call->buf, lo, hi, call->root, call->inter_alg);
 }
@@ -249,7 +259,7 @@ static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
   struct mcoll_bcast_call *call = hc->args;
   if (!mcoll__node_has_peers(call->c)) return MPI_SUCCESS;
   if (call->c->topo.local_rank == call->source) {
-    call->intra->publish(call, lo, hi);
+    if (!call->published) call->intra->publish(call, lo, hi);
   } else {
     size_t source_bytes = call->intra->read(call, lo, hi);
     if (source_bytes != call->bytes) read_mismatched(call, source_bytes);

@@ -50,6 +50,9 @@ struct mcoll_bcast_call {
    * order they announced themselves. */
   unsigned parity;
   int *leaders;
+  /* first_arrival's root: its node has the whole call already (published before the
+   * root waits for the other nodes' announcements) */
+  int published;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in

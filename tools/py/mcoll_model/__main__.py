@@ -36,6 +36,9 @@ def main(argv=None):
     co.add_argument("--png", help="write the plot here (first results file)")
     co.add_argument("--nodes", type=int, default=1,
                     help="hosts the results' jobs spanned (ranks spread evenly; default 1)")
+    co.add_argument("--choice", choices=("rules", "cheapest"), default="rules",
+                    help="between nodes, price what mcoll's built-in rules ran (default) "
+                         "or the model's own cheapest algorithm")
     sub.add_parser("fit", help="per-algorithm corrections from forced measurements (fit.py)")
     gc = sub.add_parser("gen-c", help="C cost functions generated from cost_table.json")
     gc.add_argument("-o", "--output", help="write here (default: stdout)")
@@ -60,7 +63,7 @@ def main(argv=None):
     if a.cmd == "compare":
         texts = []
         for i, path in enumerate(a.results):
-            doc, m, rows = C.compare(a.machine, path, nodes=a.nodes)
+            doc, m, rows = C.compare(a.machine, path, nodes=a.nodes, choice=a.choice)
             texts.append(C.markdown(doc, m, rows))
             if a.png and i == 0:
                 C.plot(rows, a.png, f"model vs. measured, {doc.get('flavour')} "

@@ -2,9 +2,10 @@
 times (a bench/run.sh results JSON), per collective and size: a table, a plot and the
 median relative error.
 
-The prediction is the model's cheapest algorithm on the machine file with the job's
-rank count; the measured time is whatever mcoll chose (its thresholds), so a row where
-the two choices differ shows up as an error of the model or of the thresholds."""
+The prediction is, between nodes, the algorithm mcoll's built-in rules take for the row
+(what the measured time ran: a row where the model's own cheapest choice differs would
+otherwise count the rules' choice as the model's error; `choice="cheapest"` gives that),
+and on the node the model's cheapest, on the machine file with the job's rank count."""
 
 import json
 import statistics
@@ -20,8 +21,38 @@ def model_bytes(coll, nbytes, nprocs):
     return nbytes * nprocs if coll in PER_RANK_VECTOR else nbytes
 
 
-def compare(machine_path, results_path, table=None, nodes=1):
-    """nodes: the hosts the results' job spanned (its ranks spread evenly over them)."""
+# bytes the C side chooses a bcast's inter-node algorithm by: one piece
+# (src/core/config.h INTER_PIECE, src/coll/bcast/bcast.c bcast_by)
+INTER_PIECE = 256 * 1024
+_builtin_rules = None
+
+
+def rules_inter(coll, nodes, nbytes):
+    """The inter-node algorithm of mcoll's built-in rules for this row, or None."""
+    global _builtin_rules
+    if _builtin_rules is None:
+        from . import tune
+        src = Path(__file__).resolve().parents[3] / "src" / "coll" / "rules_builtin.c"
+        _builtin_rules = json.loads(tune.json_from_c(src.read_text()))["rules"] if src.exists() else []
+    from . import tune
+    n = min(nbytes, INTER_PIECE) if coll == "bcast" else nbytes
+    return tune.prior_pick(_builtin_rules, coll, "inter", n, nodes)
+
+
+def predict(coll, m, nbytes, table, choice="rules"):
+    """(µs, node algorithm, inter algorithm) of the row."""
+    options = cost.costs(coll, m, nbytes, table)
+    if choice == "rules" and m.topo["nodes"] > 1:
+        inter = rules_inter(cost.canonical(coll, table), m.topo["nodes"], nbytes)
+        ran = [o for o in options if o[2] == inter]
+        if ran:
+            return ran[0]
+    return options[0]
+
+
+def compare(machine_path, results_path, table=None, nodes=1, choice="rules"):
+    """nodes: the hosts the results' job spanned (its ranks spread evenly over them);
+    choice: "rules" (between nodes what mcoll ran) or "cheapest" (the model's own)."""
     doc = json.loads(Path(results_path).read_text())
     n = doc["nprocs"]
     if n % nodes:
@@ -33,7 +64,7 @@ def compare(machine_path, results_path, table=None, nodes=1):
         coll = r["coll"]
         if cost.canonical(coll, table) not in table["node"] or not r.get("mcoll_us"):
             continue
-        t, alg, inter = cost.choose(coll, m, model_bytes(coll, r["bytes"], n), table)
+        t, alg, inter = predict(coll, m, model_bytes(coll, r["bytes"], n), table, choice)
         rows.append({"coll": coll, "bytes": r["bytes"], "measured_us": r["mcoll_us"],
                      "native_us": r.get("native_us"), "predicted_us": t,
                      "algorithm": alg + (" + " + inter if inter else ""),
