@@ -230,10 +230,9 @@ static int source_engine(const struct mcoll_bcast_call *call, int *alg, size_t *
 }
 
 static int strayed(const struct mcoll_call *guard) {
-  const struct mcoll_bcast_call *call = guard->strayed_arg;
   int alg;
   size_t bytes;
-  return call->trying || source_engine(call, &alg, &bytes);
+  return source_engine(guard->strayed_arg, &alg, &bytes);
 }
 
 /* After a strayed reader's escape: reads the source's bytes by the source's engine
@@ -253,8 +252,6 @@ static int intra_step(struct mcoll_hier_call *hc, size_t lo, size_t hi) {
     call->intra->publish(call, lo, hi);
   } else {
     size_t source_bytes = call->intra->read(call, lo, hi);
-    /* (a try's reader leaves before it takes a generation: a task sorts it out) */
-    if (source_bytes != call->bytes && call->trying) mcoll__call_escape();
     if (source_bytes != call->bytes) read_mismatched(call, source_bytes);
   }
   return MPI_SUCCESS;
@@ -268,21 +265,16 @@ static int finish_step(struct mcoll_hier_call *hc) {
 
 static const struct mcoll_hier_steps bcast_steps = {NULL, inter_step, intra_step, finish_step};
 
-/* bcast_by's answer when a try's reader left its wait (nothing taken). */
-enum { BCAST_GAVE_UP = -2 };
-
-/* The call once its algorithm is chosen; trying: a try's reader (mcoll__bcast_try),
- * which must then be guarded. */
+/* The call once its algorithm is chosen. */
 static int bcast_by(struct mcoll_comm *c, void *buf, size_t bytes, int root, int alg,
-                    struct mcoll_adapt_call timing, int trying) {
+                    struct mcoll_adapt_call timing) {
   const struct mcoll_topo *t = &c->topo;
   if (bytes == 0 || c->size == 1) return MPI_SUCCESS;
 
   struct mcoll_bcast_call call = {
       .c = c, .buf = buf, .bytes = bytes, .root = root,
       .source = t->node_of[root] == t->node ? mcoll__local_index(t, root) : 0,
-      .intra = intra_steps[alg], .check_bytes = t->nnodes == 1, .error = MPI_SUCCESS,
-      .trying = trying};
+      .intra = intra_steps[alg], .check_bytes = t->nnodes == 1, .error = MPI_SUCCESS};
   struct mcoll_hier_call hc = {.c = c, .steps = &bcast_steps, .bytes = bytes,
                                .piece = t->nnodes > 1 ? (size_t)mcoll__cfg.INTER_PIECE : 0,
                                .leader = call.source, .args = &call, .overlap = 1};
@@ -310,10 +302,6 @@ static int bcast_by(struct mcoll_comm *c, void *buf, size_t bytes, int root, int
     guard.strayed_arg = &call;
     if (setjmp(guard.escape) != 0) {
       mcoll__call_leave();
-      if (call.trying) { /* (its wait for the parent's data, before any generation) */
-        c->chan->bcast_seq--;
-        return BCAST_GAVE_UP;
-      }
       read_by_source_engine(&call);
       if (call.leaders) free(call.leaders);
       return call.error;
@@ -329,7 +317,7 @@ static int bcast_by(struct mcoll_comm *c, void *buf, size_t bytes, int root, int
 int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root) {
   struct mcoll_adapt_call timing;
   int alg = mcoll__bcast_select(c, bytes, &timing);
-  return bcast_by(c, buf, bytes, root, alg, timing, 0);
+  return bcast_by(c, buf, bytes, root, alg, timing);
 }
 
 /* Whether a slot bcast would run to its end now without waiting: the source's slot
@@ -354,25 +342,12 @@ int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, in
   struct mcoll_adapt_call timing;
   int alg = select_alg(c, bytes, &timing, 1);
   int source = mcoll__local_index(t, root);
-  /* (its guard, which leaves the wait, needs no call current: bcast_by) */
-  if (alg == MCOLL_BCAST_SHM_TREE && !mcoll__call_current &&
-      mcoll__bcast_shm_tree_leaf(c, bytes, source)) {
-    /* A leaf waits inside the call, its set-up done, as the blocking call does (a
-     * check for the data before the call put the set-up after the data's arrival:
-     * 0.05 us more per call); past the spin it leaves, and a task runs the call. */
-    int result = bcast_by(c, buf, bytes, root, alg, timing, 1);
-    if (result == BCAST_GAVE_UP) return -1;
-    mcoll__count_alg(MCOLL_COLL_BCAST, alg);
-    mcoll__count_try(MCOLL_COLL_BCAST);
-    *err = result;
-    return 1;
-  }
   int ready = alg == MCOLL_BCAST_SHM_SLOT   ? slot_ready(c, bytes, source)
               : alg == MCOLL_BCAST_SHM_TREE ? mcoll__bcast_shm_tree_ready(c, bytes, source)
                                             : 0;
   if (!ready) return -1;
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
   mcoll__count_try(MCOLL_COLL_BCAST);
-  *err = bcast_by(c, buf, bytes, root, alg, timing, 0);
+  *err = bcast_by(c, buf, bytes, root, alg, timing);
   return 1;
 }

@@ -50,9 +50,6 @@ struct mcoll_bcast_call {
    * order they announced themselves. */
   unsigned parity;
   int *leaders;
-  /* A try on the caller's stack (mcoll__bcast_try): a reader leaves its wait for
-   * the data once past the spin, having taken nothing but its sequence number. */
-  int trying;
 };
 
 /* The intra-node step: the source publishes byte ranges as they become valid in
@@ -130,8 +127,5 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);
  * a reader's data in), the call runs here: 1, *err its result. Else -1, nothing
  * taken: a task runs the whole call. */
 int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err);
-/* Whether this rank reads a tree bcast of one area chunk from source and forwards it
- * to nobody: its call's one wait is for its parent's data. */
-int mcoll__bcast_shm_tree_leaf(const struct mcoll_comm *c, size_t bytes, int source);
 
 #endif

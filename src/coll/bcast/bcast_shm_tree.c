@@ -77,12 +77,6 @@ static size_t read_range(const struct mcoll_bcast_call *call, size_t lo, size_t 
 
 static void finish(const struct mcoll_bcast_call *call) { (void)call; }
 
-int mcoll__bcast_shm_tree_leaf(const struct mcoll_comm *c, size_t bytes, int source) {
-  int me = c->topo.local_rank;
-  return bytes > 0 && bytes <= c->chan->shm.area_bytes && me != source &&
-         !has_children(&c->topo, me, source);
-}
-
 int mcoll__bcast_shm_tree_ready(const struct mcoll_comm *c, size_t bytes, int source) {
   const struct mcoll_channel *ch = c->chan;
   const struct mcoll_topo *t = &c->topo;
