@@ -99,13 +99,17 @@ static int sharing_allowed(void) {
   return mcoll__thread_level() <= MPI_THREAD_FUNNELED;
 }
 
-/* The live context with the smallest id whose group is group, or NULL. */
+/* The live context with the smallest id whose group is group, or NULL. Not one
+ * built for a communicator of its own (a persistent request's duplicate, or one
+ * that wished for it): before its first non-blocking call agrees it may run tasks,
+ * a second user would make that agreement fail on its communicator and on the
+ * sharer, and every MPI_I* call and start of both would go to the host MPI. */
 static struct mcoll_comm *identical_context(MPI_Group group) {
   struct mcoll_comm *best = NULL;
   pthread_mutex_lock(&live_lock);
   for (struct mcoll_comm *c = live_contexts; c; c = c->next) {
     int result = MPI_UNEQUAL;
-    if (!c->usable || c->group == MPI_GROUP_NULL || c->nbc == MCOLL_NBC_YES ||
+    if (!c->usable || c->group == MPI_GROUP_NULL || c->nbc == MCOLL_NBC_YES || c->private_ctx ||
         (best && best->id < c->id))
       continue;
     PMPI_Group_compare(group, c->group, &result);
@@ -259,6 +263,9 @@ static struct mcoll_comm *context_setup(struct mcoll_comm *c, struct mcoll_comm 
   /* Inter-node phases run among some ranks only, so their communicator is made
    * now; every rank knows the node count alike. */
   if (ok && c->topo.nnodes > 1 && mcoll__context_p2p(c) != MPI_SUCCESS) ok = 0;
+  /* A context of its own keeps its channel to itself too (as identical_context):
+   * another context on it would fail its first non-blocking call's agreement. */
+  if (ok && alone && c->chan) c->chan->exclusive = 1;
   if (!ok && mcoll__cfg.VERBOSE) fprintf(stderr, "mcoll: rank %d: context set-up failed\n", c->rank);
   free(members);
   c->usable = ok;

@@ -16,6 +16,8 @@
  *                    the class MPI_Wait returns
  *   freed-comm       MPI_Allreduce_init on a duplicate of MPI_COMM_WORLD, which is
  *                    freed at once; then three start/wait with new inputs
+ *   world-first      MPI_Bcast_init on MPI_COMM_WORLD as its first call, then
+ *                    barriers, MPI_Ibcast, MPI_Iallreduce and starts on it
  *   reuse            requests of different collectives made, started, waited for
  *                    and freed in turn, so that the host hands freed handles out
  *                    again: each start runs its own call (mcoll remembers the
@@ -302,6 +304,41 @@ static void case_freed_comm(void) {
   free(in);
   free(out);
   if (rank == 0) printf("freed-comm: done\n");
+}
+
+/* ---- world-first ------------------------------------------------------------------------ */
+/* A persistent bcast made on MPI_COMM_WORLD before any other call there, then blocking
+ * barriers, MPI_Ibcast, MPI_Iallreduce and starts on MPI_COMM_WORLD itself. */
+static void case_world_first(void) {
+  enum { N = 100 };
+  int data[N], in[N], sum[N];
+  MPI_Request persistent, req;
+  PERSISTENT(Bcast)(data, N, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+  for (int round = 0; round < 20; round++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < N; i++) {
+      data[i] = rank == 0 ? round * N + i : -1;
+      in[i] = (rank + 1) * (i + round);
+      sum[i] = -1;
+    }
+    int rc;
+    if (round % 2) {
+      MPI_Start(&persistent);
+      rc = MPI_Wait(&persistent, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Ibcast(data, N, MPI_INT, 0, MPI_COMM_WORLD, &req);
+      rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    }
+    check(rc == MPI_SUCCESS, "bcast wait failed");
+    MPI_Iallreduce(in, sum, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+    check(MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS, "allreduce wait failed");
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += data[i] != round * N + i || sum[i] != size * (size + 1) / 2 * (i + round);
+    check(bad == 0, "world-first: result wrong");
+  }
+  MPI_Request_free(&persistent);
+  if (rank == 0) printf("world-first: done\n");
 }
 
 /* ---- reuse ------------------------------------------------------------------------------ */
@@ -607,6 +644,8 @@ int main(int argc, char **argv) {
     case_truncate();
   } else if (!strcmp(name, "freed-comm")) {
     case_freed_comm();
+  } else if (!strcmp(name, "world-first")) {
+    case_world_first();
   } else if (!strcmp(name, "reuse")) {
     case_reuse();
   } else if (!strcmp(name, "barrier-early")) {

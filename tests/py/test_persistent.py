@@ -112,6 +112,23 @@ def test_request_outlives_comm(flavour):
 
 
 @pytest.mark.parametrize("flavour,np", params((2,), (3,)))
+def test_world_first(flavour, np):
+    """A persistent bcast made on MPI_COMM_WORLD before its first other call, then
+    MPI_I* calls and starts there: right results, and none goes to the host MPI (the
+    report's fallbacks; the request's duplicate once lent WORLD its context and
+    channel, the first non-blocking call's agreement then failed on both, and all
+    their MPI_I* calls and starts went to the host)."""
+    check_case(run(flavour, np, "world-first", mcoll=False), "world-first")
+    result = run(flavour, np, "world-first", mcoll=True, env={"MCOLL_VERBOSE": "1"})
+    check_case(result, "world-first")
+    assert "task-ready context" not in result.stderr, result.describe()
+    for coll in ("bcast", "allreduce"):
+        line = re.search(rf"^mcoll: {coll} calls=(\d+) .* fallback=(\d+)$", result.stderr, re.M)
+        assert line and int(line.group(1)) >= 20 and line.group(2) == "0", \
+            f"{coll}: not all calls ran under mcoll\n{result.describe()}"
+
+
+@pytest.mark.parametrize("flavour,np", params((2,), (3,)))
 def test_requests_reused(flavour, np):
     """Persistent requests freed and made again (the host hands their handles out
     again), each started right after another completed: every start runs its own
