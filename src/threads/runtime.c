@@ -370,6 +370,19 @@ static int env_or(const char *name, int fallback)
   return value && *value ? atoi(value) : fallback;
 }
 
+/* A wait setting: read once (cache starts at -1), at least `least`. */
+static int env_cached(atomic_int *cache, const char *name, int fallback, int least)
+{
+  int n = atomic_load_explicit(cache, memory_order_relaxed);
+  if (n < 0) {
+    n = env_or(name, fallback);
+    if (n < least)
+      n = least;
+    atomic_store_explicit(cache, n, memory_order_relaxed);
+  }
+  return n;
+}
+
 /* As libmcoll's MCOLL_SPIN and MCOLL_SPIN_OVERSUBSCRIBED: with a core each, a yield hands
  * the core to any runnable task of the machine (another job, a nice 19 build) for up to a
  * time slice, and a ping-pong then waits for slices instead of cache lines (on a loaded
@@ -379,12 +392,8 @@ enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
 int thr_spin_polls(void)
 {
   static atomic_int polls = -1;
-  int n = atomic_load_explicit(&polls, memory_order_relaxed);
-  if (n < 0) {
-    n = env_or("MCOLL_THREADS_SPIN", oversubscribed() ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS);
-    atomic_store_explicit(&polls, n, memory_order_relaxed);
-  }
-  return n;
+  return env_cached(&polls, "MCOLL_THREADS_SPIN",
+                    oversubscribed() ? SPIN_POLLS_OVERSUBSCRIBED : SPIN_POLLS, 0);
 }
 
 /* Past the polls, how long a wait with a core of its own keeps polling before it yields
@@ -393,12 +402,7 @@ enum { SPIN_US = 20000 };
 static int spin_us(void)
 {
   static atomic_int us = -1;
-  int n = atomic_load_explicit(&us, memory_order_relaxed);
-  if (n < 0) {
-    n = env_or("MCOLL_THREADS_SPIN_US", oversubscribed() ? 0 : SPIN_US);
-    atomic_store_explicit(&us, n, memory_order_relaxed);
-  }
-  return n;
+  return env_cached(&us, "MCOLL_THREADS_SPIN_US", oversubscribed() ? 0 : SPIN_US, 0);
 }
 
 static double now_us(void)
@@ -419,12 +423,8 @@ enum { YIELD_US = 1000 };
 static int yield_us(void)
 {
   static atomic_int us = -1;
-  int n = atomic_load_explicit(&us, memory_order_relaxed);
-  if (n < 0) {
-    n = env_or("MCOLL_THREADS_YIELD_US", thr_proc.processes > 1 ? INT_MAX : YIELD_US);
-    atomic_store_explicit(&us, n, memory_order_relaxed);
-  }
-  return n;
+  return env_cached(&us, "MCOLL_THREADS_YIELD_US", thr_proc.processes > 1 ? INT_MAX : YIELD_US,
+                    0);
 }
 
 /* The sleepers of this process and the event count they sleep on, on lines of their
@@ -459,12 +459,8 @@ void thr_wake_waiters(void)
 static long sleep_ns(void)
 {
   static atomic_int us = -1;
-  int n = atomic_load_explicit(&us, memory_order_relaxed);
-  if (n < 0) {
-    n = env_or("MCOLL_THREADS_SLEEP_US", thr_proc.processes > 1 ? 100 : 1000);
-    atomic_store_explicit(&us, n < 1 ? 1 : n, memory_order_relaxed);
-  }
-  return n * 1000L;
+  return env_cached(&us, "MCOLL_THREADS_SLEEP_US", thr_proc.processes > 1 ? 100 : 1000, 1) *
+         1000L;
 }
 
 /* Progress every PROGRESS_POLLS polls while spinning (a message from another process
