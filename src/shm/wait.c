@@ -30,8 +30,6 @@
 #include "shm/call.h"
 #include "shm/shm.h"
 
-static void cpu_relax(void) { mcoll__cpu_relax(); }
-
 /* Whether the application may run MPI calls from several threads (MPI_THREAD_MULTIPLE,
  * known once MPI is initialized): its threads may then share the cores with the ranks,
  * and one may wait for another on the same core. */
@@ -64,7 +62,7 @@ static int keep_polling(const struct mcoll_shm *shm, double waited_us) {
 enum { POLLING_ROUNDS = 256 };
 
 static void relax_or_yield(int polling) {
-  if (polling) cpu_relax();
+  if (polling) mcoll__cpu_relax();
   else sched_yield();
 }
 
@@ -198,7 +196,7 @@ void mcoll__flag_wait(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t ta
 int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
   if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
   for (int i = 0; i < shm->spin; i++) {
-    cpu_relax();
+    mcoll__cpu_relax();
     if (mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), target)) return 1;
   }
   return 0;
@@ -207,7 +205,7 @@ int mcoll__flag_poll(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
 void mcoll__flag_wait_exact(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t target) {
   if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
   for (int i = 0; i < shm->spin; i++) {
-    cpu_relax();
+    mcoll__cpu_relax();
     if (atomic_load_explicit(flag, memory_order_acquire) == target) return;
   }
   wait_slow(shm, flag, target, 1, NULL, NULL);

@@ -389,7 +389,7 @@ static int env_cached(atomic_int *cache, const char *name, int fallback, int lea
  * node: docs/threads.md); sharing cores, the rank waited for may need
  * this one's. */
 enum { SPIN_POLLS = 4000, SPIN_POLLS_OVERSUBSCRIBED = 8 };
-int thr_spin_polls(void)
+static int spin_polls(void)
 {
   static atomic_int polls = -1;
   return env_cached(&polls, "MCOLL_THREADS_SPIN",
@@ -497,9 +497,9 @@ void thr_wait_pause(struct thr_waiter *w)
   mcoll__cpu_relax();
   if (polls % PROGRESS_POLLS == 0)
     progress();
-  if (polls < (unsigned)thr_spin_polls())
+  if (polls < (unsigned)spin_polls())
     return;
-  if (polls == (unsigned)thr_spin_polls())
+  if (polls == (unsigned)spin_polls())
     w->start_us = now_us();
   if (spin_us() <= 0 || (polls % CLOCK_POLLS == 0 && now_us() - w->start_us >= spin_us())) {
     w->phase = YIELDING;

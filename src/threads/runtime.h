@@ -137,8 +137,6 @@ void thr_wait_end(struct thr_waiter *w);
 /* After any change another rank may wait for (a message delivered or received, a
  * stage reached): wakes the sleeping waiters (a read of a shared line while none sleeps). */
 void thr_wake_waiters(void);
-/* Polls before the first yield: many with a core per rank, few when they share cores. */
-int thr_spin_polls(void);
 void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,
               MPI_Datatype type, int dst, int tag);
 void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,
