@@ -1,12 +1,18 @@
 #include "task/progress_thread.h"
 
+#include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,12 +25,20 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static atomic_int running, stopping;
 static int woken; /* under lock: a task was left pending since the thread last looked */
+/* While the thread sleeps in ppoll on the host MPI's sockets (sleep_on_sockets), a
+ * wake-up also goes through wake_fd (an eventfd, the first entry polled). */
+static atomic_int polling;
+static int wake_fd = -1;
+/* Sleeps on the sockets, and those that data ended (the report's). */
+static atomic_long socket_sleeps, data_wakes;
 
 static void wake_thread(void) {
   pthread_mutex_lock(&lock);
   woken = 1;
   pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
+  /* (glibc's eventfd calls: not through T-NBC's interposed read and write) */
+  if (atomic_load(&polling)) (void)eventfd_write(wake_fd, 1);
 }
 
 /* Sleeps up to ns, or until a task is handed over or left pending (wake_thread). */
@@ -43,6 +57,84 @@ static void nap(long ns) {
   pthread_mutex_unlock(&lock);
 }
 
+/* ---- sleeping on the host MPI's sockets (MCOLL_PROGRESS_SOCKETS) ----------------------
+ * Across nodes the host MPI's transport is TCP: each of a transfer's protocol steps
+ * (a rendezvous's acknowledgement, the rest of a message, the next block) waits for
+ * a poll of the host's progress on the side the data reached. Between passes the
+ * thread sleeps in ppoll on the process's connected TCP sockets, so that data coming
+ * in wakes it at once instead of at the end of a timed sleep; the timeout is the
+ * timed sleep's (writes that wait for room in a socket are still found by it). The
+ * sockets are the host MPI's own: found in /proc/self/fd, never read here. */
+enum { SOCKETS_MAX = 32 };
+static const long long RESCAN_NS = 100LL * 1000 * 1000;
+static struct pollfd watched[1 + SOCKETS_MAX]; /* [0]: wake_fd */
+static int nsockets;
+static long long scanned_at = -RESCAN_NS;
+
+/* A connected TCP socket (not a listener, not a local or netlink socket). */
+static int is_peer_socket(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+  int v = 0;
+  socklen_t len = sizeof v;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &len) != 0 || (v != AF_INET && v != AF_INET6))
+    return 0;
+  len = sizeof v;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) != 0 || v != SOCK_STREAM) return 0;
+  len = sizeof v;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) != 0 || v) return 0;
+  struct sockaddr_storage peer;
+  len = sizeof peer;
+  return getpeername(fd, (struct sockaddr *)&peer, &len) == 0;
+}
+
+/* The host MPI opens its connections when it first needs them: looked for again at
+ * most every RESCAN_NS (a scan costs tens of microseconds). */
+static void scan_sockets(long long now) {
+  if (now - scanned_at < RESCAN_NS) return;
+  scanned_at = now;
+  nsockets = 0;
+  DIR *dir = opendir("/proc/self/fd");
+  if (!dir) return;
+  int own = dirfd(dir);
+  struct dirent *e;
+  while ((e = readdir(dir)) && nsockets < SOCKETS_MAX) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = atoi(e->d_name);
+    if (fd == own || fd == wake_fd || !is_peer_socket(fd)) continue;
+    watched[1 + nsockets++] = (struct pollfd){.fd = fd, .events = POLLIN};
+  }
+  closedir(dir);
+}
+
+/* Sleeps up to ns, or until a task is handed over or data comes in on a socket; 1
+ * if data came in. */
+static int sleep_on_sockets(long ns) {
+  atomic_store(&polling, 1);
+  pthread_mutex_lock(&lock);
+  int was_woken = woken || atomic_load(&stopping);
+  pthread_mutex_unlock(&lock);
+  int data = 0;
+  if (!was_woken) {
+    watched[0] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
+    struct timespec timeout = {0, ns};
+    if (ppoll(watched, (nfds_t)(1 + nsockets), &timeout, NULL) > 0) {
+      eventfd_t count;
+      if (watched[0].revents & POLLIN) (void)eventfd_read(wake_fd, &count);
+      for (int i = 1; i <= nsockets; i++)
+        if (watched[i].revents & POLLNVAL) scanned_at = -RESCAN_NS; /* (closed: look again) */
+        else if (watched[i].revents) data = 1;
+    }
+  }
+  atomic_store(&polling, 0);
+  atomic_fetch_add_explicit(&socket_sleeps, 1, memory_order_relaxed);
+  if (data) atomic_fetch_add_explicit(&data_wakes, 1, memory_order_relaxed);
+  pthread_mutex_lock(&lock);
+  woken = 0;
+  pthread_mutex_unlock(&lock);
+  return data;
+}
+
 /* Passes over pending tasks that yield before the thread starts sleeping between
  * passes (a yield returns at once when a core is free, and hands the core over when
  * not): peers that arrive within ~1000 passes (and YIELD_NS) cost no sleep. Then
@@ -56,6 +148,7 @@ enum { YIELD_PASSES = 1000 };
  * at most HOLD_MAX_NS in a row (a hand-over is microseconds; the bound keeps a stuck
  * counter from stopping progress). */
 enum { HOLD_NAP_NS = 20 * 1000, HOLD_MAX_NS = 2 * 1000 * 1000 };
+static const long long QUICK_WAKE_NS = 5 * 1000;
 static const long YIELD_NS = 200 * 1000, SLEEP_MIN_NS = 10 * 1000, SLEEP_MAX_NS = 250 * 1000;
 
 /* For the MCOLL_VERBOSE report: the thread's CPU time and the time it spent awake
@@ -95,6 +188,10 @@ static void *progress_main(void *arg) {
   pthread_setname_np(pthread_self(), "mcoll-progress");
   ask_short_slices();
   unsigned idle_passes = 0, events = mcoll__task_events();
+  /* Sleeps that data on a socket ended at once, in a row: a socket that stays
+   * readable (data the host reads elsewhere or later) must not make a busy loop,
+   * so after two of them the thread takes a timed sleep. */
+  int quick_wakes = 0;
   long sleep_ns = SLEEP_MIN_NS, held_ns = 0;
   long long awake_since = now_ns(CLOCK_MONOTONIC), changed = awake_since;
   while (!atomic_load(&stopping)) {
@@ -135,8 +232,19 @@ static void *progress_main(void *arg) {
     } else if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
       sched_yield();
     } else {
-      nap(sleep_ns);
       long max_ns = mcoll__cfg.PROGRESS_SLEEP_US > 0 ? mcoll__cfg.PROGRESS_SLEEP_US * 1000 : SLEEP_MAX_NS;
+      long long before = now_ns(CLOCK_MONOTONIC);
+      if (mcoll__cfg.PROGRESS_SOCKETS && wake_fd >= 0) scan_sockets(before);
+      if (mcoll__cfg.PROGRESS_SOCKETS && wake_fd >= 0 && nsockets > 0 && quick_wakes < 2) {
+        if (sleep_on_sockets(sleep_ns)) {
+          /* (data woke it: the next pass reads it; the timed sleep keeps its length) */
+          quick_wakes = now_ns(CLOCK_MONOTONIC) - before < QUICK_WAKE_NS ? quick_wakes + 1 : 0;
+          continue;
+        }
+      } else {
+        nap(sleep_ns);
+      }
+      quick_wakes = 0;
       sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
     }
   }
@@ -150,6 +258,9 @@ void mcoll__progress_thread_report(FILE *out) {
   if (awake > 0)
     fprintf(out, "mcoll: progress thread cpu=%.1f ms awake=%.1f ms (%.1f%% of a core)\n", cpu / 1e6,
             awake / 1e6, 100.0 * (double)cpu / (double)awake);
+  if (atomic_load(&socket_sleeps))
+    fprintf(out, "mcoll: progress thread slept on %d sockets %ld times, woken by data %ld times\n",
+            nsockets, atomic_load(&socket_sleeps), atomic_load(&data_wakes));
 }
 
 /* Serialises starts (application threads may leave tasks pending at once) and a
@@ -160,6 +271,7 @@ int mcoll__progress_thread_start(void) {
   pthread_mutex_lock(&start_lock);
   int err = 0;
   if (!atomic_load(&running)) {
+    if (wake_fd < 0) wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     atomic_store(&stopping, 0);
     err = pthread_create(&thread, NULL, progress_main, NULL) != 0 ? -1 : 0;
     if (!err) atomic_store(&running, 1);
@@ -187,6 +299,9 @@ void mcoll__progress_thread_stop(void) {
   atomic_store(&stopping, 1);
   wake_thread();
   pthread_join(thread, NULL);
+  close(wake_fd);
+  wake_fd = -1;
+  scanned_at = -RESCAN_NS;
 }
 
 int mcoll__progress_thread_running(void) { return atomic_load(&running); }

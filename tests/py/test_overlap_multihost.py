@@ -87,3 +87,26 @@ def test_tnbc_returns_early(shaped, flavour, ranks):
     # stretches the median of the early return, never the blocking call's below the
     # wire's 8.4 ms)
     assert ret["1"] < 0.4 * ret["0"], ret
+
+
+@pytest.mark.full
+@pytest.mark.hosts
+@pytest.mark.parametrize("flavour,ranks", [flavour_param(f, "1,1") for f in ("openmpi", "mpich")])
+def test_progress_sleeps_on_host_sockets(shaped, flavour, ranks):
+    """MCOLL_PROGRESS_SOCKETS=1: the thread finds the host MPI's TCP connection among the
+    process's sockets and sleeps on it, data coming in wakes it, and the transfer still
+    moves while the caller computes."""
+    reps = 8
+    result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-overlap"),
+                          ["nbc", "alltoall", 1 << 20, 60, reps],
+                          {"MCOLL_PROGRESS_THREAD": "1", "MCOLL_PROGRESS_SOCKETS": "1",
+                           "MCOLL_VERBOSE": "1"},
+                          timeout=120, finished=FINISHED)
+    done, _ = overlap_line(result, "nbc")["done_after_compute"].split("/")
+    assert int(done) >= reps - 2, result.describe()
+    slept = re.search(r"^mcoll: progress thread slept on (\d+) sockets (\d+) times, woken by data (\d+) times$",
+                      result.stdout + result.stderr, re.M)
+    assert slept, result.describe()
+    sockets, sleeps, by_data = map(int, slept.groups())
+    # 1 MiB in 9000-byte frames: far more than one wake per call
+    assert sockets >= 1 and sleeps >= reps and by_data >= reps, result.describe()
