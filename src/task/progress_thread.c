@@ -227,7 +227,13 @@ static void *progress_main(void *arg) {
     }
     long long spin_ns = mcoll__cfg.PROGRESS_SPIN_US >= 0 ? mcoll__cfg.PROGRESS_SPIN_US * 1000 : YIELD_NS;
     if (atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire)) {
-      sched_yield(); /* (someone sleeps until a task's data is in: no nap) */
+      /* (someone sleeps until a task's data is in: no backoff) */
+      if (mcoll__cfg.PROGRESS_URGENT_NAP_US > 0) {
+        struct timespec pause = {0, mcoll__cfg.PROGRESS_URGENT_NAP_US * 1000};
+        nanosleep(&pause, NULL);
+      } else {
+        sched_yield();
+      }
       sleep_ns = SLEEP_MIN_NS;
     } else if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
       sched_yield();

@@ -94,8 +94,9 @@ unsigned mcoll__task_events(void);
  * caller that is about to return (it would run first on the caller's core). */
 extern atomic_int mcoll__progress_hold;
 /* Application threads asleep until a task's data is in (T-NBC's fault handler and
- * waits): while non-zero the progress thread polls without napping (their cores are
- * free, and each nap would delay them). */
+ * waits): while non-zero the progress thread polls with no backoff, every
+ * MCOLL_PROGRESS_URGENT_NAP_US (a yield-loop would take a core that another process
+ * may be computing on). */
 extern atomic_int mcoll__progress_urgent;
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
