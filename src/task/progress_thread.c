@@ -64,7 +64,9 @@ static void nap(long ns) {
  * thread sleeps in ppoll on the process's connected TCP sockets, so that data coming
  * in wakes it at once instead of at the end of a timed sleep; the timeout is the
  * timed sleep's (writes that wait for room in a socket are still found by it). The
- * sockets are the host MPI's own: found in /proc/self/fd, never read here. */
+ * sockets are the host MPI's own: found in /proc/self/fd, never read here. Off by
+ * default: each frame that comes in wakes the thread, which then takes a core from
+ * the computation where the cores are all busy (bench/records/net7/). */
 enum { SOCKETS_MAX = 32 };
 static const long long RESCAN_NS = 100LL * 1000 * 1000;
 static struct pollfd watched[1 + SOCKETS_MAX]; /* [0]: wake_fd */
