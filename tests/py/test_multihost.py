@@ -34,6 +34,8 @@ BASE_ENV = {"MCOLL_FALLBACK": "error"}
 JOB_TIMEOUT = 90
 NHOSTS = 3
 LOCK = Path("/run/mcoll-testhosts.lock")
+# Host, namespace and link names start with the set's prefix (scripts/testhosts.sh).
+PREFIX = os.environ.get("MCOLL_TESTHOSTS_PREFIX", "mch")
 
 
 def leftovers():
@@ -41,8 +43,8 @@ def leftovers():
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
     return {
-        "netns": re.findall(r"^(mch\d+)\b", netns, re.M),
-        "links": re.findall(r"^\d+: (mch\w+)[@:]", links, re.M),
+        "netns": re.findall(rf"^({re.escape(PREFIX)}\d+)\b", netns, re.M),
+        "links": re.findall(rf"^\d+: ({re.escape(PREFIX)}\w+)[@:]", links, re.M),
         "shm": sorted(p.name for p in Path("/dev/shm").glob("mcoll-*")
                       if p.name not in BEFORE_SHM),
     }
@@ -139,7 +141,7 @@ def test_hosts_are_nodes(hosts, tmp_path, flavour, ranks):
     for m in re.finditer(r"^rank=(\d+) host=(\S+) shm=(\d+) net=(\S+)$", result.stdout, re.M):
         seen[int(m.group(1))] = m.group(2, 3, 4)
     counts = [int(c) for c in ranks.split(",")]
-    expected_hosts = [f"mch{k + 1}" for k, c in enumerate(counts) for _ in range(c)]
+    expected_hosts = [f"{PREFIX}{k + 1}" for k, c in enumerate(counts) for _ in range(c)]
     assert [seen.get(r, (None,))[0] for r in range(sum(counts))] == expected_hosts, result.describe()
     per_host = {}
     for host, shm, net in seen.values():
@@ -163,7 +165,7 @@ def test_leftover_reported(hosts, tmp_path):
     probe.chmod(0o755)
     result = run_on_hosts("openmpi", "1,1", probe, native=True)
     assert result.returncode == 3, result.describe()
-    assert "left in /dev/shm of mch2" in result.stderr and "mcoll-0-left-by-test" in result.stderr, result.describe()
+    assert f"left in /dev/shm of {PREFIX}2" in result.stderr and "mcoll-0-left-by-test" in result.stderr, result.describe()
 
 
 # Uneven ranks per host over 2 and 3 hosts. MPICH 4.0 spins without yielding, so its
