@@ -176,14 +176,17 @@ struct thr_split {
   size_t len;
 };
 enum { SPLIT_MIN_BYTES = 128 * 1024, SPLIT_CHUNK_BYTES = 64 * 1024 };
+/* Messages split, and chunks the senders copied (MCOLL_THREADS_STATS=1 prints them). */
+static atomic_long split_messages, split_sender_chunks;
 
-static void split_copy(struct thr_split *s, char *dst)
+/* Copies chunks until none is left; returns how many this side copied. */
+static long split_copy(struct thr_split *s, char *dst)
 {
   const char *src = s->src;
-  for (;;) {
+  for (long chunks = 0;; chunks++) {
     size_t at = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) * SPLIT_CHUNK_BYTES;
     if (at >= s->len)
-      return;
+      return chunks;
     size_t n = s->len - at < SPLIT_CHUNK_BYTES ? s->len - at : SPLIT_CHUNK_BYTES;
     memcpy(dst + at, src + at, n);
     atomic_fetch_add_explicit(&s->copied, n, memory_order_release);
@@ -196,8 +199,9 @@ static void split_help(struct thr_split *s)
   if (!s->len)
     return;
   uintptr_t dst = atomic_load_explicit(&s->dst, memory_order_acquire);
-  if (dst)
-    split_copy(s, (char *)dst);
+  long chunks = dst ? split_copy(s, (char *)dst) : 0;
+  if (chunks)
+    atomic_fetch_add_explicit(&split_sender_chunks, chunks, memory_order_relaxed);
 }
 
 static int env_cached(atomic_int *cache, const char *name, int fallback, int least);
@@ -216,6 +220,7 @@ static int split_receive(struct thr_msg *m, struct thr_recv *rv)
   struct thr_split *s = m->split;
   atomic_store_explicit(&s->dst, (uintptr_t)rv->buf, memory_order_release);
   split_copy(s, rv->buf);
+  atomic_fetch_add_explicit(&split_messages, 1, memory_order_relaxed);
   unsigned polls = 0;
   while (atomic_load_explicit(&s->copied, memory_order_acquire) < s->len)
     if (++polls % 1024 == 0)
@@ -1024,6 +1029,10 @@ static int rt_Finalize(struct thr_rank *r)
   thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
+  const char *stats = getenv("MCOLL_THREADS_STATS");
+  if (stats && atoi(stats) && r->thread == 0)
+    fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders\n",
+            thr_proc.process, atomic_load(&split_messages), atomic_load(&split_sender_chunks));
   return MPI_SUCCESS;
 }
 
