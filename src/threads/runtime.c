@@ -962,7 +962,8 @@ void thr_runtime_init(int threads)
   PMPI_Comm_free(&node);
   thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
-  if (threads > 1) { /* (calloc: the pages of pairs that never talk stay untouched) */
+  { /* (also T = 1: a rank's messages to itself; calloc: pages of pairs that never talk
+     * stay untouched) */
     size_t bytes = (size_t)threads * (size_t)threads * sizeof *thr_proc.rings;
     uintptr_t raw = (uintptr_t)calloc(1, bytes + 64);
     thr_proc.rings = (struct thr_ring *)((raw + 63) & ~(uintptr_t)63);

@@ -126,7 +126,7 @@ struct thr_process {
   int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
-  struct thr_ring *rings;         /* T x T: [receiver x T + sender], NULL when T is 1 */
+  struct thr_ring *rings;         /* T x T: [receiver x T + sender] */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
 };
 
