@@ -135,6 +135,7 @@ static void load_rank(struct thr_rank *r, const struct thr_program *program, int
 static void *rank_thread(void *arg)
 {
   struct thr_rank *r = arg;
+  thr_self = r;
   r->ctype_init(); /* the namespace's locale tables are per thread */
   if (setjmp(r->exit_jump) == 0) {
     r->exit_status = r->main(r->argc, r->argv, r->envp);

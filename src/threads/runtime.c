@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 struct thr_process thr_proc;
+_Thread_local struct thr_rank *thr_self;
 
 /* Messages up to this size are copied on send when no receive is posted yet; larger
  * ones wait for the receiver, which copies once from the sender's buffer. */
@@ -163,6 +164,80 @@ static int matches(int ctx, int src, int tag, const struct thr_msg *m)
          (tag == MPI_ANY_TAG || tag == m->tag);
 }
 
+/* A large message between thread ranks whose receive is posted: the receiver publishes
+ * where the bytes go, and it and the sender (when it waits for this send, as a blocking
+ * send does) copy chunks of it in turn, two cores at once. The split lives in the
+ * sender's request; the receiver touches it only until it releases the sender. */
+struct thr_split {
+  atomic_uintptr_t dst; /* 0 until the receiver publishes the destination */
+  atomic_size_t next;   /* the next chunk to claim */
+  atomic_size_t copied; /* bytes copied, by both sides */
+  const void *src;
+  size_t len;
+};
+enum { SPLIT_MIN_BYTES = 128 * 1024, SPLIT_CHUNK_BYTES = 64 * 1024 };
+/* Messages split, and chunks the senders copied (MCOLL_THREADS_STATS=1 prints them). */
+static atomic_long split_messages, split_sender_chunks;
+
+/* Copies chunks until none is left; returns how many this side copied. */
+static long split_copy(struct thr_split *s, char *dst)
+{
+  const char *src = s->src;
+  for (long chunks = 0;; chunks++) {
+    size_t at = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) * SPLIT_CHUNK_BYTES;
+    if (at >= s->len)
+      return chunks;
+    size_t n = s->len - at < SPLIT_CHUNK_BYTES ? s->len - at : SPLIT_CHUNK_BYTES;
+    memcpy(dst + at, src + at, n);
+    atomic_fetch_add_explicit(&s->copied, n, memory_order_release);
+  }
+}
+
+/* The sender's part, from its waits: chunks once the receiver has published. */
+static void split_help(struct thr_split *s)
+{
+  if (!s->len)
+    return;
+  uintptr_t dst = atomic_load_explicit(&s->dst, memory_order_acquire);
+  long chunks = dst ? split_copy(s, (char *)dst) : 0;
+  if (chunks)
+    atomic_fetch_add_explicit(&split_sender_chunks, chunks, memory_order_relaxed);
+}
+
+static int env_cached(atomic_int *cache, const char *name, int fallback, int least);
+
+/* The receiver's part: publish, copy, wait for the sender's chunks in flight. Only
+ * when every thread rank has a core (a sender descheduled inside a chunk would hold
+ * the receiver for a time slice), and not with MCOLL_THREADS_SPLIT=0. */
+static int split_receive(struct thr_msg *m, struct thr_recv *rv)
+{
+  static atomic_int enabled = -1;
+  if (!m->split || m->len < SPLIT_MIN_BYTES || rv->take ||
+      !env_cached(&enabled, "MCOLL_THREADS_SPLIT", 1, 0) ||
+      m->len > thr_type_bytes(rv->type, rv->count) || !thr_type_is_contiguous(rv->type, rv->count) ||
+      thr_proc.threads * thr_proc.node_processes > thr_proc.cpus)
+    return 0;
+  struct thr_split *s = m->split;
+  atomic_store_explicit(&s->dst, (uintptr_t)rv->buf, memory_order_release);
+  split_copy(s, rv->buf);
+  atomic_fetch_add_explicit(&split_messages, 1, memory_order_relaxed);
+  unsigned polls = 0;
+  while (atomic_load_explicit(&s->copied, memory_order_acquire) < s->len)
+    if (++polls % 1024 == 0)
+      sched_yield();
+    else
+      mcoll__cpu_relax();
+  return 1;
+}
+
+/* The receive is complete: status, then done (release), then a wake-up. */
+static void finish_recv(struct thr_recv *rv, int src, int tag, int err, size_t len)
+{
+  set_status(&rv->status, src, tag, err, len);
+  atomic_store_explicit(&rv->done, 1, memory_order_release);
+  thr_wake_waiters();
+}
+
 /* The receive gets the message's bytes; the sender of a large message is released. */
 static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
 {
@@ -176,50 +251,200 @@ static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
     }
     *rv->take = m->data;
     m->data = NULL;
+  } else if (!m->data && split_receive(m, rv)) {
+    err = MPI_SUCCESS;
   } else {
     err = place_bytes(rv->buf, rv->count, rv->type, bytes, m->len);
   }
-  set_status(&rv->status, m->src, m->tag, err, m->len);
   if (m->sender_done)
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
+  int src = m->src, tag = m->tag;
+  size_t len = m->len;
   free(m->data);
   free(m);
-  atomic_store_explicit(&rv->done, 1, memory_order_release);
-  thr_wake_waiters();
+  finish_recv(rv, src, tag, err, len);
 }
 
-/* Hands m to rank dest: to the first matching posted receive, else to the unexpected
- * queue (a large in-process message stays in its sender's buffer until received). */
-static void deliver(struct thr_rank *dest, struct thr_msg *m)
+/* The first posted receive of box matching the envelope, taken out of the queue. */
+static struct thr_recv *take_posted(struct thr_mailbox *box, int ctx, int src, int tag)
 {
-  struct thr_mailbox *box = &dest->box;
-  pthread_mutex_lock(&box->lock);
   for (struct thr_recv **p = &box->posted; *p; p = &(*p)->next) {
     struct thr_recv *rv = *p;
-    if (matches(rv->ctx, rv->src, rv->tag, m)) {
+    if (rv->ctx == ctx && (rv->src == MPI_ANY_SOURCE || rv->src == src) &&
+        (rv->tag == MPI_ANY_TAG || rv->tag == tag)) {
       *p = rv->next;
       if (box->posted_tail == &rv->next)
         box->posted_tail = p;
-      pthread_mutex_unlock(&box->lock);
-      complete_recv(rv, m);
-      return;
+      return rv;
     }
   }
+  return NULL;
+}
+
+/* An unmatched message joins the unexpected queue; a large in-process one up to
+ * EAGER_BYTES is copied and its sender released (a send need not wait for its receive). */
+static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
+{
   if (!m->data && m->len <= EAGER_BYTES) {
     m->data = malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
     m->sender_done = NULL;
     m->sender_buf = NULL;
+    m->split = NULL;
   }
   m->next = NULL;
   *box->unexpected_tail = m;
   box->unexpected_tail = &m->next;
-  pthread_mutex_unlock(&box->lock);
-  thr_wake_waiters(); /* (the eager sender, a probe) */
 }
 
-/* Posts rv at rank r, or completes it from the first matching unexpected message. */
+/* Hands m (from another process) to rank dest: to the first matching posted receive,
+ * else to the unexpected queue. */
+static void deliver(struct thr_rank *dest, struct thr_msg *m)
+{
+  struct thr_mailbox *box = &dest->box;
+  pthread_mutex_lock(&box->lock);
+  struct thr_recv *rv = take_posted(box, m->ctx, m->src, m->tag);
+  if (rv) {
+    pthread_mutex_unlock(&box->lock);
+    complete_recv(rv, m);
+    return;
+  }
+  queue_unexpected(box, m);
+  pthread_mutex_unlock(&box->lock);
+  thr_wake_waiters(); /* (a probe) */
+}
+
+/* ---- the rings between thread ranks of this process ---- */
+
+static struct thr_ring *ring_of(int receiver, int sender)
+{
+  return &thr_proc.rings[receiver * thr_proc.threads + sender];
+}
+
+/* Takes the slot's message at rank r (its mailbox locked): into the first matching
+ * posted receive, else into the unexpected queue. */
+static void take_slot(struct thr_rank *r, struct thr_slot *slot)
+{
+  struct thr_recv *rv = take_posted(&r->box, slot->ctx, slot->src, slot->tag);
+  if (slot->msg) {
+    if (rv)
+      complete_recv(rv, slot->msg);
+    else
+      queue_unexpected(&r->box, slot->msg);
+    return;
+  }
+  size_t len = slot->len;
+  if (!rv) {
+    struct thr_msg *m = calloc(1, sizeof *m);
+    *m = (struct thr_msg){.ctx = slot->ctx, .src = slot->src, .tag = slot->tag, .len = len,
+                          .data = malloc(len ? len : 1)};
+    memcpy(m->data, slot->data, len);
+    queue_unexpected(&r->box, m);
+    return;
+  }
+  int err;
+  if (rv->take) {
+    err = len > thr_type_bytes(rv->type, rv->count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+    *rv->take = malloc(len ? len : 1);
+    memcpy(*rv->take, slot->data, len);
+  } else {
+    err = place_bytes(rv->buf, rv->count, rv->type, slot->data, len);
+  }
+  finish_recv(rv, slot->src, slot->tag, err, len);
+}
+
+/* Whether a ring into rank r holds a message (a read of lines that stay shared while
+ * nothing arrives). */
+static int rings_pending(const struct thr_rank *r)
+{
+  for (int s = 0; s < thr_proc.threads; s++) {
+    struct thr_ring *ring = ring_of(r->thread, s);
+    if (atomic_load_explicit(&ring->slots[ring->head % THR_RING_SLOTS].full, memory_order_acquire))
+      return 1;
+  }
+  return 0;
+}
+
+/* Takes every message of r's rings, each ring in order (the mailbox locked: the lock
+ * also makes the taker the rings' one consumer). Returns how many. */
+static int drain_locked(struct thr_rank *r)
+{
+  int taken = 0;
+  for (int s = 0; s < thr_proc.threads; s++) {
+    struct thr_ring *ring = ring_of(r->thread, s);
+    for (;;) {
+      struct thr_slot *slot = &ring->slots[ring->head % THR_RING_SLOTS];
+      if (!atomic_load_explicit(&slot->full, memory_order_acquire))
+        break;
+      take_slot(r, slot);
+      atomic_store_explicit(&slot->full, 0, memory_order_release);
+      ring->head++;
+      taken++;
+    }
+  }
+  return taken;
+}
+
+/* What the other thread ranks sent to r, matched now. */
+static void drain_rings(struct thr_rank *r)
+{
+  if (!thr_proc.rings || !rings_pending(r))
+    return;
+  pthread_mutex_lock(&r->box.lock);
+  int taken = drain_locked(r);
+  pthread_mutex_unlock(&r->box.lock);
+  if (taken)
+    thr_wake_waiters(); /* (a sender waiting for a free slot) */
+}
+
+/* The next slot of the ring from r to dst_thread, once free: a full ring waits,
+ * taking r's own messages meanwhile (two ranks may fill each other's rings). */
+static struct thr_slot *ring_slot(struct thr_rank *r, int dst_thread)
+{
+  struct thr_ring *ring = ring_of(dst_thread, r->thread);
+  struct thr_slot *slot = &ring->slots[ring->tail % THR_RING_SLOTS];
+  if (atomic_load_explicit(&slot->full, memory_order_acquire)) {
+    struct thr_waiter w = {0};
+    while (atomic_load_explicit(&slot->full, memory_order_acquire)) {
+      drain_rings(r);
+      thr_wait_pause(&w);
+    }
+    thr_wait_end(&w);
+  }
+  return slot;
+}
+
+static void ring_push(struct thr_rank *r, int dst_thread, struct thr_slot *slot)
+{
+  atomic_store_explicit(&slot->full, 1, memory_order_release);
+  ring_of(dst_thread, r->thread)->tail++;
+  thr_wake_waiters();
+}
+
+/* A message of its own (large, packed or SMPI) into the ring. */
+static void ring_put_msg(struct thr_rank *r, int dst_thread, struct thr_msg *m)
+{
+  struct thr_slot *slot = ring_slot(r, dst_thread);
+  slot->ctx = m->ctx, slot->src = m->src, slot->tag = m->tag;
+  slot->msg = m;
+  ring_push(r, dst_thread, slot);
+}
+
+static void ring_put_inline(struct thr_rank *r, int dst_thread, int ctx, int src, int tag,
+                            const void *bytes, size_t len)
+{
+  struct thr_slot *slot = ring_slot(r, dst_thread);
+  slot->ctx = ctx, slot->src = src, slot->tag = tag;
+  slot->len = (unsigned)len;
+  slot->msg = NULL;
+  if (len)
+    memcpy(slot->data, bytes, len);
+  ring_push(r, dst_thread, slot);
+}
+
+/* Posts rv at rank r, or completes it from the first matching unexpected message; then
+ * what r's rings hold (newer than the queue) is matched, rv among the posted. */
 static void post_recv(struct thr_rank *r, struct thr_recv *rv)
 {
   struct thr_mailbox *box = &r->box;
@@ -239,7 +464,10 @@ static void post_recv(struct thr_rank *r, struct thr_recv *rv)
   rv->next = NULL;
   *box->posted_tail = rv;
   box->posted_tail = &rv->next;
+  int taken = thr_proc.rings ? drain_locked(r) : 0;
   pthread_mutex_unlock(&box->lock);
+  if (taken)
+    thr_wake_waiters();
 }
 
 /* ---- the host MPI between processes ---- */
@@ -284,6 +512,8 @@ static void progress(void)
 {
   thr_nbc_progress_self();
   thr_host_drain();
+  if (thr_self)
+    drain_rings(thr_self);
 }
 
 /* ---- requests ---- */
@@ -306,6 +536,8 @@ struct persistent_call {
 struct thr_request {
   enum request_kind kind;
   atomic_int send_done;
+  struct thr_rank *owner; /* RECV: whose rings its waits drain */
+  struct thr_split split; /* SEND_LOCAL of a large message */
   void *owned; /* packed bytes or the envelope, freed on completion */
   void *owned2;
   MPI_Request host[2];
@@ -321,6 +553,9 @@ static int request_done(struct thr_request *q)
 {
   switch (q->kind) {
   case SEND_LOCAL:
+    if (atomic_load_explicit(&q->send_done, memory_order_acquire))
+      return 1;
+    split_help(&q->split);
     return atomic_load_explicit(&q->send_done, memory_order_acquire);
   case SEND_HOST: {
     int flag;
@@ -329,6 +564,10 @@ static int request_done(struct thr_request *q)
     return flag;
   }
   case RECV:
+    if (atomic_load_explicit(&q->recv.done, memory_order_acquire))
+      return 1;
+    if (q->owner)
+      drain_rings(q->owner);
     return atomic_load_explicit(&q->recv.done, memory_order_acquire);
   case DONE:
     return 1;
@@ -557,6 +796,12 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
   void *owned;
   const void *bytes = bytes_of(buf, count, type, &len, &owned);
   if (dst_process == thr_proc.process) {
+    int dst_thread = dst_world % thr_proc.threads;
+    if (len <= THR_INLINE_BYTES) { /* copied into the slot: the send is complete */
+      ring_put_inline(r, dst_thread, ctx, c->rank, tag, bytes, len);
+      free(owned);
+      return new_request(DONE);
+    }
     struct thr_request *q = new_request(SEND_LOCAL);
     struct thr_msg *m = calloc(1, sizeof *m);
     *m = (struct thr_msg){.ctx = ctx, .src = c->rank, .tag = tag, .len = len};
@@ -566,8 +811,11 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     } else {
       m->sender_buf = bytes;
       m->sender_done = &q->send_done;
+      q->split.src = bytes;
+      q->split.len = len;
+      m->split = &q->split;
     }
-    deliver(&thr_proc.ranks[dst_world % thr_proc.threads], m);
+    ring_put_msg(r, dst_thread, m);
     return q;
   }
   struct thr_request *q = new_request(SEND_HOST);
@@ -595,6 +843,7 @@ struct thr_request *thr_irecv(struct thr_rank *r, struct thr_comm *c, int ctx, v
   if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
     thr_fatal("rank %d: receive from rank %d of a communicator of %d", r->world, src, c->size);
   struct thr_request *q = new_request(RECV);
+  q->owner = r;
   q->recv = (struct thr_recv){.ctx = ctx, .src = src, .tag = tag, .buf = buf, .count = count,
                               .type = type};
   post_recv(r, &q->recv);
@@ -713,6 +962,12 @@ void thr_runtime_init(int threads)
   PMPI_Comm_free(&node);
   thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
+  { /* (also T = 1: a rank's messages to itself; calloc: pages of pairs that never talk
+     * stay untouched) */
+    size_t bytes = (size_t)threads * (size_t)threads * sizeof *thr_proc.rings;
+    uintptr_t raw = (uintptr_t)calloc(1, bytes + 64);
+    thr_proc.rings = (struct thr_ring *)((raw + 63) & ~(uintptr_t)63);
+  }
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
 }
@@ -775,6 +1030,10 @@ static int rt_Finalize(struct thr_rank *r)
   thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
+  const char *stats = getenv("MCOLL_THREADS_STATS");
+  if (stats && atoi(stats) && r->thread == 0)
+    fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders\n",
+            thr_proc.process, atomic_load(&split_messages), atomic_load(&split_sender_chunks));
   return MPI_SUCCESS;
 }
 
@@ -939,6 +1198,16 @@ static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype 
                    int tag, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
+  /* A small message of a predefined type to a thread rank of this process: straight
+   * into the slot, no request. */
+  size_t basic = thr_basic_type_size(type);
+  if (basic && dst >= 0 && dst < c->size && count >= 0 &&
+      (size_t)count * basic <= THR_INLINE_BYTES &&
+      c->world[dst] / thr_proc.threads == thr_proc.process) {
+    ring_put_inline(r, c->world[dst] % thr_proc.threads, c->ctx, c->rank, tag, buf,
+                    (size_t)count * basic);
+    return MPI_SUCCESS;
+  }
   thr_wait(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag), MPI_STATUS_IGNORE);
   return MPI_SUCCESS;
 }
@@ -974,10 +1243,26 @@ static int rt_Recv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, 
                    int tag, MPI_Comm comm, MPI_Status *status)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
-  MPI_Status st;
-  thr_wait(r, thr_irecv(r, c, c->ctx, buf, count, type, src, tag), &st);
-  copy_status(status, &st);
-  return st.MPI_ERROR;
+  if (src == MPI_PROC_NULL || (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))) {
+    MPI_Status st;
+    thr_wait(r, thr_irecv(r, c, c->ctx, buf, count, type, src, tag), &st);
+    copy_status(status, &st);
+    return st.MPI_ERROR;
+  }
+  /* The receive on the stack: no request to allocate. */
+  struct thr_recv rv = {.ctx = c->ctx, .src = src, .tag = tag, .buf = buf, .count = count,
+                        .type = type};
+  post_recv(r, &rv);
+  struct thr_waiter w = {0};
+  while (!atomic_load_explicit(&rv.done, memory_order_acquire)) {
+    drain_rings(r);
+    if (atomic_load_explicit(&rv.done, memory_order_acquire))
+      break;
+    thr_wait_pause(&w);
+  }
+  thr_wait_end(&w);
+  copy_status(status, &rv.status);
+  return rv.status.MPI_ERROR;
 }
 
 static int rt_Sendrecv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
@@ -1037,6 +1322,7 @@ static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *f
     return MPI_SUCCESS;
   }
   progress();
+  drain_rings(r);
   *flag = find_unexpected(r, c, src, tag, status);
   return MPI_SUCCESS;
 }
@@ -1307,7 +1593,7 @@ static int rt_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype t
   struct thr_msg *m = calloc(1, sizeof *m);
   *m = (struct thr_msg){.ctx = c->ctx, .src = c->rank, .tag = tag,
                         .len = thr_type_bytes(type, count), .data = ptr};
-  deliver(&thr_proc.ranks[dst_world % thr_proc.threads], m);
+  ring_put_msg(r, dst_world % thr_proc.threads, m);
   return MPI_SUCCESS;
 }
 
@@ -1324,6 +1610,7 @@ static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype 
   if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
     thr_fatal("rank %d: receive from rank %d of a communicator of %d", r->world, src, c->size);
   struct thr_request *q = new_request(RECV);
+  q->owner = r;
   q->recv = (struct thr_recv){.ctx = c->ctx, .src = src, .tag = tag, .count = count,
                               .type = type, .take = take};
   post_recv(r, &q->recv);
@@ -1483,6 +1770,7 @@ int thr_Improbe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
     return MPI_SUCCESS;
   }
   progress();
+  drain_rings(r);
   struct thr_msg *found = NULL;
   struct thr_mailbox *box = &r->box;
   pthread_mutex_lock(&box->lock);

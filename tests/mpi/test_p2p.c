@@ -2,9 +2,10 @@
  * --threads): blocking and non-blocking sends of small and large messages, wildcards
  * with their statuses, probe, Sendrecv(_replace), non-overtaking order, derived
  * datatypes on one side, persistent requests, and communicators (dup, split,
- * split_type) keeping messages apart, and a storm of small any-source messages.
- * Any rank count >= 2; prints "test_p2p: N checks, 0 errors" at rank 0.
- * usage: test_p2p [--max-bytes N] */
+ * split_type) keeping messages apart, a storm of small any-source messages, messages
+ * of sizes around the thread ranks' inline limit in a row, and large messages of odd
+ * sizes (the split copy). Any rank count >= 2; prints "test_p2p: N checks, 0 errors"
+ * at rank 0. usage: test_p2p [--max-bytes N] [--only eager|split] */
 #include <mpi.h>
 
 #include <stdio.h>
@@ -342,29 +343,208 @@ static void shared_node(void)
   free(names);
 }
 
+/* The byte j of message m from src: every byte differs from its neighbours. */
+static unsigned char byte_of(int src, int m, long j)
+{
+  return (unsigned char)(src * 37 + m * 131 + j * 7 + (j >> 8));
+}
+
+static long bad_byte(const unsigned char *buf, long n, int src, int m)
+{
+  for (long j = 0; j < n; j++)
+    if (buf[j] != byte_of(src, m, j))
+      return j;
+  return -1;
+}
+
+/* Sizes around the thread ranks' inline limit (a slot's 480 bytes), the eager copy
+ * (16 KiB) and the split copy (128 KiB). */
+static const long EDGE_SIZES[] = {0, 1, 7, 8, 223, 224, 225, 479, 480, 481, 511, 512, 513,
+                                  4095, 16383, 16384, 16385, 131071, 131073};
+enum { EDGES = sizeof EDGE_SIZES / sizeof EDGE_SIZES[0], EDGE_ROUNDS = 4,
+       EDGE_MESSAGES = EDGES * EDGE_ROUNDS };
+
+/* The eager path between thread ranks: each rank pair (2k, 2k+1) in both directions,
+ * EDGE_MESSAGES messages in a row (more than a ring's 32 slots), sizes around the limits,
+ * tags cycling; first with every send done before the receives are posted (a full
+ * ring, unexpected messages), then with any-source, any-tag receives posted before the
+ * sends. Each receive checks order (tag, count) and every byte. */
+static void eager_edges(void)
+{
+  int peer = rank ^ 1;
+  long total = 0;
+  for (int m = 0; m < EDGE_MESSAGES; m++)
+    total += EDGE_SIZES[m % EDGES];
+  unsigned char *out = malloc((size_t)total), *in = malloc((size_t)total + EDGE_MESSAGES);
+  MPI_Request *reqs = malloc(2 * EDGE_MESSAGES * sizeof *reqs);
+  MPI_Status *statuses = malloc(2 * EDGE_MESSAGES * sizeof *statuses);
+  for (int phase = 0; phase < 2; phase++) {
+    if (peer >= size) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      MPI_Barrier(MPI_COMM_WORLD);
+      continue;
+    }
+    long at = 0;
+    for (int m = 0; m < EDGE_MESSAGES; m++) {
+      long n = EDGE_SIZES[m % EDGES];
+      for (long j = 0; j < n; j++)
+        out[at + j] = byte_of(rank, m, j);
+      at += n;
+    }
+    int nreqs = 0;
+    long in_at = 0;
+    if (phase == 1) { /* receives first: any source, any tag, one byte more than sent */
+      for (int m = 0; m < EDGE_MESSAGES; m++) {
+        long n = EDGE_SIZES[m % EDGES];
+        MPI_Irecv(in + in_at, (int)n + 1, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                  MPI_COMM_WORLD, &reqs[nreqs++]);
+        in_at += n + 1;
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    at = 0;
+    for (int m = 0; m < EDGE_MESSAGES; m++) {
+      long n = EDGE_SIZES[m % EDGES];
+      MPI_Isend(out + at, (int)n, MPI_BYTE, peer, m % 5, MPI_COMM_WORLD, &reqs[nreqs++]);
+      at += n;
+    }
+    if (phase == 0) {
+      MPI_Barrier(MPI_COMM_WORLD); /* (every send issued before any receive) */
+      for (int m = 0; m < EDGE_MESSAGES; m++) {
+        long n = EDGE_SIZES[m % EDGES];
+        MPI_Status st;
+        int count = -1;
+        memset(in, 0, (size_t)n + 1);
+        MPI_Recv(in, (int)n + 1, MPI_BYTE, m % 2 ? MPI_ANY_SOURCE : peer, MPI_ANY_TAG,
+                 MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        check(st.MPI_TAG == m % 5, "eager tag (order)", st.MPI_TAG, m % 5);
+        check(st.MPI_SOURCE == peer, "eager source", st.MPI_SOURCE, peer);
+        check(count == n, "eager count", count, n);
+        check(bad_byte(in, n, peer, m) < 0, "eager bytes (first bad)", bad_byte(in, n, peer, m), -1);
+        check(in[n] == 0, "eager byte past the message", in[n], 0);
+      }
+      MPI_Waitall(nreqs, reqs, statuses);
+    } else {
+      MPI_Status *st = statuses;
+      MPI_Waitall(nreqs, reqs, st);
+      in_at = 0;
+      for (int m = 0; m < EDGE_MESSAGES; m++) {
+        long n = EDGE_SIZES[m % EDGES];
+        int count = -1;
+        MPI_Get_count(&st[m], MPI_BYTE, &count);
+        check(st[m].MPI_TAG == m % 5, "eager posted tag (order)", st[m].MPI_TAG, m % 5);
+        check(st[m].MPI_SOURCE == peer, "eager posted source", st[m].MPI_SOURCE, peer);
+        check(count == n, "eager posted count", count, n);
+        check(bad_byte(in + in_at, n, peer, m) < 0, "eager posted bytes (first bad)",
+              bad_byte(in + in_at, n, peer, m), -1);
+        in_at += n + 1;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+  free(statuses);
+  free(reqs);
+  free(out);
+  free(in);
+}
+
+/* Large messages of odd sizes between rank pairs, the receive posted first (a blocking
+ * send) and the send first (Isend, then Wait): the sender waits, and may copy a part of
+ * the message; into a buffer larger
+ * than the message: every byte, the count, and the bytes past the message untouched. */
+static void split_sizes(void)
+{
+  static const long SIZES[] = {131072 + 1, 3 * 65536 + 3, (1L << 20) + 7, (2L << 20) - 5};
+  enum { NSIZES = sizeof SIZES / sizeof SIZES[0], GUARD = 64 };
+  int peer = rank ^ 1;
+  long max = SIZES[NSIZES - 1];
+  unsigned char *out = malloc((size_t)max), *in = malloc((size_t)max + GUARD);
+  for (int k = 0; k < 2 * NSIZES; k++) {
+    long n = SIZES[k % NSIZES];
+    int recv_first = k < NSIZES;
+    if (peer >= size) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      continue;
+    }
+    int sender = rank % 2 == k % 2;
+    if (sender) {
+      for (long j = 0; j < n; j++)
+        out[j] = byte_of(rank, k, j);
+      if (recv_first) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Send(out, (int)n, MPI_BYTE, peer, 40 + k, MPI_COMM_WORLD);
+      } else {
+        MPI_Request req;
+        MPI_Isend(out, (int)n, MPI_BYTE, peer, 40 + k, MPI_COMM_WORLD, &req);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+      }
+    } else {
+      memset(in, 0xa5, (size_t)n + GUARD);
+      MPI_Request req = MPI_REQUEST_NULL;
+      MPI_Status st;
+      if (recv_first) {
+        MPI_Irecv(in, (int)(n + GUARD), MPI_BYTE, peer, 40 + k, MPI_COMM_WORLD, &req);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Wait(&req, &st);
+      } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Recv(in, (int)(n + GUARD), MPI_BYTE, peer, 40 + k, MPI_COMM_WORLD, &st);
+      }
+      int count = -1;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      check(count == n, "split count", count, n);
+      check(bad_byte(in, n, peer, k) < 0, "split bytes (first bad)", bad_byte(in, n, peer, k), -1);
+      long past = -1;
+      for (long j = n; j < n + GUARD && past < 0; j++)
+        if (in[j] != 0xa5)
+          past = j;
+      check(past < 0, "split bytes past the message", past, -1);
+    }
+  }
+  free(out);
+  free(in);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   long max_ints = 1 << 18; /* 1 MiB */
-  for (int i = 1; i + 1 < argc; i++)
+  const char *only = NULL;
+  for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--max-bytes"))
       max_ints = atol(argv[i + 1]) / (long)sizeof(int);
+    if (!strcmp(argv[i], "--only"))
+      only = argv[i + 1];
+  }
   if (size < 2) {
     fprintf(stderr, "test_p2p: needs 2 ranks or more\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  ring(max_ints);
-  wildcards();
-  MPI_Barrier(MPI_COMM_WORLD); /* (order's messages must not meet wildcards' probes) */
-  order(max_ints);
-  late_receives(max_ints);
-  storm();
-  datatypes();
-  communicators();
-  persistent();
-  shared_node();
+  if (only) {
+    if (!strcmp(only, "eager"))
+      eager_edges();
+    else if (!strcmp(only, "split"))
+      split_sizes();
+    else
+      MPI_Abort(MPI_COMM_WORLD, 2);
+  } else {
+    ring(max_ints);
+    wildcards();
+    MPI_Barrier(MPI_COMM_WORLD); /* (order's messages must not meet wildcards' probes) */
+    order(max_ints);
+    late_receives(max_ints);
+    storm();
+    datatypes();
+    communicators();
+    persistent();
+    shared_node();
+    eager_edges();
+    split_sizes();
+  }
   long totals[2] = {checks, errors}, all[2];
   MPI_Reduce(totals, all, 2, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0)

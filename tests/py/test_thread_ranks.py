@@ -110,6 +110,45 @@ def test_sleeping_waits_are_woken(flavour, threads, np, program, args, summary):
     assert result.seconds < SLEEP_TIMEOUT_S, result.describe()
 
 
+# Messages per rank pair of test_p2p's sections: eager 2 directions x 2 phases x 76
+# messages x (tag, source, count, bytes, and the byte past it on the unexpected phase)
+# = 1368 checks; split 8 messages x 3 checks = 24 (half the pairs' ranks receive).
+SECTION_CHECKS = {"eager": 1368, "split": 24}
+
+
+@pytest.mark.parametrize("flavour,threads,np",
+                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4)],
+                                   openmpi_default=["1x2"]))
+@pytest.mark.parametrize("section", ["eager", "split"])
+def test_rings_and_split_copy(flavour, threads, np, section):
+    """The rings between thread ranks: messages of 0 B to 128 KiB+1 around the inline
+    (480 B), eager (16 KiB) and split (128 KiB) limits, 76 in a row per direction (more
+    than a ring holds), received late and by pre-posted any-source any-tag receives, in
+    order with every byte checked; large messages of odd sizes (128 KiB+1 to 2 MiB-5)
+    copied by receiver and sender together, the bytes past them untouched. With one
+    process of 2 ranks (a core each) the senders copy chunks of the split messages."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", section],
+                                  flavour=flavour), {"MCOLL_THREADS_STATS": "1"}, JOB_TIMEOUT)
+    checks = check_passed(result, "test_p2p")
+    assert checks == SECTION_CHECKS[section] * (np // 2), result.describe()
+    split = [tuple(map(int, m)) for m in
+             re.findall(r"(\d+) messages split, (\d+) chunks copied by senders", result.stderr)]
+    assert len(split) == np // threads, result.describe()
+    if section == "split" and threads == 2 and np == 2:
+        # 8 messages of 2-32 chunks: the waiting senders take a share of the chunks
+        assert split[0][0] == 8 and split[0][1] > 0, result.describe()
+
+
+@pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 2), layout(4, 4)]))
+def test_rings_with_sleeping_waits(flavour, threads, np):
+    """Full rings with every wait asleep: a sender waiting for a free slot is woken when
+    the receiver takes its messages, and the receiver when a slot fills."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", "eager"],
+                                  flavour=flavour), SLEEPING_WAITS, JOB_TIMEOUT)
+    assert check_passed(result, "test_p2p") == SECTION_CHECKS["eager"] * (np // 2)
+    assert result.seconds < SLEEP_TIMEOUT_S, result.describe()
+
+
 def test_p2p_as_processes():
     """The point-to-point program is plain MPI: it passes under the host MPI too."""
     result = run_job(mpijob.mpiexec_argv(FLAVOUR, 3, BUILD.bin(FLAVOUR, "mcoll-test-p2p"), mcoll=False),
