@@ -122,6 +122,33 @@ def test_long_classes_decide_within_osu_calls(flavour):
         assert len({c for c, _ in by_rank.values()}) == 1, by_rank
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_large_blocks_time_no_area_candidates(flavour):
+    """From 128 KiB blocks, where single copy is the rules' choice, the two copies through
+    the areas are out of reach (bench/records/osu-day6: they lost every round there,
+    and a round a disturbance hit could keep one): alltoall's round times only the single
+    copy algorithms, and allgather, gather and scatter take no round at all. At 16 KiB
+    the area candidates are still timed. Every result is checked (-c)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2"}
+    argv = ["-C", "alltoall,allgather,gather,scatter", "-b", "16K", "-e", "1M", "-f", "64", "-m", "latency",
+            "-n", "40", "-w", "0", "-r", "1", "-c"]
+    result = run_job(mpiexec_argv(flavour, 2, program, argv), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    cands = adapt_candidates(result.stderr)
+    # 16 KiB: the areas beside single copy
+    assert {"shm_direct", "tiled", "pairwise_cma"} <= cands[("alltoall", "16K")], cands
+    for coll in ("allgather", "gather", "scatter"):
+        assert {"area", "cma"} <= cands[(coll, "16K")], (coll, cands)
+    # 1 MiB: single copy only
+    assert cands[("alltoall", "1M")] == {"pairwise_cma", "tiled_cma"}, cands
+    for coll in ("allgather", "gather", "scatter"):
+        assert (coll, "1M") not in cands, (coll, cands)
+    counts = parse_verbose_report(result.stderr)
+    for coll in ("allgather", "gather", "scatter"):
+        assert counts[coll].get("cma", 0) >= 40, (coll, counts[coll])
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_off_and_forced_do_not_adapt(flavour):

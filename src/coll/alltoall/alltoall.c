@@ -136,8 +136,12 @@ static int choose(const struct mcoll_a2a *a, int *adaptable) {
 }
 
 /* Single copy's system calls are out of reach for small blocks; Bruck's log2(n)
- * rounds move each block several times, and pair_inline is for lines only. */
-enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10 };
+ * rounds move each block several times, and pair_inline is for lines only. From
+ * A2A_AREA_REACH, where single copy may run, the two copies through the areas
+ * (shm_direct, tiled) are out of reach: they lost every round there by 1.1-2.5x
+ * (bench/records/osu-day6), and with 3 samples a round that a disturbance hit could
+ * keep one (a 1 MiB class at 1.5x for the rest of the calls). */
+enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10, A2A_AREA_REACH = 128 << 10 };
 
 /* A blocking alltoall's choice adapts at run time (coll/adapt.h): its block size,
  * the class, is the same on every rank (alltoallv/w's blocks are not, so their
@@ -148,7 +152,9 @@ static int adapt(struct mcoll_a2a *a, int alg, struct mcoll_adapt_call *timing) 
   struct mcoll_facts facts = mcoll__facts(c, a->block);
   if (!bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
   if (!mcoll__a2a_pair_inline_fits(a)) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
-  unsigned reach = (1u << MCOLL_A2A_SHM_DIRECT) | (1u << MCOLL_A2A_TILED) | (1u << MCOLL_A2A_PAIR_INLINE) |
+  int areas = a->block < A2A_AREA_REACH || !(facts.holds & MCOLL_NEED_CMA);
+  unsigned reach = (areas ? (1u << MCOLL_A2A_SHM_DIRECT) | (1u << MCOLL_A2A_TILED) : 0) |
+                   (1u << MCOLL_A2A_PAIR_INLINE) |
                    (a->block <= A2A_BRUCK_REACH ? 1u << MCOLL_A2A_BRUCK : 0) |
                    (a->block >= A2A_CMA_REACH ? (1u << MCOLL_A2A_PAIRWISE_CMA) | (1u << MCOLL_A2A_TILED_CMA) : 0);
   return mcoll__adapt_pick(a->c, a->coll, a->block, alg, &facts, reach, timing);
