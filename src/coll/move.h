@@ -115,8 +115,9 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
 
 /* Single copy's system calls are out of reach for blocks below this many bytes; the
  * areas' two copies from AREA_REACH up where single copy is the rules' choice (they
- * lost 23 of 24 allgather rounds there, mostly by 1.3-3x; the one won timed single copy
- * 1.1-1.4x above the other rounds, and kept area, 1.6x slower forced: bench/records/osu-day6). Such a class has no round. */
+ * lost 23 of 24 allgather rounds there, mostly by 1.3-3x; the one they won timed single
+ * copy 1.1-1.4x above the other rounds and kept area, 1.6x slower forced:
+ * bench/records/osu-day6). Such a class has no round. */
 enum { MCOLL_MOVE_CMA_REACH = 1 << 10, MCOLL_MOVE_AREA_REACH = 128 << 10 };
 
 /* A blocking call whose class every rank computes alike (gather, scatter, allgather:
