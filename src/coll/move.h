@@ -113,11 +113,13 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
   return mcoll__alg_forced_for(coll, &facts);
 }
 
-/* Single copy's system calls are out of reach for blocks below this many bytes; the
- * areas' two copies from AREA_REACH up where single copy is the rules' choice (they
- * lost 23 of 24 allgather rounds there, mostly by 1.3-3x; the one they won timed single
- * copy 1.1-1.4x above the other rounds and kept area, 1.6x slower forced:
- * bench/records/osu-day6). Such a class has no round. */
+/* Single copy's system calls are out of reach for blocks below this many bytes.
+ * Allgather(v)'s two copies through the areas are from AREA_REACH up where single copy
+ * is the rules' choice: they lost 23 of 24 rounds there, mostly by 1.3-3x; the one they
+ * won timed single copy 1.1-1.4x above the other rounds and kept area, 1.6x slower
+ * forced (bench/records/osu-day6). Such a class has no round. Gather and scatter keep
+ * the areas: a member's copy in overlaps the root's copy out, and forced area beat
+ * single copy at gather 32-512 KiB in one job. */
 enum { MCOLL_MOVE_CMA_REACH = 1 << 10, MCOLL_MOVE_AREA_REACH = 128 << 10 };
 
 /* A blocking call whose class every rank computes alike (gather, scatter, allgather:
@@ -137,7 +139,8 @@ static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll col
   int alg = mcoll__move_of(c, len, -1, cma_min);
   int with_slot = mcoll__coll_algs(coll)->nalgs > MCOLL_MOVE_SLOT && c->topo.nnodes == 1;
   unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
-  if (!with_slot && alg == MCOLL_MOVE_CMA && len >= MCOLL_MOVE_AREA_REACH) reach = 1u << MCOLL_MOVE_CMA;
+  int allgather = coll == MCOLL_COLL_ALLGATHER || coll == MCOLL_COLL_ALLGATHERV;
+  if (allgather && alg == MCOLL_MOVE_CMA && len >= MCOLL_MOVE_AREA_REACH) reach = 1u << MCOLL_MOVE_CMA;
   if (with_slot) {
     if (alg == MCOLL_MOVE_AREA && mcoll__move_slot_start(len)) alg = MCOLL_MOVE_SLOT;
     /* Below single copy's reach the start alone, no round: the two ranks of an
