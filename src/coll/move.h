@@ -115,11 +115,10 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
 
 /* Single copy's system calls are out of reach for blocks below this many bytes.
  * Allgather(v)'s two copies through the areas are from AREA_REACH up where single copy
- * is the rules' choice: they lost 23 of 24 rounds there, mostly by 1.3-3x; the one they
- * won timed single copy 1.1-1.4x above the other rounds and kept area, 1.6x slower
- * forced (bench/records/osu-day6). Such a class has no round. Gather and scatter keep
- * the areas: a member's copy in overlaps the root's copy out, and forced area beat
- * single copy at gather 32-512 KiB in one job. */
+ * is the rules' choice: every rank copies every block twice, and a round that a
+ * disturbance hit could keep them for the rest of the calls (docs/algorithms.md). Such
+ * a class has no round. Gather and scatter keep the areas: a member's copy in
+ * overlaps the root's copy out, and the areas won some of their rounds there. */
 enum { MCOLL_MOVE_CMA_REACH = 1 << 10, MCOLL_MOVE_AREA_REACH = 128 << 10 };
 
 /* A blocking call whose class every rank computes alike (gather, scatter, allgather:

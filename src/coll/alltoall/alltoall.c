@@ -138,9 +138,9 @@ static int choose(const struct mcoll_a2a *a, int *adaptable) {
 /* Single copy's system calls are out of reach for small blocks; Bruck's log2(n)
  * rounds move each block several times, and pair_inline is for lines only. From
  * A2A_AREA_REACH, where single copy may run, the two copies through the areas
- * (shm_direct, tiled) are out of reach: they lost every round there, mostly by
- * 1.3-2x (bench/records/osu-day6), and with 3 samples a round that a disturbance hit
- * could keep one (1.5x slower for the rest of the calls). */
+ * (shm_direct, tiled) are out of reach: twice the bytes moved, and they lost every
+ * round there (docs/algorithms.md); with few samples a round that a disturbance hit
+ * could keep one for the rest of the calls. */
 enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10, A2A_AREA_REACH = 128 << 10 };
 
 /* A blocking alltoall's choice adapts at run time (coll/adapt.h): its block size,
