@@ -44,15 +44,23 @@ static size_t slot_bytes(const struct mcoll_comm *c, int buffers) {
   return slot / 64 * 64;
 }
 
+/* The machine's last-level cache and online CPUs, for the tile. */
+static size_t llc;
+static int sharing = 1;
+static long cpus;
+
+/* Looked up at MPI_Init, not at the first tiled call: the lookup (hwloc, sysconf
+ * reading /sys) costs as much as a hundred small calls, and that first call is often an
+ * adaptive round's first timed candidate. */
+void mcoll__a2a_machine_init(void) {
+  if (cpus != 0) return;
+  llc = mcoll__llc_bytes(&sharing);
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 size_t mcoll__a2a_tile(const struct mcoll_comm *c) {
-  static size_t llc;
-  static int sharing = 1;
-  static long cpus;
   if (mcoll__cfg.ALLTOALL_TILE > 0) return (size_t)mcoll__cfg.ALLTOALL_TILE;
-  if (cpus == 0) { /* the machine's: looked up once (sysconf reads /sys) */
-    llc = mcoll__llc_bytes(&sharing);
-    cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  }
+  if (cpus == 0) mcoll__a2a_machine_init(); /* (a library used without MPI_Init's hook) */
   /* Ranks copying at once in one cache: those of the node that it can run. */
   size_t ranks = (size_t)c->topo.local_size;
   if (sharing > 0 && ranks > (size_t)sharing) ranks = (size_t)sharing;
