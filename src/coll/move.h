@@ -113,8 +113,13 @@ static inline int mcoll__move_forced(const struct mcoll_comm *c, enum mcoll_coll
   return mcoll__alg_forced_for(coll, &facts);
 }
 
-/* Single copy's system calls are out of reach for blocks below this many bytes. */
-enum { MCOLL_MOVE_CMA_REACH = 1 << 10 };
+/* Single copy's system calls are out of reach for blocks below this many bytes.
+ * Allgather(v)'s two copies through the areas are from AREA_REACH up where single copy
+ * is the rules' choice: every rank copies every block twice, and a round that a
+ * disturbance hit could keep them for the rest of the calls (docs/algorithms.md). Such
+ * a class has no round. Gather and scatter keep the areas: a member's copy in
+ * overlaps the root's copy out, and the areas won some of their rounds there. */
+enum { MCOLL_MOVE_CMA_REACH = 1 << 10, MCOLL_MOVE_AREA_REACH = 128 << 10 };
 
 /* A blocking call whose class every rank computes alike (gather, scatter, allgather:
  * the block; allgatherv: its largest block; gatherv/scatterv on two ranks: the other
@@ -133,6 +138,8 @@ static inline int mcoll__move_adaptive(struct mcoll_comm *c, enum mcoll_coll col
   int alg = mcoll__move_of(c, len, -1, cma_min);
   int with_slot = mcoll__coll_algs(coll)->nalgs > MCOLL_MOVE_SLOT && c->topo.nnodes == 1;
   unsigned reach = (1u << MCOLL_MOVE_AREA) | (len >= MCOLL_MOVE_CMA_REACH ? 1u << MCOLL_MOVE_CMA : 0);
+  int allgather = coll == MCOLL_COLL_ALLGATHER || coll == MCOLL_COLL_ALLGATHERV;
+  if (allgather && alg == MCOLL_MOVE_CMA && len >= MCOLL_MOVE_AREA_REACH) reach = 1u << MCOLL_MOVE_CMA;
   if (with_slot) {
     if (alg == MCOLL_MOVE_AREA && mcoll__move_slot_start(len)) alg = MCOLL_MOVE_SLOT;
     /* Below single copy's reach the start alone, no round: the two ranks of an

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "coll/adapt.h"
+#include "coll/alltoall/alltoall.h"
 #include "core/xmalloc.h"
 #include "core/host_progress.h"
 #include "task/progress_thread.h"
@@ -161,6 +162,7 @@ void mcoll__started(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
   mcoll__host_progress_init();
   mcoll__topo_world_init();
+  mcoll__a2a_machine_init();
   if (progress_thread_wanted()) {
     int provided = MPI_THREAD_SINGLE, rank = 0;
     PMPI_Query_thread(&provided);

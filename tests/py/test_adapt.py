@@ -122,6 +122,35 @@ def test_long_classes_decide_within_osu_calls(flavour):
         assert len({c for c, _ in by_rank.values()}) == 1, by_rank
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_large_blocks_time_no_area_candidates(flavour):
+    """From 128 KiB blocks, where single copy is the rules' choice, alltoall's and
+    allgather(v)'s two copies through the areas are out of reach (bench/records/osu-day6:
+    they lost 47 of 48 rounds there, and a round a disturbance hit could keep one):
+    alltoall's round times only the single copy algorithms, allgather(v) takes no round.
+    At 16 KiB the areas are still timed, and gather keeps them at 1 MiB. Every result is
+    checked (-c)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2"}
+    argv = ["-C", "alltoall,allgather,allgatherv,gather", "-b", "16K", "-e", "1M", "-f", "64", "-m", "latency",
+            "-n", "40", "-w", "0", "-r", "1", "-c"]
+    result = run_job(mpiexec_argv(flavour, 2, program, argv), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    cands = adapt_candidates(result.stderr)
+    # 16 KiB: the areas beside single copy
+    assert {"shm_direct", "tiled", "pairwise_cma"} <= cands[("alltoall", "16K")], cands
+    for coll in ("allgather", "allgatherv", "gather"):
+        assert {"area", "cma"} <= cands[(coll, "16K")], (coll, cands)
+    # 1 MiB: single copy only, but for gather
+    assert cands[("alltoall", "1M")] == {"pairwise_cma", "tiled_cma"}, cands
+    assert {"area", "cma"} <= cands[("gather", "1M")], cands
+    counts = parse_verbose_report(result.stderr)
+    for coll in ("allgather", "allgatherv"):
+        assert (coll, "1M") not in cands, (coll, cands)
+        # every 1 MiB call by single copy, and some of the 16 KiB class's round
+        assert counts[coll].get("cma", 0) >= 40, (coll, counts[coll])
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_off_and_forced_do_not_adapt(flavour):

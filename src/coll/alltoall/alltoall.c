@@ -44,15 +44,23 @@ static size_t slot_bytes(const struct mcoll_comm *c, int buffers) {
   return slot / 64 * 64;
 }
 
+/* The machine's last-level cache and online CPUs, for the tile. */
+static size_t llc;
+static int sharing = 1;
+static long cpus;
+
+/* Looked up at MPI_Init, not at the first tiled call: the lookup (hwloc, sysconf
+ * reading /sys) costs as much as a hundred small calls, and that first call is often an
+ * adaptive round's first timed candidate. */
+void mcoll__a2a_machine_init(void) {
+  if (cpus != 0) return;
+  llc = mcoll__llc_bytes(&sharing);
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 size_t mcoll__a2a_tile(const struct mcoll_comm *c) {
-  static size_t llc;
-  static int sharing = 1;
-  static long cpus;
   if (mcoll__cfg.ALLTOALL_TILE > 0) return (size_t)mcoll__cfg.ALLTOALL_TILE;
-  if (cpus == 0) { /* the machine's: looked up once (sysconf reads /sys) */
-    llc = mcoll__llc_bytes(&sharing);
-    cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  }
+  if (cpus == 0) mcoll__a2a_machine_init(); /* (a library used without MPI_Init's hook) */
   /* Ranks copying at once in one cache: those of the node that it can run. */
   size_t ranks = (size_t)c->topo.local_size;
   if (sharing > 0 && ranks > (size_t)sharing) ranks = (size_t)sharing;
@@ -136,8 +144,12 @@ static int choose(const struct mcoll_a2a *a, int *adaptable) {
 }
 
 /* Single copy's system calls are out of reach for small blocks; Bruck's log2(n)
- * rounds move each block several times, and pair_inline is for lines only. */
-enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10 };
+ * rounds move each block several times, and pair_inline is for lines only. From
+ * A2A_AREA_REACH, where single copy may run, the two copies through the areas
+ * (shm_direct, tiled) are out of reach: twice the bytes moved, and they lost every
+ * round there (docs/algorithms.md); with few samples a round that a disturbance hit
+ * could keep one for the rest of the calls. */
+enum { A2A_CMA_REACH = 2 << 10, A2A_BRUCK_REACH = 4 << 10, A2A_AREA_REACH = 128 << 10 };
 
 /* A blocking alltoall's choice adapts at run time (coll/adapt.h): its block size,
  * the class, is the same on every rank (alltoallv/w's blocks are not, so their
@@ -148,7 +160,9 @@ static int adapt(struct mcoll_a2a *a, int alg, struct mcoll_adapt_call *timing) 
   struct mcoll_facts facts = mcoll__facts(c, a->block);
   if (!bruck_fits(a)) facts.holds &= ~MCOLL_NEED_BRUCK_FITS;
   if (!mcoll__a2a_pair_inline_fits(a)) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
-  unsigned reach = (1u << MCOLL_A2A_SHM_DIRECT) | (1u << MCOLL_A2A_TILED) | (1u << MCOLL_A2A_PAIR_INLINE) |
+  int areas = a->block < A2A_AREA_REACH || !(facts.holds & MCOLL_NEED_CMA);
+  unsigned reach = (areas ? (1u << MCOLL_A2A_SHM_DIRECT) | (1u << MCOLL_A2A_TILED) : 0) |
+                   (1u << MCOLL_A2A_PAIR_INLINE) |
                    (a->block <= A2A_BRUCK_REACH ? 1u << MCOLL_A2A_BRUCK : 0) |
                    (a->block >= A2A_CMA_REACH ? (1u << MCOLL_A2A_PAIRWISE_CMA) | (1u << MCOLL_A2A_TILED_CMA) : 0);
   return mcoll__adapt_pick(a->c, a->coll, a->block, alg, &facts, reach, timing);

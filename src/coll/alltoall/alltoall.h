@@ -109,5 +109,7 @@ static inline size_t mcoll__a2a_header_bytes(int local_size) {
 /* Tile for the cache-friendly variant: c²·T ≤ LLC/2 (c ranks sharing the LLC),
  * or MCOLL_ALLTOALL_TILE. */
 size_t mcoll__a2a_tile(const struct mcoll_comm *c);
+/* Looks up what the tile needs from the machine (at MPI_Init). */
+void mcoll__a2a_machine_init(void);
 
 #endif
