@@ -119,7 +119,7 @@ static int sleep_on_sockets(long ns) {
   int data = 0;
   if (!was_woken) {
     watched[0] = (struct pollfd){.fd = wake_fd, .events = POLLIN};
-    struct timespec timeout = {0, ns};
+    struct timespec timeout = {ns / 1000000000L, ns % 1000000000L};
     if (ppoll(watched, (nfds_t)(1 + nsockets), &timeout, NULL) > 0) {
       eventfd_t count;
       if (watched[0].revents & POLLIN) (void)eventfd_read(wake_fd, &count);
@@ -231,7 +231,8 @@ static void *progress_main(void *arg) {
     if (atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire)) {
       /* (someone sleeps until a task's data is in: no backoff) */
       if (mcoll__cfg.PROGRESS_URGENT_NAP_US > 0) {
-        struct timespec pause = {0, mcoll__cfg.PROGRESS_URGENT_NAP_US * 1000};
+        long us = mcoll__cfg.PROGRESS_URGENT_NAP_US;
+        struct timespec pause = {us / 1000000, us % 1000000 * 1000}; /* (tv_nsec < 1e9) */
         nanosleep(&pause, NULL);
       } else {
         sched_yield();
