@@ -67,6 +67,14 @@ static inline int mcoll__adapt_class_of(size_t bytes) {
   return bits < MCOLL_ADAPT_CLASSES ? bits : MCOLL_ADAPT_CLASSES - 1;
 }
 
+/* A class below ADAPT_MIN (its smallest size; by class, so every call of the class
+ * agrees) keeps the rules' choice: no round, nothing counted. */
+static inline int mcoll__adapt_class_below_min(size_t bytes) {
+  int cls = mcoll__adapt_class_of(bytes);
+  size_t smallest = cls ? (size_t)1 << (cls - 1) : 0;
+  return smallest < (size_t)(mcoll__cfg.ADAPT_MIN > 0 ? mcoll__cfg.ADAPT_MIN : 0);
+}
+
 /* What a task runs (an MPI_I* call, a persistent start, or their try on the caller's
  * stack): the class's kept algorithm where it may run for these facts, else alg;
  * nothing counted or timed. (No epoch check: a blocking call resets the class.) */
@@ -89,7 +97,7 @@ static inline int mcoll__adapt_pick(struct mcoll_comm *c, enum mcoll_coll coll, 
                                     const struct mcoll_facts *facts, unsigned reach,
                                     struct mcoll_adapt_call *call) {
   call->cls = NULL;
-  if (!mcoll__cfg.ADAPT) return alg;
+  if (!mcoll__cfg.ADAPT || mcoll__adapt_class_below_min(bytes)) return alg;
   struct mcoll_adapt_coll *a = c->adapt[coll];
   if (!a) return mcoll__adapt_step(c, coll, bytes, alg, facts, reach, call);
   if (mcoll__in_task()) return mcoll__adapt_kept(c, coll, bytes, alg, facts);

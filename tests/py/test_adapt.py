@@ -12,6 +12,11 @@ import pytest
 from mpijob import mpiexec_argv, parse_verbose_report, run_job
 from mpijob import BASE_ENV, BUILD, check_passed, flavour_param
 
+DEFAULT_ENV = BASE_ENV
+# Classes below MCOLL_ADAPT_MIN (1 KiB) keep the rules' choice by default; these tests
+# time them too, so that their rounds (pair_inline, bruck, the slot) stay checked.
+BASE_ENV = {**BASE_ENV, "MCOLL_ADAPT_MIN": "0"}
+
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 # The first round after 8 calls, not the default 160, and 3 timed calls per candidate,
@@ -91,6 +96,19 @@ def test_alltoall_skewed_ranks_agree(flavour, np):
     counts = parse_verbose_report(result.stderr)["alltoall"]
     expected = {"shm_direct", "bruck", "tiled", "pairwise_cma", "tiled_cma"} | ({"pair_inline"} if np == 2 else set())
     assert {alg for alg in expected if counts.get(alg, 0) > 0} == expected, counts
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_small_classes_keep_the_rules_by_default(flavour):
+    """With the default MCOLL_ADAPT_MIN, alltoall's classes below 1 KiB run no round
+    (no decision reported, every call the rules' choice) while those from 1 KiB do;
+    every result is checked (-c)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**DEFAULT_ENV, **EARLY, "MCOLL_VERBOSE": "2"}
+    result = run_job(mpiexec_argv(flavour, 2, program, A2A_SWEEP), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    adapted = {lo for coll, lo in adapt_lines(result.stderr) if coll == "alltoall"}
+    assert adapted == {"4K", "32K", "256K"}, result.stderr  # of 8, 64, 512 B, 4, 32, 256 KiB
 
 
 DECIDED_AT = re.compile(r"^mcoll: rank 0 adapt (\w+) \[(\S+), \S+\) B: (\w+) \((.*?)\) at call (\d+),", re.M)
