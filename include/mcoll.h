@@ -36,8 +36,9 @@ MCOLL_EXPORT void mcoll_print_rules(FILE *out);
  * a communicator must make the same choice before its next call. Returns 0, or -1
  * for an unknown collective or algorithm (nothing changes then). */
 MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg);
-/* The name of algorithm `index` (from 0) of a collective inside a node, or NULL past
- * the last one (or for an unknown collective): what mcoll_set_algorithm accepts. */
+/* The name of algorithm `index` (from 0) of a collective inside a node ("COLL.inter":
+ * between nodes), or NULL past the last one (or for an unknown collective): what
+ * mcoll_set_algorithm accepts. */
 MCOLL_EXPORT const char *mcoll_algorithm_name(const char *coll, int index);
 
 /* Sets parameter MCOLL_<name> (a number, as in the environment) while running, for

@@ -85,10 +85,16 @@ MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
   return -1;
 }
 
+/* coll: as for mcoll_set_algorithm (".inter": the algorithms between nodes). */
 MCOLL_EXPORT const char *mcoll_algorithm_name(const char *coll, int index) {
+  const char *dot = strchr(coll, '.');
+  size_t len = dot ? (size_t)(dot - coll) : strlen(coll);
+  if (dot && strcmp(dot + 1, mcoll__level_name(MCOLL_LEVEL_INTER))) return NULL;
   for (int c = 0; c < MCOLL_NCOLLS; c++) {
-    if (strcmp(mcoll__coll_name(c), coll)) continue;
-    const struct mcoll_coll_algs *table = mcoll__coll_algs(c);
+    const char *name = mcoll__coll_name(c);
+    if (strlen(name) != len || strncmp(name, coll, len)) continue;
+    const struct mcoll_coll_algs *table = mcoll__level_algs(dot ? MCOLL_LEVEL_INTER : MCOLL_LEVEL_NODE, c);
+    if (!table) return NULL;
     return index >= 0 && index < table->nalgs ? table->algs[index].name : NULL;
   }
   return NULL;

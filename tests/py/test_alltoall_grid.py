@@ -136,3 +136,25 @@ def test_calls_between_nodes_take_direct_where_grid_rsend_loses(flavour, np, top
         assert result.returncode == 0, result.describe()
         calls, direct, grid_calls, control = inter_counts(result.stderr)
         assert calls > 0 and direct == calls and grid_calls == 0 and control == 0, (mode, result.describe())
+
+
+@pytest.mark.parametrize("flavour,np,topo", [flavour_param("openmpi", 4, "nodes=4"),
+                                             flavour_param("mpich", 8, "nodes=4", full=True)])
+def test_bench_times_the_algorithms_between_nodes(flavour, np, topo):
+    """mcoll-bench -X: beside the host and the default, every algorithm between nodes
+    forced in the same rounds (direct, grid_rsend), each printed with host/that; the
+    default's own calls stay direct, and only the forced grid blocks count grid calls
+    and control messages (4 nodes, the layout of the cluster benchmark's grid rows)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {"MCOLL_TOPO": topo, "MCOLL_VERBOSE": "1", "MCOLL_FALLBACK": "error"}
+    args = ["-C", "alltoall", "-X", "-b", "16K", "-e", "64K", "-f", "4", "-n", "3", "-w", "1",
+            "-r", "2", "-c"]
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    rows = [line for line in result.stdout.splitlines() if line.startswith("  alltoall")]
+    assert len(rows) == 2, result.stdout
+    for line in rows:
+        assert re.search(r" direct=[\d.]+\([\d.]+\)  grid_rsend=[\d.]+\([\d.]+\)$", line), line
+    calls, direct, grid_calls, control = inter_counts(result.stderr)
+    assert grid_calls > 0 and direct > grid_calls and calls == direct + grid_calls, result.stderr[-2000:]
+    assert control == grid_calls * control_sends(np, 0), (control, grid_calls)

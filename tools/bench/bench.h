@@ -232,6 +232,7 @@ struct options {
     const char *versus[2];
     /* -V NAME=a,b: mcoll with parameter MCOLL_NAME at a (the native columns) and b */
     bool forced_sweep;   /* -F: each round also times every mcoll algorithm forced */
+    bool forced_inter;   /* -X: -F over the algorithms between nodes */
     const char *vary_param;
     const char *vary[2];
     const char *arrival; /* -D: arrival mode's delays (random:US, late:RANK:US) */
@@ -253,6 +254,7 @@ struct result {
     const char *forced_alg[8];
     double forced[8];
     int forced_best;
+    bool forced_inter;  /* -X: the forced ones are the algorithms between nodes */
     double memcpy_gbs;      /* single-thread memcpy of total bytes */
     double *native_samples, *mcoll_samples; /* one per round */
     /* Cold mode (native, mcoll above are the medians of calls 1..cold_calls). Every

@@ -169,6 +169,9 @@ void bench_print_result(const struct result *s)
     if (s->forced_n > 0)
         printf(" %11.2f %-14s %8.2f", s->forced[s->forced_best] * 1e6, s->forced_alg[s->forced_best],
                s->mcoll / s->forced[s->forced_best]);
+    if (s->forced_n > 0 && s->forced_inter) /* -X: every forced one, host/that */
+        for (int a = 0; a < s->forced_n; a++)
+            printf("  %s=%.2f(%.2f)", s->forced_alg[a], s->forced[a] * 1e6, s->native / s->forced[a]);
     printf("\n");
     fflush(stdout);
 }

@@ -245,24 +245,29 @@ static void forced_begin(const struct row *r, const struct options *o, struct re
     }
     if (!algorithm_name || !set_algorithm_fn)
         bench_usage_exit("-F: mcoll not loaded");
+    char coll[64]; /* -X: the collective's algorithms between nodes */
+    snprintf(coll, sizeof coll, "%s%s", r->name, o->forced_inter ? ".inter" : "");
     int n = 0;
-    for (const char *name; n < 8 && (name = algorithm_name(r->name, n)); n++) {
+    for (const char *name; n < 8 && (name = algorithm_name(coll, n)); n++) {
         res->forced_alg[n] = name;
         samples[n] = bench_alloc_doubles(o->rounds);
     }
     res->forced_n = n;
+    res->forced_inter = o->forced_inter;
 }
 
 static double forced_block(const struct row *r, const struct options *o, const char *alg,
                            bench_block_timer timer, int warmup, int iters)
 {
-    set_algorithm_fn(r->name, alg); /* the same on every rank, between two calls */
+    char coll[64];
+    snprintf(coll, sizeof coll, "%s%s", r->name, o->forced_inter ? ".inter" : "");
+    set_algorithm_fn(coll, alg); /* the same on every rank, between two calls */
     if (o->check)
         memset(r->recv, 0xA5, r->recv_bytes);
     double t = timer(&bench_mcoll_api, r, warmup, iters);
     if (o->check)
         bench_check_block(&bench_mcoll_api, r);
-    set_algorithm_fn(r->name, "auto");
+    set_algorithm_fn(coll, "auto");
     return t;
 }
 
@@ -322,7 +327,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: mcoll-bench [-b min] [-e max] [-f factor] [-n iters] [-w warmup]\n"
             "                   [-r rounds] [-c] [-C colls] [-R root] [-o file.json]\n"
-            "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b]\n"
+            "                   [-T block_ms] [-N max_iters] [-M max_buffer] [-A alg_a,alg_b] [-F|-X]\n"
             "                   [-m back2back|cold|latency|nbc|idle|tnbc|calibrate|burst|arrival] [-D delays] [-K calls] [-I s] [-W n] [-a] [-P]\n"
             "  -b, -e   size sweep in bytes, suffixes K M G (default 8 .. 16M)\n"
             "  -f       size factor (default 2)\n"
@@ -344,6 +349,8 @@ static void usage(void)
             "           latency mode's calls: -V ALG_BARRIER=counter,dissemination)\n"
             "  -F       each round also times every mcoll algorithm forced in turn (back2back\n"
             "           and latency): the fastest and default/fastest per row\n"
+            "  -X       -F over the algorithms between nodes (e.g. alltoall's direct and\n"
+            "           grid_rsend), each one's median printed per row\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
             "           the first -K calls on a fresh communicator (MPI_Comm_dup), and\n"
             "           its first barrier (set-up); latency: a barrier after every call,\n"
@@ -428,7 +435,7 @@ static bool parse_options(int argc, char **argv, struct options *o)
             argv[i] = calibrate;
     int opt;
     bool ok = true;
-    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:D:aPFh")) != -1) {
+    while (ok && (opt = getopt(argc, argv, "b:e:f:n:w:r:cC:R:o:T:N:M:A:V:m:K:I:W:D:aPFXh")) != -1) {
         switch (opt) {
         case 'b': ok = parse_bytes(optarg, &o->min_bytes); break;
         case 'e': ok = parse_bytes(optarg, &o->max_bytes); break;
@@ -473,6 +480,9 @@ static bool parse_options(int argc, char **argv, struct options *o)
             break;
         case 'F':
             o->forced_sweep = true;
+            break;
+        case 'X':
+            o->forced_sweep = o->forced_inter = true;
             break;
         case 'A': {
             char *comma = strchr(optarg, ',');
