@@ -6,8 +6,10 @@
 
 #include <hwloc.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/config.h"
 
@@ -16,6 +18,7 @@ static const char *const level_names[NLEVEL_KINDS] = {"L3", "numa", "socket"};
 
 /* Where this process sits; computed once per process. -1: unknown. */
 struct placement {
+  int kernel;             /* a hash of the running kernel's boot id, 0 if unknown */
   int fake_node;          /* -1 without MCOLL_TOPO nodes= */
   int fake;               /* level ids come from MCOLL_TOPO */
   int id[NLEVEL_KINDS];
@@ -45,10 +48,24 @@ static int hwloc_id(hwloc_obj_t covering, hwloc_obj_type_t type) {
   return obj ? (int)obj->logical_index : -1;
 }
 
+/* Network namespaces (test hosts) and containers are separate nodes to the host MPI
+ * but run on one kernel, and so share its cores: the boot id tells. */
+static int kernel_id(void) {
+  char id[64] = {0};
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return 0;
+  size_t n = fread(id, 1, sizeof id - 1, f);
+  fclose(f);
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 16777619u;
+  return n ? (int)(h & 0x7fffffff) | 1 : 0;
+}
+
 static void discover_placement(void) {
   struct placement *p = &self_placement;
   for (int k = 0; k < NLEVEL_KINDS; k++) p->id[k] = -1;
   p->fake_node = -1;
+  p->kernel = kernel_id();
 
   if (hwloc_topology_init(&machine) == 0 && hwloc_topology_load(machine) == 0) {
     machine_numa_count = hwloc_get_nbobjs_by_type(machine, HWLOC_OBJ_NUMANODE);
@@ -187,6 +204,7 @@ static mcoll_status build_tree(struct mcoll_topo *t) {
 /* What the hierarchy needs to know of one rank. */
 struct rank_place {
   int machine;      /* the lowest rank (of the communicator it was found in) on its machine */
+  int kernel;       /* struct placement's */
   int fake_node;    /* -1 without MCOLL_TOPO nodes= */
   int id[NLEVEL_KINDS];
 };
@@ -203,7 +221,8 @@ static mcoll_status gather_places(MPI_Comm comm, struct rank_place *places) {
   MPI_Comm machine_comm = MPI_COMM_NULL;
   pthread_once(&placement_once, discover_placement);
   PMPI_Comm_rank(comm, &rank);
-  struct rank_place mine = {.machine = rank, .fake_node = self_placement.fake_node};
+  struct rank_place mine = {.machine = rank, .kernel = self_placement.kernel,
+                            .fake_node = self_placement.fake_node};
   memcpy(mine.id, self_placement.id, sizeof mine.id);
   MCOLL_CHECK_MPI(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &machine_comm));
   MCOLL_CHECK_MPI(PMPI_Allreduce(&rank, &mine.machine, 1, MPI_INT, MPI_MIN, machine_comm));
@@ -290,9 +309,12 @@ static mcoll_status topo_from_places(struct mcoll_topo *t, int rank, int size,
   t->local_ranks = malloc(sizeof(int) * t->local_size);
   ids = malloc(sizeof(int) * (size_t)t->local_size);
   if (!t->local_ranks || !ids) MCOLL_CHECK(MCOLL_ERR_NOMEM);
-  t->real_node_size = 0;
+  t->real_node_size = t->kernel_size = 0;
   for (int r = 0, i = 0; r < size; r++) {
     if (places[r].machine == places[rank].machine) t->real_node_size++;
+    if (places[r].machine == places[rank].machine ||
+        (places[r].kernel && places[r].kernel == places[rank].kernel))
+      t->kernel_size++;
     if (t->node_of[r] != t->node) continue;
     if (r == rank) t->local_rank = i;
     t->local_ranks[i++] = r;
@@ -314,6 +336,11 @@ static mcoll_status topo_from_places(struct mcoll_topo *t, int rank, int size,
 cleanup:
   free(ids);
   return status;
+}
+
+int mcoll__topo_nodes_share_cores(const struct mcoll_topo *t) {
+  long cpus = mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
+  return t->nnodes > 1 && t->kernel_size > t->local_size && t->kernel_size > cpus;
 }
 
 mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *t, int *communicated) {

@@ -28,6 +28,7 @@ struct mcoll_topo {
   int local_rank, local_size;
   int *local_ranks;      /* [local_size] comm rank of each node-local rank, ascending */
   int real_node_size;    /* ranks of the communicator on this machine (for oversubscription) */
+  int kernel_size;       /* ranks of the communicator on this kernel, whatever their node */
   int nlevels;
   struct mcoll_level level[MCOLL_MAX_LEVELS];
   int barrier_parent;    /* node-local rank this rank reports to; -1 at the node leader */
@@ -43,6 +44,10 @@ void mcoll__topo_world_free(void);
  * rank of comm is not a world process (*communicated says which; alike on every rank). */
 mcoll_status mcoll__topo_build(MPI_Comm comm, struct mcoll_topo *topo, int *communicated);
 void mcoll__topo_free(struct mcoll_topo *topo);
+/* Whether ranks of other nodes run on this rank's kernel, with more ranks on it than
+ * cores (test hosts, MCOLL_TOPO's fake nodes): a step between nodes then waits for a
+ * core as well as for the wire. */
+int mcoll__topo_nodes_share_cores(const struct mcoll_topo *topo);
 void mcoll__topo_print(const struct mcoll_topo *topo, FILE *out);
 
 /* Bytes of the last-level cache (0 if unknown); *sharing: CPUs that share it. */

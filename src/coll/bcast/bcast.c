@@ -134,6 +134,12 @@ int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece) {
                       ? -1
                       : mcoll__rules_pick(MCOLL_COLL_BCAST, MCOLL_LEVEL_INTER, &facts, NULL);
   if (preferred < 0) preferred = sag ? MCOLL_BCAST_INTER_SAG : MCOLL_BCAST_INTER_BINOMIAL;
+  /* Nodes sharing one kernel's cores: every dependent step between them waits for a
+   * core, so the tree's fewer steps beat van de Geijn's at every size (the model's
+   * shared_step_wait_us); a rules file of the user's still decides. */
+  if (preferred == MCOLL_BCAST_INTER_SAG && !strcmp(mcoll__rules_source(), "built-in") &&
+      !mcoll__params_user_set(threshold, 1) && mcoll__topo_nodes_share_cores(&c->topo))
+    preferred = MCOLL_BCAST_INTER_BINOMIAL;
   return mcoll__inter_select(MCOLL_COLL_BCAST, &facts, preferred);
 }
 
