@@ -456,3 +456,19 @@ def test_mixed_blocks_recorded(request, flavour):
             assert blocks and int(blocks.group(1)) > 0 and int(blocks.group(2)) > 0, result.describe()
     assert any(report[c].get("mixed") for c in colls), (
         f"no call mixed paths: {report}\n{result.describe()}")
+
+
+@pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])
+def test_bcast_between_nodes_sharing_cores_takes_the_tree(flavour):
+    """Nodes on one kernel with more ranks than cores (test hosts, fake nodes): a bcast
+    of 64 KiB between 4 nodes runs the binomial tree, whose 2 dependent steps beat
+    scatter-allgather's 5 when each step waits for a core (bench/records/net8/); with
+    cores enough the built-in rules' scatter-allgather again (MCOLL_CORES: 2, then 64)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-C", "bcast", "-b", "64K", "-e", "64K", "-n", "3", "-w", "1", "-r", "1", "-c"]
+    for cores, alg in (("2", "binomial"), ("64", "scatter_allgather")):
+        env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_TOPO": "nodes=4", "MCOLL_CORES": cores}
+        result = run_job(mpiexec_argv(flavour, 4, program, args), env, JOB_TIMEOUT)
+        assert result.returncode == 0, result.describe()
+        inter = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+        assert inter.get(alg, 0) == inter.get("calls", -1) > 0, f"{cores} {inter}\n{result.describe()}"

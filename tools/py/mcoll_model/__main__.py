@@ -36,9 +36,11 @@ def main(argv=None):
     co.add_argument("--png", help="write the plot here (first results file)")
     co.add_argument("--nodes", type=int, default=1,
                     help="hosts the results' jobs spanned (ranks spread evenly; default 1)")
-    co.add_argument("--choice", choices=("rules", "cheapest"), default="rules",
-                    help="between nodes, price what mcoll's built-in rules ran (default) "
-                         "or the model's own cheapest algorithm")
+    co.add_argument("--choice", choices=("rules", "built-in", "cheapest"), default="rules",
+                    help="between nodes, price what mcoll runs (default: the built-in rules, "
+                         "bcast's tree where the nodes share one machine's cores), the "
+                         "built-in rules alone (runs recorded before that) or the model's "
+                         "own cheapest algorithm")
     sub.add_parser("fit", help="per-algorithm corrections from forced measurements (fit.py)")
     gc = sub.add_parser("gen-c", help="C cost functions generated from cost_table.json")
     gc.add_argument("-o", "--output", help="write here (default: stdout)")

@@ -5,6 +5,9 @@ median relative error.
 The prediction is, between nodes, the algorithm mcoll's built-in rules take for the row
 (what the measured time ran: a row where the model's own cheapest choice differs would
 otherwise count the rules' choice as the model's error; `choice="cheapest"` gives that),
+with the library's override where nodes share one machine's cores (bcast takes the
+binomial tree: src/coll/bcast/bcast.c; `choice="built-in"`: the built-in rules alone, what
+runs recorded before that override ran),
 and on the node the model's cheapest, on the machine file with the job's rank count."""
 
 import json
@@ -27,8 +30,9 @@ INTER_PIECE = 256 * 1024
 _builtin_rules = None
 
 
-def rules_inter(coll, nodes, nbytes):
-    """The inter-node algorithm of mcoll's built-in rules for this row, or None."""
+def rules_inter(coll, nodes, nbytes, shared_cores=False):
+    """The inter-node algorithm of mcoll's built-in rules for this row, or None;
+    shared_cores: the nodes share one machine's cores, more ranks than cores."""
     global _builtin_rules
     if _builtin_rules is None:
         from . import tune
@@ -36,14 +40,25 @@ def rules_inter(coll, nodes, nbytes):
         _builtin_rules = json.loads(tune.json_from_c(src.read_text()))["rules"] if src.exists() else []
     from . import tune
     n = min(nbytes, INTER_PIECE) if coll == "bcast" else nbytes
-    return tune.prior_pick(_builtin_rules, coll, "inter", n, nodes)
+    alg = tune.prior_pick(_builtin_rules, coll, "inter", n, nodes)
+    if shared_cores and coll == "bcast" and alg == "scatter_allgather":
+        return "binomial"
+    return alg
+
+
+def shares_cores(m):
+    """The machine file's nodes share one machine's cores (topology.machine_cores, which
+    the calibration writes when every rank runs on the same kernel), oversubscribed."""
+    cores = m.topo.get("machine_cores")
+    return bool(cores) and m.topo["nodes"] > 1 and m.topo["nodes"] * m.topo["ranks_per_node"] > cores
 
 
 def predict(coll, m, nbytes, table, choice="rules"):
     """(µs, node algorithm, inter algorithm) of the row."""
     options = cost.costs(coll, m, nbytes, table)
-    if choice == "rules" and m.topo["nodes"] > 1:
-        inter = rules_inter(cost.canonical(coll, table), m.topo["nodes"], nbytes)
+    if choice in ("rules", "built-in") and m.topo["nodes"] > 1:
+        inter = rules_inter(cost.canonical(coll, table), m.topo["nodes"], nbytes,
+                            choice == "rules" and shares_cores(m))
         ran = [o for o in options if o[2] == inter]
         if ran:
             return ran[0]
@@ -52,7 +67,8 @@ def predict(coll, m, nbytes, table, choice="rules"):
 
 def compare(machine_path, results_path, table=None, nodes=1, choice="rules"):
     """nodes: the hosts the results' job spanned (its ranks spread evenly over them);
-    choice: "rules" (between nodes what mcoll ran) or "cheapest" (the model's own)."""
+    choice: "rules" (between nodes what mcoll runs), "built-in" (what it ran before nodes
+    sharing cores took bcast's tree) or "cheapest" (the model's own)."""
     doc = json.loads(Path(results_path).read_text())
     n = doc["nprocs"]
     if n % nodes:
