@@ -12,9 +12,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "rings.h"
 #include "table.h"
-
-struct thr_split;
 
 /* A message that arrived before its receive was posted, or one too large for a slot. */
 struct thr_msg {
@@ -25,26 +24,6 @@ struct thr_msg {
   const void *sender_buf; /* large in-process message: the sender's bytes */
   atomic_int *sender_done;
   struct thr_split *split; /* the sender copies half when it waits (runtime.c), or NULL */
-};
-
-/* Every message between two thread ranks of a process goes through the ring of that
- * (sender, receiver) pair: one producer, one consumer, slots of one envelope and up to
- * THR_INLINE_BYTES of data, or a pointer to a larger message. The receiver alone takes
- * them out, in the order sent, so matching keeps MPI's non-overtaking rule; a small
- * message costs the hand-off of its slot's cache line, no lock and no allocation. */
-enum { THR_SLOT_BYTES = 512, THR_RING_SLOTS = 32, THR_INLINE_BYTES = THR_SLOT_BYTES - 32 };
-struct thr_slot {
-  atomic_int full; /* the sender sets it (release) after the rest, the receiver clears it */
-  int ctx, src, tag;
-  unsigned len;        /* inline bytes */
-  struct thr_msg *msg; /* NULL: the bytes are inline */
-  unsigned char data[THR_INLINE_BYTES];
-};
-_Static_assert(sizeof(struct thr_slot) == THR_SLOT_BYTES, "a slot is whole cache lines");
-struct thr_ring {
-  _Alignas(64) unsigned tail;                  /* the sender's next slot */
-  _Alignas(64) unsigned head;                  /* the receiver's next slot */
-  _Alignas(64) struct thr_slot slots[THR_RING_SLOTS];
 };
 
 /* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
@@ -126,7 +105,6 @@ struct thr_process {
   int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
-  struct thr_ring *rings;         /* T x T: [receiver x T + sender] */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
 };
 
@@ -136,6 +114,8 @@ extern _Thread_local struct thr_rank *thr_self;
 extern const struct thr_api thr_runtime_api;
 
 void thr_runtime_init(int threads);
+/* After the ranks' threads have ended. */
+void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
 _Noreturn void thr_fatal(const char *fmt, ...);
 
