@@ -119,16 +119,22 @@ void thr_ring_put_msg(struct thr_ring *ring, struct thr_slot *first, int ctx, in
 
 static atomic_long split_messages, split_sender_chunks;
 
+void thr_split_init(struct thr_split *s, const void *src, size_t len)
+{
+  s->src = src;
+  s->len = len;
+  s->chunk = len >= 2 * THR_SPLIT_CHUNK_BYTES ? THR_SPLIT_CHUNK_BYTES : ((len + 1) / 2 + 63) & ~(size_t)63;
+}
+
 /* Copies chunks until none is left; returns how many this side copied. */
 static long split_copy(struct thr_split *s, char *dst)
 {
   const char *src = s->src;
   for (long chunks = 0;; chunks++) {
-    size_t at = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) *
-                THR_SPLIT_CHUNK_BYTES;
+    size_t at = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) * s->chunk;
     if (at >= s->len)
       return chunks;
-    size_t n = s->len - at < THR_SPLIT_CHUNK_BYTES ? s->len - at : THR_SPLIT_CHUNK_BYTES;
+    size_t n = s->len - at < s->chunk ? s->len - at : s->chunk;
     memcpy(dst + at, src + at, n);
     atomic_fetch_add_explicit(&s->copied, n, memory_order_release);
   }

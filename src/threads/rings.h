@@ -18,7 +18,7 @@ enum {
   THR_SLOT_BYTES = 512,
   THR_SLOT_DATA = THR_SLOT_BYTES - 32, /* a slot's inline bytes */
   THR_RING_SLOTS = 32,
-  THR_INLINE_SLOTS = 1, /* the most slots one message spans */
+  THR_INLINE_SLOTS = 5, /* the most slots one message spans */
   THR_INLINE_BYTES = THR_INLINE_SLOTS * THR_SLOT_DATA
 };
 struct thr_slot {
@@ -71,9 +71,11 @@ struct thr_split {
   atomic_size_t next;   /* the next chunk to claim */
   atomic_size_t copied; /* bytes copied, by both sides */
   const void *src;
-  size_t len;
+  size_t len, chunk;
 };
-enum { THR_SPLIT_MIN_BYTES = 128 * 1024, THR_SPLIT_CHUNK_BYTES = 64 * 1024 };
+enum { THR_SPLIT_MIN_BYTES = 16 * 1024, THR_SPLIT_CHUNK_BYTES = 64 * 1024 };
+/* A split of len bytes at src, in halves below two whole chunks. */
+void thr_split_init(struct thr_split *s, const void *src, size_t len);
 /* The sender's part, from its waits: chunks once the receiver has published. */
 void thr_split_help(struct thr_split *s);
 /* The receiver's part into dst (room for the whole message): publish, copy, wait for

@@ -213,12 +213,16 @@ static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
   int err = !m->data && split_receive(m, rv)
                 ? MPI_SUCCESS
                 : receive_bytes(rv, m->data ? m->data : m->sender_buf, m->len, &m->data);
-  if (m->sender_done)
-    atomic_store_explicit(m->sender_done, 1, memory_order_release);
   int src = m->src, tag = m->tag;
   size_t len = m->len;
-  free(m->data);
-  free(m);
+  if (m->on_stack) { /* (its sender returns once released) */
+    atomic_store_explicit(m->sender_done, 1, memory_order_release);
+  } else {
+    if (m->sender_done)
+      atomic_store_explicit(m->sender_done, 1, memory_order_release);
+    free(m->data);
+    free(m);
+  }
   finish_recv(rv, src, tag, err, len);
 }
 
@@ -242,6 +246,12 @@ static struct thr_recv *take_posted(struct thr_mailbox *box, int ctx, int src, i
  * EAGER_BYTES is copied and its sender released (a send need not wait for its receive). */
 static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
 {
+  if (m->on_stack) {
+    struct thr_msg *copy = malloc(sizeof *copy);
+    *copy = *m;
+    copy->on_stack = 0;
+    m = copy;
+  }
   if (!m->data && m->len <= EAGER_BYTES) {
     m->data = malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
@@ -749,8 +759,7 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     } else {
       m->sender_buf = bytes;
       m->sender_done = &q->send_done;
-      q->split.src = bytes;
-      q->split.len = len;
+      thr_split_init(&q->split, bytes, len);
       m->split = &q->split;
     }
     ring_put_msg(r, dst_thread, m);
@@ -1135,18 +1144,42 @@ static int rt_Isend(struct thr_rank *r, const void *buf, int count, MPI_Datatype
   return MPI_SUCCESS;
 }
 
+/* A blocking send of a larger contiguous message to a thread rank of this process: the
+ * message and its split on the stack, no allocation; the receiver, or the unexpected
+ * queue's copy, releases the sender. */
+static void send_local_blocking(struct thr_rank *r, int dst_thread, int ctx, int src, int tag,
+                                const void *bytes, size_t len)
+{
+  atomic_int done = 0;
+  struct thr_split split = {0};
+  thr_split_init(&split, bytes, len);
+  struct thr_msg m = {.ctx = ctx, .src = src, .tag = tag, .len = len, .sender_buf = bytes,
+                      .sender_done = &done, .split = &split, .on_stack = 1};
+  ring_put_msg(r, dst_thread, &m);
+  struct thr_waiter w = {0};
+  while (!atomic_load_explicit(&done, memory_order_acquire)) {
+    thr_split_help(&split);
+    if (atomic_load_explicit(&done, memory_order_acquire))
+      break;
+    thr_wait_pause(&w);
+  }
+  thr_wait_end(&w);
+}
+
 static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                    int tag, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
-  /* A small message of a predefined type to a thread rank of this process: straight
-   * into the slot, no request. */
-  size_t basic = thr_basic_type_size(type);
-  if (basic && dst >= 0 && dst < c->size && count >= 0 &&
-      (size_t)count * basic <= THR_INLINE_BYTES &&
-      c->world[dst] / thr_proc.threads == thr_proc.process) {
-    ring_put_inline(r, c->world[dst] % thr_proc.threads, c->ctx, c->rank, tag, buf,
-                    (size_t)count * basic);
+  /* To a thread rank of this process, contiguous: a small message straight into the
+   * ring, a larger one from the stack; no request. */
+  if (dst >= 0 && dst < c->size && count >= 0 &&
+      c->world[dst] / thr_proc.threads == thr_proc.process && thr_type_is_contiguous(type, count)) {
+    size_t len = thr_type_bytes(type, count);
+    int dst_thread = c->world[dst] % thr_proc.threads;
+    if (len <= THR_INLINE_BYTES)
+      ring_put_inline(r, dst_thread, c->ctx, c->rank, tag, buf, len);
+    else
+      send_local_blocking(r, dst_thread, c->ctx, c->rank, tag, buf, len);
     return MPI_SUCCESS;
   }
   thr_wait(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag), MPI_STATUS_IGNORE);

@@ -23,7 +23,8 @@ struct thr_msg {
   void *data;             /* owned bytes (eager or from another process), or NULL */
   const void *sender_buf; /* large in-process message: the sender's bytes */
   atomic_int *sender_done;
-  struct thr_split *split; /* the sender copies half when it waits (runtime.c), or NULL */
+  struct thr_split *split; /* the sender copies half when it waits (rings.h), or NULL */
+  int on_stack; /* a blocking sender's: copied before it is queued, never freed */
 };
 
 /* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
