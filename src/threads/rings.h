@@ -33,6 +33,10 @@ _Static_assert(sizeof(struct thr_slot) == THR_SLOT_BYTES, "a slot is whole cache
 struct thr_ring {
   _Alignas(64) unsigned tail; /* the sender's next slot */
   _Alignas(64) unsigned head; /* the receiver's next slot */
+  /* Messages of this pair that found the ring full and went to the receiver's overflow
+   * queue instead, not yet taken (runtime.c: moved under the receiver's mailbox lock).
+   * While any are, the sender's later messages follow them there, in order. */
+  _Alignas(64) atomic_uint overflowed;
   _Alignas(64) struct thr_slot slots[THR_RING_SLOTS];
 };
 

@@ -323,8 +323,10 @@ static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot
 
 /* Whether a ring into rank r holds a message (a read of lines that stay shared while
  * nothing arrives). */
-static int rings_pending(const struct thr_rank *r)
+static int rings_pending(struct thr_rank *r)
 {
+  if (atomic_load_explicit(&r->box.overflowed, memory_order_acquire))
+    return 1;
   for (int s = 0; s < thr_proc.threads; s++)
     if (thr_ring_peek(thr_ring_of(r->thread, s)))
       return 1;
@@ -343,6 +345,26 @@ static int drain_locked(struct thr_rank *r)
       thr_ring_release(ring, first);
     }
   }
+  /* (after every ring: a pair's messages there are older than its overflowed ones) */
+  struct thr_mailbox *box = &r->box;
+  if (!atomic_load_explicit(&box->overflowed, memory_order_relaxed))
+    return taken;
+  struct thr_msg *m = box->overflow;
+  box->overflow = NULL;
+  box->overflow_tail = &box->overflow;
+  atomic_store_explicit(&box->overflowed, 0, memory_order_relaxed);
+  while (m) {
+    struct thr_msg *next = m->next;
+    atomic_store_explicit(&thr_ring_of(r->thread, m->src_thread)->overflowed, 0,
+                          memory_order_release);
+    struct thr_recv *rv = take_posted(box, m->ctx, m->src, m->tag);
+    if (rv)
+      complete_recv(rv, m);
+    else
+      queue_unexpected(box, m);
+    m = next;
+    taken++;
+  }
   return taken;
 }
 
@@ -358,28 +380,42 @@ static void drain_rings(struct thr_rank *r)
     thr_wake_waiters(); /* (a sender waiting for a free slot) */
 }
 
-/* The slots for len inline bytes (0: a pointer) in the ring from r to dst_thread, once
- * free: a full ring waits, taking r's own messages meanwhile (two ranks may fill each
- * other's rings). */
-static struct thr_slot *ring_slot(struct thr_rank *r, struct thr_ring *ring, size_t len)
+/* A message whose ring is full, or whose pair has overflowed messages not yet taken,
+ * goes to the receiver's overflow queue: no send waits for a slot. */
+static void overflow_put(struct thr_rank *r, int dst_thread, struct thr_ring *ring,
+                         struct thr_msg *m)
 {
-  struct thr_slot *first = thr_ring_reserve(ring, len);
-  if (!first) {
-    struct thr_waiter w = {0};
-    while (!(first = thr_ring_reserve(ring, len))) {
-      drain_rings(r);
-      thr_wait_pause(&w);
-    }
-    thr_wait_end(&w);
-  }
-  return first;
+  struct thr_mailbox *box = &thr_proc.ranks[dst_thread].box;
+  m->src_thread = r->thread;
+  m->next = NULL;
+  pthread_mutex_lock(&box->lock);
+  *box->overflow_tail = m;
+  box->overflow_tail = &m->next;
+  atomic_store_explicit(&ring->overflowed, 1, memory_order_relaxed);
+  atomic_store_explicit(&box->overflowed, 1, memory_order_release);
+  pthread_mutex_unlock(&box->lock);
+  thr_wake_waiters();
+}
+
+/* The first of the slots for len inline bytes (0: a pointer) in the ring from r to
+ * dst_thread, or NULL when the message must overflow. */
+static struct thr_slot *ring_slot(struct thr_ring *ring, size_t len)
+{
+  if (atomic_load_explicit(&ring->overflowed, memory_order_acquire))
+    return NULL;
+  return thr_ring_reserve(ring, len);
 }
 
 /* A message of its own (large, packed or SMPI) into the ring. */
 static void ring_put_msg(struct thr_rank *r, int dst_thread, struct thr_msg *m)
 {
   struct thr_ring *ring = thr_ring_of(dst_thread, r->thread);
-  thr_ring_put_msg(ring, ring_slot(r, ring, 0), m->ctx, m->src, m->tag, m);
+  struct thr_slot *first = ring_slot(ring, 0);
+  if (!first) {
+    overflow_put(r, dst_thread, ring, m);
+    return;
+  }
+  thr_ring_put_msg(ring, first, m->ctx, m->src, m->tag, m);
   thr_wake_waiters();
 }
 
@@ -387,7 +423,16 @@ static void ring_put_inline(struct thr_rank *r, int dst_thread, int ctx, int src
                             const void *bytes, size_t len)
 {
   struct thr_ring *ring = thr_ring_of(dst_thread, r->thread);
-  thr_ring_put_inline(ring, ring_slot(r, ring, len), ctx, src, tag, bytes, len);
+  struct thr_slot *first = ring_slot(ring, len);
+  if (!first) { /* (a copy of its own: the send is complete) */
+    struct thr_msg *m = calloc(1, sizeof *m);
+    *m = (struct thr_msg){.ctx = ctx, .src = src, .tag = tag, .len = len,
+                          .data = malloc(len ? len : 1)};
+    memcpy(m->data, bytes, len);
+    overflow_put(r, dst_thread, ring, m);
+    return;
+  }
+  thr_ring_put_inline(ring, first, ctx, src, tag, bytes, len);
   thr_wake_waiters();
 }
 
@@ -881,6 +926,7 @@ void thr_rank_init(struct thr_rank *r, int thread)
   pthread_mutex_init(&r->box.lock, NULL);
   r->box.unexpected_tail = &r->box.unexpected;
   r->box.posted_tail = &r->box.posted;
+  r->box.overflow_tail = &r->box.overflow;
   struct thr_comm *world = new_comm(0, thr_proc.world_size, r->world);
   for (int i = 0; i < world->size; i++)
     world->world[i] = i;

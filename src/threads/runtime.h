@@ -24,6 +24,7 @@ struct thr_msg {
   const void *sender_buf; /* large in-process message: the sender's bytes */
   atomic_int *sender_done;
   struct thr_split *split; /* the sender copies half when it waits (rings.h), or NULL */
+  int src_thread; /* (in an overflow queue) the sending thread rank */
   int on_stack; /* a blocking sender's: copied before it is queued, never freed */
 };
 
@@ -56,6 +57,10 @@ struct thr_mailbox {
   pthread_mutex_t lock;
   struct thr_msg *unexpected, **unexpected_tail;
   struct thr_recv *posted, **posted_tail;
+  /* Messages from thread ranks whose ring was full (in the order sent), taken after the
+   * rings; overflowed counts them for the receiver's look. */
+  struct thr_msg *overflow, **overflow_tail;
+  atomic_int overflowed;
 };
 
 /* A communicator as one rank sees it. */
