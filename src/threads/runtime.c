@@ -377,7 +377,7 @@ static void drain_rings(struct thr_rank *r)
   int taken = drain_locked(r);
   pthread_mutex_unlock(&r->box.lock);
   if (taken)
-    thr_wake_waiters(); /* (a sender waiting for a free slot) */
+    thr_wake_waiters(); /* (a blocking sender whose message was copied) */
 }
 
 /* A message whose ring is full, or whose pair has overflowed messages not yet taken,
