@@ -18,7 +18,7 @@ enum {
   THR_SLOT_BYTES = 512,
   THR_SLOT_DATA = THR_SLOT_BYTES - 32, /* a slot's inline bytes */
   THR_RING_SLOTS = 32,
-  THR_INLINE_SLOTS = 5, /* the most slots one message spans */
+  THR_INLINE_SLOTS = 3, /* the most slots one message spans */
   THR_INLINE_BYTES = THR_INLINE_SLOTS * THR_SLOT_DATA
 };
 struct thr_slot {

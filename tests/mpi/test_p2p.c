@@ -358,11 +358,11 @@ static long bad_byte(const unsigned char *buf, long n, int src, int m)
   return -1;
 }
 
-/* Sizes around the thread ranks' slot (480 bytes inline), their inline limit (5 slots,
- * 2400 bytes), the eager copy and the split copy (16 KiB), and the split's whole chunks
+/* Sizes around the thread ranks' slot (480 bytes inline), their inline limit (3 slots,
+ * 1440 bytes), the eager copy and the split copy (16 KiB), and the split's whole chunks
  * (128 KiB). */
 static const long EDGE_SIZES[] = {0, 1, 7, 8, 223, 224, 225, 479, 480, 481, 511, 512, 513,
-                                  2399, 2400, 2401, 4095, 16383, 16384, 16385, 131071, 131073};
+                                  1439, 1440, 1441, 4095, 16383, 16384, 16385, 131071, 131073};
 enum { EDGES = sizeof EDGE_SIZES / sizeof EDGE_SIZES[0], EDGE_ROUNDS = 4,
        EDGE_MESSAGES = EDGES * EDGE_ROUNDS };
 
@@ -454,14 +454,14 @@ static void eager_edges(void)
 /* Sends that find their ring full (thread ranks: a ring holds 32 slots of 480 B) do not
  * wait for the receiver: rank 2k Isends OVERFLOW_MESSAGES messages in a row to 2k+1 while
  * 2k+1 stays out of MPI (it sleeps OVERFLOW_SLEEP_S), in less than half that time, and
- * the sends up to the inline limit (2400 B) are complete at once. Then 2k+1 receives
+ * the sends up to the inline limit (1440 B) are complete at once. Then 2k+1 receives
  * them in order (every other one any source, any tag; the ring's and the overflow's
  * messages in one sequence), every byte checked; then a message one byte larger than
  * its receive (MPI_ERR_TRUNCATE, the bytes that fit); then, the overflow taken, more
  * messages through the ring again, in order. */
-static const long OVERFLOW_SIZES[] = {0, 8, 479, 480, 481, 1500, 2400, 2401, 4000, 20000};
+static const long OVERFLOW_SIZES[] = {0, 8, 479, 480, 481, 1000, 1440, 1441, 4000, 20000};
 enum { OVERFLOW_NSIZES = sizeof OVERFLOW_SIZES / sizeof OVERFLOW_SIZES[0],
-       OVERFLOW_MESSAGES = 6 * OVERFLOW_NSIZES, OVERFLOW_AFTER = 40, OVERFLOW_INLINE = 2400 };
+       OVERFLOW_MESSAGES = 6 * OVERFLOW_NSIZES, OVERFLOW_AFTER = 40, OVERFLOW_INLINE = 1440 };
 #define OVERFLOW_SLEEP_S 0.4
 
 static void overflow_receive(MPI_Comm comm, unsigned char *in, int peer, int m, long n,

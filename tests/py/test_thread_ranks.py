@@ -123,7 +123,7 @@ SECTION_CHECKS = {"eager": 1584, "split": 24, "overflow": 404}
 @pytest.mark.parametrize("section", ["eager", "split"])
 def test_rings_and_split_copy(flavour, threads, np, section):
     """The rings between thread ranks: messages of 0 B to 128 KiB+1 around the slot
-    (480 B), inline (2400 B over 5 slots), eager and split (16 KiB) limits and the split's
+    (480 B), inline (1440 B over 3 slots), eager and split (16 KiB) limits and the split's
     whole chunks (128 KiB), 88 in a row per direction (more than a ring holds, the rest
     through the overflow queue), received late and by pre-posted any-source any-tag receives, in
     order with every byte checked; large messages of odd sizes (128 KiB+1 to 2 MiB-5)
