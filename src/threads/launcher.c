@@ -260,6 +260,7 @@ __attribute__((visibility("default"))) int mcoll_threads_main(int argc, char **a
     if (thr_proc.ranks[t].exit_status > status)
       status = thr_proc.ranks[t].exit_status;
   }
+  thr_runtime_finalize();
   PMPI_Finalize();
   return status;
 }

@@ -164,69 +164,20 @@ static int matches(int ctx, int src, int tag, const struct thr_msg *m)
          (tag == MPI_ANY_TAG || tag == m->tag);
 }
 
-/* A large message between thread ranks whose receive is posted: the receiver publishes
- * where the bytes go, and it and the sender (when it waits for this send, as a blocking
- * send does) copy chunks of it in turn, two cores at once. The split lives in the
- * sender's request; the receiver touches it only until it releases the sender. */
-struct thr_split {
-  atomic_uintptr_t dst; /* 0 until the receiver publishes the destination */
-  atomic_size_t next;   /* the next chunk to claim */
-  atomic_size_t copied; /* bytes copied, by both sides */
-  const void *src;
-  size_t len;
-};
-enum { SPLIT_MIN_BYTES = 128 * 1024, SPLIT_CHUNK_BYTES = 64 * 1024 };
-/* Messages split, and chunks the senders copied (MCOLL_THREADS_STATS=1 prints them). */
-static atomic_long split_messages, split_sender_chunks;
-
-/* Copies chunks until none is left; returns how many this side copied. */
-static long split_copy(struct thr_split *s, char *dst)
-{
-  const char *src = s->src;
-  for (long chunks = 0;; chunks++) {
-    size_t at = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed) * SPLIT_CHUNK_BYTES;
-    if (at >= s->len)
-      return chunks;
-    size_t n = s->len - at < SPLIT_CHUNK_BYTES ? s->len - at : SPLIT_CHUNK_BYTES;
-    memcpy(dst + at, src + at, n);
-    atomic_fetch_add_explicit(&s->copied, n, memory_order_release);
-  }
-}
-
-/* The sender's part, from its waits: chunks once the receiver has published. */
-static void split_help(struct thr_split *s)
-{
-  if (!s->len)
-    return;
-  uintptr_t dst = atomic_load_explicit(&s->dst, memory_order_acquire);
-  long chunks = dst ? split_copy(s, (char *)dst) : 0;
-  if (chunks)
-    atomic_fetch_add_explicit(&split_sender_chunks, chunks, memory_order_relaxed);
-}
-
 static int env_cached(atomic_int *cache, const char *name, int fallback, int least);
 
-/* The receiver's part: publish, copy, wait for the sender's chunks in flight. Only
- * when every thread rank has a core (a sender descheduled inside a chunk would hold
- * the receiver for a time slice), and not with MCOLL_THREADS_SPLIT=0. */
+/* The receiver copies a large message with its sender (rings.h) only when every thread
+ * rank has a core (a sender descheduled inside a chunk would hold the receiver for a
+ * time slice), and not with MCOLL_THREADS_SPLIT=0. */
 static int split_receive(struct thr_msg *m, struct thr_recv *rv)
 {
   static atomic_int enabled = -1;
-  if (!m->split || m->len < SPLIT_MIN_BYTES || rv->take ||
+  if (!m->split || m->len < THR_SPLIT_MIN_BYTES || rv->take ||
       !env_cached(&enabled, "MCOLL_THREADS_SPLIT", 1, 0) ||
       m->len > thr_type_bytes(rv->type, rv->count) || !thr_type_is_contiguous(rv->type, rv->count) ||
       thr_proc.threads * thr_proc.node_processes > thr_proc.cpus)
     return 0;
-  struct thr_split *s = m->split;
-  atomic_store_explicit(&s->dst, (uintptr_t)rv->buf, memory_order_release);
-  split_copy(s, rv->buf);
-  atomic_fetch_add_explicit(&split_messages, 1, memory_order_relaxed);
-  unsigned polls = 0;
-  while (atomic_load_explicit(&s->copied, memory_order_acquire) < s->len)
-    if (++polls % 1024 == 0)
-      sched_yield();
-    else
-      mcoll__cpu_relax();
+  thr_split_receive(m->split, rv->buf);
   return 1;
 }
 
@@ -238,30 +189,40 @@ static void finish_recv(struct thr_recv *rv, int src, int tag, int err, size_t l
   thr_wake_waiters();
 }
 
+/* The receive gets len bytes: an SMPI receive takes them (*owned handed over when the
+ * caller owns them, else a copy), any other has them placed in its buffer.
+ * MPI_ERR_TRUNCATE when they exceed the receive's count. */
+static int receive_bytes(struct thr_recv *rv, const void *bytes, size_t len, void **owned)
+{
+  if (!rv->take)
+    return place_bytes(rv->buf, rv->count, rv->type, bytes, len);
+  int err = len > thr_type_bytes(rv->type, rv->count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  if (owned && *owned) {
+    *rv->take = *owned;
+    *owned = NULL;
+  } else {
+    *rv->take = malloc(len ? len : 1);
+    memcpy(*rv->take, bytes, len);
+  }
+  return err;
+}
+
 /* The receive gets the message's bytes; the sender of a large message is released. */
 static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
 {
-  const void *bytes = m->data ? m->data : m->sender_buf;
-  int err;
-  if (rv->take) { /* SMPI: the receiver takes the bytes themselves, copied only if lent */
-    err = m->len > thr_type_bytes(rv->type, rv->count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-    if (!m->data) {
-      m->data = malloc(m->len ? m->len : 1);
-      memcpy(m->data, m->sender_buf, m->len);
-    }
-    *rv->take = m->data;
-    m->data = NULL;
-  } else if (!m->data && split_receive(m, rv)) {
-    err = MPI_SUCCESS;
-  } else {
-    err = place_bytes(rv->buf, rv->count, rv->type, bytes, m->len);
-  }
-  if (m->sender_done)
-    atomic_store_explicit(m->sender_done, 1, memory_order_release);
+  int err = !m->data && split_receive(m, rv)
+                ? MPI_SUCCESS
+                : receive_bytes(rv, m->data ? m->data : m->sender_buf, m->len, &m->data);
   int src = m->src, tag = m->tag;
   size_t len = m->len;
-  free(m->data);
-  free(m);
+  if (m->on_stack) { /* (its sender returns once released) */
+    atomic_store_explicit(m->sender_done, 1, memory_order_release);
+  } else {
+    if (m->sender_done)
+      atomic_store_explicit(m->sender_done, 1, memory_order_release);
+    free(m->data);
+    free(m);
+  }
   finish_recv(rv, src, tag, err, len);
 }
 
@@ -285,6 +246,12 @@ static struct thr_recv *take_posted(struct thr_mailbox *box, int ctx, int src, i
  * EAGER_BYTES is copied and its sender released (a send need not wait for its receive). */
 static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
 {
+  if (m->on_stack) {
+    struct thr_msg *copy = malloc(sizeof *copy);
+    *copy = *m;
+    copy->on_stack = 0;
+    m = copy;
+  }
   if (!m->data && m->len <= EAGER_BYTES) {
     m->data = malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
@@ -315,54 +282,54 @@ static void deliver(struct thr_rank *dest, struct thr_msg *m)
   thr_wake_waiters(); /* (a probe) */
 }
 
-/* ---- the rings between thread ranks of this process ---- */
+/* ---- the rings between thread ranks of this process (rings.h) ---- */
 
-static struct thr_ring *ring_of(int receiver, int sender)
+/* Takes the message whose first slot is `first` at rank r (its mailbox locked): into the
+ * first matching posted receive, else into the unexpected queue. */
+static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot *first)
 {
-  return &thr_proc.rings[receiver * thr_proc.threads + sender];
-}
-
-/* Takes the slot's message at rank r (its mailbox locked): into the first matching
- * posted receive, else into the unexpected queue. */
-static void take_slot(struct thr_rank *r, struct thr_slot *slot)
-{
-  struct thr_recv *rv = take_posted(&r->box, slot->ctx, slot->src, slot->tag);
-  if (slot->msg) {
+  struct thr_recv *rv = take_posted(&r->box, first->ctx, first->src, first->tag);
+  if (first->msg) {
     if (rv)
-      complete_recv(rv, slot->msg);
+      complete_recv(rv, first->msg);
     else
-      queue_unexpected(&r->box, slot->msg);
+      queue_unexpected(&r->box, first->msg);
     return;
   }
-  size_t len = slot->len;
+  size_t len = first->len;
   if (!rv) {
     struct thr_msg *m = calloc(1, sizeof *m);
-    *m = (struct thr_msg){.ctx = slot->ctx, .src = slot->src, .tag = slot->tag, .len = len,
+    *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag, .len = len,
                           .data = malloc(len ? len : 1)};
-    memcpy(m->data, slot->data, len);
+    thr_ring_copy_out(ring, first, m->data, len);
     queue_unexpected(&r->box, m);
     return;
   }
   int err;
-  if (rv->take) {
-    err = len > thr_type_bytes(rv->type, rv->count) ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
-    *rv->take = malloc(len ? len : 1);
-    memcpy(*rv->take, slot->data, len);
-  } else {
-    err = place_bytes(rv->buf, rv->count, rv->type, slot->data, len);
+  if (first->slots == 1) {
+    err = receive_bytes(rv, first->data, len, NULL);
+  } else if (!rv->take && thr_type_is_contiguous(rv->type, rv->count)) {
+    size_t capacity = thr_type_bytes(rv->type, rv->count);
+    thr_ring_copy_out(ring, first, rv->buf, len < capacity ? len : capacity);
+    err = len > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  } else { /* (in one piece first) */
+    void *bytes = malloc(len);
+    thr_ring_copy_out(ring, first, bytes, len);
+    err = receive_bytes(rv, bytes, len, &bytes);
+    free(bytes);
   }
-  finish_recv(rv, slot->src, slot->tag, err, len);
+  finish_recv(rv, first->src, first->tag, err, len);
 }
 
 /* Whether a ring into rank r holds a message (a read of lines that stay shared while
  * nothing arrives). */
-static int rings_pending(const struct thr_rank *r)
+static int rings_pending(struct thr_rank *r)
 {
-  for (int s = 0; s < thr_proc.threads; s++) {
-    struct thr_ring *ring = ring_of(r->thread, s);
-    if (atomic_load_explicit(&ring->slots[ring->head % THR_RING_SLOTS].full, memory_order_acquire))
+  if (atomic_load_explicit(&r->box.overflowed, memory_order_acquire))
+    return 1;
+  for (int s = 0; s < thr_proc.threads; s++)
+    if (thr_ring_peek(thr_ring_of(r->thread, s)))
       return 1;
-  }
   return 0;
 }
 
@@ -372,16 +339,31 @@ static int drain_locked(struct thr_rank *r)
 {
   int taken = 0;
   for (int s = 0; s < thr_proc.threads; s++) {
-    struct thr_ring *ring = ring_of(r->thread, s);
-    for (;;) {
-      struct thr_slot *slot = &ring->slots[ring->head % THR_RING_SLOTS];
-      if (!atomic_load_explicit(&slot->full, memory_order_acquire))
-        break;
-      take_slot(r, slot);
-      atomic_store_explicit(&slot->full, 0, memory_order_release);
-      ring->head++;
-      taken++;
+    struct thr_ring *ring = thr_ring_of(r->thread, s);
+    for (struct thr_slot *first; (first = thr_ring_peek(ring)); taken++) {
+      take_slot(r, ring, first);
+      thr_ring_release(ring, first);
     }
+  }
+  /* (after every ring: a pair's messages there are older than its overflowed ones) */
+  struct thr_mailbox *box = &r->box;
+  if (!atomic_load_explicit(&box->overflowed, memory_order_relaxed))
+    return taken;
+  struct thr_msg *m = box->overflow;
+  box->overflow = NULL;
+  box->overflow_tail = &box->overflow;
+  atomic_store_explicit(&box->overflowed, 0, memory_order_relaxed);
+  while (m) {
+    struct thr_msg *next = m->next;
+    atomic_store_explicit(&thr_ring_of(r->thread, m->src_thread)->overflowed, 0,
+                          memory_order_release);
+    struct thr_recv *rv = take_posted(box, m->ctx, m->src, m->tag);
+    if (rv)
+      complete_recv(rv, m);
+    else
+      queue_unexpected(box, m);
+    m = next;
+    taken++;
   }
   return taken;
 }
@@ -389,58 +371,69 @@ static int drain_locked(struct thr_rank *r)
 /* What the other thread ranks sent to r, matched now. */
 static void drain_rings(struct thr_rank *r)
 {
-  if (!thr_proc.rings || !rings_pending(r))
+  if (!thr_rings_ready() || !rings_pending(r))
     return;
   pthread_mutex_lock(&r->box.lock);
   int taken = drain_locked(r);
   pthread_mutex_unlock(&r->box.lock);
   if (taken)
-    thr_wake_waiters(); /* (a sender waiting for a free slot) */
+    thr_wake_waiters(); /* (a blocking sender whose message was copied) */
 }
 
-/* The next slot of the ring from r to dst_thread, once free: a full ring waits,
- * taking r's own messages meanwhile (two ranks may fill each other's rings). */
-static struct thr_slot *ring_slot(struct thr_rank *r, int dst_thread)
+/* A message whose ring is full, or whose pair has overflowed messages not yet taken,
+ * goes to the receiver's overflow queue: no send waits for a slot. */
+static void overflow_put(struct thr_rank *r, int dst_thread, struct thr_ring *ring,
+                         struct thr_msg *m)
 {
-  struct thr_ring *ring = ring_of(dst_thread, r->thread);
-  struct thr_slot *slot = &ring->slots[ring->tail % THR_RING_SLOTS];
-  if (atomic_load_explicit(&slot->full, memory_order_acquire)) {
-    struct thr_waiter w = {0};
-    while (atomic_load_explicit(&slot->full, memory_order_acquire)) {
-      drain_rings(r);
-      thr_wait_pause(&w);
-    }
-    thr_wait_end(&w);
-  }
-  return slot;
-}
-
-static void ring_push(struct thr_rank *r, int dst_thread, struct thr_slot *slot)
-{
-  atomic_store_explicit(&slot->full, 1, memory_order_release);
-  ring_of(dst_thread, r->thread)->tail++;
+  struct thr_mailbox *box = &thr_proc.ranks[dst_thread].box;
+  m->src_thread = r->thread;
+  m->next = NULL;
+  pthread_mutex_lock(&box->lock);
+  *box->overflow_tail = m;
+  box->overflow_tail = &m->next;
+  atomic_store_explicit(&ring->overflowed, 1, memory_order_relaxed);
+  atomic_store_explicit(&box->overflowed, 1, memory_order_release);
+  pthread_mutex_unlock(&box->lock);
   thr_wake_waiters();
+}
+
+/* The first of the slots for len inline bytes (0: a pointer) in the ring from r to
+ * dst_thread, or NULL when the message must overflow. */
+static struct thr_slot *ring_slot(struct thr_ring *ring, size_t len)
+{
+  if (atomic_load_explicit(&ring->overflowed, memory_order_acquire))
+    return NULL;
+  return thr_ring_reserve(ring, len);
 }
 
 /* A message of its own (large, packed or SMPI) into the ring. */
 static void ring_put_msg(struct thr_rank *r, int dst_thread, struct thr_msg *m)
 {
-  struct thr_slot *slot = ring_slot(r, dst_thread);
-  slot->ctx = m->ctx, slot->src = m->src, slot->tag = m->tag;
-  slot->msg = m;
-  ring_push(r, dst_thread, slot);
+  struct thr_ring *ring = thr_ring_of(dst_thread, r->thread);
+  struct thr_slot *first = ring_slot(ring, 0);
+  if (!first) {
+    overflow_put(r, dst_thread, ring, m);
+    return;
+  }
+  thr_ring_put_msg(ring, first, m->ctx, m->src, m->tag, m);
+  thr_wake_waiters();
 }
 
 static void ring_put_inline(struct thr_rank *r, int dst_thread, int ctx, int src, int tag,
                             const void *bytes, size_t len)
 {
-  struct thr_slot *slot = ring_slot(r, dst_thread);
-  slot->ctx = ctx, slot->src = src, slot->tag = tag;
-  slot->len = (unsigned)len;
-  slot->msg = NULL;
-  if (len)
-    memcpy(slot->data, bytes, len);
-  ring_push(r, dst_thread, slot);
+  struct thr_ring *ring = thr_ring_of(dst_thread, r->thread);
+  struct thr_slot *first = ring_slot(ring, len);
+  if (!first) { /* (a copy of its own: the send is complete) */
+    struct thr_msg *m = calloc(1, sizeof *m);
+    *m = (struct thr_msg){.ctx = ctx, .src = src, .tag = tag, .len = len,
+                          .data = malloc(len ? len : 1)};
+    memcpy(m->data, bytes, len);
+    overflow_put(r, dst_thread, ring, m);
+    return;
+  }
+  thr_ring_put_inline(ring, first, ctx, src, tag, bytes, len);
+  thr_wake_waiters();
 }
 
 /* Posts rv at rank r, or completes it from the first matching unexpected message; then
@@ -464,7 +457,7 @@ static void post_recv(struct thr_rank *r, struct thr_recv *rv)
   rv->next = NULL;
   *box->posted_tail = rv;
   box->posted_tail = &rv->next;
-  int taken = thr_proc.rings ? drain_locked(r) : 0;
+  int taken = thr_rings_ready() ? drain_locked(r) : 0;
   pthread_mutex_unlock(&box->lock);
   if (taken)
     thr_wake_waiters();
@@ -555,7 +548,7 @@ static int request_done(struct thr_request *q)
   case SEND_LOCAL:
     if (atomic_load_explicit(&q->send_done, memory_order_acquire))
       return 1;
-    split_help(&q->split);
+    thr_split_help(&q->split);
     return atomic_load_explicit(&q->send_done, memory_order_acquire);
   case SEND_HOST: {
     int flag;
@@ -811,8 +804,7 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     } else {
       m->sender_buf = bytes;
       m->sender_done = &q->send_done;
-      q->split.src = bytes;
-      q->split.len = len;
+      thr_split_init(&q->split, bytes, len);
       m->split = &q->split;
     }
     ring_put_msg(r, dst_thread, m);
@@ -934,6 +926,7 @@ void thr_rank_init(struct thr_rank *r, int thread)
   pthread_mutex_init(&r->box.lock, NULL);
   r->box.unexpected_tail = &r->box.unexpected;
   r->box.posted_tail = &r->box.posted;
+  r->box.overflow_tail = &r->box.overflow;
   struct thr_comm *world = new_comm(0, thr_proc.world_size, r->world);
   for (int i = 0; i < world->size; i++)
     world->world[i] = i;
@@ -962,14 +955,14 @@ void thr_runtime_init(int threads)
   PMPI_Comm_free(&node);
   thr_handles_init();
   thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
-  { /* (also T = 1: a rank's messages to itself; calloc: pages of pairs that never talk
-     * stay untouched) */
-    size_t bytes = (size_t)threads * (size_t)threads * sizeof *thr_proc.rings;
-    uintptr_t raw = (uintptr_t)calloc(1, bytes + 64);
-    thr_proc.rings = (struct thr_ring *)((raw + 63) & ~(uintptr_t)63);
-  }
+  thr_rings_init(threads);
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
+}
+
+void thr_runtime_finalize(void)
+{
+  thr_rings_free();
 }
 
 /* ---- the calls of the table ---- */
@@ -1031,9 +1024,12 @@ static int rt_Finalize(struct thr_rank *r)
   thr_Barrier(r, MPI_COMM_WORLD);
   r->finalized = 1;
   const char *stats = getenv("MCOLL_THREADS_STATS");
-  if (stats && atoi(stats) && r->thread == 0)
+  if (stats && atoi(stats) && r->thread == 0) {
+    long messages, chunks;
+    thr_split_counts(&messages, &chunks);
     fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders\n",
-            thr_proc.process, atomic_load(&split_messages), atomic_load(&split_sender_chunks));
+            thr_proc.process, messages, chunks);
+  }
   return MPI_SUCCESS;
 }
 
@@ -1194,18 +1190,42 @@ static int rt_Isend(struct thr_rank *r, const void *buf, int count, MPI_Datatype
   return MPI_SUCCESS;
 }
 
+/* A blocking send of a larger contiguous message to a thread rank of this process: the
+ * message and its split on the stack, no allocation; the receiver, or the unexpected
+ * queue's copy, releases the sender. */
+static void send_local_blocking(struct thr_rank *r, int dst_thread, int ctx, int src, int tag,
+                                const void *bytes, size_t len)
+{
+  atomic_int done = 0;
+  struct thr_split split = {0};
+  thr_split_init(&split, bytes, len);
+  struct thr_msg m = {.ctx = ctx, .src = src, .tag = tag, .len = len, .sender_buf = bytes,
+                      .sender_done = &done, .split = &split, .on_stack = 1};
+  ring_put_msg(r, dst_thread, &m);
+  struct thr_waiter w = {0};
+  while (!atomic_load_explicit(&done, memory_order_acquire)) {
+    thr_split_help(&split);
+    if (atomic_load_explicit(&done, memory_order_acquire))
+      break;
+    thr_wait_pause(&w);
+  }
+  thr_wait_end(&w);
+}
+
 static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                    int tag, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
-  /* A small message of a predefined type to a thread rank of this process: straight
-   * into the slot, no request. */
-  size_t basic = thr_basic_type_size(type);
-  if (basic && dst >= 0 && dst < c->size && count >= 0 &&
-      (size_t)count * basic <= THR_INLINE_BYTES &&
-      c->world[dst] / thr_proc.threads == thr_proc.process) {
-    ring_put_inline(r, c->world[dst] % thr_proc.threads, c->ctx, c->rank, tag, buf,
-                    (size_t)count * basic);
+  /* To a thread rank of this process, contiguous: a small message straight into the
+   * ring, a larger one from the stack; no request. */
+  if (dst >= 0 && dst < c->size && count >= 0 &&
+      c->world[dst] / thr_proc.threads == thr_proc.process && thr_type_is_contiguous(type, count)) {
+    size_t len = thr_type_bytes(type, count);
+    int dst_thread = c->world[dst] % thr_proc.threads;
+    if (len <= THR_INLINE_BYTES)
+      ring_put_inline(r, dst_thread, c->ctx, c->rank, tag, buf, len);
+    else
+      send_local_blocking(r, dst_thread, c->ctx, c->rank, tag, buf, len);
     return MPI_SUCCESS;
   }
   thr_wait(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag), MPI_STATUS_IGNORE);

@@ -12,9 +12,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "rings.h"
 #include "table.h"
-
-struct thr_split;
 
 /* A message that arrived before its receive was posted, or one too large for a slot. */
 struct thr_msg {
@@ -24,27 +23,9 @@ struct thr_msg {
   void *data;             /* owned bytes (eager or from another process), or NULL */
   const void *sender_buf; /* large in-process message: the sender's bytes */
   atomic_int *sender_done;
-  struct thr_split *split; /* the sender copies half when it waits (runtime.c), or NULL */
-};
-
-/* Every message between two thread ranks of a process goes through the ring of that
- * (sender, receiver) pair: one producer, one consumer, slots of one envelope and up to
- * THR_INLINE_BYTES of data, or a pointer to a larger message. The receiver alone takes
- * them out, in the order sent, so matching keeps MPI's non-overtaking rule; a small
- * message costs the hand-off of its slot's cache line, no lock and no allocation. */
-enum { THR_SLOT_BYTES = 512, THR_RING_SLOTS = 32, THR_INLINE_BYTES = THR_SLOT_BYTES - 32 };
-struct thr_slot {
-  atomic_int full; /* the sender sets it (release) after the rest, the receiver clears it */
-  int ctx, src, tag;
-  unsigned len;        /* inline bytes */
-  struct thr_msg *msg; /* NULL: the bytes are inline */
-  unsigned char data[THR_INLINE_BYTES];
-};
-_Static_assert(sizeof(struct thr_slot) == THR_SLOT_BYTES, "a slot is whole cache lines");
-struct thr_ring {
-  _Alignas(64) unsigned tail;                  /* the sender's next slot */
-  _Alignas(64) unsigned head;                  /* the receiver's next slot */
-  _Alignas(64) struct thr_slot slots[THR_RING_SLOTS];
+  struct thr_split *split; /* the sender copies half when it waits (rings.h), or NULL */
+  int src_thread; /* (in an overflow queue) the sending thread rank */
+  int on_stack; /* a blocking sender's: copied before it is queued, never freed */
 };
 
 /* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
@@ -76,6 +57,10 @@ struct thr_mailbox {
   pthread_mutex_t lock;
   struct thr_msg *unexpected, **unexpected_tail;
   struct thr_recv *posted, **posted_tail;
+  /* Messages from thread ranks whose ring was full (in the order sent), taken after the
+   * rings; overflowed counts them for the receiver's look. */
+  struct thr_msg *overflow, **overflow_tail;
+  atomic_int overflowed;
 };
 
 /* A communicator as one rank sees it. */
@@ -126,7 +111,6 @@ struct thr_process {
   int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
   struct thr_rank *ranks;         /* this process's T ranks */
-  struct thr_ring *rings;         /* T x T: [receiver x T + sender] */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
 };
 
@@ -136,6 +120,8 @@ extern _Thread_local struct thr_rank *thr_self;
 extern const struct thr_api thr_runtime_api;
 
 void thr_runtime_init(int threads);
+/* After the ranks' threads have ended. */
+void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
 _Noreturn void thr_fatal(const char *fmt, ...);
 

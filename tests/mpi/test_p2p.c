@@ -3,9 +3,10 @@
  * with their statuses, probe, Sendrecv(_replace), non-overtaking order, derived
  * datatypes on one side, persistent requests, and communicators (dup, split,
  * split_type) keeping messages apart, a storm of small any-source messages, messages
- * of sizes around the thread ranks' inline limit in a row, and large messages of odd
- * sizes (the split copy). Any rank count >= 2; prints "test_p2p: N checks, 0 errors"
- * at rank 0. usage: test_p2p [--max-bytes N] [--only eager|split] */
+ * of sizes around the thread ranks' inline limit in a row, large messages of odd
+ * sizes (the split copy); with --only overflow, sends that find a thread rank's ring
+ * full (each rank pair in one process). Any rank count >= 2; prints "test_p2p: N checks, 0 errors"
+ * at rank 0. usage: test_p2p [--max-bytes N] [--only eager|split|overflow] */
 #include <mpi.h>
 
 #include <stdio.h>
@@ -357,15 +358,16 @@ static long bad_byte(const unsigned char *buf, long n, int src, int m)
   return -1;
 }
 
-/* Sizes around the thread ranks' inline limit (a slot's 480 bytes), the eager copy
- * (16 KiB) and the split copy (128 KiB). */
+/* Sizes around the thread ranks' slot (480 bytes inline), their inline limit (3 slots,
+ * 1440 bytes), the eager copy and the split copy (16 KiB), and the split's whole chunks
+ * (128 KiB). */
 static const long EDGE_SIZES[] = {0, 1, 7, 8, 223, 224, 225, 479, 480, 481, 511, 512, 513,
-                                  4095, 16383, 16384, 16385, 131071, 131073};
+                                  1439, 1440, 1441, 4095, 16383, 16384, 16385, 131071, 131073};
 enum { EDGES = sizeof EDGE_SIZES / sizeof EDGE_SIZES[0], EDGE_ROUNDS = 4,
        EDGE_MESSAGES = EDGES * EDGE_ROUNDS };
 
 /* The eager path between thread ranks: each rank pair (2k, 2k+1) in both directions,
- * EDGE_MESSAGES messages in a row (more than a ring's 32 slots), sizes around the limits,
+ * EDGE_MESSAGES messages in a row (more than a ring's 32 slots hold), sizes around the limits,
  * tags cycling; first with every send done before the receives are posted (a full
  * ring, unexpected messages), then with any-source, any-tag receives posted before the
  * sends. Each receive checks order (tag, count) and every byte. */
@@ -443,6 +445,110 @@ static void eager_edges(void)
       MPI_Barrier(MPI_COMM_WORLD);
     }
   }
+  free(statuses);
+  free(reqs);
+  free(out);
+  free(in);
+}
+
+/* Sends that find their ring full (thread ranks: a ring holds 32 slots of 480 B) do not
+ * wait for the receiver: rank 2k Isends OVERFLOW_MESSAGES messages in a row to 2k+1 while
+ * 2k+1 stays out of MPI (it sleeps OVERFLOW_SLEEP_S), in less than half that time, and
+ * the sends up to the inline limit (1440 B) are complete at once. Then 2k+1 receives
+ * them in order (every other one any source, any tag; the ring's and the overflow's
+ * messages in one sequence), every byte checked; then a message one byte larger than
+ * its receive (MPI_ERR_TRUNCATE, the bytes that fit); then, the overflow taken, more
+ * messages through the ring again, in order. */
+static const long OVERFLOW_SIZES[] = {0, 8, 479, 480, 481, 1000, 1440, 1441, 4000, 20000};
+enum { OVERFLOW_NSIZES = sizeof OVERFLOW_SIZES / sizeof OVERFLOW_SIZES[0],
+       OVERFLOW_MESSAGES = 6 * OVERFLOW_NSIZES, OVERFLOW_AFTER = 40, OVERFLOW_INLINE = 1440 };
+#define OVERFLOW_SLEEP_S 0.4
+
+static void overflow_receive(MPI_Comm comm, unsigned char *in, int peer, int m, long n,
+                             int any)
+{
+  MPI_Status st;
+  int count = -1;
+  memset(in, 0, (size_t)n + 1);
+  MPI_Recv(in, (int)n + 1, MPI_BYTE, any ? MPI_ANY_SOURCE : peer, any ? MPI_ANY_TAG : m % 7,
+           comm, &st);
+  MPI_Get_count(&st, MPI_BYTE, &count);
+  check(st.MPI_TAG == m % 7, "overflow tag (order)", st.MPI_TAG, m % 7);
+  check(st.MPI_SOURCE == peer, "overflow source", st.MPI_SOURCE, peer);
+  check(count == n, "overflow count", count, n);
+  check(bad_byte(in, n, peer, m) < 0 && in[n] == 0, "overflow bytes (first bad)",
+        bad_byte(in, n, peer, m), -1);
+}
+
+static void overflow(void)
+{
+  int peer = rank ^ 1;
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  long total = 0, most = 20001;
+  for (int m = 0; m < OVERFLOW_MESSAGES + 1 + OVERFLOW_AFTER; m++)
+    total += m < OVERFLOW_MESSAGES ? OVERFLOW_SIZES[m % OVERFLOW_NSIZES] : most;
+  unsigned char *out = malloc((size_t)total), *in = malloc((size_t)most + 1);
+  MPI_Request *reqs = malloc((OVERFLOW_MESSAGES + 1) * sizeof *reqs);
+  MPI_Status *statuses = malloc((OVERFLOW_MESSAGES + 1) * sizeof *statuses);
+  MPI_Barrier(comm);
+  if (peer < size && rank % 2 == 0) {
+    long at = 0;
+    int inline_done = 1;
+    double start = MPI_Wtime();
+    for (int m = 0; m < OVERFLOW_MESSAGES; m++) {
+      long n = OVERFLOW_SIZES[m % OVERFLOW_NSIZES];
+      for (long j = 0; j < n; j++)
+        out[at + j] = byte_of(rank, m, j);
+      MPI_Isend(out + at, (int)n, MPI_BYTE, peer, m % 7, comm, &reqs[m]);
+      at += n;
+    }
+    double took = MPI_Wtime() - start;
+    check(took < OVERFLOW_SLEEP_S / 2, "overflow sends' time (ms)", (long)(took * 1e3),
+          (long)(OVERFLOW_SLEEP_S / 2 * 1e3));
+    for (int m = 0; m < OVERFLOW_MESSAGES; m++)
+      if (OVERFLOW_SIZES[m % OVERFLOW_NSIZES] <= OVERFLOW_INLINE) {
+        int flag = 0;
+        MPI_Test(&reqs[m], &flag, MPI_STATUS_IGNORE);
+        inline_done &= flag;
+      }
+    check(inline_done, "overflow inline sends complete at once", inline_done, 1);
+    int m = OVERFLOW_MESSAGES; /* one byte too many for its receive */
+    for (long j = 0; j < 1001; j++)
+      out[at + j] = byte_of(rank, m, j);
+    MPI_Isend(out + at, 1001, MPI_BYTE, peer, m % 7, comm, &reqs[m]);
+    MPI_Waitall(OVERFLOW_MESSAGES + 1, reqs, statuses);
+    MPI_Barrier(comm); /* (the overflow taken) */
+    for (m = OVERFLOW_MESSAGES + 1; m < OVERFLOW_MESSAGES + 1 + OVERFLOW_AFTER; m++) {
+      long n = OVERFLOW_SIZES[m % OVERFLOW_NSIZES];
+      for (long j = 0; j < n; j++)
+        out[j] = byte_of(rank, m, j);
+      MPI_Send(out, (int)n, MPI_BYTE, peer, m % 7, comm);
+    }
+  } else if (peer < size) {
+    double until = MPI_Wtime() + OVERFLOW_SLEEP_S;
+    while (MPI_Wtime() < until) /* (out of MPI: MPI_Wtime does not progress) */
+      ;
+    for (int m = 0; m < OVERFLOW_MESSAGES; m++)
+      overflow_receive(comm, in, peer, m, OVERFLOW_SIZES[m % OVERFLOW_NSIZES], m % 2);
+    int m = OVERFLOW_MESSAGES, count = -1, class = -1;
+    MPI_Status st;
+    memset(in, 0, 1001);
+    int err = MPI_Recv(in, 1000, MPI_BYTE, peer, m % 7, comm, &st);
+    MPI_Error_class(err, &class);
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    check(class == MPI_ERR_TRUNCATE, "overflow truncated receive's error class", class,
+          MPI_ERR_TRUNCATE);
+    check(bad_byte(in, 1000, peer, m) < 0 && in[1000] == 0, "overflow truncated bytes",
+          bad_byte(in, 1000, peer, m), -1);
+    MPI_Barrier(comm);
+    for (m = OVERFLOW_MESSAGES + 1; m < OVERFLOW_MESSAGES + 1 + OVERFLOW_AFTER; m++)
+      overflow_receive(comm, in, peer, m, OVERFLOW_SIZES[m % OVERFLOW_NSIZES], m % 2);
+  } else {
+    MPI_Barrier(comm);
+  }
+  MPI_Comm_free(&comm);
   free(statuses);
   free(reqs);
   free(out);
@@ -529,6 +635,8 @@ int main(int argc, char **argv)
       eager_edges();
     else if (!strcmp(only, "split"))
       split_sizes();
+    else if (!strcmp(only, "overflow"))
+      overflow();
     else
       MPI_Abort(MPI_COMM_WORLD, 2);
   } else {

@@ -110,10 +110,11 @@ def test_sleeping_waits_are_woken(flavour, threads, np, program, args, summary):
     assert result.seconds < SLEEP_TIMEOUT_S, result.describe()
 
 
-# Messages per rank pair of test_p2p's sections: eager 2 directions x 2 phases x 76
+# Messages per rank pair of test_p2p's sections: eager 2 directions x 2 phases x 88
 # messages x (tag, source, count, bytes, and the byte past it on the unexpected phase)
-# = 1368 checks; split 8 messages x 3 checks = 24 (half the pairs' ranks receive).
-SECTION_CHECKS = {"eager": 1368, "split": 24}
+# = 1584 checks; split 8 messages x 3 checks = 24 (half the pairs' ranks receive);
+# overflow 100 messages x 4 checks, 2 for the truncated one, 2 at the sender = 404.
+SECTION_CHECKS = {"eager": 1584, "split": 24, "overflow": 404}
 
 
 @pytest.mark.parametrize("flavour,threads,np",
@@ -121,9 +122,10 @@ SECTION_CHECKS = {"eager": 1368, "split": 24}
                                    openmpi_default=["1x2"]))
 @pytest.mark.parametrize("section", ["eager", "split"])
 def test_rings_and_split_copy(flavour, threads, np, section):
-    """The rings between thread ranks: messages of 0 B to 128 KiB+1 around the inline
-    (480 B), eager (16 KiB) and split (128 KiB) limits, 76 in a row per direction (more
-    than a ring holds), received late and by pre-posted any-source any-tag receives, in
+    """The rings between thread ranks: messages of 0 B to 128 KiB+1 around the slot
+    (480 B), inline (1440 B over 3 slots), eager and split (16 KiB) limits and the split's
+    whole chunks (128 KiB), 88 in a row per direction (more than a ring holds, the rest
+    through the overflow queue), received late and by pre-posted any-source any-tag receives, in
     order with every byte checked; large messages of odd sizes (128 KiB+1 to 2 MiB-5)
     copied by receiver and sender together, the bytes past them untouched. With one
     process of 2 ranks (a core each) the senders copy chunks of the split messages."""
@@ -139,10 +141,26 @@ def test_rings_and_split_copy(flavour, threads, np, section):
         assert split[0][0] == 8 and split[0][1] > 0, result.describe()
 
 
+@pytest.mark.parametrize("flavour,threads,np",
+                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4)],
+                                   openmpi_default=["1x2"]))
+def test_full_ring_sends_do_not_wait(flavour, threads, np):
+    """A rank Isends 61 messages (0 B to 20 KiB, more than its ring holds) to a rank that
+    stays out of MPI: the sends return at once (in under half the receiver's absence),
+    those up to the inline limit complete at once; the receiver then gets them in order
+    across the ring and the overflow queue (every other one by any source, any tag),
+    every byte checked, MPI_ERR_TRUNCATE for the one too large for its receive, and
+    later messages through the ring again (test_p2p --only overflow)."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", "overflow"],
+                                  flavour=flavour), {}, JOB_TIMEOUT)
+    assert check_passed(result, "test_p2p") == SECTION_CHECKS["overflow"] * (np // 2), \
+        result.describe()
+
+
 @pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 2), layout(4, 4)]))
 def test_rings_with_sleeping_waits(flavour, threads, np):
-    """Full rings with every wait asleep: a sender waiting for a free slot is woken when
-    the receiver takes its messages, and the receiver when a slot fills."""
+    """Full rings with every wait asleep: the receiver is woken when a slot fills or a
+    message overflows, a blocking sender when its message is copied."""
     result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", "eager"],
                                   flavour=flavour), SLEEPING_WAITS, JOB_TIMEOUT)
     assert check_passed(result, "test_p2p") == SECTION_CHECKS["eager"] * (np // 2)
