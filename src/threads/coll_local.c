@@ -661,7 +661,7 @@ struct local_eager {
   _Alignas(64) char mem[];
 };
 
-enum { EAGER_HEAD = 64, EAGER_DEFAULT_BYTES = 4096, EAGER_DEFAULT_SLOTS = 64 };
+enum { EAGER_HEAD = 64, EAGER_TABLE_ROOM = 1024, EAGER_DEFAULT_BYTES = 4096, EAGER_DEFAULT_SLOTS = 64 };
 
 static int env_setting(atomic_int *cache, const char *name, int fallback, int least, int most)
 {
@@ -693,13 +693,14 @@ static int eager_slots(void)
  * answer at every rank: bytes are the same at every rank). */
 static struct local_eager *eager_of(struct thr_local_group *g, size_t bytes)
 {
-  if (g->size < 2 || bytes > eager_bytes())
+  if (g->size < 2 || eager_bytes() == 0 || bytes > eager_bytes())
     return NULL;
   struct local_eager *e = atomic_load_explicit(&g->eager, memory_order_acquire);
   if (e)
     return e;
   int slots = eager_slots();
-  size_t cap = (eager_bytes() + 63) / 64 * 64, stride = EAGER_HEAD + cap;
+  /* (room for the table of the v calls beside a block of the full size) */
+  size_t cap = (eager_bytes() + 63) / 64 * 64 + EAGER_TABLE_ROOM, stride = EAGER_HEAD + cap;
   size_t total = sizeof *e + (size_t)g->size * (size_t)slots * stride;
   struct local_eager *fresh = aligned_alloc(64, (total + 63) / 64 * 64);
   if (!fresh) /* (a rank may not fall back alone: the others would wait in the slots) */
