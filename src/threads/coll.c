@@ -42,7 +42,8 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_bcast(g, c, buf, count, type, root);
+    if (!thr_local_eager_bcast(g, c, buf, count, type, root))
+      thr_local_bcast(g, c, buf, count, type, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -72,7 +73,8 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
+    if (!thr_local_eager_reduce(g, c, sbuf, rbuf, count, type, op, root))
+      thr_local_reduce(g, c, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -107,7 +109,8 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
+    if (!thr_local_eager_reduce(g, c, sbuf, rbuf, count, type, op, -1))
+      thr_local_reduce(g, c, sbuf, rbuf, count, type, op, -1);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -127,7 +130,8 @@ int thr_Reduce_scatter_block(struct thr_rank *r, const void *sbuf, void *rbuf, i
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_reduce_scatter(g, c, sbuf, rbuf, count, NULL, type, op);
+    if (!thr_local_eager_reduce_scatter(g, c, sbuf, rbuf, count, NULL, type, op))
+      thr_local_reduce_scatter(g, c, sbuf, rbuf, count, NULL, type, op);
     return MPI_SUCCESS;
   }
   int total = count * c->size;
@@ -145,7 +149,8 @@ int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const i
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_reduce_scatter(g, c, sbuf, rbuf, 0, counts, type, op);
+    if (!thr_local_eager_reduce_scatter(g, c, sbuf, rbuf, 0, counts, type, op))
+      thr_local_reduce_scatter(g, c, sbuf, rbuf, 0, counts, type, op);
     return MPI_SUCCESS;
   }
   int total = 0, *displs = malloc((size_t)c->size * sizeof(int));
@@ -169,7 +174,8 @@ static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_scan(g, c, sbuf, rbuf, count, type, op, exclusive);
+    if (!thr_local_eager_scan(g, c, sbuf, rbuf, count, type, op, exclusive))
+      thr_local_scan(g, c, sbuf, rbuf, count, type, op, exclusive);
     return;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -216,7 +222,8 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root);
+    if (!thr_local_eager_gatherv(g, c, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root))
+      thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -266,7 +273,8 @@ int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype st
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
+    if (!thr_local_eager_gather(g, c, sbuf, scount, stype, rbuf, rcount, rtype, root))
+      thr_local_gatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -287,7 +295,8 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_scatterv(g, c, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root);
+    if (!thr_local_eager_scatterv(g, c, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root))
+      thr_local_scatterv(g, c, sbuf, 0, scounts, displs, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -315,7 +324,8 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
+    if (!thr_local_eager_scatter(g, c, sbuf, scount, stype, rbuf, rcount, rtype, root))
+      thr_local_scatterv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -388,7 +398,9 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_alltoallw(g, c, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
+    if (!thr_local_eager_alltoallw(g, c, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls,
+                                   rtypes))
+      thr_local_alltoallw(g, c, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -429,7 +441,10 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_alltoallv(g, c, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls, rtype);
+    if (!thr_local_eager_alltoallv(g, c, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts,
+                                   rdispls, rtype))
+      thr_local_alltoallv(g, c, sbuf, 0, scounts, sdispls, stype, rbuf, 0, rcounts, rdispls,
+                          rtype);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -458,7 +473,9 @@ int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype 
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype);
+    if (!thr_local_eager_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL,
+                                   NULL, rtype))
+      thr_local_alltoallv(g, c, sbuf, scount, NULL, NULL, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -481,7 +498,8 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
+    if (!thr_local_eager_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype))
+      thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
@@ -512,7 +530,8 @@ int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype
   struct thr_comm *c = thr_comm_of(r, comm);
   struct thr_local_group *g = thr_local_group_of(c);
   if (g) {
-    thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
+    if (!thr_local_eager_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype))
+      thr_local_allgatherv(g, c, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);

@@ -197,6 +197,45 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
 void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
                     int count, MPI_Datatype type, MPI_Op op, int exclusive);
 
+/* Small calls through the group's eager slots (coll_local.c): 1 when taken (the same
+ * answer at every rank), 0 when the call must take the in-place algorithm. Reduce with
+ * root < 0 is allreduce; gather and scatter are the regular calls. */
+int thr_local_eager_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
+                          MPI_Datatype type, int root);
+int thr_local_eager_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                           void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root);
+int thr_local_eager_gather(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                           int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                           MPI_Datatype rtype, int root);
+int thr_local_eager_scatter(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                            int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                            MPI_Datatype rtype, int root);
+int thr_local_eager_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                         void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive);
+/* These take every size (a block too large for a slot is read from its owner's buffer)
+ * unless a slot cannot hold their table (counts NULL: the regular calls). */
+int thr_local_eager_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                            int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
+                            const int *displs, MPI_Datatype rtype, int root);
+int thr_local_eager_scatterv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                             const int *scounts, const int *displs, MPI_Datatype stype,
+                             void *rbuf, int rcount, MPI_Datatype rtype, int root);
+int thr_local_eager_allgatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                               int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                               const int *rcounts, const int *displs, MPI_Datatype rtype);
+int thr_local_eager_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                              int scount, const int *scounts, const int *sdispls,
+                              MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts,
+                              const int *rdispls, MPI_Datatype rtype);
+int thr_local_eager_alltoallw(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
+                              const int *scounts, const int *sdispls, const MPI_Datatype *stypes,
+                              void *rbuf, const int *rcounts, const int *rdispls,
+                              const MPI_Datatype *rtypes);
+/* Only when the whole vector fits a slot (counts NULL: reduce_scatter_block). */
+int thr_local_eager_reduce_scatter(struct thr_local_group *g, struct thr_comm *c,
+                                   const void *sbuf, void *rbuf, int count, const int *counts,
+                                   MPI_Datatype type, MPI_Op op);
+
 /* inout = in op inout (the common predefined cases without the host), a copy between
  * typed buffers of one signature, and a buffer for count x type with its free
  * (coll_local.c). */

@@ -286,6 +286,62 @@ static void alltoall_v_w(MPI_Comm comm, const int *world, int me, int n, int cou
 
 /* Bcast of 2 x count ints from the middle rank, strided at it and at every odd rank,
  * contiguous at the others (long enough to be pipelined across processes). */
+/* Eager slots (coll_local.c): many small calls back to back, a root that runs ahead of
+ * slow readers (the slots are reused while readers lag), slow roots with fast
+ * contributors, and sizes that switch between the slots and the in-place path. */
+static void eager_runs(MPI_Comm comm, int me, int n)
+{
+  where = "eager slots";
+  enum { CALLS = 1000, MAXI = 1100 };
+  static const int sizes[] = {0, 1, 7, 1023, 1100, 2};
+  int *buf = malloc((MAXI + 1) * sizeof(int)), *all = malloc((size_t)n * 8 * sizeof(int));
+  for (int c = 0; c < CALLS; c++) { /* every root in turn, sizes in turn */
+    int root = c % n, count = sizes[c % 6];
+    for (int i = 0; i <= MAXI; i++)
+      buf[i] = me == root ? c * 31 + i : -7;
+    MPI_Bcast(buf, count, MPI_INT, root, comm);
+    for (int i = 0; i < count; i++)
+      check(buf[i] == c * 31 + i, "bcast, roots in turn", c);
+    check(buf[count] == (me == root ? c * 31 + count : -7), "bcast, past the end", c);
+  }
+  for (int c = 0; c < 300; c++) { /* a fast root, readers that sleep now and then */
+    if (me != 0 && c % 50 == me % 50)
+      usleep(2000);
+    for (int i = 0; i < 8; i++)
+      buf[i] = me == 0 ? c + i : -7;
+    MPI_Bcast(buf, 8, MPI_INT, 0, comm);
+    for (int i = 0; i < 8; i++)
+      check(buf[i] == c + i, "bcast, slow readers", c);
+  }
+  for (int c = 0; c < 300; c++) { /* fast contributors, a root that sleeps now and then */
+    int root = n - 1, mine[2] = {me + c, me * c}, sum[2] = {-7, -7};
+    if (me == root && c % 60 == 0)
+      usleep(3000);
+    MPI_Reduce(mine, sum, 2, MPI_INT, MPI_SUM, root, comm);
+    MPI_Gather(mine, 2, MPI_INT, all, 2, MPI_INT, root, comm);
+    if (me == root) {
+      check(sum[0] == n * (n - 1) / 2 + n * c && sum[1] == c * n * (n - 1) / 2, "reduce, slow root", c);
+      for (int j = 0; j < n; j++)
+        check(all[2 * j] == j + c && all[2 * j + 1] == j * c, "gather, slow root", c);
+    }
+    int pre = -7, before = n * 1000;
+    if (me == c % n)
+      usleep(500);
+    MPI_Scan(&mine[0], &pre, 1, MPI_INT, MPI_SUM, comm);
+    check(pre == me * (me + 1) / 2 + (me + 1) * c, "scan, in a row", c);
+    MPI_Exscan(&mine[0], &before, 1, MPI_INT, MPI_SUM, comm);
+    check(me == 0 || before == (me - 1) * me / 2 + me * c, "exscan, in a row", c);
+    int one = -7;
+    int *blocks = all;
+    for (int j = 0; j < n; j++)
+      blocks[j] = me == 0 ? j * 100 + c : -1;
+    MPI_Scatter(blocks, 1, MPI_INT, &one, 1, MPI_INT, 0, comm);
+    check(one == me * 100 + c, "scatter, in a row", c);
+  }
+  free(buf);
+  free(all);
+}
+
 static void bcast_strided(MPI_Comm comm, const int *world, int me, int n, int count)
 {
   int root = n / 2, ints = 2 * count, wide = me == root || me % 2;
@@ -699,6 +755,9 @@ int main(int argc, char **argv)
   MPI_Comm_split(MPI_COMM_WORLD, 0, index * size + process, &interleaved);
   MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 ? MPI_UNDEFINED : 0, index * size + process,
                  &interleaved_uneven);
+  eager_runs(MPI_COMM_WORLD, rank, size);
+  eager_runs(reversed, size - 1 - rank, size);
+  eager_runs(halves, rank < size / 2 ? rank : rank - size / 2, rank < size / 2 ? size / 2 : size - size / 2);
   on(MPI_COMM_WORLD, "world");
   on(halves, "halves");
   on(reversed, "reversed");
