@@ -45,6 +45,7 @@
   X(SPIN_OVERSUBSCRIBED, NUM, "8", "polls of a flag before yielding when ranks > cores")  \
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
+  X(LIGHT_FLAGS, NUM, "1", "1: flags are published with plain release stores, and a rank about to sleep on one issues membarrier(GLOBAL_EXPEDITED) instead (where the kernel offers it to every rank of the node); 0: every flag store is a full barrier") \
   X(SPIN_US, NUM, "20000", "when ranks <= cores (and neither application threads at MPI_THREAD_MULTIPLE nor pending non-blocking calls): microseconds a wait keeps polling instead of yielding (host progress every 32 polls); a yield hands the core to any other runnable process, even at nice 19, for up to a scheduler tick (4 ms at HZ=250); 0 = yield after MCOLL_SPIN polls") \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \
   X(SHARE_CONTEXT, NUM, "1", "1: communicators with identical groups share one context, and those whose node holds the same processes in the same order one node channel (segment, sequences), when one thread makes MPI calls") \

@@ -320,7 +320,9 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   shm->spin = (int)(shm->oversubscribed ? mcoll__cfg.SPIN_OVERSUBSCRIBED : mcoll__cfg.SPIN);
   /* Map the pages the first calls use, so that they take no page faults. */
   mcoll__shm_prefault(shm);
+  mcoll__flag_fence_mark(shm);
   MCOLL_CHECK_MPI(PMPI_Barrier(node_comm));
+  mcoll__flag_fence_decide(shm);
 
 cleanup:
   free(pids);

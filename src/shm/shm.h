@@ -78,7 +78,10 @@ struct mcoll_shm_header {
    * using the segment (ranks started with different MCOLL_SHM_* must not use it). */
   uint64_t bytes, chunk, area_bytes;
   int32_t nslots, window;
-  char pad[MCOLL_LINE - 4 * sizeof(uint64_t) - 4 * sizeof(int32_t)];
+  /* Set by a rank that cannot take part in the sleepers' process-wide fence: then
+   * every rank publishes flags with full barriers (mcoll__flag_fence_setup). */
+  _Atomic int32_t strong_flags;
+  char pad[MCOLL_LINE - 4 * sizeof(uint64_t) - 5 * sizeof(int32_t)];
   /* Counter barrier (coll/barrier): arrivals so far, and the last barrier released.
    * One line, so that the last arriver's add and release take it once. */
   mcoll_flag barrier_arrived;
@@ -126,6 +129,7 @@ struct mcoll_shm {
   int local_rank, local_size;
   int spin;                     /* polls before yielding: few when oversubscribed */
   int oversubscribed;           /* more ranks on this machine than cores */
+  int light_flags;              /* flags published with plain release stores (wait.c) */
 };
 
 /* Creates (node leader), maps (all), then unlinks the segment: after this call
@@ -154,6 +158,12 @@ static inline int mcoll__reached(uint32_t value, uint32_t target) {
   return (int32_t)(value - target) >= 0;
 }
 
+/* Whether flags of this segment may be published with plain release stores: every
+ * rank of the node registered for the process-wide fence that a sleeper issues
+ * instead (wait.c). Each rank marks its inability in the header before the set-up's
+ * last node barrier (mark) and reads the node's verdict after it (decide). */
+void mcoll__flag_fence_mark(struct mcoll_shm *shm);
+void mcoll__flag_fence_decide(struct mcoll_shm *shm);
 /* Publishes a flag value and wakes sleepers, if any. */
 void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value);
 /* Adds to a flag that others may wait on (wakes sleepers as mcoll__flag_set does);

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,13 +72,42 @@ static long futex(mcoll_flag *addr, int op, uint32_t value, const struct timespe
   return syscall(SYS_futex, (uint32_t *)addr, op, value, timeout, NULL, 0);
 }
 
-/* After a seq_cst write of flag: either we see the sleeper, or it sees the value. */
+/* A writer stores a flag, then reads sleepers; a sleeper adds itself to sleepers,
+ * then reads the flag: each side needs a full barrier between its store and its
+ * load, or both may miss the other (the sleeper then sleeps until its timeout).
+ * A seq_cst store is that barrier on the writer's side, but it stalls the writer
+ * until the flag's line, which its reader polls, comes back from the reader's
+ * cache: on every call. Instead, where the kernel allows, the rare side pays: a
+ * sleeper issues membarrier(GLOBAL_EXPEDITED), a full barrier on every running
+ * thread of every registered process, between its add and its load, and the
+ * writers publish with plain release stores. */
+static int fence_able;
+static pthread_once_t fence_once = PTHREAD_ONCE_INIT;
+
+static void fence_register(void) {
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  fence_able = cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+               syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+void mcoll__flag_fence_mark(struct mcoll_shm *shm) {
+  pthread_once(&fence_once, fence_register);
+  if (!fence_able || !mcoll__cfg.LIGHT_FLAGS) atomic_store(&shm->hdr->strong_flags, 1);
+}
+
+void mcoll__flag_fence_decide(struct mcoll_shm *shm) {
+  shm->light_flags = fence_able && mcoll__cfg.LIGHT_FLAGS && !atomic_load(&shm->hdr->strong_flags);
+}
+
+/* After a write of flag (seq_cst, or light_flags): either we see the sleeper, or it
+ * sees the value. */
 static void wake_sleepers(const struct mcoll_shm *shm, mcoll_flag *flag) {
   if (atomic_load(&shm->hdr->sleepers) > 0) futex(flag, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value) {
-  atomic_store(flag, value);
+  if (shm->light_flags) atomic_store_explicit(flag, value, memory_order_release);
+  else atomic_store(flag, value);
   wake_sleepers(shm, flag);
 }
 
@@ -183,6 +214,7 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
      * share of it). */
     struct timespec timeout = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
     atomic_fetch_add(&shm->hdr->sleepers, 1);
+    if (shm->light_flags) syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
     value = atomic_load(flag);
     if (!flag_ok(value, target, exact)) futex(flag, FUTEX_WAIT, value, &timeout);
     atomic_fetch_sub(&shm->hdr->sleepers, 1);

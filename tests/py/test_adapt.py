@@ -169,6 +169,25 @@ def test_large_blocks_time_no_area_candidates(flavour):
         assert counts[coll].get("cma", 0) >= 40, (coll, counts[coll])
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_two_rank_reductions_time_flat_at_large_sizes(flavour):
+    """On a node of two ranks flat stays within reach of the reductions' rounds at
+    every size (bench/records/osu-day7: its time holds from job to job while HSRA's
+    and single copy's move by several times); on three ranks it leaves them beyond
+    its reach. Every result is checked (-c)."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "2"}
+    argv = ["-C", "reduce,allreduce", "-b", "1M", "-e", "1M", "-m", "latency",
+            "-n", "30", "-w", "0", "-r", "1", "-c"]
+    for np, flat in ((2, True), (3, False)):
+        result = run_job(mpiexec_argv(flavour, np, program, argv), env, JOB_TIMEOUT)
+        assert result.returncode == 0, result.describe()
+        cands = adapt_candidates(result.stderr)
+        for coll in ("reduce", "allreduce"):
+            assert "hsra" in cands[(coll, "1M")], (np, coll, cands)
+            assert ("flat" in cands[(coll, "1M")]) == flat, (np, coll, cands)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_off_and_forced_do_not_adapt(flavour):

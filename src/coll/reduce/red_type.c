@@ -180,8 +180,10 @@ int mcoll__red_choose(enum mcoll_coll coll, const struct mcoll_comm *c, size_t b
 }
 
 /* Flat folds every input on one rank (all of them, on every rank for allreduce): out
- * of reach beyond a few tens of KiB; single copy's system calls below a few KiB; p2p
- * is for nodes out of rank order only. */
+ * of reach beyond a few tens of KiB, except on nodes of two ranks, where it reads one
+ * peer's area and its time holds from job to job while HSRA's and single copy's move
+ * by several times (bench/records/osu-day7/); single copy's system calls below a few
+ * KiB; p2p is for nodes out of rank order only. */
 enum { RED_FLAT_REACH = 64 << 10, RED_CMA_REACH = 2 << 10 };
 
 int mcoll__red_choose_task(enum mcoll_coll coll, const struct mcoll_comm *c, size_t bytes,
@@ -201,7 +203,7 @@ int mcoll__red_choose_adaptive(enum mcoll_coll coll, struct mcoll_comm *c, size_
   call->cls = NULL;
   if (!adaptable || alg == MCOLL_RED_P2P) return alg;
   unsigned reach = (1u << MCOLL_RED_HSRA) | (bytes >= RED_CMA_REACH ? 1u << MCOLL_RED_CMA : 0) |
-                   (bytes <= RED_FLAT_REACH ? 1u << MCOLL_RED_FLAT : 0);
+                   (bytes <= RED_FLAT_REACH || c->topo.local_size == 2 ? 1u << MCOLL_RED_FLAT : 0);
   return mcoll__adapt_pick(c, coll, bytes, alg, &facts, reach, call);
 }
 
