@@ -106,8 +106,14 @@ static void wake_sleepers(const struct mcoll_shm *shm, mcoll_flag *flag) {
 }
 
 void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value) {
-  if (shm->light_flags) atomic_store_explicit(flag, value, memory_order_release);
-  else atomic_store(flag, value);
+  if (shm->light_flags) {
+    atomic_store_explicit(flag, value, memory_order_release);
+    /* The sleeper's membarrier is the hardware fence; the compiler must still not
+     * move the read of sleepers above this store. */
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    atomic_store(flag, value);
+  }
   wake_sleepers(shm, flag);
 }
 
