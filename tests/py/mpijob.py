@@ -252,6 +252,24 @@ def run_job(argv, env=None, timeout=300, expect_timeout=False):
     return result
 
 
+def syscall_count(flavour, tmp_path, syscall, program, args, env, timeout):
+    """Runs a 2-rank job with one strace per rank (a wrapper; its summary in
+    per_rank.sh.<pid>); returns the job's result and both ranks' calls of syscall."""
+    wrapper = tmp_path / "per_rank.sh"
+    wrapper.write_text(f'#!/bin/sh\nexec strace -f -qq --seccomp-bpf -e trace={syscall} -c -o "$0.$$" "$@"\n')
+    wrapper.chmod(0o755)
+    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *args]), env, timeout)
+    assert result.returncode == 0, result.describe()
+    total, files = 0, sorted(tmp_path.glob("per_rank.sh.*"))
+    assert len(files) == 2, files
+    row = re.compile(rf"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)(?:\s+\d+)?\s+{syscall}$", re.M)
+    for f in files:
+        m = row.search(f.read_text())
+        total += int(m.group(1)) if m else 0
+        f.unlink()
+    return result, total
+
+
 def client_env(prefix):
     """The environment of a client suite's script (tests/clients/): run_job drops
     MCOLL_* from it, so the script's own knobs (prefix...) and MCOLL_BUILD_DIR pass."""

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from mpijob import BASE_ENV, BUILD, flavour_param, mpiexec_argv, run_job
+from mpijob import BASE_ENV, BUILD, flavour_param, syscall_count
 
 JOB_TIMEOUT = 150
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
@@ -21,20 +21,9 @@ ARGS = ["-m", "latency", "-C", "gather", "-b", "4M", "-e", "4M", "-n", str(CALLS
 
 def yields(flavour, tmp_path, extra):
     """sched_yield calls of both ranks of one job (strace -c per process)."""
-    # one strace per rank (a wrapper), its summary in per_rank.sh.<pid>
-    wrapper = tmp_path / "per_rank.sh"
-    wrapper.write_text('#!/bin/sh\nexec strace -f -qq --seccomp-bpf -e trace=sched_yield -c -o "$0.$$" "$@"\n')
-    wrapper.chmod(0o755)
-    program = BUILD.bin(flavour, "mcoll-bench")
-    result = run_job(mpiexec_argv(flavour, 2, wrapper, [program, *ARGS]), {**BASE_ENV, **extra}, JOB_TIMEOUT)
-    assert result.returncode == 0, result.describe()
+    result, total = syscall_count(flavour, tmp_path, "sched_yield", BUILD.bin(flavour, "mcoll-bench"), ARGS,
+                                  {**BASE_ENV, **extra}, JOB_TIMEOUT)
     assert re.search(r"^  gather +4194304 ", result.stdout, re.M), result.describe()
-    total, files = 0, sorted(tmp_path.glob("per_rank.sh.*"))
-    assert len(files) == 2, files
-    for f in files:
-        m = re.search(r"^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)(?:\s+\d+)?\s+sched_yield$", f.read_text(), re.M)
-        total += int(m.group(1)) if m else 0
-        f.unlink()
     return total
 
 
