@@ -51,9 +51,9 @@ unless the key says MBps = 1e6 B/s; defaults in DEFAULTS below):
         "fold_curve": {"sizes": [...], "GBps": [...]},   # the same by size (calibrated)
         "chunk": 65536, "cma_chunk": 262144, "bcast_k": 2, "tile": 0,
         "shared_step_us": w         # with machine_cores and more ranks P than those M
-                                    # cores: a step between nodes waits w (1 - M/P) for
-                                    # its peer to be scheduled (busy-polling ranks hold a
-                                    # core until preempted); fitted, see shared_step_wait_us
+                                    # cores: a step between nodes waits w P/M for its
+                                    # peer to be scheduled (busy-polling ranks hold a core
+                                    # until preempted); fitted, see shared_step_wait_us
       },
       "net": {                      # between nodes (host MPI point-to-point)
         "alpha_us": a, "nic_MBps": b,      # latency, one-way bandwidth of a node's NIC
@@ -95,11 +95,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MACHINES = HERE / "machines"
 
-# A step between test hosts when their ranks oversubscribe the machine they share: fitted
-# to the cluster benchmark's rows up to 16 KiB at 2x2, 4x1 and 4x2 ranks on 2 cores, 1 Gbit/s
-# (bench/records/cluster-4/: the median over those rows of (measured - the model without it)
-# / (steps (1 - M/P)); about 1.4 scheduler ticks at HZ=250).
-SHARED_STEP_US = 5400.0
+# A step between test hosts when their ranks oversubscribe the machine they share, per
+# P/M (P ranks on M cores): the wait grows about as P/M (bench/records/net8/: about 4 ms
+# a step at 4 ranks, 8-9 ms at 8 on 2 cores); 1500 fits bench/records/cluster-4/'s
+# oversubscribed 1 Gbit/s rows best (median |error| 26%, against 31% with the former
+# 5400 (1 - M/P)); bench/records/net9/.
+SHARED_STEP_US = 1500.0
 
 
 # Uncalibrated defaults: numbers of the order of this project's 2-core test machine
@@ -373,14 +374,15 @@ class Machine:
     def shared_step_wait_us(self):
         """What a dependent step between nodes waits for its peer to run when the nodes
         share one machine's cores (topology.machine_cores: test hosts) and the job's P
-        ranks outnumber them: the host MPIs busy-poll, so a waiting rank keeps its core
-        until the scheduler preempts it; the peer is off a core with the share 1 - M/P
-        and then waits for a slice (shared_step_us). 0 otherwise."""
+        ranks outnumber those M: the host MPIs busy-poll, so a waiting rank keeps its core
+        until the scheduler preempts it, and the peer waits for its turn among P/M busy
+        tasks per core: shared_step_us x P/M. 0 with ranks <= cores or without
+        machine_cores."""
         cores = self.topo.get("machine_cores")
         ranks = self.topo["nodes"] * self.topo["ranks_per_node"]
         if not cores or self.topo["nodes"] < 2 or ranks <= cores:
             return 0.0
-        return self.node.get("shared_step_us", SHARED_STEP_US) * (1.0 - cores / ranks)
+        return self.node.get("shared_step_us", SHARED_STEP_US) * ranks / cores
 
     def net_beta_us(self):
         return 1.0 / self.net["nic_MBps"]           # µs per byte
