@@ -36,6 +36,7 @@ struct local_slot {
 };
 
 struct local_eager;
+static void eager_free(struct local_eager *e);
 
 /* The stages of one call: its buffers published, then done with the others'
  * (and, allreduce: its segment's result published), then done reading those. */
@@ -98,7 +99,7 @@ void thr_local_group_release(struct thr_comm *c)
     while (*p != g)
       p = &(*p)->next;
     *p = g->next;
-    free(atomic_load(&g->eager));
+    eager_free(atomic_load(&g->eager));
     free(g);
   }
   pthread_mutex_unlock(&registry_lock);
@@ -656,12 +657,13 @@ void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, 
  * a reduction's type). */
 
 struct local_eager {
-  int slots;
-  size_t cap, stride;
+  int slots; /* 0: the group's calls take the in-place path (no room left) */
+  size_t cap, stride, held;
   _Alignas(64) char mem[];
 };
 
 enum { EAGER_HEAD = 64, EAGER_TABLE_ROOM = 1024, EAGER_DEFAULT_BYTES = 4096, EAGER_DEFAULT_SLOTS = 64 };
+enum { EAGER_DEFAULT_MEM = 1 << 20 };
 
 static int env_setting(atomic_int *cache, const char *name, int fallback, int least, int most)
 {
@@ -689,31 +691,81 @@ static int eager_slots(void)
   return env_setting(&v, "MCOLL_THREADS_EAGER_SLOTS", EAGER_DEFAULT_SLOTS, 2, 4096);
 }
 
+/* The slots of all live groups of this process may hold this many bytes per thread
+ * rank of the process (MCOLL_THREADS_EAGER_MEM), so that a program with many
+ * communicators does not hold a ring per rank for each of them. */
+static size_t eager_budget(void)
+{
+  static atomic_int v = -1;
+  int per_rank = env_setting(&v, "MCOLL_THREADS_EAGER_MEM", EAGER_DEFAULT_MEM, 0, INT_MAX);
+  return (size_t)per_rank * (size_t)(thr_proc.threads > 0 ? thr_proc.threads : 1);
+}
+
+static size_t eager_held; /* (under registry_lock) bytes of the live groups' slots */
+
+/* Slots per rank a new group of `size` ranks gets within the budget: the setting, halved
+ * while it would not fit, or 0. The bytes are taken from the budget. */
+static int eager_reserve_budget(int size, size_t stride, size_t *held)
+{
+  int slots = eager_slots();
+  size_t budget = eager_budget();
+  pthread_mutex_lock(&registry_lock);
+  size_t room = budget > eager_held ? budget - eager_held : 0;
+  while (slots > 2 && (size_t)size * (size_t)slots * stride > room)
+    slots /= 2;
+  if ((size_t)size * (size_t)slots * stride > room)
+    slots = 0;
+  *held = (size_t)size * (size_t)slots * stride;
+  eager_held += *held;
+  pthread_mutex_unlock(&registry_lock);
+  return slots;
+}
+
+static void eager_return_budget(size_t held)
+{
+  pthread_mutex_lock(&registry_lock);
+  eager_held -= held;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+/* (called under registry_lock) */
+static void eager_free(struct local_eager *e)
+{
+  if (!e)
+    return;
+  eager_held -= e->held;
+  free(e);
+}
+
 /* The group's slots when a call of `bytes` per slot takes them, else NULL (the same
- * answer at every rank: bytes are the same at every rank). */
+ * answer at every rank: bytes are the same at every rank, and the group's first eager
+ * call decides its number of slots for all). */
 static struct local_eager *eager_of(struct thr_local_group *g, size_t bytes)
 {
   if (g->size < 2 || eager_bytes() == 0 || bytes > eager_bytes())
     return NULL;
   struct local_eager *e = atomic_load_explicit(&g->eager, memory_order_acquire);
   if (e)
-    return e;
-  int slots = eager_slots();
+    return e->slots ? e : NULL;
   /* (room for the table of the v calls beside a block of the full size) */
-  size_t cap = (eager_bytes() + 63) / 64 * 64 + EAGER_TABLE_ROOM, stride = EAGER_HEAD + cap;
-  size_t total = sizeof *e + (size_t)g->size * (size_t)slots * stride;
+  size_t cap = (eager_bytes() + 63) / 64 * 64 + EAGER_TABLE_ROOM, stride = EAGER_HEAD + cap, held;
+  int slots = eager_reserve_budget(g->size, stride, &held);
+  size_t total = sizeof *e + held;
   struct local_eager *fresh = aligned_alloc(64, (total + 63) / 64 * 64);
   if (!fresh) /* (a rank may not fall back alone: the others would wait in the slots) */
     thr_fatal("no memory for the eager slots of a communicator");
   fresh->slots = slots;
   fresh->cap = cap;
   fresh->stride = stride;
+  fresh->held = held;
   for (size_t i = 0; i < (size_t)g->size * (size_t)slots; i++)
     atomic_init((atomic_uint *)(fresh->mem + i * stride), 0);
-  if (atomic_compare_exchange_strong(&g->eager, &e, fresh))
-    return fresh;
-  free(fresh);
-  return e;
+  if (!atomic_compare_exchange_strong(&g->eager, &e, fresh)) {
+    eager_return_budget(held);
+    free(fresh);
+    fresh = e;
+  }
+  return fresh->slots ? fresh : NULL;
 }
 
 static char *eager_slot(const struct local_eager *e, int j, unsigned k)

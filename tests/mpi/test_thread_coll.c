@@ -342,6 +342,56 @@ static void eager_runs(MPI_Comm comm, int me, int n)
   free(all);
 }
 
+/* Resident memory of this process in KiB (0 where /proc cannot tell). */
+static long resident_kib(void)
+{
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kib;
+}
+
+/* Many communicators alive at once, each with small calls (eager slots, coll_local.c):
+ * their slots stay within a budget, so the process does not grow with their number. */
+static void many_communicators(int me, int n)
+{
+  where = "many communicators";
+  enum { COMMS = 300 };
+  MPI_Comm *comms = malloc(COMMS * sizeof *comms);
+  MPI_Barrier(MPI_COMM_WORLD);
+  long before = resident_kib();
+  for (int c = 0; c < COMMS; c++) {
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]);
+    int buf[8], sum = -7, mine = me + c;
+    for (int i = 0; i < 8; i++)
+      buf[i] = me == c % n ? c + i : -7;
+    MPI_Bcast(buf, 8, MPI_INT, c % n, comms[c]);
+    for (int i = 0; i < 8; i++)
+      check(buf[i] == c + i, "bcast on a fresh communicator", c);
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comms[c]);
+    check(sum == n * (n - 1) / 2 + n * c, "allreduce on a fresh communicator", c);
+  }
+  for (int c = 0; c < COMMS; c++) { /* all of them again, in the other order */
+    int mine = me * c, sum = -7;
+    MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, comms[COMMS - 1 - c]);
+    check(sum == c * n * (n - 1) / 2, "allreduce on many communicators", c);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  long grown = resident_kib() - before, most;
+  MPI_Reduce(&grown, &most, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (me == 0)
+    printf("test_thread_coll: %d communicators, grown by %ld KiB\n", COMMS, most);
+  check(grown < 96 * 1024, "memory of many communicators", (int)(grown / 1024));
+  for (int c = 0; c < COMMS; c++)
+    MPI_Comm_free(&comms[c]);
+  free(comms);
+}
+
 static void bcast_strided(MPI_Comm comm, const int *world, int me, int n, int count)
 {
   int root = n / 2, ints = 2 * count, wide = me == root || me % 2;
@@ -756,6 +806,7 @@ int main(int argc, char **argv)
   MPI_Comm_split(MPI_COMM_WORLD, rank == size - 1 ? MPI_UNDEFINED : 0, index * size + process,
                  &interleaved_uneven);
   eager_runs(MPI_COMM_WORLD, rank, size);
+  many_communicators(rank, size);
   eager_runs(reversed, size - 1 - rank, size);
   eager_runs(halves, rank < size / 2 ? rank : rank - size / 2, rank < size / 2 ? size / 2 : size - size / 2);
   on(MPI_COMM_WORLD, "world");

@@ -256,7 +256,8 @@ def test_thread_coll_as_thread_ranks(flavour, threads, np):
     """The in-process collectives (src/threads/coll_local.c: ranks read and write each
     other's buffers) at their edges: in place, non-commutative reductions split into
     segments, empty reduce_scatter blocks, strided types on one side, on communicators
-    inside one process and across processes (tests/mpi/test_thread_coll.c); and the
+    inside one process and across processes (tests/mpi/test_thread_coll.c); 300
+    communicators alive at once, whose eager slots stay within their budget; and the
     thread ranks together may use every CPU (Open MPI binds a lone process to one core
     unless told not to), each bound to one of its own when the node's ranks fit."""
     result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour), None,
