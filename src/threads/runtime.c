@@ -70,6 +70,27 @@ _Noreturn void thr_fatal(const char *fmt, ...)
   abort_job(1);
 }
 
+static _Noreturn void out_of_memory(size_t bytes, const char *where)
+{
+  thr_fatal("out of memory (MPI_ERR_NO_MEM): %zu bytes in %s", bytes, where);
+}
+
+void *thr_malloc_in(size_t bytes, const char *where)
+{
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    out_of_memory(bytes, where);
+  return p;
+}
+
+void *thr_calloc_in(size_t n, size_t size, const char *where)
+{
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    out_of_memory(n * size, where);
+  return p;
+}
+
 /* ---- datatypes: bytes out of and into typed buffers ---- */
 
 size_t thr_type_bytes(MPI_Datatype type, int count)
@@ -115,7 +136,7 @@ static const void *bytes_of(const void *buf, int count, MPI_Datatype type, size_
   *owned = NULL;
   if (thr_type_is_contiguous(type, count) || *len == 0)
     return buf;
-  *owned = malloc(*len);
+  *owned = thr_malloc(*len);
   int position = 0;
   PMPI_Pack(buf, count, type, *owned, (int)*len, &position, MPI_COMM_SELF);
   return *owned;
@@ -201,7 +222,7 @@ static int receive_bytes(struct thr_recv *rv, const void *bytes, size_t len, voi
     *rv->take = *owned;
     *owned = NULL;
   } else {
-    *rv->take = malloc(len ? len : 1);
+    *rv->take = thr_malloc(len ? len : 1);
     memcpy(*rv->take, bytes, len);
   }
   return err;
@@ -247,13 +268,13 @@ static struct thr_recv *take_posted(struct thr_mailbox *box, int ctx, int src, i
 static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
 {
   if (m->on_stack) {
-    struct thr_msg *copy = malloc(sizeof *copy);
+    struct thr_msg *copy = thr_malloc(sizeof *copy);
     *copy = *m;
     copy->on_stack = 0;
     m = copy;
   }
   if (!m->data && m->len <= EAGER_BYTES) {
-    m->data = malloc(m->len ? m->len : 1);
+    m->data = thr_malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
     m->sender_done = NULL;
@@ -298,9 +319,9 @@ static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot
   }
   size_t len = first->len;
   if (!rv) {
-    struct thr_msg *m = calloc(1, sizeof *m);
+    struct thr_msg *m = thr_calloc(1, sizeof *m);
     *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag, .len = len,
-                          .data = malloc(len ? len : 1)};
+                          .data = thr_malloc(len ? len : 1)};
     thr_ring_copy_out(ring, first, m->data, len);
     queue_unexpected(&r->box, m);
     return;
@@ -313,7 +334,7 @@ static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot
     thr_ring_copy_out(ring, first, rv->buf, len < capacity ? len : capacity);
     err = len > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   } else { /* (in one piece first) */
-    void *bytes = malloc(len);
+    void *bytes = thr_malloc(len);
     thr_ring_copy_out(ring, first, bytes, len);
     err = receive_bytes(rv, bytes, len, &bytes);
     free(bytes);
@@ -425,9 +446,9 @@ static void ring_put_inline(struct thr_rank *r, int dst_thread, int ctx, int src
   struct thr_ring *ring = thr_ring_of(dst_thread, r->thread);
   struct thr_slot *first = ring_slot(ring, len);
   if (!first) { /* (a copy of its own: the send is complete) */
-    struct thr_msg *m = calloc(1, sizeof *m);
+    struct thr_msg *m = thr_calloc(1, sizeof *m);
     *m = (struct thr_msg){.ctx = ctx, .src = src, .tag = tag, .len = len,
-                          .data = malloc(len ? len : 1)};
+                          .data = thr_malloc(len ? len : 1)};
     memcpy(m->data, bytes, len);
     overflow_put(r, dst_thread, ring, m);
     return;
@@ -484,12 +505,12 @@ void thr_host_drain(void)
       break;
     struct host_envelope env;
     PMPI_Mrecv(&env, sizeof env, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
-    struct thr_msg *m = calloc(1, sizeof *m);
+    struct thr_msg *m = thr_calloc(1, sizeof *m);
     m->ctx = env.ctx;
     m->src = env.src;
     m->tag = env.tag;
     m->len = env.len;
-    m->data = malloc(env.len ? env.len : 1);
+    m->data = thr_malloc(env.len ? env.len : 1);
     if (env.len)
       PMPI_Recv(m->data, (int)env.len, MPI_BYTE, status.MPI_SOURCE, DATA_TAG + env.src_thread,
                 thr_proc.host, MPI_STATUS_IGNORE);
@@ -769,7 +790,7 @@ int thr_request_test(struct thr_request *q, int *error)
 
 static struct thr_request *new_request(enum request_kind kind)
 {
-  struct thr_request *q = calloc(1, sizeof *q);
+  struct thr_request *q = thr_calloc(1, sizeof *q);
   q->kind = kind;
   q->host[0] = q->host[1] = MPI_REQUEST_NULL;
   set_status(&q->status, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_SUCCESS, 0);
@@ -796,7 +817,7 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
       return new_request(DONE);
     }
     struct thr_request *q = new_request(SEND_LOCAL);
-    struct thr_msg *m = calloc(1, sizeof *m);
+    struct thr_msg *m = thr_calloc(1, sizeof *m);
     *m = (struct thr_msg){.ctx = ctx, .src = c->rank, .tag = tag, .len = len};
     if (owned) { /* already a private copy: the send is complete */
       m->data = owned;
@@ -811,7 +832,7 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     return q;
   }
   struct thr_request *q = new_request(SEND_HOST);
-  struct host_envelope *env = malloc(sizeof *env);
+  struct host_envelope *env = thr_malloc(sizeof *env);
   *env = (struct host_envelope){.ctx = ctx, .src = c->rank, .tag = tag,
                                 .dst_thread = dst_world % thr_proc.threads,
                                 .src_thread = r->thread, .len = len};
@@ -864,7 +885,10 @@ static int add_handle(void ***table, int *n, void *object)
       return i;
     }
   int grown = *n ? 2 * *n : 16;
-  *table = realloc(*table, (size_t)grown * sizeof **table);
+  void **grown_table = realloc(*table, (size_t)grown * sizeof **table);
+  if (!grown_table)
+    out_of_memory((size_t)grown * sizeof **table, __func__);
+  *table = grown_table;
   memset(*table + *n, 0, (size_t)(grown - *n) * sizeof **table);
   int i = *n;
   *n = grown;
@@ -910,9 +934,9 @@ static struct thr_request *request_of(struct thr_rank *r, MPI_Request handle, in
 
 static struct thr_comm *new_comm(int ctx, int size, int rank)
 {
-  struct thr_comm *c = calloc(1, sizeof *c);
+  struct thr_comm *c = thr_calloc(1, sizeof *c);
   *c = (struct thr_comm){.ctx = ctx, .size = size, .rank = rank,
-                         .world = malloc((size_t)size * sizeof(int)),
+                         .world = thr_malloc((size_t)size * sizeof(int)),
                          .errhandler = MPI_ERRORS_ARE_FATAL};
   return c;
 }
@@ -954,7 +978,7 @@ void thr_runtime_init(int threads)
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
   thr_handles_init();
-  thr_proc.ranks = calloc((size_t)threads, sizeof *thr_proc.ranks);
+  thr_proc.ranks = thr_calloc((size_t)threads, sizeof *thr_proc.ranks);
   thr_rings_init(threads);
   for (int t = 0; t < threads; t++)
     thr_rank_init(&thr_proc.ranks[t], t);
@@ -1091,12 +1115,12 @@ static int rt_Comm_split(struct thr_rank *r, MPI_Comm comm, int color, int key, 
   struct thr_comm *parent = thr_comm_of(r, comm);
   int ctx = agree_ctx(r, comm);
   int mine[2] = {color, key};
-  int *all = malloc((size_t)parent->size * 2 * sizeof(int));
+  int *all = thr_malloc((size_t)parent->size * 2 * sizeof(int));
   thr_Allgather(r, mine, 2, MPI_INT, all, 2, MPI_INT, comm);
   *out = MPI_COMM_NULL;
   if (color != MPI_UNDEFINED) {
     int size = 0, rank = 0;
-    int *members = malloc((size_t)parent->size * sizeof(int));
+    int *members = thr_malloc((size_t)parent->size * sizeof(int));
     for (int i = 0; i < parent->size; i++)
       if (all[2 * i] == color)
         members[size++] = i;
@@ -1306,7 +1330,7 @@ static int rt_Sendrecv_replace(struct thr_rank *r, void *buf, int count, MPI_Dat
   size_t len;
   void *owned;
   const void *bytes = bytes_of(buf, count, type, &len, &owned);
-  void *copy = malloc(len ? len : 1);
+  void *copy = thr_malloc(len ? len : 1);
   memcpy(copy, bytes, len);
   free(owned);
   int err = rt_Sendrecv(r, copy, (int)len, MPI_BYTE, dst, stag, buf, count, type, src, rtag,
@@ -1604,13 +1628,13 @@ static int rt_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype t
     thr_fatal("rank %d: send to rank %d of a communicator of %d", r->world, dst, c->size);
   int dst_world = c->world[dst];
   if (dst_world / thr_proc.threads != thr_proc.process) {
-    struct thr_smpi_send *s = malloc(sizeof *s);
+    struct thr_smpi_send *s = thr_malloc(sizeof *s);
     *s = (struct thr_smpi_send){.next = r->smpi_sends, .buffer = ptr,
                                 .request = thr_isend(r, c, c->ctx, ptr, count, type, dst, tag)};
     r->smpi_sends = s;
     return MPI_SUCCESS;
   }
-  struct thr_msg *m = calloc(1, sizeof *m);
+  struct thr_msg *m = thr_calloc(1, sizeof *m);
   *m = (struct thr_msg){.ctx = c->ctx, .src = c->rank, .tag = tag,
                         .len = thr_type_bytes(type, count), .data = ptr};
   ring_put_msg(r, dst_world % thr_proc.threads, m);

@@ -124,6 +124,13 @@ void thr_runtime_init(int threads);
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
 _Noreturn void thr_fatal(const char *fmt, ...);
+/* Allocations whose failure the runtime cannot report to the caller (a send already
+ * complete, a message arriving): out of memory stops the job with MPI_ERR_NO_MEM and
+ * the function that asked. */
+void *thr_malloc_in(size_t bytes, const char *where);
+void *thr_calloc_in(size_t n, size_t size, const char *where);
+#define thr_malloc(bytes) thr_malloc_in((bytes), __func__)
+#define thr_calloc(n, size) thr_calloc_in((n), (size), __func__)
 
 /* Runtime-internal point-to-point used by the collectives (context ctx). */
 struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, const void *buf,

@@ -432,6 +432,45 @@ def test_missing_call_is_named(flavour, odd_programs, tmp_path):
     assert "Segmentation" not in result.stderr, result.describe()
 
 
+# Rank 0 caps its address space, then sends small messages to rank 1, which stays out of
+# MPI, until the overflow queue's copies no longer fit.
+FLOOD = r"""#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kib = 0;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "VmSize: %ld kB", &kib) == 1)
+        break;
+    fclose(f);
+    struct rlimit lim = {.rlim_cur = (rlim_t)(kib + 64 * 1024) * 1024, .rlim_max = RLIM_INFINITY};
+    setrlimit(RLIMIT_AS, &lim);
+    static char buf[1000];
+    memset(buf, 7, sizeof buf);
+    for (long i = 0; i < 100000000; i++) {
+      MPI_Request q;
+      MPI_Isend(buf, sizeof buf, MPI_CHAR, 1, 0, MPI_COMM_WORLD, &q);
+      MPI_Request_free(&q);
+    }
+    printf("flood: every message sent\n");
+  } else {
+    sleep(100);
+  }
+  MPI_Finalize();
+  return 0;
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def odd_programs(tmp_path_factory):
     """Per MPI: a static program, a non-PIE MPI program, the point-to-point program
@@ -444,14 +483,32 @@ def odd_programs(tmp_path_factory):
     (folder / "missing.c").write_text(
         "#include <mpi.h>\nint main(int argc, char **argv) {\n  MPI_Init(&argc, &argv);\n"
         "  MPI_Win_fence(0, MPI_WIN_NULL);\n  MPI_Finalize();\n  return 0;\n}\n")
+    (folder / "flood.c").write_text(FLOOD)
     for flavour in mpijob.FLAVOURS:
         if shutil.which(f"mpicc.{flavour}"):
+            subprocess.run([f"mpicc.{flavour}", "-o", folder / f"flood.{flavour}", folder / "flood.c"],
+                           check=True)
             subprocess.run([f"mpicc.{flavour}", "-no-pie", "-fno-pie", "-o", folder / f"nopie.{flavour}",
                             source], check=True)
             subprocess.run([f"mpicc.{flavour}", "-o", folder / f"wrapped.{flavour}", source], check=True)
             subprocess.run([f"mpicc.{flavour}", "-o", folder / f"missing.{flavour}", folder / "missing.c"],
                            check=True)
     return folder
+
+
+@pytest.mark.parametrize("flavour", flavours())
+def test_out_of_memory_stops_the_job(odd_programs, flavour):
+    """A message copy the runtime cannot allocate (here a full ring's overflow queue
+    under a capped address space) stops the job with MPI_ERR_NO_MEM and where, not a
+    crash."""
+    argv = threads_argv(2, 2, odd_program(odd_programs, "flood", flavour), flavour=flavour)
+    result = run_job(argv, None, 90)
+    assert result.returncode != 0, result.describe()
+    assert re.search(r"mcoll threads: out of memory \(MPI_ERR_NO_MEM\): \d+ bytes in \w+",
+                     result.stderr), result.describe()
+    assert "every message sent" not in result.stdout, result.describe()
+    assert "Segmentation" not in result.stderr, result.describe()
+    assert result.seconds < 60, result.describe()
 
 
 def odd_program(folder, name, flavour):
