@@ -68,8 +68,8 @@ function(mcoll_add_threads flavour)
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
   add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/runtime.c ${dir}/rings.c
-              ${dir}/coll.c ${dir}/coll_local.c ${dir}/coll_hier.c ${dir}/elf.c
-              ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources})
+              ${dir}/coll.c ${dir}/coll_local.c ${dir}/coll_eager.c ${dir}/eager_slots.c
+              ${dir}/coll_hier.c ${dir}/elf.c ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources})
   target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
                         Threads::Threads)
   target_compile_definitions(mcoll-threads-runtime_${flavour} PRIVATE

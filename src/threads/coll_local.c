@@ -10,44 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime.h"
-
-/* One side (send or receive) of a rank's buffer, as blocks per peer:
- * block j = base + displ_j x unit, count_j x type_j. */
-struct local_side {
-  const char *base;
-  int count;                  /* every block's count, when counts is NULL */
-  const int *counts, *displs; /* v and w calls (displs NULL: block j at j x count) */
-  MPI_Aint unit;              /* the extent of type, or 1 (w calls: bytes) */
-  MPI_Datatype type;
-  const MPI_Datatype *types; /* w calls */
-};
-
-struct local_slot {
-  _Alignas(64) atomic_uint stage; /* what this rank has published or finished */
-  unsigned calls;                 /* (its calls on the group: the base of its stages) */
-  unsigned seen_done;             /* (eager calls: every rank has finished this call) */
-  struct local_side send, recv;
-  const void *input; /* reductions: the rank's input vector */
-  void *result;      /* reductions: its result vector (allreduce, scan) */
-  /* The last call this rank has finished (eager slots of older calls may be rewritten);
-   * a line of its own, read by the writers of eager slots. */
-  _Alignas(64) atomic_uint done;
-};
-
-struct local_eager;
-static void eager_free(struct local_eager *e);
-
-/* The stages of one call: its buffers published, then done with the others'
- * (and, allreduce: its segment's result published), then done reading those. */
-enum { STAGE_POSTED = 1, STAGE_DONE = 2, STAGE_READ = 3, STAGES_PER_CALL = 4 };
-
-struct thr_local_group {
-  struct thr_local_group *next;
-  int ctx, first_world, size, users;
-  _Atomic(struct local_eager *) eager; /* made at the first eager call */
-  struct local_slot slots[]; /* by comm rank */
-};
+#include "coll_local.h"
+#include "eager_slots.h"
 
 /* The groups of this process, found by (context, first world rank): the halves of
  * one split share a context. */
@@ -99,21 +63,11 @@ void thr_local_group_release(struct thr_comm *c)
     while (*p != g)
       p = &(*p)->next;
     *p = g->next;
-    eager_free(atomic_load(&g->eager));
+    thr_eager_free(atomic_load(&g->eager));
     free(g);
   }
   pthread_mutex_unlock(&registry_lock);
   c->local = NULL;
-}
-
-/* The first stage of this rank's next call (every rank numbers the calls alike). */
-static unsigned begin(struct thr_local_group *g, struct thr_comm *c)
-{
-  struct local_slot *me = &g->slots[c->rank];
-  /* (beginning a call, the rank is done with the one before: eager writers may reuse
-   * that call's slots) */
-  atomic_store_explicit(&me->done, me->calls, memory_order_release);
-  return ++me->calls * STAGES_PER_CALL;
 }
 
 static void set_stage(struct thr_local_group *g, struct thr_comm *c, unsigned stage)
@@ -149,7 +103,7 @@ static void stage_all(struct thr_local_group *g, struct thr_comm *c, unsigned st
 
 void thr_local_barrier(struct thr_local_group *g, struct thr_comm *c)
 {
-  stage_all(g, c, begin(g, c) + STAGE_POSTED);
+  stage_all(g, c, local_begin(g, c) + STAGE_POSTED);
 }
 
 /* count x dtype at dst from count x stype at src (same type signature): one memcpy
@@ -201,43 +155,12 @@ void thr_free_typed(void *buf, MPI_Datatype type)
   free((char *)buf + true_lb);
 }
 
-static struct local_side one_block(const void *buf, int count, MPI_Datatype type)
-{
-  return (struct local_side){.base = buf, .count = count, .unit = 0, .type = type};
-}
-
-static struct local_side blocks(const void *buf, int count, const int *counts, const int *displs,
-                                MPI_Datatype type)
-{
-  return (struct local_side){.base = buf, .count = count, .counts = counts, .displs = displs,
-                             .unit = thr_extent_of(type), .type = type};
-}
-
-static const char *block_of(const struct local_side *s, int j, int *count, MPI_Datatype *type)
-{
-  *count = s->counts ? s->counts[j] : s->count;
-  *type = s->types ? s->types[j] : s->type;
-  MPI_Aint displ = s->displs ? s->displs[j] : (MPI_Aint)j * s->count;
-  return s->base + displ * s->unit;
-}
-
-/* Block `to` of a rank's receive side from block `from` of another's send side. */
-static void copy_block(const struct local_side *dst, int to, const struct local_side *src,
-                       int from)
-{
-  int dcount, scount;
-  MPI_Datatype dtype, stype;
-  char *d = (char *)block_of(dst, to, &dcount, &dtype);
-  const char *s = block_of(src, from, &scount, &stype);
-  copy_typed(d, dcount, dtype, s, scount, stype);
-}
-
 /* The root publishes its send side; each other rank copies its block (block 0 for
  * all when shared) into its own receive side; the root returns when all have. */
 static void from_root(struct thr_local_group *g, struct thr_comm *c, int root,
                       struct local_side root_send, struct local_side recv, int own_block)
 {
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   if (c->rank == root) {
     g->slots[root].send = root_send;
     set_stage(g, c, base + STAGE_POSTED);
@@ -263,7 +186,7 @@ void thr_local_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, i
 unsigned thr_local_bcast_post(struct thr_local_group *g, struct thr_comm *c, const void *buf,
                               int count, MPI_Datatype type)
 {
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[c->rank].send = one_block(buf, count, type);
   set_stage(g, c, base + STAGE_POSTED);
   return base;
@@ -279,7 +202,7 @@ void thr_local_gatherv(struct thr_local_group *g, struct thr_comm *c, const void
                        int scount, MPI_Datatype stype, void *rbuf, int rcount,
                        const int *rcounts, const int *displs, MPI_Datatype rtype, int root)
 {
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   struct local_side mine = one_block(sbuf, scount, stype);
   if (c->rank == root) {
     g->slots[root].recv = blocks(rbuf, rcount, rcounts, displs, rtype);
@@ -313,7 +236,7 @@ void thr_local_allgatherv(struct thr_local_group *g, struct thr_comm *c, const v
   struct local_side recv = blocks(rbuf, rcount, rcounts, displs, rtype);
   if (sbuf == MPI_IN_PLACE)
     sbuf = block_of(&recv, me, &scount, &stype);
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].send = one_block(sbuf, scount, stype);
   set_stage(g, c, base + STAGE_POSTED);
   for (int k = 0; k < n; k++) { /* (each starts at its own block: fewer on one line) */
@@ -349,7 +272,7 @@ static void local_alltoall(struct thr_local_group *g, struct thr_comm *c, struct
     send = recv;
     send.base = copy;
   }
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].send = send;
   set_stage(g, c, base + STAGE_POSTED);
   for (int k = 0; k < n; k++) {
@@ -467,7 +390,7 @@ static void reduce_whole(struct thr_local_group *g, struct thr_comm *c, const vo
     copy_typed(copy, count, type, rbuf, count, type);
     input = copy;
   }
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].input = input;
   set_stage(g, c, base + STAGE_POSTED);
   if (root < 0) {
@@ -501,7 +424,7 @@ void thr_local_reduce(struct thr_local_group *g, struct thr_comm *c, const void 
   MPI_Aint first;
   int len;
   segment_of(count, n, me, &first, &len);
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].input = input;
   if (root < 0 || me == root)
     g->slots[me].result = rbuf;
@@ -548,7 +471,7 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
   MPI_Aint first = 0;
   for (int k = 0; k < me; k++)
     first += counts ? counts[k] : count;
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
   set_stage(g, c, base + STAGE_POSTED);
   void *acc = sbuf == MPI_IN_PLACE && len > 0 ? thr_alloc_typed(len, type) : rbuf;
@@ -567,7 +490,7 @@ static void scan_own(struct thr_local_group *g, struct thr_comm *c, const void *
                      void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
 {
   int me = c->rank, n = c->size, last = exclusive ? me - 1 : me;
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   void *copy = NULL;
   if (input == rbuf && me < n - 1) { /* (rbuf is rewritten while later ranks read it) */
     copy = thr_alloc_typed(count, type);
@@ -602,7 +525,7 @@ void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *s
     scan_own(g, c, input, rbuf, count, type, op, exclusive);
     return;
   }
-  unsigned base = begin(g, c);
+  unsigned base = local_begin(g, c);
   g->slots[me].input = input;
   g->slots[me].result = rbuf;
   stage_all(g, c, base + STAGE_POSTED);
@@ -640,671 +563,4 @@ void thr_copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *src, 
                     MPI_Datatype stype)
 {
   copy_typed(dst, dcount, dtype, src, scount, stype);
-}
-
-/* ---- Eager slots: small rooted collectives, scans and allreduce ----
- *
- * In place, a root waits until every reader has read its buffer, so each call needs
- * every rank scheduled once; sharing cores, that is a yield or a wake-up per rank and
- * call. Small calls go through slots instead: per rank of the group, a ring of slots
- * (MCOLL_THREADS_EAGER_SLOTS, each MCOLL_THREADS_EAGER bytes), slot (j, k mod slots)
- * written in call k by the one rank the call names (its own contribution, or the
- * root's block for j) and stamped k. A writer returns at once; a reader copies out
- * when it arrives. Slot (j, k mod slots) is written again only in call k + slots, after
- * every rank has finished call k (its `done`), so a fast rank runs at most that many
- * calls ahead of the slowest and a slow reader never sees its data overwritten.
- * Every rank agrees on taking this path from what all know alike (the call's bytes,
- * a reduction's type). */
-
-struct local_eager {
-  int slots; /* 0: the group's calls take the in-place path (no room left) */
-  size_t cap, stride, held;
-  _Alignas(64) char mem[];
-};
-
-enum { EAGER_HEAD = 64, EAGER_TABLE_ROOM = 1024, EAGER_DEFAULT_BYTES = 4096, EAGER_DEFAULT_SLOTS = 64 };
-enum { EAGER_DEFAULT_MEM = 1 << 20 };
-
-static int env_setting(atomic_int *cache, const char *name, int fallback, int least, int most)
-{
-  int v = atomic_load_explicit(cache, memory_order_relaxed);
-  if (v < 0) {
-    const char *s = getenv(name);
-    v = s && *s ? atoi(s) : fallback;
-    v = v < least ? least : v > most ? most : v;
-    atomic_store_explicit(cache, v, memory_order_relaxed);
-  }
-  return v;
-}
-
-/* Bytes a slot holds (MCOLL_THREADS_EAGER; 0: no eager calls). */
-static size_t eager_bytes(void)
-{
-  static atomic_int v = -1;
-  return (size_t)env_setting(&v, "MCOLL_THREADS_EAGER", EAGER_DEFAULT_BYTES, 0, 1 << 20);
-}
-
-/* Slots per rank (MCOLL_THREADS_EAGER_SLOTS): how many calls a rank may run ahead. */
-static int eager_slots(void)
-{
-  static atomic_int v = -1;
-  return env_setting(&v, "MCOLL_THREADS_EAGER_SLOTS", EAGER_DEFAULT_SLOTS, 2, 4096);
-}
-
-/* The slots of all live groups of this process may hold this many bytes per thread
- * rank of the process (MCOLL_THREADS_EAGER_MEM), so that a program with many
- * communicators does not hold a ring per rank for each of them. */
-static size_t eager_budget(void)
-{
-  static atomic_int v = -1;
-  int per_rank = env_setting(&v, "MCOLL_THREADS_EAGER_MEM", EAGER_DEFAULT_MEM, 0, INT_MAX);
-  return (size_t)per_rank * (size_t)(thr_proc.threads > 0 ? thr_proc.threads : 1);
-}
-
-static size_t eager_held; /* (under registry_lock) bytes of the live groups' slots */
-
-/* Slots per rank a new group of `size` ranks gets within the budget: the setting, halved
- * while it would not fit, or 0. The bytes are taken from the budget. */
-static int eager_reserve_budget(int size, size_t stride, size_t *held)
-{
-  int slots = eager_slots();
-  size_t budget = eager_budget();
-  pthread_mutex_lock(&registry_lock);
-  size_t room = budget > eager_held ? budget - eager_held : 0;
-  while (slots > 2 && (size_t)size * (size_t)slots * stride > room)
-    slots /= 2;
-  if ((size_t)size * (size_t)slots * stride > room)
-    slots = 0;
-  *held = (size_t)size * (size_t)slots * stride;
-  eager_held += *held;
-  pthread_mutex_unlock(&registry_lock);
-  return slots;
-}
-
-static void eager_return_budget(size_t held)
-{
-  pthread_mutex_lock(&registry_lock);
-  eager_held -= held;
-  pthread_mutex_unlock(&registry_lock);
-}
-
-/* (called under registry_lock) */
-static void eager_free(struct local_eager *e)
-{
-  if (!e)
-    return;
-  eager_held -= e->held;
-  free(e);
-}
-
-/* The group's slots when a call of `bytes` per slot takes them, else NULL (the same
- * answer at every rank: bytes are the same at every rank, and the group's first eager
- * call decides its number of slots for all). */
-static struct local_eager *eager_of(struct thr_local_group *g, size_t bytes)
-{
-  if (g->size < 2 || eager_bytes() == 0 || bytes > eager_bytes())
-    return NULL;
-  struct local_eager *e = atomic_load_explicit(&g->eager, memory_order_acquire);
-  if (e)
-    return e->slots ? e : NULL;
-  /* (room for the table of the v calls beside a block of the full size) */
-  size_t cap = (eager_bytes() + 63) / 64 * 64 + EAGER_TABLE_ROOM, stride = EAGER_HEAD + cap, held;
-  int slots = eager_reserve_budget(g->size, stride, &held);
-  size_t total = sizeof *e + held;
-  struct local_eager *fresh = aligned_alloc(64, (total + 63) / 64 * 64);
-  if (!fresh) /* (a rank may not fall back alone: the others would wait in the slots) */
-    thr_fatal("no memory for the eager slots of a communicator");
-  fresh->slots = slots;
-  fresh->cap = cap;
-  fresh->stride = stride;
-  fresh->held = held;
-  for (size_t i = 0; i < (size_t)g->size * (size_t)slots; i++)
-    atomic_init((atomic_uint *)(fresh->mem + i * stride), 0);
-  if (!atomic_compare_exchange_strong(&g->eager, &e, fresh)) {
-    eager_return_budget(held);
-    free(fresh);
-    fresh = e;
-  }
-  return fresh->slots ? fresh : NULL;
-}
-
-static char *eager_slot(const struct local_eager *e, int j, unsigned k)
-{
-  return (char *)e->mem + ((size_t)j * (size_t)e->slots + k % (unsigned)e->slots) * e->stride;
-}
-
-static void *slot_data(char *slot)
-{
-  return slot + EAGER_HEAD;
-}
-
-static atomic_uint *slot_stamp(char *slot)
-{
-  return (atomic_uint *)slot;
-}
-
-static void wait_reached(const atomic_uint *flag, unsigned value)
-{
-  if ((int)(atomic_load_explicit(flag, memory_order_acquire) - value) >= 0)
-    return;
-  struct thr_waiter w = {0};
-  while ((int)(atomic_load_explicit(flag, memory_order_acquire) - value) < 0)
-    thr_wait_pause(&w);
-  thr_wait_end(&w);
-}
-
-/* The number of this call (every rank numbers alike; in-place calls count too). */
-static unsigned begin_eager(struct thr_local_group *g, struct thr_comm *c)
-{
-  return begin(g, c) / STAGES_PER_CALL;
-}
-
-/* Before this rank writes any slot of call k: every rank has finished call
- * k - slots, the last to use those slots (the minimum seen is kept, so a rank that
- * stays within the window looks at nobody). */
-static void eager_reserve(struct thr_local_group *g, struct thr_comm *c,
-                          const struct local_eager *e, unsigned k)
-{
-  struct local_slot *me = &g->slots[c->rank];
-  unsigned need = k - (unsigned)e->slots;
-  if ((int)(me->seen_done - need) >= 0)
-    return;
-  unsigned least = k - 1;
-  for (int j = 0; j < c->size; j++) {
-    if (j == c->rank)
-      continue;
-    wait_reached(&g->slots[j].done, need);
-    unsigned d = atomic_load_explicit(&g->slots[j].done, memory_order_acquire);
-    if ((int)(d - least) < 0)
-      least = d;
-  }
-  me->seen_done = least;
-}
-
-static void eager_stamp(char *slot, unsigned k)
-{
-  atomic_store_explicit(slot_stamp(slot), k, memory_order_release);
-}
-
-/* The call is over for this rank: its reads of others' slots are done. */
-static void eager_finish(struct thr_local_group *g, struct thr_comm *c, unsigned k)
-{
-  atomic_store_explicit(&g->slots[c->rank].done, k, memory_order_release);
-  thr_wake_waiters();
-}
-
-/* Slot (j, k) once its writer has stamped it. */
-static void *eager_read(const struct local_eager *e, int j, unsigned k)
-{
-  char *slot = eager_slot(e, j, k);
-  wait_reached(slot_stamp(slot), k);
-  return slot_data(slot);
-}
-
-int thr_local_eager_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,
-                          MPI_Datatype type, int root)
-{
-  size_t bytes = thr_type_bytes(type, count);
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  unsigned k = begin_eager(g, c);
-  if (c->rank == root) {
-    eager_reserve(g, c, e, k);
-    char *slot = eager_slot(e, root, k);
-    copy_typed(slot_data(slot), (int)bytes, MPI_BYTE, buf, count, type);
-    eager_stamp(slot, k);
-  } else {
-    copy_typed(buf, count, type, eager_read(e, root, k), (int)bytes, MPI_BYTE);
-  }
-  eager_finish(g, c, k);
-  return 1;
-}
-
-/* Reduce (root >= 0) or allreduce (root < 0) of a contiguous type: every rank copies its
- * input into its slot; the root (allreduce: every rank, so all get the same bits)
- * folds the slots in rank order, x_0 op (x_1 op (... op x_{n-1})). */
-int thr_local_eager_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                           void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root)
-{
-  size_t bytes = thr_type_bytes(type, count);
-  if (bytes > 0 && !thr_type_is_contiguous(type, count))
-    return 0;
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  int me = c->rank, n = c->size;
-  unsigned k = begin_eager(g, c);
-  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  eager_reserve(g, c, e, k);
-  char *mine = eager_slot(e, me, k);
-  memcpy(slot_data(mine), input, bytes);
-  eager_stamp(mine, k);
-  if (root < 0 || me == root) {
-    thr_wake_waiters();
-    memcpy(rbuf, eager_read(e, n - 1, k), bytes);
-    for (int i = n - 2; i >= 0; i--)
-      fold(eager_read(e, i, k), rbuf, count, type, op);
-  }
-  eager_finish(g, c, k);
-  return 1;
-}
-
-/* Regular gather: each rank packs its block into its slot, the root unpacks them. */
-int thr_local_eager_gather(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                           int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                           MPI_Datatype rtype, int root)
-{
-  int me = c->rank, n = c->size;
-  size_t bytes = me == root ? thr_type_bytes(rtype, rcount) : thr_type_bytes(stype, scount);
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  unsigned k = begin_eager(g, c);
-  if (me != root) {
-    eager_reserve(g, c, e, k);
-    char *slot = eager_slot(e, me, k);
-    copy_typed(slot_data(slot), (int)bytes, MPI_BYTE, sbuf, scount, stype);
-    eager_stamp(slot, k);
-  } else {
-    MPI_Aint block = (MPI_Aint)rcount * thr_extent_of(rtype);
-    if (sbuf != MPI_IN_PLACE)
-      copy_typed((char *)rbuf + root * block, rcount, rtype, sbuf, scount, stype);
-    for (int k2 = 1; k2 < n; k2++) {
-      int j = (root + k2) % n;
-      copy_typed((char *)rbuf + j * block, rcount, rtype, eager_read(e, j, k), (int)bytes,
-                 MPI_BYTE);
-    }
-  }
-  eager_finish(g, c, k);
-  return 1;
-}
-
-/* Regular scatter: the root packs block j into rank j's slot, each rank unpacks its own. */
-int thr_local_eager_scatter(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                            int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                            MPI_Datatype rtype, int root)
-{
-  int me = c->rank, n = c->size;
-  size_t bytes = me == root ? thr_type_bytes(stype, scount) : thr_type_bytes(rtype, rcount);
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  unsigned k = begin_eager(g, c);
-  if (me == root) {
-    eager_reserve(g, c, e, k);
-    MPI_Aint block = (MPI_Aint)scount * thr_extent_of(stype);
-    for (int k2 = 1; k2 < n; k2++) {
-      int j = (root + k2) % n;
-      char *slot = eager_slot(e, j, k);
-      copy_typed(slot_data(slot), (int)bytes, MPI_BYTE, (const char *)sbuf + j * block, scount,
-                 stype);
-      eager_stamp(slot, k);
-    }
-    if (rbuf != MPI_IN_PLACE)
-      copy_typed(rbuf, rcount, rtype, (const char *)sbuf + root * block, scount, stype);
-  } else {
-    copy_typed(rbuf, rcount, rtype, eager_read(e, me, k), (int)bytes, MPI_BYTE);
-  }
-  eager_finish(g, c, k);
-  return 1;
-}
-
-/* Scan and exscan of a contiguous type, a chain through the slots: rank i's slot holds
- * the prefix x_0 op ... op x_i, folded from rank i - 1's (in place, the input is read
- * before the result overwrites it). */
-int thr_local_eager_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                         void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive)
-{
-  size_t bytes = thr_type_bytes(type, count);
-  if (bytes > 0 && !thr_type_is_contiguous(type, count))
-    return 0;
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  int me = c->rank, n = c->size;
-  unsigned k = begin_eager(g, c);
-  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  const void *before = me > 0 ? eager_read(e, me - 1, k) : NULL;
-  if (me < n - 1) {
-    eager_reserve(g, c, e, k);
-    char *slot = eager_slot(e, me, k);
-    void *prefix = slot_data(slot);
-    memcpy(prefix, input, bytes);
-    if (before)
-      fold(before, prefix, count, type, op);
-    eager_stamp(slot, k);
-    thr_wake_waiters();
-    if (exclusive) {
-      if (before)
-        memcpy(rbuf, before, bytes);
-    } else {
-      memcpy(rbuf, prefix, bytes);
-    }
-  } else if (exclusive) {
-    memcpy(rbuf, before, bytes);
-  } else {
-    if (input != rbuf)
-      memcpy(rbuf, input, bytes);
-    fold(before, rbuf, count, type, op);
-  }
-  eager_finish(g, c, k);
-  return 1;
-}
-
-/* ---- Eager slots with a table: the v and w calls, allgather, alltoall ----
- * A writer's slot starts with one entry per block it passes: the block's bytes inline
- * in the slot when they fit, or a reference to the writer's own buffer. Readers follow
- * the entries, so every rank takes this path whatever the sizes (no agreement needed);
- * a writer that left references waits, after its own reads, until every rank has
- * finished the call (each rank marks its reads done before waiting so, so two such
- * writers never wait for each other). */
-
-struct eager_entry {
-  size_t offset, bytes; /* bytes inline at offset, when ref is NULL */
-  const void *ref;
-  int count;
-  MPI_Datatype type;
-};
-
-struct eager_out {
-  char *slot;
-  size_t used, cap;
-  int refs;
-};
-
-static struct eager_entry *slot_entries(char *slot)
-{
-  return (struct eager_entry *)slot_data(slot);
-}
-
-/* Whether a table of n entries leaves room in a slot (the same answer at every rank). */
-static struct local_eager *eager_table_of(struct thr_local_group *g, int entries)
-{
-  struct local_eager *e = eager_of(g, (size_t)entries * sizeof(struct eager_entry));
-  return e;
-}
-
-static struct eager_out out_begin(const struct local_eager *e, char *slot, int entries)
-{
-  return (struct eager_out){.slot = slot, .used = (size_t)entries * sizeof(struct eager_entry),
-                            .cap = e->cap};
-}
-
-/* Entry i: count x type at src, inline when it fits. */
-static void out_block(struct eager_out *o, int i, const void *src, int count, MPI_Datatype type)
-{
-  struct eager_entry *t = &slot_entries(o->slot)[i];
-  size_t bytes = thr_type_bytes(type, count);
-  t->bytes = bytes;
-  t->ref = NULL;
-  t->offset = o->used;
-  if (bytes == 0)
-    return;
-  if (bytes <= o->cap - o->used) {
-    copy_typed((char *)slot_data(o->slot) + o->used, (int)bytes, MPI_BYTE, src, count, type);
-    o->used += (bytes + 15) / 16 * 16;
-    if (o->used > o->cap)
-      o->used = o->cap;
-    return;
-  }
-  t->ref = src;
-  t->count = count;
-  t->type = type;
-  o->refs++;
-}
-
-/* Entry i of a stamped slot into count x type at dst. */
-static void in_block(char *data, int i, void *dst, int count, MPI_Datatype type)
-{
-  const struct eager_entry *t = &((const struct eager_entry *)data)[i];
-  if (t->bytes == 0)
-    return;
-  if (t->ref)
-    copy_typed(dst, count, type, t->ref, t->count, t->type);
-  else
-    copy_typed(dst, count, type, data + t->offset, (int)t->bytes, MPI_BYTE);
-}
-
-/* After this rank's eager_finish: a writer that left references waits for every rank
- * to have finished the call (its buffers are read until then). */
-static void eager_release_refs(struct thr_local_group *g, struct thr_comm *c,
-                               const struct eager_out *o, int outs, unsigned k)
-{
-  int refs = 0;
-  for (int i = 0; i < outs; i++)
-    refs += o[i].refs;
-  if (!refs)
-    return;
-  for (int j = 0; j < c->size; j++)
-    if (j != c->rank)
-      wait_reached(&g->slots[j].done, k);
-}
-
-int thr_local_eager_gatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                            int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
-                            const int *displs, MPI_Datatype rtype, int root)
-{
-  struct local_eager *e = eager_table_of(g, 1);
-  if (!e)
-    return 0;
-  int me = c->rank, n = c->size;
-  unsigned k = begin_eager(g, c);
-  struct eager_out o = {0};
-  if (me != root) {
-    eager_reserve(g, c, e, k);
-    o = out_begin(e, eager_slot(e, me, k), 1);
-    out_block(&o, 0, sbuf, scount, stype);
-    eager_stamp(o.slot, k);
-    thr_wake_waiters();
-  } else {
-    MPI_Aint extent = thr_extent_of(rtype);
-    if (sbuf != MPI_IN_PLACE)
-      copy_typed((char *)rbuf + displs[root] * extent, rcounts[root], rtype, sbuf, scount, stype);
-    for (int k2 = 1; k2 < n; k2++) {
-      int j = (root + k2) % n;
-      if (rcounts[j] > 0)
-        in_block(eager_read(e, j, k), 0, (char *)rbuf + displs[j] * extent, rcounts[j], rtype);
-    }
-  }
-  eager_finish(g, c, k);
-  if (o.refs)
-    wait_reached(&g->slots[root].done, k);
-  return 1;
-}
-
-int thr_local_eager_scatterv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                             const int *scounts, const int *displs, MPI_Datatype stype,
-                             void *rbuf, int rcount, MPI_Datatype rtype, int root)
-{
-  struct local_eager *e = eager_table_of(g, 1);
-  if (!e)
-    return 0;
-  int me = c->rank, n = c->size, refs = 0;
-  unsigned k = begin_eager(g, c);
-  if (me == root) {
-    eager_reserve(g, c, e, k);
-    MPI_Aint extent = thr_extent_of(stype);
-    for (int k2 = 1; k2 < n; k2++) {
-      int j = (root + k2) % n;
-      struct eager_out o = out_begin(e, eager_slot(e, j, k), 1);
-      out_block(&o, 0, (const char *)sbuf + displs[j] * extent, scounts[j], stype);
-      refs += o.refs;
-      eager_stamp(o.slot, k);
-    }
-    thr_wake_waiters();
-    if (rbuf != MPI_IN_PLACE)
-      copy_typed(rbuf, rcount, rtype, (const char *)sbuf + displs[root] * extent, scounts[root],
-                 stype);
-  } else if (thr_type_bytes(rtype, rcount) > 0) {
-    in_block(eager_read(e, me, k), 0, rbuf, rcount, rtype);
-  }
-  eager_finish(g, c, k);
-  if (refs)
-    for (int j = 0; j < n; j++)
-      if (j != me)
-        wait_reached(&g->slots[j].done, k);
-  return 1;
-}
-
-/* Each rank's block into its slot, every other rank's out of theirs: one step, where
- * in place each rank waited for the readers of its buffer. */
-int thr_local_eager_allgatherv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                               int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                               const int *rcounts, const int *displs, MPI_Datatype rtype)
-{
-  struct local_eager *e = eager_table_of(g, 1);
-  if (!e)
-    return 0;
-  int me = c->rank, n = c->size;
-  struct local_side recv = blocks(rbuf, rcount, rcounts, displs, rtype);
-  if (sbuf == MPI_IN_PLACE)
-    sbuf = block_of(&recv, me, &scount, &stype);
-  unsigned k = begin_eager(g, c);
-  eager_reserve(g, c, e, k);
-  struct eager_out o = out_begin(e, eager_slot(e, me, k), 1);
-  out_block(&o, 0, sbuf, scount, stype);
-  eager_stamp(o.slot, k);
-  thr_wake_waiters();
-  for (int k2 = 0; k2 < n; k2++) {
-    int j = (me + k2) % n, count;
-    MPI_Datatype type;
-    char *at = (char *)block_of(&recv, j, &count, &type);
-    if (j == me)
-      copy_typed(at, count, type, sbuf, scount, stype);
-    else if (thr_type_bytes(type, count) > 0)
-      in_block(eager_read(e, j, k), 0, at, count, type);
-  }
-  eager_finish(g, c, k);
-  eager_release_refs(g, c, &o, 1, k);
-  return 1;
-}
-
-/* Each rank's blocks for all into its slot (a table of n), then its block from each
- * rank's slot. In place, the blocks are in the slot before this rank's receive buffer
- * is rewritten; a block that goes by reference then comes from a copy. */
-static int eager_alltoall(struct thr_local_group *g, struct thr_comm *c, struct local_side send,
-                          struct local_side recv)
-{
-  int me = c->rank, n = c->size;
-  struct local_eager *e = eager_table_of(g, n);
-  if (!e)
-    return 0;
-  void *copy = NULL;
-  if (send.base == MPI_IN_PLACE) {
-    size_t need = (size_t)n * sizeof(struct eager_entry);
-    MPI_Aint span = 0;
-    for (int j = 0; j < n; j++) {
-      int count;
-      MPI_Datatype type;
-      const char *at = block_of(&recv, j, &count, &type);
-      need += (thr_type_bytes(type, count) + 15) / 16 * 16;
-      MPI_Aint end = at - recv.base + (MPI_Aint)count * thr_extent_of(type);
-      if (count > 0 && end > span)
-        span = end;
-    }
-    send = recv;
-    if (need > e->cap) {
-      copy = malloc(span > 0 ? (size_t)span : 1);
-      memcpy(copy, recv.base, (size_t)span);
-      send.base = copy;
-    }
-  }
-  unsigned k = begin_eager(g, c);
-  eager_reserve(g, c, e, k);
-  struct eager_out o = out_begin(e, eager_slot(e, me, k), n);
-  for (int j = 0; j < n; j++) {
-    int count;
-    MPI_Datatype type;
-    const char *at = block_of(&send, j, &count, &type);
-    if (j != me)
-      out_block(&o, j, at, count, type);
-  }
-  eager_stamp(o.slot, k);
-  thr_wake_waiters();
-  copy_block(&recv, me, &send, me);
-  for (int k2 = 1; k2 < n; k2++) {
-    int j = (me + k2) % n, count;
-    MPI_Datatype type;
-    char *at = (char *)block_of(&recv, j, &count, &type);
-    if (thr_type_bytes(type, count) > 0)
-      in_block(eager_read(e, j, k), me, at, count, type);
-  }
-  eager_finish(g, c, k);
-  eager_release_refs(g, c, &o, 1, k);
-  free(copy);
-  return 1;
-}
-
-int thr_local_eager_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                              int scount, const int *scounts, const int *sdispls,
-                              MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts,
-                              const int *rdispls, MPI_Datatype rtype)
-{
-  struct local_side send = {.base = sbuf}, recv = blocks(rbuf, rcount, rcounts, rdispls, rtype);
-  if (sbuf != MPI_IN_PLACE)
-    send = blocks(sbuf, scount, scounts, sdispls, stype);
-  return eager_alltoall(g, c, send, recv);
-}
-
-int thr_local_eager_alltoallw(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
-                              const int *scounts, const int *sdispls, const MPI_Datatype *stypes,
-                              void *rbuf, const int *rcounts, const int *rdispls,
-                              const MPI_Datatype *rtypes)
-{
-  struct local_side send = {.base = sbuf, .counts = scounts, .displs = sdispls, .unit = 1,
-                            .types = stypes},
-                    recv = {.base = rbuf, .counts = rcounts, .displs = rdispls, .unit = 1,
-                            .types = rtypes};
-  return eager_alltoall(g, c, send, recv);
-}
-
-/* Reduce_scatter(_block) of a contiguous type whose whole vector fits a slot: every
- * rank copies its input into its slot and folds its own block from all, in rank order. */
-int thr_local_eager_reduce_scatter(struct thr_local_group *g, struct thr_comm *c,
-                                   const void *sbuf, void *rbuf, int count, const int *counts,
-                                   MPI_Datatype type, MPI_Op op)
-{
-  int me = c->rank, n = c->size, len = counts ? counts[me] : count;
-  MPI_Aint total = 0, first = 0;
-  for (int j = 0; j < n; j++) {
-    if (j == me)
-      first = total;
-    total += counts ? counts[j] : count;
-  }
-  if (total > INT_MAX)
-    return 0;
-  size_t bytes = thr_type_bytes(type, (int)total);
-  if (bytes > 0 && !thr_type_is_contiguous(type, (int)total))
-    return 0;
-  struct local_eager *e = eager_of(g, bytes);
-  if (!e)
-    return 0;
-  if (bytes == 0)
-    return 1;
-  unsigned k = begin_eager(g, c);
-  const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  eager_reserve(g, c, e, k);
-  char *mine = eager_slot(e, me, k);
-  memcpy(slot_data(mine), input, bytes);
-  eager_stamp(mine, k);
-  thr_wake_waiters();
-  if (len > 0) {
-    MPI_Aint extent = thr_extent_of(type);
-    memcpy(rbuf, (char *)eager_read(e, n - 1, k) + first * extent, thr_type_bytes(type, len));
-    for (int i = n - 2; i >= 0; i--)
-      fold((char *)eager_read(e, i, k) + first * extent, rbuf, len, type, op);
-  }
-  eager_finish(g, c, k);
-  return 1;
 }

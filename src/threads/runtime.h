@@ -204,7 +204,7 @@ void thr_local_reduce_scatter(struct thr_local_group *g, struct thr_comm *c, con
 void thr_local_scan(struct thr_local_group *g, struct thr_comm *c, const void *sbuf, void *rbuf,
                     int count, MPI_Datatype type, MPI_Op op, int exclusive);
 
-/* Small calls through the group's eager slots (coll_local.c): 1 when taken (the same
+/* Small calls through the group's eager slots (coll_eager.c): 1 when taken (the same
  * answer at every rank), 0 when the call must take the in-place algorithm. Reduce with
  * root < 0 is allreduce; gather and scatter are the regular calls. */
 int thr_local_eager_bcast(struct thr_local_group *g, struct thr_comm *c, void *buf, int count,

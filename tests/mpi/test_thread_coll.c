@@ -286,7 +286,7 @@ static void alltoall_v_w(MPI_Comm comm, const int *world, int me, int n, int cou
 
 /* Bcast of 2 x count ints from the middle rank, strided at it and at every odd rank,
  * contiguous at the others (long enough to be pipelined across processes). */
-/* Eager slots (coll_local.c): many small calls back to back, a root that runs ahead of
+/* Eager slots (coll_eager.c): many small calls back to back, a root that runs ahead of
  * slow readers (the slots are reused while readers lag), slow roots with fast
  * contributors, and sizes that switch between the slots and the in-place path. */
 static void eager_runs(MPI_Comm comm, int me, int n)
@@ -356,7 +356,7 @@ static long resident_kib(void)
   return kib;
 }
 
-/* Many communicators alive at once, each with small calls (eager slots, coll_local.c):
+/* Many communicators alive at once, each with small calls (eager slots, coll_eager.c):
  * their slots stay within a budget, so the process does not grow with their number. */
 static void many_communicators(int me, int n)
 {
