@@ -124,6 +124,9 @@ void thr_runtime_init(int threads);
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
 _Noreturn void thr_fatal(const char *fmt, ...);
+/* Ends the job once, whichever ranks ask (fatal.c). */
+_Noreturn void thr_abort_job(int code);
+_Noreturn void thr_out_of_memory(size_t bytes, const char *where);
 /* Allocations whose failure the runtime cannot report to the caller (a send already
  * complete, a message arriving): out of memory stops the job with MPI_ERR_NO_MEM and
  * the function that asked. */
@@ -156,6 +159,10 @@ void thr_wait_end(struct thr_waiter *w);
 /* After any change another rank may wait for (a message delivered or received, a
  * stage reached): wakes the sleeping waiters (a read of a shared line while none sleeps). */
 void thr_wake_waiters(void);
+/* What a wait runs while it waits (waits.c calls it; runtime.c sets it at its start). */
+void thr_wait_set_progress(void (*fn)(void));
+/* A setting from the environment, read once (cache starts at -1), at least `least`. */
+int thr_env_cached(atomic_int *cache, const char *name, int fallback, int least);
 void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,
               MPI_Datatype type, int dst, int tag);
 void thr_recv(struct thr_rank *r, struct thr_comm *c, void *buf, int count, MPI_Datatype type,

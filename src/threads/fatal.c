@@ -1,0 +1,73 @@
+/* Ending the job: a fatal error's message, the job's abort, and the allocations whose
+ * failure no caller could report. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+static void exit_quietly(int sig)
+{
+  (void)sig;
+  _exit(1);
+}
+
+/* Ends the job once, whichever ranks ask. The host's abort may exit the process while
+ * other ranks still run, and the libraries of their namespaces (a Fortran runtime, Open
+ * MPI's Fortran library with its own libopen-pal) then fault in their destructors or
+ * report a fault with handlers of their own: a fault from here on ends the process
+ * quietly. */
+_Noreturn void thr_abort_job(int code)
+{
+  static atomic_int aborting;
+  signal(SIGSEGV, exit_quietly);
+  signal(SIGBUS, exit_quietly);
+  if (atomic_exchange(&aborting, 1))
+    for (;;)
+      pause();
+  PMPI_Abort(MPI_COMM_WORLD, code);
+  abort();
+}
+
+_Noreturn void thr_fatal(const char *fmt, ...)
+{
+  /* One write, then a pause before the abort: the launcher forwards a rank's stderr
+   * through a pipe, and an abort that tears the job down at once can lose a message
+   * still in that pipe. */
+  char text[512];
+  int n = snprintf(text, sizeof text, "mcoll threads: ");
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(text + n, sizeof text - (size_t)n - 1, fmt, ap);
+  va_end(ap);
+  if (n > (int)sizeof text - 2) n = (int)sizeof text - 2;
+  text[n++] = '\n';
+  fflush(stderr);
+  ssize_t written = write(STDERR_FILENO, text, (size_t)n);
+  (void)written;
+  usleep(200 * 1000);
+  thr_abort_job(1);
+}
+
+_Noreturn void thr_out_of_memory(size_t bytes, const char *where)
+{
+  thr_fatal("out of memory (MPI_ERR_NO_MEM): %zu bytes in %s", bytes, where);
+}
+
+void *thr_malloc_in(size_t bytes, const char *where)
+{
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    thr_out_of_memory(bytes, where);
+  return p;
+}
+
+void *thr_calloc_in(size_t n, size_t size, const char *where)
+{
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    thr_out_of_memory(n * size, where);
+  return p;
+}
