@@ -499,11 +499,53 @@ static int eager_alltoall(struct thr_local_group *g, struct thr_comm *c, struct 
   return 1;
 }
 
+/* Regular alltoall, not in place, whose n blocks fit a slot together (every rank knows
+ * the same block size and n): rank i packs block j at j x bytes of its slot, no table,
+ * and takes block i from each other rank's slot. */
+static int eager_alltoall_regular(struct thr_local_group *g, struct thr_comm *c,
+                                  const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                                  int rcount, MPI_Datatype rtype)
+{
+  int me = c->rank, n = c->size;
+  size_t bytes = thr_type_bytes(stype, scount);
+  if (bytes == 0 || bytes > thr_eager_bytes() / (size_t)n)
+    return -1;
+  struct local_eager *e = eager_of(g, bytes * (size_t)n);
+  if (!e)
+    return -1;
+  MPI_Aint sblock = (MPI_Aint)scount * thr_extent_of(stype);
+  MPI_Aint rblock = (MPI_Aint)rcount * thr_extent_of(rtype);
+  unsigned k = begin_eager(g, c);
+  eager_reserve(g, c, e, k);
+  char *slot = eager_slot(e, me, k), *data = slot_data(slot);
+  for (int j = 0; j < n; j++)
+    if (j != me)
+      thr_copy_typed(data + (size_t)j * bytes, (int)bytes, MPI_BYTE, (const char *)sbuf + j * sblock,
+                     scount, stype);
+  eager_stamp(slot, k);
+  thr_wake_waiters();
+  thr_copy_typed((char *)rbuf + me * rblock, rcount, rtype, (const char *)sbuf + me * sblock,
+                 scount, stype);
+  for (int k2 = 1; k2 < n; k2++) {
+    int j = (me + k2) % n;
+    const char *from = eager_read(e, j, k);
+    thr_copy_typed((char *)rbuf + j * rblock, rcount, rtype, from + (size_t)me * bytes, (int)bytes,
+                   MPI_BYTE);
+  }
+  eager_finish(g, c, k);
+  return 1;
+}
+
 int thr_local_eager_alltoallv(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                               int scount, const int *scounts, const int *sdispls,
                               MPI_Datatype stype, void *rbuf, int rcount, const int *rcounts,
                               const int *rdispls, MPI_Datatype rtype)
 {
+  if (!scounts && !rcounts && sbuf != MPI_IN_PLACE) {
+    int taken = eager_alltoall_regular(g, c, sbuf, scount, stype, rbuf, rcount, rtype);
+    if (taken >= 0)
+      return taken;
+  }
   struct local_side send = {.base = sbuf}, recv = blocks(rbuf, rcount, rcounts, rdispls, rtype);
   if (sbuf != MPI_IN_PLACE)
     send = blocks(sbuf, scount, scounts, sdispls, stype);
