@@ -28,12 +28,17 @@ static struct local_eager *eager_of(struct thr_local_group *g, size_t bytes)
   struct local_eager *e = atomic_load_explicit(&g->eager, memory_order_acquire);
   if (e)
     return e->slots ? e : NULL;
-  struct local_eager *fresh = thr_eager_new(g->size);
-  if (!atomic_compare_exchange_strong(&g->eager, &e, fresh)) {
-    thr_eager_free(fresh);
-    fresh = e;
+  /* (one rank makes them: ranks making them at once would each take a share of the
+   * budget, and the one kept might be the one left with the fewest slots) */
+  static pthread_mutex_t making = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&making);
+  e = atomic_load_explicit(&g->eager, memory_order_acquire);
+  if (!e) {
+    e = thr_eager_new(g->size);
+    atomic_store_explicit(&g->eager, e, memory_order_release);
   }
-  return fresh->slots ? fresh : NULL;
+  pthread_mutex_unlock(&making);
+  return e->slots ? e : NULL;
 }
 
 static void wait_reached(const atomic_uint *flag, unsigned value)
