@@ -269,10 +269,10 @@ int thr_local_eager_scan(struct thr_local_group *g, struct thr_comm *c, const vo
  * writers never wait for each other). */
 
 struct eager_entry {
+  size_t offset, bytes; /* bytes inline at offset, when ref is NULL */
   const void *ref;
-  MPI_Datatype type;
-  unsigned offset, bytes; /* bytes inline at offset, when ref is NULL */
   int count;
+  MPI_Datatype type;
 };
 
 struct eager_out {
@@ -304,9 +304,9 @@ static void out_block(struct eager_out *o, int i, const void *src, int count, MP
 {
   struct eager_entry *t = &slot_entries(o->slot)[i];
   size_t bytes = thr_type_bytes(type, count);
-  t->bytes = bytes > UINT_MAX ? UINT_MAX : (unsigned)bytes; /* (only 0 or not, past the cap) */
+  t->bytes = bytes;
   t->ref = NULL;
-  t->offset = (unsigned)o->used;
+  t->offset = o->used;
   if (bytes == 0)
     return;
   if (bytes <= o->cap - o->used) {

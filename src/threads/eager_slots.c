@@ -6,11 +6,7 @@
 #include "eager_slots.h"
 #include "runtime.h"
 
-enum { EAGER_TABLE_ROOM = 1024, EAGER_DEFAULT_BYTES = 4096 };
-/* Sharing cores, a writer that ran out of slots waits for readers that are not
- * scheduled, so it gets many; with a core each, the readers keep up and few slots keep
- * the ring in the caches. */
-enum { EAGER_DEFAULT_SLOTS = 8, EAGER_DEFAULT_SLOTS_OVERSUBSCRIBED = 64 };
+enum { EAGER_TABLE_ROOM = 1024, EAGER_DEFAULT_BYTES = 4096, EAGER_DEFAULT_SLOTS = 64 };
 enum { EAGER_DEFAULT_MEM = 1 << 20 };
 
 static int env_setting(atomic_int *cache, const char *name, int fallback, int least, int most)
@@ -35,10 +31,7 @@ size_t thr_eager_bytes(void)
 static int eager_slots(void)
 {
   static atomic_int v = -1;
-  int oversubscribed = thr_proc.threads * thr_proc.node_processes > thr_proc.cpus;
-  return env_setting(&v, "MCOLL_THREADS_EAGER_SLOTS",
-                     oversubscribed ? EAGER_DEFAULT_SLOTS_OVERSUBSCRIBED : EAGER_DEFAULT_SLOTS, 2,
-                     4096);
+  return env_setting(&v, "MCOLL_THREADS_EAGER_SLOTS", EAGER_DEFAULT_SLOTS, 2, 4096);
 }
 
 /* The slots of all live groups of this process may hold this many bytes per thread

@@ -13,9 +13,7 @@ struct local_eager {
   _Alignas(64) char mem[];
 };
 
-/* A slot is a line for its stamp and then its bytes (stride EAGER_HEAD + cap); the bytes
- * start in the stamp's line, so a reader of a small block waits for one line, not two. */
-enum { EAGER_HEAD = 64, EAGER_DATA = 16 };
+enum { EAGER_HEAD = 64 };
 
 /* Bytes a slot holds for one block (MCOLL_THREADS_EAGER; 0: no eager calls). */
 size_t thr_eager_bytes(void);
@@ -32,7 +30,7 @@ static inline char *eager_slot(const struct local_eager *e, int j, unsigned k)
 
 static inline void *slot_data(char *slot)
 {
-  return slot + EAGER_DATA;
+  return slot + EAGER_HEAD;
 }
 
 static inline atomic_uint *slot_stamp(char *slot)
