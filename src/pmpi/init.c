@@ -11,6 +11,7 @@
 #include "coll/alltoall/alltoall.h"
 #include "core/xmalloc.h"
 #include "core/host_progress.h"
+#include "shm/shm.h"
 #include "task/progress_thread.h"
 #include "topo/topo.h"
 #include "pmpi/wrap.h"
@@ -149,7 +150,10 @@ static void check_host_mpi(void) {
 /* Collective over MPI_COMM_WORLD, once the host MPI runs; once (the Fortran entry
  * points of fortran.c may reach MPI_Init too). */
 static atomic_int started_once, finished_once;
-void mcoll__before_init(void) { check_host_mpi(); }
+void mcoll__before_init(void) {
+  check_host_mpi();
+  if (!mcoll__cfg.DISABLE) mcoll__flag_fence_register(); /* (while the process has one thread) */
+}
 
 /* MCOLL_PROGRESS_THREAD: 0 (none), 1 or auto (the default). */
 static int progress_thread_wanted(void) {
@@ -200,7 +204,7 @@ void mcoll__finishing(void) {
  * FUNNELED is inside the host) and tells the application what it asked for, at most
  * what the host granted; MPI_Query_thread says the same. */
 static int init_thread(int *argc, char ***argv, int required, int *provided) {
-  check_host_mpi();
+  mcoll__before_init();
   int rc, granted = MPI_THREAD_SINGLE;
   if (progress_thread_wanted()) {
     rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &granted);

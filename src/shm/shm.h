@@ -164,6 +164,10 @@ static inline int mcoll__reached(uint32_t value, uint32_t target) {
  * last node barrier (mark) and reads the node's verdict after it (decide). */
 void mcoll__flag_fence_mark(struct mcoll_shm *shm);
 void mcoll__flag_fence_decide(struct mcoll_shm *shm);
+/* Registers the process for that fence now, once. The kernel registers a process
+ * of one thread at once, one with threads only after a grace period: the host
+ * MPI's init starts threads, so MPI_Init registers before it. */
+void mcoll__flag_fence_register(void);
 /* Publishes a flag value and wakes sleepers, if any. */
 void mcoll__flag_set(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t value);
 /* Adds to a flag that others may wait on (wakes sleepers as mcoll__flag_set does);

@@ -90,8 +90,10 @@ static void fence_register(void) {
                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
+void mcoll__flag_fence_register(void) { pthread_once(&fence_once, fence_register); }
+
 void mcoll__flag_fence_mark(struct mcoll_shm *shm) {
-  pthread_once(&fence_once, fence_register);
+  mcoll__flag_fence_register();
   if (!fence_able || !mcoll__cfg.LIGHT_FLAGS) atomic_store(&shm->hdr->strong_flags, 1);
 }
 
