@@ -163,7 +163,7 @@ SIDE_BY_SIDE = [("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "nodes=3", 1, N
                 ("openmpi", 4, "nodes=4", 1, "asan"), ("mpich", 4, "nodes=4", 0, "window1"),
                 ("openmpi", 4, "nodes=2", 1, "leaders"), ("mpich", 6, "nodes=3", 0, "leaders"),
                 ("openmpi", 4, "flat", 0, "node"), ("mpich", 3, "flat", 1, "node"),
-                ("openmpi", 5, "flat", 1, "node"), ("mpich", 8, "flat", 0, "node"),
+                ("mpich", 5, "flat", 1, "node"), ("openmpi", 8, "flat", 0, "node"),
                 ("openmpi", 4, "flat", 1, "asan"), ("openmpi", 3, "flat", 0, "window1")]
 DEFAULT_SIDE_BY_SIDE = {("openmpi", 4, "nodes=4", 0, None), ("mpich", 3, "flat", 1, "node")}
 # The collectives whose small calls let later ones run beside them inside the node
