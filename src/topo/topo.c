@@ -1,7 +1,8 @@
-/* Hierarchy discovery: the node from MPI_COMM_TYPE_SHARED, levels inside it from
- * hwloc (where each rank is bound), or a fake hierarchy from MCOLL_TOPO. Every world
- * rank's place is gathered once (MPI_Init); a communicator's hierarchy is then
- * derived from its group without communicating. */
+/* Hierarchy discovery: the node from the machine each rank runs on (kernel,
+ * hostname and /dev/shm), levels inside it from hwloc (where each rank is bound), or
+ * a fake hierarchy from MCOLL_TOPO. Every world rank's place is gathered once
+ * (MPI_Init); a communicator's hierarchy is then derived from its group without
+ * communicating. */
 #include "topo/topo.h"
 
 #include <hwloc.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -19,6 +21,7 @@ static const char *const level_names[NLEVEL_KINDS] = {"L3", "numa", "socket"};
 /* Where this process sits; computed once per process. -1: unknown. */
 struct placement {
   int kernel;             /* a hash of the running kernel's boot id, 0 if unknown */
+  unsigned machine[2];    /* a hash of the boot id, hostname and /dev/shm's device */
   int fake_node;          /* -1 without MCOLL_TOPO nodes= */
   int fake;               /* level ids come from MCOLL_TOPO */
   int id[NLEVEL_KINDS];
@@ -61,11 +64,36 @@ static int kernel_id(void) {
   return n ? (int)(h & 0x7fffffff) | 1 : 0;
 }
 
+static void fnv64(unsigned long long *h, const void *bytes, size_t n) {
+  for (size_t i = 0; i < n; i++) *h = (*h ^ ((const unsigned char *)bytes)[i]) * 1099511628211ull;
+}
+
+/* Ranks share memory when they run on one kernel and see one /dev/shm (a tmpfs
+ * mount has a device number of its own); the hostname keeps apart what the host
+ * MPI takes for separate nodes (a container or test host with its own UTS name).
+ * This asks no collective of the host (MPI_COMM_TYPE_SHARED: a split, slow at
+ * start-up on an oversubscribed MPICH). */
+static void machine_key(unsigned key[2]) {
+  unsigned long long h = 14695981039346656037ull;
+  char id[64] = {0}, host[256] = {0};
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    fnv64(&h, id, fread(id, 1, sizeof id - 1, f));
+    fclose(f);
+  }
+  if (gethostname(host, sizeof host - 1) == 0) fnv64(&h, host, strlen(host));
+  struct stat shm;
+  if (stat("/dev/shm", &shm) == 0) fnv64(&h, &shm.st_dev, sizeof shm.st_dev);
+  key[0] = (unsigned)h;
+  key[1] = (unsigned)(h >> 32);
+}
+
 static void discover_placement(void) {
   struct placement *p = &self_placement;
   for (int k = 0; k < NLEVEL_KINDS; k++) p->id[k] = -1;
   p->fake_node = -1;
   p->kernel = kernel_id();
+  machine_key(p->machine);
 
   if (hwloc_topology_init(&machine) == 0 && hwloc_topology_load(machine) == 0) {
     machine_numa_count = hwloc_get_nbobjs_by_type(machine, HWLOC_OBJ_NUMANODE);
@@ -204,6 +232,7 @@ static mcoll_status build_tree(struct mcoll_topo *t) {
 /* What the hierarchy needs to know of one rank. */
 struct rank_place {
   int machine;      /* the lowest rank (of the communicator it was found in) on its machine */
+  unsigned key[2];  /* struct placement's machine */
   int kernel;       /* struct placement's */
   int fake_node;    /* -1 without MCOLL_TOPO nodes= */
   int id[NLEVEL_KINDS];
@@ -214,22 +243,43 @@ struct rank_place {
 static struct rank_place *world_places;
 static int world_size_known;
 
+/* (qsort passes no argument to its comparison) */
+static _Thread_local const struct rank_place *by_key_places;
+
+/* Ranks ordered by machine, then by rank. */
+static int by_key(const void *a, const void *b) {
+  const struct rank_place *x = &by_key_places[*(const int *)a], *y = &by_key_places[*(const int *)b];
+  for (int i = 0; i < 2; i++)
+    if (x->key[i] != y->key[i]) return x->key[i] < y->key[i] ? -1 : 1;
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
 /* Collective over comm: the place of every rank of comm. */
 static mcoll_status gather_places(MPI_Comm comm, struct rank_place *places) {
   mcoll_status status = MCOLL_OK;
-  int rank;
-  MPI_Comm machine_comm = MPI_COMM_NULL;
+  int rank, size;
   pthread_once(&placement_once, discover_placement);
   PMPI_Comm_rank(comm, &rank);
+  PMPI_Comm_size(comm, &size);
   struct rank_place mine = {.machine = rank, .kernel = self_placement.kernel,
                             .fake_node = self_placement.fake_node};
+  memcpy(mine.key, self_placement.machine, sizeof mine.key);
   memcpy(mine.id, self_placement.id, sizeof mine.id);
-  MCOLL_CHECK_MPI(PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &machine_comm));
-  MCOLL_CHECK_MPI(PMPI_Allreduce(&rank, &mine.machine, 1, MPI_INT, MPI_MIN, machine_comm));
+  int *order = malloc(sizeof *order * (size_t)size);
   MCOLL_CHECK_MPI(PMPI_Allgather(&mine, sizeof mine / sizeof(int), MPI_INT, places,
                                  sizeof mine / sizeof(int), MPI_INT, comm));
+  /* (every rank computes the same table; one that cannot fails the whole set-up) */
+  if (!order) MCOLL_CHECK(MCOLL_ERR_NOMEM);
+  for (int r = 0; r < size; r++) order[r] = r;
+  by_key_places = places;
+  qsort(order, (size_t)size, sizeof *order, by_key);
+  for (int i = 0, first = 0; i < size; i++) {
+    if (i == 0 || memcmp(places[order[i]].key, places[order[i - 1]].key, sizeof places->key))
+      first = order[i];
+    places[order[i]].machine = first; /* (the lowest rank of its machine) */
+  }
 cleanup:
-  if (machine_comm != MPI_COMM_NULL) PMPI_Comm_free(&machine_comm);
+  free(order);
   return status;
 }
 
