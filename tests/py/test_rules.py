@@ -187,6 +187,19 @@ def write_rules(path, rules):
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
+def test_ranks_of_one_machine_are_one_node(flavour):
+    """The node is the machine (one kernel, hostname and /dev/shm), found without the
+    host's MPI_COMM_TYPE_SHARED: 3 ranks here are one node; MCOLL_TOPO still splits
+    them (test hosts, each with its own hostname and /dev/shm: test_multihost)."""
+    for np, env, expected in ((3, {}, "hierarchy: 1 node(s) [3 rank(s) from rank 0]"),
+                              (5, {"MCOLL_TOPO": "nodes=2"},
+                               "hierarchy: 2 node(s) [3 rank(s) from rank 0, 2 rank(s) from rank 3]")):
+        r = run_job([str(mpijob.MCOLLRUN), "--mpi", flavour, "--build", str(BUILD.path), "--info",
+                     "-np", str(np)], {**BASE_ENV, **env}, timeout=60)
+        assert r.returncode == 0 and expected in r.stdout, r.describe()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_info_shows_the_builtin_rules(flavour):
     r = info(flavour, {})
     assert r.returncode == 0, r.describe()
