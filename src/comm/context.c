@@ -204,13 +204,15 @@ static void agree(struct mcoll_comm *c, int ok, struct mcoll_comm *found,
  * (`make`; it has peers) makes a new channel. */
 static mcoll_status channel_build(struct mcoll_comm *c, const int *members, unsigned id, int make) {
   mcoll_status status = MCOLL_OK;
-  MPI_Comm node_comm = MPI_COMM_NULL;
-  MCOLL_CHECK_MPI(PMPI_Comm_split(c->comm, c->topo.node, c->rank, &node_comm));
+  /* On one node the communicator is the node's, in the same order: no split. */
+  MPI_Comm node_comm = c->topo.nnodes == 1 ? c->comm : MPI_COMM_NULL;
+  if (node_comm == MPI_COMM_NULL)
+    MCOLL_CHECK_MPI(PMPI_Comm_split(c->comm, c->topo.node, c->rank, &node_comm));
   if (make) MCOLL_CHECK(mcoll__channel_create(node_comm, c->topo.real_node_size, members, id, &c->chan));
 cleanup:
   /* Nothing uses the node communicator after set-up: its context id goes back now
    * (MPICH has 2048 in all). */
-  if (node_comm != MPI_COMM_NULL) PMPI_Comm_free(&node_comm);
+  if (node_comm != MPI_COMM_NULL && node_comm != c->comm) PMPI_Comm_free(&node_comm);
   return status;
 }
 
