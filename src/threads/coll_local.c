@@ -12,6 +12,8 @@
 
 #include "coll_local.h"
 #include "eager_slots.h"
+#include "coll/reduce/red.h"
+#include "handles.h"
 
 /* The groups of this process, found by (context, first world rank): the halves of
  * one split share a context. */
@@ -313,45 +315,33 @@ static const char *elements_at(const void *buf, MPI_Aint first, MPI_Datatype typ
   return (const char *)buf + first * thr_extent_of(type);
 }
 
-/* inout = in op inout. The common predefined cases are folded here: the host's
+/* inout = in op inout. Predefined ops on predefined types take mcoll's own folds
+ * (the process ranks' kernels, so both give the same bits; they vectorise, where a
+ * plain loop over two pointers that may overlap does not): the host's
  * MPI_Reduce_local may serialise its callers (MPICH takes its global lock), and every
- * thread rank folds at once. */
-#define FOLD_CASE(ctype)                                                                 \
-  {                                                                                      \
-    const ctype *x = in;                                                                 \
-    ctype *y = inout;                                                                    \
-    if (op == MPI_SUM)                                                                   \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] + y[i];                                                              \
-    else if (op == MPI_PROD)                                                             \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] * y[i];                                                              \
-    else if (op == MPI_MAX)                                                              \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] > y[i] ? x[i] : y[i];                                                \
-    else                                                                                 \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] < y[i] ? x[i] : y[i];                                                \
-    return;                                                                              \
+ * thread rank folds at once. The last (type, op) looked up is kept per thread. */
+static mcoll_red_kernel kernel_of(MPI_Datatype type, MPI_Op op)
+{
+  static _Thread_local MPI_Datatype last_type = MPI_DATATYPE_NULL;
+  static _Thread_local MPI_Op last_op = MPI_OP_NULL;
+  static _Thread_local mcoll_red_kernel last;
+  if (type != last_type || op != last_op) {
+    size_t size = thr_basic_type_size(type);
+    /* (MPI_CHAR: the host decides whether it is a reduction type) */
+    last = size && type != MPI_CHAR ? mcoll__red_kernel(type, op, size) : NULL;
+    last_type = type;
+    last_op = op;
   }
+  return last;
+}
 
 static void fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
 {
-  if (op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN) {
-    if (type == MPI_INT)
-      FOLD_CASE(int)
-    if (type == MPI_UNSIGNED)
-      FOLD_CASE(unsigned)
-    if (type == MPI_LONG)
-      FOLD_CASE(long)
-    if (type == MPI_UNSIGNED_LONG)
-      FOLD_CASE(unsigned long)
-    if (type == MPI_LONG_LONG)
-      FOLD_CASE(long long)
-    if (type == MPI_FLOAT)
-      FOLD_CASE(float)
-    if (type == MPI_DOUBLE)
-      FOLD_CASE(double)
+  mcoll_red_kernel kernel = kernel_of(type, op);
+  if (kernel) {
+    if (count > 0)
+      kernel(in, inout, (size_t)count);
+    return;
   }
   PMPI_Reduce_local(in, inout, count, type, op);
 }
