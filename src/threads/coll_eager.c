@@ -478,7 +478,7 @@ static int eager_alltoall(struct thr_local_group *g, struct thr_comm *c, struct 
     }
     send = recv;
     if (need > e->cap) {
-      copy = malloc(span > 0 ? (size_t)span : 1);
+      copy = thr_malloc(span > 0 ? (size_t)span : 1);
       memcpy(copy, recv.base, (size_t)span);
       send.base = copy;
     }

@@ -38,7 +38,7 @@ struct thr_local_group *thr_local_group_of(struct thr_comm *c)
     g = g->next;
   if (!g) {
     size_t bytes = sizeof *g + (size_t)c->size * sizeof g->slots[0];
-    g = aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
+    g = thr_aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
     memset(g, 0, bytes);
     g->ctx = c->ctx;
     g->first_world = c->world[0];
@@ -131,7 +131,7 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
     PMPI_Unpack(src, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
     return;
   }
-  void *packed = malloc(bytes);
+  void *packed = thr_malloc(bytes);
   PMPI_Pack(src, scount, stype, packed, (int)bytes, &position, MPI_COMM_SELF);
   position = 0;
   PMPI_Unpack(packed, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
@@ -144,7 +144,7 @@ void *thr_alloc_typed(int count, MPI_Datatype type)
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
-  char *base = malloc(size > 0 ? (size_t)size : 1);
+  char *base = thr_malloc(size > 0 ? (size_t)size : 1);
   return base - true_lb;
 }
 
@@ -269,7 +269,7 @@ static void local_alltoall(struct thr_local_group *g, struct thr_comm *c, struct
       if (count > 0 && end > span)
         span = end;
     }
-    copy = malloc(span > 0 ? (size_t)span : 1);
+    copy = thr_malloc(span > 0 ? (size_t)span : 1);
     memcpy(copy, recv.base, (size_t)span);
     send = recv;
     send.base = copy;
