@@ -153,7 +153,7 @@ int thr_Reduce_scatter(struct thr_rank *r, const void *sbuf, void *rbuf, const i
       thr_local_reduce_scatter(g, c, sbuf, rbuf, 0, counts, type, op);
     return MPI_SUCCESS;
   }
-  int total = 0, *displs = malloc((size_t)c->size * sizeof(int));
+  int total = 0, *displs = thr_malloc((size_t)c->size * sizeof(int));
   for (int i = 0; i < c->size; i++) {
     displs[i] = total;
     total += counts[i];
@@ -253,7 +253,7 @@ struct layout {
 static struct layout regular_layout(struct thr_rank *r, MPI_Comm comm, int count)
 {
   int n = thr_comm_of(r, comm)->size;
-  struct layout l = {malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int))};
+  struct layout l = {thr_malloc((size_t)n * sizeof(int)), thr_malloc((size_t)n * sizeof(int))};
   for (int i = 0; i < n; i++) {
     l.counts[i] = count;
     l.displs[i] = i * count;
@@ -347,7 +347,7 @@ static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
                      const MPI_Datatype *rtypes)
 {
   int n = c->size, me = c->rank;
-  struct thr_request **reqs = malloc((size_t)(2 * n) * sizeof *reqs);
+  struct thr_request **reqs = thr_malloc((size_t)(2 * n) * sizeof *reqs);
   int nreqs = 0;
   for (int k = 1; k < n; k++) {
     int from = (me - k + n) % n;
@@ -370,8 +370,8 @@ static void exchange(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
 static void byte_layout(int n, const int *displs, MPI_Datatype type, MPI_Aint **bytes,
                         MPI_Datatype **types)
 {
-  *bytes = malloc((size_t)n * sizeof **bytes);
-  *types = malloc((size_t)n * sizeof **types);
+  *bytes = thr_malloc((size_t)n * sizeof **bytes);
+  *types = thr_malloc((size_t)n * sizeof **types);
   MPI_Aint extent = thr_extent_of(type);
   for (int i = 0; i < n; i++) {
     (*bytes)[i] = displs[i] * extent;
@@ -409,7 +409,7 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     return MPI_SUCCESS;
   }
   int n = c->size;
-  MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
+  MPI_Aint *sbytes = thr_malloc((size_t)n * sizeof *sbytes), *rbytes = thr_malloc((size_t)n * sizeof *rbytes);
   for (int i = 0; i < n; i++) {
     sbytes[i] = sdispls ? sdispls[i] : 0;
     rbytes[i] = rdispls[i];
@@ -423,7 +423,7 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
       if (rdispls[i] + rcounts[i] * extent > span)
         span = rdispls[i] + rcounts[i] * extent;
     }
-    copy = malloc(span > 0 ? (size_t)span : 1);
+    copy = thr_malloc(span > 0 ? (size_t)span : 1);
     memcpy(copy, rbuf, (size_t)span);
     sbuf = copy, scounts = rcounts, stypes = rtypes;
     for (int i = 0; i < n; i++)
@@ -513,7 +513,7 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
     scount = rcounts[c->rank];
     stype = rtype;
   }
-  int *scounts = malloc((size_t)n * sizeof(int)), *sdispls = calloc((size_t)n, sizeof(int));
+  int *scounts = thr_malloc((size_t)n * sizeof(int)), *sdispls = thr_calloc((size_t)n, sizeof(int));
   for (int i = 0; i < n; i++)
     scounts[i] = scount;
   if (thr_block_at(rbuf, displs[c->rank], rtype) == (const char *)sbuf)

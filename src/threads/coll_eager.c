@@ -138,15 +138,20 @@ int thr_local_eager_reduce(struct thr_local_group *g, struct thr_comm *c, const 
   int me = c->rank, n = c->size;
   unsigned k = begin_eager(g, c);
   const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
-  eager_reserve(g, c, e, k);
-  char *mine = eager_slot(e, me, k);
-  memcpy(slot_data(mine), input, bytes);
-  eager_stamp(mine, k);
+  /* (a root's slot is read by nobody: it folds its own input from where it is, unless
+   * that is rbuf, which the fold rewrites) */
+  int own_slot = root < 0 || me != root || input == rbuf;
+  if (own_slot) {
+    eager_reserve(g, c, e, k);
+    char *mine = eager_slot(e, me, k);
+    memcpy(slot_data(mine), input, bytes);
+    eager_stamp(mine, k);
+  }
   if (root < 0 || me == root) {
     thr_wake_waiters();
-    memcpy(rbuf, eager_read(e, n - 1, k), bytes);
+    memcpy(rbuf, n - 1 == me && !own_slot ? input : eager_read(e, n - 1, k), bytes);
     for (int i = n - 2; i >= 0; i--)
-      thr_fold(eager_read(e, i, k), rbuf, count, type, op);
+      thr_fold(i == me && !own_slot ? input : eager_read(e, i, k), rbuf, count, type, op);
   }
   eager_finish(g, c, k);
   return 1;
@@ -473,7 +478,7 @@ static int eager_alltoall(struct thr_local_group *g, struct thr_comm *c, struct 
     }
     send = recv;
     if (need > e->cap) {
-      copy = malloc(span > 0 ? (size_t)span : 1);
+      copy = thr_malloc(span > 0 ? (size_t)span : 1);
       memcpy(copy, recv.base, (size_t)span);
       send.base = copy;
     }

@@ -49,12 +49,12 @@ static int hier_mode(void)
 static struct thr_hier *build(struct thr_comm *c)
 {
   int n = c->size, threads = thr_proc.threads;
-  struct thr_hier *h = calloc(1, sizeof *h);
-  h->proc_of = malloc((size_t)n * sizeof(int));
-  h->local_of = malloc((size_t)n * sizeof(int));
-  h->members = malloc((size_t)n * sizeof(int));
-  h->first = calloc((size_t)n + 1, sizeof(int));
-  int *host_of = malloc((size_t)n * sizeof(int)), *count = calloc((size_t)n, sizeof(int));
+  struct thr_hier *h = thr_calloc(1, sizeof *h);
+  h->proc_of = thr_malloc((size_t)n * sizeof(int));
+  h->local_of = thr_malloc((size_t)n * sizeof(int));
+  h->members = thr_malloc((size_t)n * sizeof(int));
+  h->first = thr_calloc((size_t)n + 1, sizeof(int));
+  int *host_of = thr_malloc((size_t)n * sizeof(int)), *count = thr_calloc((size_t)n, sizeof(int));
   for (int i = 0; i < n; i++) { /* (processes numbered in order of first appearance) */
     int host = c->world[i] / threads, p = 0;
     while (p < h->nprocs && host_of[p] != host)
@@ -77,7 +77,7 @@ static struct thr_hier *build(struct thr_comm *c)
   int mine = count[h->me_proc];
   h->local = (struct thr_comm){.ctx = c->ctx + 1, /* (odd: no in-process communicator's) */
                                .size = mine, .rank = h->local_of[c->rank],
-                               .world = malloc((size_t)mine * sizeof(int)), .locality = 1};
+                               .world = thr_malloc((size_t)mine * sizeof(int)), .locality = 1};
   for (int k = 0; k < mine; k++)
     h->local.world[k] = c->world[h->members[h->first[h->me_proc] + k]];
   h->group = thr_local_group_of(&h->local);
@@ -306,7 +306,7 @@ static void bcast_pipelined(struct thr_rank *r, struct thr_comm *c, struct thr_h
     return;
   }
   int contiguous = thr_type_is_contiguous(type, count), position = 0;
-  char *run = contiguous ? buf : malloc((size_t)bytes);
+  char *run = contiguous ? buf : thr_malloc((size_t)bytes);
   if (!contiguous && c->rank == root)
     PMPI_Pack(buf, count, type, run, (int)bytes, &position, MPI_COMM_SELF);
   if (h->local.rank != lead) { /* (a process other than the root's) */
@@ -314,10 +314,10 @@ static void bcast_pipelined(struct thr_rank *r, struct thr_comm *c, struct thr_h
       thr_local_bcast(h->group, &h->local, run + k * segment,
                       (int)(k < nseg - 1 ? segment : bytes - k * segment), MPI_BYTE, lead);
   } else {
-    int parent, *children = malloc((size_t)h->nprocs * sizeof(int));
+    int parent, *children = thr_malloc((size_t)h->nprocs * sizeof(int));
     int nchildren = tree_of(h, root_proc, &parent, children), nsends = 0;
-    struct thr_request **recvs = malloc((size_t)nseg * sizeof *recvs);
-    struct thr_request **sends = malloc((size_t)(nseg * nchildren + 1) * sizeof *sends);
+    struct thr_request **recvs = thr_malloc((size_t)nseg * sizeof *recvs);
+    struct thr_request **sends = thr_malloc((size_t)(nseg * nchildren + 1) * sizeof *sends);
     for (int k = 0; parent >= 0 && k < nseg; k++)
       recvs[k] = thr_irecv(r, c, c->ctx + 1, run + k * segment,
                            (int)(k < nseg - 1 ? segment : bytes - k * segment), MPI_BYTE,
@@ -498,7 +498,7 @@ static MPI_Datatype blocks_of(const struct thr_hier *h, int p, const int *counts
                               const int *displs, MPI_Datatype type)
 {
   int from = p < 0 ? 0 : h->first[p], to = p < 0 ? h->first[h->nprocs] : h->first[p + 1];
-  int nblocks = to - from, *lens = malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks;
+  int nblocks = to - from, *lens = thr_malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks;
   for (int k = 0; k < nblocks; k++) {
     int rank = p < 0 ? k : h->members[from + k];
     lens[k] = counts[rank];
@@ -522,7 +522,7 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
   int n = c->size, me = c->rank, lead = h->local.rank == 0;
   int *regular = NULL;
   if (!counts) {
-    regular = malloc((size_t)n * 2 * sizeof(int));
+    regular = thr_malloc((size_t)n * 2 * sizeof(int));
     for (int i = 0; i < n; i++)
       regular[i] = count, regular[n + i] = i * count;
     counts = regular, displs = regular + n;
@@ -533,14 +533,14 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
     stype = rtype;
   }
   int mine = h->local.size, base = h->first[h->me_proc];
-  int *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  int *lcounts = thr_malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
   for (int k = 0; k < mine; k++)
     lcounts[k] = counts[h->members[base + k]], ldispls[k] = displs[h->members[base + k]];
   thr_local_gatherv(h->group, &h->local, sbuf, scount, stype, rbuf, 0, lcounts, ldispls, rtype, 0);
   if (lead) {
     int P = h->nprocs;
-    struct thr_request **reqs = malloc((size_t)(2 * P) * sizeof *reqs);
-    MPI_Datatype *types = malloc((size_t)P * sizeof *types);
+    struct thr_request **reqs = thr_malloc((size_t)(2 * P) * sizeof *reqs);
+    MPI_Datatype *types = thr_malloc((size_t)P * sizeof *types);
     for (int p = 0; p < P; p++)
       types[p] = blocks_of(h, p, counts, displs, rtype);
     int nreqs = 0;
@@ -618,7 +618,7 @@ static MPI_Datatype subtree_blocks(const struct thr_hier *h, int root_proc, int 
     int p = proc_at(h, root_proc, x);
     nblocks += h->first[p + 1] - h->first[p];
   }
-  int *lens = malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks, k = 0;
+  int *lens = thr_malloc((size_t)nblocks * 2 * sizeof(int)), *at = lens + nblocks, k = 0;
   for (int x = from; x < from + span; x++) {
     int p = proc_at(h, root_proc, x);
     for (int i = h->first[p]; i < h->first[p + 1]; i++, k++)
@@ -648,7 +648,7 @@ static struct root_posts root_post(struct thr_rank *r, struct thr_comm *c, struc
 {
   int root_proc = h->proc_of[root], P = h->nprocs;
   struct tree t = tree_at(h, root_proc);
-  struct root_posts posts = {.n = 0, .sizes = sizes ? malloc((size_t)P * sizeof(int)) : NULL};
+  struct root_posts posts = {.n = 0, .sizes = sizes ? thr_malloc((size_t)P * sizeof(int)) : NULL};
   for (int x = 0; sizes && x < P; x++) {
     int p = proc_at(h, root_proc, x);
     posts.sizes[x] = 0;
@@ -700,7 +700,7 @@ static struct relay relay_post(struct thr_rank *r, struct thr_comm *c, struct th
   struct relay y = {.bytes = own};
   for (int k = 0; k < t->n; k++)
     y.bytes += sub[k];
-  y.buf = malloc(y.bytes + 1);
+  y.buf = thr_malloc(y.bytes + 1);
   if (send) /* (scatter: the whole subtree's part from the parent first) */
     thr_recv(r, c, y.buf, (int)y.bytes, MPI_BYTE, leader_of(h, t->parent, root), HTAG_SCATTER);
   size_t at = own;
@@ -774,11 +774,11 @@ void thr_hier_gather(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
   }
   int n = c->size, *regular = NULL;
   if (c->rank == root) {
-    regular = malloc((size_t)n * 2 * sizeof(int));
+    regular = thr_malloc((size_t)n * 2 * sizeof(int));
     for (int i = 0; i < n; i++)
       regular[i] = rcount, regular[n + i] = i * rcount;
   }
-  int *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  int *lcounts = thr_malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
   for (int k = 0; k < mine; k++)
     lcounts[k] = rcount, ldispls[k] = h->members[base + k] * rcount;
   if (c->rank != root) {
@@ -817,7 +817,7 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
       relay_finish(r, c, h, &t, root, &y, 1);
     return;
   }
-  int n = c->size, *lcounts = malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
+  int n = c->size, *lcounts = thr_malloc((size_t)mine * 2 * sizeof(int)), *ldispls = lcounts + mine;
   for (int k = 0; k < mine; k++)
     lcounts[k] = scount, ldispls[k] = h->members[base + k] * scount;
   if (c->rank != root) {
@@ -826,7 +826,7 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
     free(lcounts);
     return;
   }
-  int *regular = malloc((size_t)n * 2 * sizeof(int));
+  int *regular = thr_malloc((size_t)n * 2 * sizeof(int));
   for (int i = 0; i < n; i++)
     regular[i] = scount, regular[n + i] = i * scount;
   struct root_posts posts = root_post(r, c, h, (void *)sbuf, stype, root, regular, regular + n,
@@ -842,7 +842,7 @@ void thr_hier_scatter(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h
 static int local_sizes(struct thr_hier *h, int bytes, int **sizes)
 {
   int mine = h->local.size, lead = h->local.rank == 0;
-  *sizes = lead ? malloc((size_t)mine * 2 * sizeof(int)) : NULL;
+  *sizes = lead ? thr_malloc((size_t)mine * 2 * sizeof(int)) : NULL;
   thr_local_gatherv(h->group, &h->local, &bytes, 1, MPI_INT, *sizes, 1, NULL, NULL, MPI_INT, 0);
   int total = 0;
   for (int k = 0; lead && k < mine; k++)
@@ -854,7 +854,7 @@ static int local_sizes(struct thr_hier *h, int bytes, int **sizes)
 static int *local_layout(const struct thr_hier *h, const int *counts, const int *displs)
 {
   int mine = h->local.size, base = h->first[h->me_proc];
-  int *l = malloc((size_t)mine * 2 * sizeof(int));
+  int *l = thr_malloc((size_t)mine * 2 * sizeof(int));
   for (int k = 0; k < mine; k++)
     l[k] = counts[h->members[base + k]], l[mine + k] = displs[h->members[base + k]];
   return l;
@@ -927,7 +927,7 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
     int *totals = NULL, nheaders = 0;
     struct thr_request *headers[32];
     if (lead) {
-      totals = malloc((size_t)t.span * sizeof(int));
+      totals = thr_malloc((size_t)t.span * sizeof(int));
       totals[0] = total;
       if (t.span > 1)
         thr_recv(r, c, totals, t.span, MPI_INT, leader_of(h, t.parent, root), HTAG_SCATTER);
@@ -972,7 +972,7 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
  * the other processes' ranks, in process order then rank order, as one type. */
 static MPI_Datatype cross_blocks(const struct thr_hier *h, int count, MPI_Datatype type)
 {
-  int others = h->first[h->nprocs] - h->local.size, *at = malloc((size_t)others * sizeof(int));
+  int others = h->first[h->nprocs] - h->local.size, *at = thr_malloc((size_t)others * sizeof(int));
   for (int p = 0, k = 0; p < h->nprocs; p++)
     for (int i = h->first[p]; p != h->me_proc && i < h->first[p + 1]; i++)
       at[k++] = h->members[i] * count;
@@ -1001,15 +1001,15 @@ void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
   int others = h->first[P] - mine, lead = h->local.rank == 0, run = others * bs;
   MPI_Datatype scross = cross_blocks(h, in_place ? rcount : scount, in_place ? rtype : stype);
   MPI_Datatype rcross = cross_blocks(h, rcount, rtype);
-  char *out = lead ? malloc((size_t)run * (size_t)mine) : NULL;
-  char *in = lead ? malloc((size_t)run * (size_t)mine) : NULL;
+  char *out = lead ? thr_malloc((size_t)run * (size_t)mine) : NULL;
+  char *in = lead ? thr_malloc((size_t)run * (size_t)mine) : NULL;
   thr_local_gatherv(h->group, &h->local, in_place ? rbuf : sbuf, 1, scross, out, run, NULL,
                     NULL, MPI_BYTE, 0);
   int nreqs = 0;
-  struct thr_request **reqs = lead ? malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
-  MPI_Datatype *types = lead ? malloc((size_t)(2 * P) * sizeof *types) : NULL;
+  struct thr_request **reqs = lead ? thr_malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
+  MPI_Datatype *types = lead ? thr_malloc((size_t)(2 * P) * sizeof *types) : NULL;
   if (lead) {
-    int *at = malloc((size_t)others * (size_t)mine * sizeof(int));
+    int *at = thr_malloc((size_t)others * (size_t)mine * sizeof(int));
     for (int k = 1; k < P; k++) {
       int q = (me + k) % P, size_q = h->first[q + 1] - h->first[q], offset = 0;
       for (int p = 0; p < q; p++)
@@ -1032,7 +1032,7 @@ void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
     free(at);
   }
   /* (the blocks within the process while the leader's messages travel) */
-  int *l = malloc((size_t)mine * 4 * sizeof(int));
+  int *l = thr_malloc((size_t)mine * 4 * sizeof(int));
   for (int k = 0; k < mine; k++) {
     int rank = h->members[h->first[me] + k];
     l[k] = scount, l[mine + k] = rank * scount;
@@ -1078,7 +1078,7 @@ void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, c
     }
   }
   /* the total to the leader (only the last rank's block is not empty) */
-  int *layout = k == 0 ? calloc((size_t)mine * 2, sizeof(int)) : NULL;
+  int *layout = k == 0 ? thr_calloc((size_t)mine * 2, sizeof(int)) : NULL;
   if (layout)
     layout[mine - 1] = count;
   void *at_leader = k == 0 ? (last ? total : thr_alloc_typed(count, type)) : NULL;
@@ -1130,9 +1130,9 @@ static MPI_Datatype v_type(const struct v_side *s, int j)
 static MPI_Datatype v_cross(const struct thr_hier *h, const struct v_side *s)
 {
   int others = h->first[h->nprocs] - h->local.size, k = 0;
-  int *lens = malloc((size_t)others * sizeof(int) + 1);
-  MPI_Aint *at = malloc((size_t)others * sizeof(MPI_Aint) + 1);
-  MPI_Datatype *types = malloc((size_t)others * sizeof(MPI_Datatype) + 1);
+  int *lens = thr_malloc((size_t)others * sizeof(int) + 1);
+  MPI_Aint *at = thr_malloc((size_t)others * sizeof(MPI_Aint) + 1);
+  MPI_Datatype *types = thr_malloc((size_t)others * sizeof(MPI_Datatype) + 1);
   MPI_Aint unit = s->types ? 1 : thr_extent_of(s->type);
   for (int p = 0; p < h->nprocs; p++)
     for (int i = h->first[p]; p != h->me_proc && i < h->first[p + 1]; i++, k++) {
@@ -1164,18 +1164,18 @@ static void hier_alltoallvw(struct thr_rank *r, struct thr_comm *c, struct thr_h
   if (in_place)
     send = recv;
   /* this rank's byte sizes of its blocks to, then from, the other processes' ranks */
-  int *sizes = malloc((size_t)others * 2 * sizeof(int) + 1);
+  int *sizes = thr_malloc((size_t)others * 2 * sizeof(int) + 1);
   for (int p = 0, k = 0; p < P; p++)
     for (int i = h->first[p]; p != me && i < h->first[p + 1]; i++, k++) {
       int j = h->members[i];
       sizes[k] = (int)thr_type_bytes(v_type(&send, j), send.counts[j]);
       sizes[others + k] = (int)thr_type_bytes(v_type(&recv, j), recv.counts[j]);
     }
-  int *all = lead ? malloc((size_t)mine * (size_t)others * 2 * sizeof(int) + 1) : NULL;
+  int *all = lead ? thr_malloc((size_t)mine * (size_t)others * 2 * sizeof(int) + 1) : NULL;
   thr_local_gatherv(h->group, &h->local, sizes, 2 * others, MPI_INT, all, 2 * others, NULL,
                     NULL, MPI_INT, 0);
   /* at the leader: rank k's run in out and in (its offset, its length) */
-  int *runs = lead ? calloc((size_t)mine * 4, sizeof(int)) : NULL;
+  int *runs = lead ? thr_calloc((size_t)mine * 4, sizeof(int)) : NULL;
   size_t out_bytes = 0, in_bytes = 0;
   for (int k = 0; lead && k < mine; k++) {
     const int *sk = all + (size_t)k * 2 * others, *rk = sk + others;
@@ -1184,15 +1184,15 @@ static void hier_alltoallvw(struct thr_rank *r, struct thr_comm *c, struct thr_h
       runs[mine + k] += sk[x], runs[3 * mine + k] += rk[x];
     out_bytes += (size_t)runs[mine + k], in_bytes += (size_t)runs[3 * mine + k];
   }
-  char *out = lead ? malloc(out_bytes + 1) : NULL, *in = lead ? malloc(in_bytes + 1) : NULL;
+  char *out = lead ? thr_malloc(out_bytes + 1) : NULL, *in = lead ? thr_malloc(in_bytes + 1) : NULL;
   MPI_Datatype scross = v_cross(h, &send), rcross = v_cross(h, &recv);
   thr_local_gatherv(h->group, &h->local, send.buf, 1, scross, out, 0, runs ? runs + mine : NULL,
                     runs, MPI_BYTE, 0);
   int nreqs = 0;
-  struct thr_request **reqs = lead ? malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
-  MPI_Datatype *types = lead ? malloc((size_t)(2 * P) * sizeof *types) : NULL;
+  struct thr_request **reqs = lead ? thr_malloc((size_t)(2 * P) * sizeof *reqs) : NULL;
+  MPI_Datatype *types = lead ? thr_malloc((size_t)(2 * P) * sizeof *types) : NULL;
   if (lead) {
-    int *lens = malloc(((size_t)others * (size_t)mine + 1) * 2 * sizeof(int));
+    int *lens = thr_malloc(((size_t)others * (size_t)mine + 1) * 2 * sizeof(int));
     int *at = lens + (size_t)others * mine + 1;
     for (int q = 0, x0 = 0; q < P; x0 += q == me ? 0 : h->first[q + 1] - h->first[q], q++) {
       if (q == me)
@@ -1235,8 +1235,8 @@ static void hier_alltoallvw(struct thr_rank *r, struct thr_comm *c, struct thr_h
     free(lens);
   }
   /* (the blocks within the process while the leader's messages travel) */
-  int base = h->first[me], *l = malloc((size_t)mine * 4 * sizeof(int));
-  MPI_Datatype *lt = send.types ? malloc((size_t)mine * 2 * sizeof *lt) : NULL;
+  int base = h->first[me], *l = thr_malloc((size_t)mine * 4 * sizeof(int));
+  MPI_Datatype *lt = send.types ? thr_malloc((size_t)mine * 2 * sizeof *lt) : NULL;
   for (int k = 0; k < mine; k++) {
     int j = h->members[base + k];
     l[k] = send.counts[j], l[mine + k] = send.displs[j];

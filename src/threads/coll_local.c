@@ -12,6 +12,8 @@
 
 #include "coll_local.h"
 #include "eager_slots.h"
+#include "coll/reduce/red.h"
+#include "handles.h"
 
 /* The groups of this process, found by (context, first world rank): the halves of
  * one split share a context. */
@@ -36,7 +38,7 @@ struct thr_local_group *thr_local_group_of(struct thr_comm *c)
     g = g->next;
   if (!g) {
     size_t bytes = sizeof *g + (size_t)c->size * sizeof g->slots[0];
-    g = aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
+    g = thr_aligned_alloc(_Alignof(struct local_slot), (bytes + 63) / 64 * 64);
     memset(g, 0, bytes);
     g->ctx = c->ctx;
     g->first_world = c->world[0];
@@ -129,7 +131,7 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
     PMPI_Unpack(src, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
     return;
   }
-  void *packed = malloc(bytes);
+  void *packed = thr_malloc(bytes);
   PMPI_Pack(src, scount, stype, packed, (int)bytes, &position, MPI_COMM_SELF);
   position = 0;
   PMPI_Unpack(packed, (int)bytes, &position, dst, dcount, dtype, MPI_COMM_SELF);
@@ -142,7 +144,7 @@ void *thr_alloc_typed(int count, MPI_Datatype type)
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
-  char *base = malloc(size > 0 ? (size_t)size : 1);
+  char *base = thr_malloc(size > 0 ? (size_t)size : 1);
   return base - true_lb;
 }
 
@@ -267,7 +269,7 @@ static void local_alltoall(struct thr_local_group *g, struct thr_comm *c, struct
       if (count > 0 && end > span)
         span = end;
     }
-    copy = malloc(span > 0 ? (size_t)span : 1);
+    copy = thr_malloc(span > 0 ? (size_t)span : 1);
     memcpy(copy, recv.base, (size_t)span);
     send = recv;
     send.base = copy;
@@ -313,45 +315,33 @@ static const char *elements_at(const void *buf, MPI_Aint first, MPI_Datatype typ
   return (const char *)buf + first * thr_extent_of(type);
 }
 
-/* inout = in op inout. The common predefined cases are folded here: the host's
+/* inout = in op inout. Predefined ops on predefined types take mcoll's own folds
+ * (the process ranks' kernels, so both give the same bits; they vectorise, where a
+ * plain loop over two pointers that may overlap does not): the host's
  * MPI_Reduce_local may serialise its callers (MPICH takes its global lock), and every
- * thread rank folds at once. */
-#define FOLD_CASE(ctype)                                                                 \
-  {                                                                                      \
-    const ctype *x = in;                                                                 \
-    ctype *y = inout;                                                                    \
-    if (op == MPI_SUM)                                                                   \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] + y[i];                                                              \
-    else if (op == MPI_PROD)                                                             \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] * y[i];                                                              \
-    else if (op == MPI_MAX)                                                              \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] > y[i] ? x[i] : y[i];                                                \
-    else                                                                                 \
-      for (int i = 0; i < count; i++)                                                    \
-        y[i] = x[i] < y[i] ? x[i] : y[i];                                                \
-    return;                                                                              \
+ * thread rank folds at once. The last (type, op) looked up is kept per thread. */
+static mcoll_red_kernel kernel_of(MPI_Datatype type, MPI_Op op)
+{
+  static _Thread_local MPI_Datatype last_type = MPI_DATATYPE_NULL;
+  static _Thread_local MPI_Op last_op = MPI_OP_NULL;
+  static _Thread_local mcoll_red_kernel last;
+  if (type != last_type || op != last_op) {
+    size_t size = thr_basic_type_size(type);
+    /* (MPI_CHAR: the host decides whether it is a reduction type) */
+    last = size && type != MPI_CHAR ? mcoll__red_kernel(type, op, size) : NULL;
+    last_type = type;
+    last_op = op;
   }
+  return last;
+}
 
 static void fold(const void *in, void *inout, int count, MPI_Datatype type, MPI_Op op)
 {
-  if (op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN) {
-    if (type == MPI_INT)
-      FOLD_CASE(int)
-    if (type == MPI_UNSIGNED)
-      FOLD_CASE(unsigned)
-    if (type == MPI_LONG)
-      FOLD_CASE(long)
-    if (type == MPI_UNSIGNED_LONG)
-      FOLD_CASE(unsigned long)
-    if (type == MPI_LONG_LONG)
-      FOLD_CASE(long long)
-    if (type == MPI_FLOAT)
-      FOLD_CASE(float)
-    if (type == MPI_DOUBLE)
-      FOLD_CASE(double)
+  mcoll_red_kernel kernel = kernel_of(type, op);
+  if (kernel) {
+    if (count > 0)
+      kernel(in, inout, (size_t)count);
+    return;
   }
   PMPI_Reduce_local(in, inout, count, type, op);
 }

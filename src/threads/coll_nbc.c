@@ -76,7 +76,7 @@ static struct nbc_step *add_step(struct thr_nbc *s, enum step_kind kind)
 {
   if (s->nsteps == s->capacity) {
     s->capacity = s->capacity ? 2 * s->capacity : 16;
-    s->steps = realloc(s->steps, (size_t)s->capacity * sizeof *s->steps);
+    s->steps = thr_realloc(s->steps, (size_t)s->capacity * sizeof *s->steps);
   }
   struct nbc_step *step = &s->steps[s->nsteps++];
   memset(step, 0, sizeof *step);
@@ -125,8 +125,8 @@ static void *temp(struct thr_nbc *s, int count, MPI_Datatype type)
   MPI_Aint true_lb, true_extent;
   PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
   MPI_Aint size = true_extent + (count > 1 ? (MPI_Aint)(count - 1) * thr_extent_of(type) : 0);
-  char *base = malloc(size > 0 ? (size_t)size : 1);
-  s->temps = realloc(s->temps, (size_t)(s->ntemps + 1) * sizeof *s->temps);
+  char *base = thr_malloc(size > 0 ? (size_t)size : 1);
+  s->temps = thr_realloc(s->temps, (size_t)(s->ntemps + 1) * sizeof *s->temps);
   s->temps[s->ntemps++] = base;
   return base - true_lb;
 }
@@ -179,7 +179,7 @@ static void build_reduce(struct thr_nbc *s, const void *sbuf, void *rbuf, int co
     send_step(s, sbuf, count, type, root, part);
     return;
   }
-  const void **inputs = malloc((size_t)n * sizeof *inputs);
+  const void **inputs = thr_malloc((size_t)n * sizeof *inputs);
   for (int i = 0; i < n; i++) {
     if (i != me) {
       void *in = temp(s, count, type);
@@ -292,8 +292,8 @@ static void build_exchange_v(struct thr_nbc *s, const void *sbuf, const int *sco
                              int part)
 {
   int n = s->comm.size;
-  MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
-  MPI_Datatype *stypes = malloc((size_t)n * sizeof *stypes), *rtypes = malloc((size_t)n * sizeof *rtypes);
+  MPI_Aint *sbytes = thr_malloc((size_t)n * sizeof *sbytes), *rbytes = thr_malloc((size_t)n * sizeof *rbytes);
+  MPI_Datatype *stypes = thr_malloc((size_t)n * sizeof *stypes), *rtypes = thr_malloc((size_t)n * sizeof *rtypes);
   byte_layout(n, sdispls, stype, sbytes, stypes);
   byte_layout(n, rdispls, rtype, rbytes, rtypes);
   build_exchange(s, sbuf, scounts, sbytes, stypes, rbuf, rcounts, rbytes, rtypes, part);
@@ -303,7 +303,7 @@ static void build_exchange_v(struct thr_nbc *s, const void *sbuf, const int *sco
 /* The counts and displacements of a regular call. */
 static int *regular(int n, int value, int step)
 {
-  int *a = malloc((size_t)n * sizeof *a);
+  int *a = thr_malloc((size_t)n * sizeof *a);
   for (int i = 0; i < n; i++)
     a[i] = step ? i * value : value;
   return a;
@@ -331,7 +331,7 @@ static void build_alltoallw(struct thr_nbc *s, const void *sbuf, const int *scou
                             const int *rcounts, const int *rdispls, const MPI_Datatype *rtypes)
 {
   int n = s->comm.size;
-  MPI_Aint *sbytes = malloc((size_t)n * sizeof *sbytes), *rbytes = malloc((size_t)n * sizeof *rbytes);
+  MPI_Aint *sbytes = thr_malloc((size_t)n * sizeof *sbytes), *rbytes = thr_malloc((size_t)n * sizeof *rbytes);
   for (int i = 0; i < n; i++)
     rbytes[i] = rdispls[i];
   if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer's bytes */
@@ -475,7 +475,7 @@ static void copy_typed(const struct nbc_step *step)
     return;
   }
   int position = 0;
-  void *packed = malloc(bytes);
+  void *packed = thr_malloc(bytes);
   PMPI_Pack(step->src, step->count, step->type, packed, (int)bytes, &position, MPI_COMM_SELF);
   position = 0;
   PMPI_Unpack(packed, (int)bytes, &position, step->dst, step->dcount, step->dtype, MPI_COMM_SELF);
@@ -495,7 +495,7 @@ static void start_round(struct thr_nbc *s)
     else if (step->kind == STEP_REDUCE)
       PMPI_Reduce_local(step->src, step->dst, step->count, step->type, step->op);
   }
-  s->active = realloc(s->active, (size_t)(end - s->next_step + 1) * sizeof *s->active);
+  s->active = thr_realloc(s->active, (size_t)(end - s->next_step + 1) * sizeof *s->active);
   s->nactive = 0;
   for (int i = s->next_step; i < end; i++) {
     struct nbc_step *step = &s->steps[i];
@@ -587,7 +587,7 @@ static int next_tag(struct thr_comm *c)
 static struct thr_comm comm_copy(const struct thr_comm *c)
 {
   struct thr_comm copy = {.ctx = c->ctx, .size = c->size, .rank = c->rank,
-                          .world = malloc((size_t)c->size * sizeof(int))};
+                          .world = thr_malloc((size_t)c->size * sizeof(int))};
   memcpy(copy.world, c->world, (size_t)c->size * sizeof(int));
   return copy;
 }
@@ -596,7 +596,7 @@ static struct thr_comm comm_copy(const struct thr_comm *c)
 static struct thr_nbc *start(struct thr_rank *r, const struct thr_comm *c, int tag,
                              const struct thr_coll_args *a)
 {
-  struct thr_nbc *s = calloc(1, sizeof *s);
+  struct thr_nbc *s = thr_calloc(1, sizeof *s);
   s->rank = r;
   s->comm = comm_copy(c);
   s->tag = tag;
@@ -635,7 +635,7 @@ static int init(struct thr_rank *r, struct thr_coll_args a, MPI_Info info, MPI_R
 {
   (void)info;
   struct thr_comm *c = thr_comm_of(r, a.comm);
-  struct thr_coll_args *kept = malloc(sizeof *kept);
+  struct thr_coll_args *kept = thr_malloc(sizeof *kept);
   *kept = a;
   kept->kept_comm = comm_copy(c);
   kept->tag = next_tag(c);

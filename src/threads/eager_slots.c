@@ -72,9 +72,9 @@ struct local_eager *thr_eager_new(int size)
   int slots = reserve_budget(size, stride, &held);
   struct local_eager *e;
   size_t total = sizeof *e + held;
-  e = aligned_alloc(64, (total + 63) / 64 * 64);
-  if (!e) /* (a rank may not fall back alone: the others would wait in the slots) */
-    thr_fatal("no memory for the eager slots of a communicator");
+  /* (no memory stops the job: a rank may not fall back alone, the others would wait in
+   * the slots) */
+  e = thr_aligned_alloc(64, (total + 63) / 64 * 64);
   e->slots = slots;
   e->cap = cap;
   e->stride = stride;

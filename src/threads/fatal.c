@@ -71,3 +71,19 @@ void *thr_calloc_in(size_t n, size_t size, const char *where)
     thr_out_of_memory(n * size, where);
   return p;
 }
+
+void *thr_realloc_in(void *p, size_t bytes, const char *where)
+{
+  void *q = realloc(p, bytes ? bytes : 1);
+  if (!q)
+    thr_out_of_memory(bytes, where);
+  return q;
+}
+
+void *thr_aligned_alloc_in(size_t align, size_t bytes, const char *where)
+{
+  void *p = aligned_alloc(align, bytes ? bytes : align);
+  if (!p)
+    thr_out_of_memory(bytes, where);
+  return p;
+}

@@ -30,7 +30,7 @@ static MPI_Group new_group(struct thr_rank *r, int n, const int *world)
 {
   if (n == 0)
     return MPI_GROUP_EMPTY;
-  struct thr_group *g = malloc(sizeof *g + (size_t)n * sizeof g->world[0]);
+  struct thr_group *g = thr_malloc(sizeof *g + (size_t)n * sizeof g->world[0]);
   g->size = n;
   memcpy(g->world, world, (size_t)n * sizeof *world);
   int index = -1;
@@ -39,7 +39,7 @@ static MPI_Group new_group(struct thr_rank *r, int n, const int *world)
       index = i;
   if (index < 0) {
     int grown = r->ngroups ? 2 * r->ngroups : 16;
-    r->groups = realloc(r->groups, (size_t)grown * sizeof *r->groups);
+    r->groups = thr_realloc(r->groups, (size_t)grown * sizeof *r->groups);
     memset(r->groups + r->ngroups, 0, (size_t)(grown - r->ngroups) * sizeof *r->groups);
     index = r->ngroups;
     r->ngroups = grown;
@@ -85,7 +85,7 @@ int thr_Group_rank(struct thr_rank *r, MPI_Group group, int *rank)
 int thr_Group_incl(struct thr_rank *r, MPI_Group group, int n, const int ranks[], MPI_Group *out)
 {
   struct thr_group *g = group_of(r, group);
-  int *world = malloc((size_t)(n > 0 ? n : 1) * sizeof *world);
+  int *world = thr_malloc((size_t)(n > 0 ? n : 1) * sizeof *world);
   for (int i = 0; i < n; i++) {
     check_rank(r, g, ranks[i]);
     world[i] = g->world[ranks[i]];
@@ -98,7 +98,7 @@ int thr_Group_incl(struct thr_rank *r, MPI_Group group, int n, const int ranks[]
 /* The members whose flag is clear, in group order. */
 static MPI_Group keep_unflagged(struct thr_rank *r, const struct thr_group *g, const char *flag)
 {
-  int *world = malloc((size_t)(g->size > 0 ? g->size : 1) * sizeof *world), n = 0;
+  int *world = thr_malloc((size_t)(g->size > 0 ? g->size : 1) * sizeof *world), n = 0;
   for (int i = 0; i < g->size; i++)
     if (!flag[i])
       world[n++] = g->world[i];
@@ -110,7 +110,7 @@ static MPI_Group keep_unflagged(struct thr_rank *r, const struct thr_group *g, c
 int thr_Group_excl(struct thr_rank *r, MPI_Group group, int n, const int ranks[], MPI_Group *out)
 {
   struct thr_group *g = group_of(r, group);
-  char *excluded = calloc((size_t)g->size + 1, 1);
+  char *excluded = thr_calloc((size_t)g->size + 1, 1);
   for (int i = 0; i < n; i++) {
     check_rank(r, g, ranks[i]);
     excluded[ranks[i]] = 1;
@@ -131,7 +131,7 @@ static int *expand_ranges(struct thr_rank *r, const struct thr_group *g, int nra
     int span = (ranges[i][1] - ranges[i][0]) / ranges[i][2];
     total += span >= 0 ? span + 1 : 0;
   }
-  int *ranks = malloc((size_t)(total > 0 ? total : 1) * sizeof *ranks);
+  int *ranks = thr_malloc((size_t)(total > 0 ? total : 1) * sizeof *ranks);
   *n = 0;
   for (int i = 0; i < nranges; i++) {
     int first = ranges[i][0], last = ranges[i][1], stride = ranges[i][2];
@@ -192,7 +192,7 @@ int thr_Group_compare(struct thr_rank *r, MPI_Group a, MPI_Group b, int *result)
 int thr_Group_union(struct thr_rank *r, MPI_Group a, MPI_Group b, MPI_Group *out)
 {
   struct thr_group *ga = group_of(r, a), *gb = group_of(r, b);
-  int *world = malloc((size_t)(ga->size + gb->size + 1) * sizeof *world), n = 0;
+  int *world = thr_malloc((size_t)(ga->size + gb->size + 1) * sizeof *world), n = 0;
   for (int i = 0; i < ga->size; i++)
     world[n++] = ga->world[i];
   for (int i = 0; i < gb->size; i++)
@@ -207,7 +207,7 @@ int thr_Group_union(struct thr_rank *r, MPI_Group a, MPI_Group b, MPI_Group *out
 static MPI_Group filter(struct thr_rank *r, MPI_Group a, MPI_Group b, int keep)
 {
   struct thr_group *ga = group_of(r, a), *gb = group_of(r, b);
-  char *drop = calloc((size_t)ga->size + 1, 1);
+  char *drop = thr_calloc((size_t)ga->size + 1, 1);
   for (int i = 0; i < ga->size; i++)
     drop[i] = (rank_in(gb, ga->world[i]) != MPI_UNDEFINED) != keep;
   MPI_Group out = keep_unflagged(r, ga, drop);
@@ -261,7 +261,7 @@ int thr_Comm_create_group(struct thr_rank *r, MPI_Comm comm, MPI_Group group, in
   int me = rank_in(g, r->world);
   if (me == MPI_UNDEFINED)
     thr_fatal("rank %d: MPI_Comm_create_group by a rank outside the group", r->world);
-  int *in_comm = malloc((size_t)g->size * sizeof *in_comm); /* group rank -> comm rank */
+  int *in_comm = thr_malloc((size_t)g->size * sizeof *in_comm); /* group rank -> comm rank */
   for (int i = 0; i < g->size; i++) {
     in_comm[i] = MPI_UNDEFINED;
     for (int k = 0; k < c->size; k++)

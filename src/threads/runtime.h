@@ -134,6 +134,10 @@ void *thr_malloc_in(size_t bytes, const char *where);
 void *thr_calloc_in(size_t n, size_t size, const char *where);
 #define thr_malloc(bytes) thr_malloc_in((bytes), __func__)
 #define thr_calloc(n, size) thr_calloc_in((n), (size), __func__)
+void *thr_realloc_in(void *p, size_t bytes, const char *where);
+void *thr_aligned_alloc_in(size_t align, size_t bytes, const char *where);
+#define thr_realloc(p, bytes) thr_realloc_in((p), (bytes), __func__)
+#define thr_aligned_alloc(align, bytes) thr_aligned_alloc_in((align), (bytes), __func__)
 
 /* Runtime-internal point-to-point used by the collectives (context ctx). */
 struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, const void *buf,

@@ -742,6 +742,108 @@ static void nonblocking(MPI_Comm comm, const int *world, int me, int n)
   }
 }
 
+/* Predefined ops on predefined types (the thread ranks fold them with mcoll's kernels,
+ * the pairs with the host's MPI_Reduce_local): reduce to the first and the last rank,
+ * with and without MPI_IN_PLACE at the root, allreduce both ways, and scan of the
+ * integers, at counts that take the eager slots, the whole-vector fold and the
+ * segments. Inputs are small integers (floats: quarters), exact in any fold order. */
+#define FOLD_CHECK(T, MT, OP, NAME, SCANS, INPUT, COMBINE)                                 \
+  for (int c = 0; c < 4; c++) {                                                            \
+    int count = counts[c];                                                                 \
+    T *in = malloc(sizeof(T) * (size_t)count), *out = malloc(sizeof(T) * (size_t)count),   \
+      *want = malloc(sizeof(T) * (size_t)count), *pre = malloc(sizeof(T) * (size_t)count);  \
+    for (int i = 0; i < count; i++) {                                                      \
+      int r_ = n - 1;                                                                      \
+      T a, b = (T)(INPUT);                                                                 \
+      for (r_ = n - 2; r_ >= 0; r_--) {                                                    \
+        a = (T)(INPUT);                                                                    \
+        b = (T)(COMBINE);                                                                  \
+      }                                                                                    \
+      want[i] = b;                                                                         \
+      r_ = 0;                                                                              \
+      b = (T)(INPUT);                                                                      \
+      for (r_ = 1; r_ <= me; r_++) {                                                       \
+        a = b;                                                                             \
+        b = (T)(INPUT);                                                                    \
+        b = (T)(COMBINE);                                                                  \
+      }                                                                                    \
+      pre[i] = b;                                                                          \
+    }                                                                                      \
+    for (int root = 0; root < n; root += n - 1 > 0 ? n - 1 : 1) {                          \
+      /* (in place at root 0 only: MPICH's own reduce of 700 ints in place at rank 2 of 3 \
+       * faults, where this program runs as plain processes) */                          \
+      for (int in_place = 0; in_place < 2 - (root > 0); in_place++) {                      \
+        int r_ = me;                                                                       \
+        for (int i = 0; i < count; i++)                                                    \
+          in[i] = (T)(INPUT), out[i] = in_place && me == root ? in[i] : (T)0;              \
+        MPI_Reduce(in_place && me == root ? MPI_IN_PLACE : in, out, count, MT, OP, root,   \
+                   comm);                                                                  \
+        if (me == root)                                                                    \
+          for (int i = 0; i < count; i++)                                                  \
+            check(out[i] == want[i], NAME " reduce", i);                                   \
+      }                                                                                    \
+      if (n == 1)                                                                          \
+        break;                                                                             \
+    }                                                                                      \
+    for (int in_place = 0; in_place < 2; in_place++) {                                     \
+      int r_ = me;                                                                         \
+      for (int i = 0; i < count; i++)                                                      \
+        in[i] = (T)(INPUT), out[i] = in_place ? in[i] : (T)0;                              \
+      MPI_Allreduce(in_place ? MPI_IN_PLACE : in, out, count, MT, OP, comm);               \
+      for (int i = 0; i < count; i++)                                                      \
+        check(out[i] == want[i], NAME " allreduce", i);                                    \
+      if (SCANS) {                                                                         \
+        for (int i = 0; i < count; i++)                                                    \
+          out[i] = in_place ? in[i] : (T)0;                                                \
+        MPI_Scan(in_place ? MPI_IN_PLACE : in, out, count, MT, OP, comm);                  \
+        for (int i = 0; i < count; i++)                                                    \
+          check(out[i] == pre[i], NAME " scan", i);                                        \
+      }                                                                                    \
+    }                                                                                      \
+    free(in), free(out), free(want), free(pre);                                            \
+  }
+
+struct int_pair {
+  int v, k;
+};
+
+static void predefined_folds(MPI_Comm comm, int me, int n)
+{
+  /* (one element; eager; whole-vector and segments of ints in place beyond the slots) */
+  static const int counts[] = {1, 37, 700, 1500};
+  FOLD_CHECK(int, MPI_INT, MPI_SUM, "int sum", 1, (r_ * 7 + i * 3) % 11 - 5, a + b)
+  FOLD_CHECK(int, MPI_INT, MPI_PROD, "int prod", 1, (r_ + i) % 3 - 1, a * b)
+  FOLD_CHECK(int, MPI_INT, MPI_MAX, "int max", 1, (r_ * 5 + i) % 13 - 6, a > b ? a : b)
+  FOLD_CHECK(int, MPI_INT, MPI_MIN, "int min", 1, (r_ * 5 + i) % 13 - 6, a < b ? a : b)
+  FOLD_CHECK(unsigned, MPI_UNSIGNED, MPI_BXOR, "unsigned bxor", 1, (unsigned)(r_ * 2654435761u + (unsigned)i),
+             a ^ b)
+  FOLD_CHECK(unsigned, MPI_UNSIGNED, MPI_BOR, "unsigned bor", 1, 1u << ((r_ + i) % 32), a | b)
+  FOLD_CHECK(short, MPI_SHORT, MPI_LAND, "short land", 1, (r_ + i) % 5 != 0, a && b)
+  FOLD_CHECK(short, MPI_SHORT, MPI_LOR, "short lor", 1, (r_ * 3 + i) % 7 == 0, a || b)
+  FOLD_CHECK(long long, MPI_LONG_LONG, MPI_SUM, "long long sum", 1, (long long)(r_ + 1) << 33 | i,
+             a + b)
+  FOLD_CHECK(float, MPI_FLOAT, MPI_SUM, "float sum", 0, ((r_ * 7 + i) % 17 - 8) * 0.25f, a + b)
+  FOLD_CHECK(double, MPI_DOUBLE, MPI_SUM, "double sum", 0, ((r_ * 7 + i) % 17 - 8) * 0.25, a + b)
+  FOLD_CHECK(double, MPI_DOUBLE, MPI_MAX, "double max", 1, ((r_ * 5 + i) % 13 - 6) * 0.5,
+             a > b ? a : b)
+  FOLD_CHECK(double, MPI_DOUBLE, MPI_MIN, "double min", 1, ((r_ * 5 + i) % 13 - 6) * 0.5,
+             a < b ? a : b)
+  /* (a pair type: the host's fold) */
+  int count = 700;
+  struct int_pair *in = malloc(sizeof *in * (size_t)count), *out = malloc(sizeof *out * (size_t)count);
+  for (int i = 0; i < count; i++)
+    in[i] = (struct int_pair){(me * 5 + i) % 7, me};
+  MPI_Allreduce(in, out, count, MPI_2INT, MPI_MAXLOC, comm);
+  for (int i = 0; i < count; i++) {
+    int best = -1, at = 0;
+    for (int r = 0; r < n; r++)
+      if ((r * 5 + i) % 7 > best)
+        best = (r * 5 + i) % 7, at = r;
+    check(out[i].v == best && out[i].k == at, "2int maxloc allreduce", i);
+  }
+  free(in), free(out);
+}
+
 static void on(MPI_Comm comm, const char *name)
 {
   int me, n;
@@ -752,6 +854,7 @@ static void on(MPI_Comm comm, const char *name)
   MPI_Allgather(&world_rank, 1, MPI_INT, world, 1, MPI_INT, comm);
   where = name;
   reductions(comm, world, me, n);
+  predefined_folds(comm, me, n);
   commutative(comm, world, me, n);
   movements(comm, world, me, n);
   nonblocking(comm, world, me, n);

@@ -513,6 +513,20 @@ def test_out_of_memory_stops_the_job(odd_programs, flavour):
     assert result.seconds < 60, result.describe()
 
 
+def test_runtime_allocations_are_checked():
+    """The collectives' and groups' allocations go through the runtime's checked
+    allocators (fatal.c: out of memory stops the job with MPI_ERR_NO_MEM and where),
+    never a bare malloc whose NULL a later line would dereference."""
+    bare = re.compile(r"(?<![\w.])(malloc|calloc|realloc|aligned_alloc)\s*\(")
+    folder = mpijob.ROOT / "src" / "threads"
+    found = []
+    for path in sorted(folder.glob("coll*.c")) + [folder / "groups.c", folder / "eager_slots.c"]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if bare.search(line.split("//")[0]):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
 def odd_program(folder, name, flavour):
     path = folder / (name if name == "static" else f"{name}.{flavour}")
     if not path.exists():
