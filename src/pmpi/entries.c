@@ -162,7 +162,10 @@
   static int lower##_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, \
                             int *err) {                                         \
     const struct mcoll_mpi_##lower##_args *a = args;                            \
-    if (mcoll__meet_run(a->comm, ctx, lower##_task, args, err) == 1) return 1;  \
+    if (mcoll__meet_run(a->comm, ctx, lower##_task, args, err) == 1) {         \
+      mcoll__count_try(MCOLL_COLL_##UPPER);                                     \
+      return 1;                                                                 \
+    }                                                                           \
     mcoll_task_direct_fn own = ctx ? mcoll__persistent_direct_of(MCOLL_COLL_##UPPER) \
                                    : mcoll__direct_of(MCOLL_COLL_##UPPER);      \
     return own ? own(args, ctx, rest, err) : -1;                                \
