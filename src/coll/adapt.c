@@ -87,7 +87,8 @@ static void decide(struct mcoll_comm *c, enum mcoll_coll coll, struct mcoll_adap
 
 int mcoll__adapt_step(struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes, int alg,
                       const struct mcoll_facts *facts, unsigned reach, struct mcoll_adapt_call *call) {
-  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c) || mcoll__in_task()) return alg;
+  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c) || mcoll__in_task() || mcoll__as_task)
+    return alg;
   if (!c->adapt[coll]) {
     c->adapt[coll] = mcoll__xmalloc(sizeof *c->adapt[coll]);
     memset(c->adapt[coll], 0, sizeof *c->adapt[coll]); /* (epoch 0: every class new) */

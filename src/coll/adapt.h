@@ -100,7 +100,7 @@ static inline int mcoll__adapt_pick(struct mcoll_comm *c, enum mcoll_coll coll, 
   if (!mcoll__cfg.ADAPT || mcoll__adapt_class_below_min(bytes)) return alg;
   struct mcoll_adapt_coll *a = c->adapt[coll];
   if (!a) return mcoll__adapt_step(c, coll, bytes, alg, facts, reach, call);
-  if (mcoll__in_task()) return mcoll__adapt_kept(c, coll, bytes, alg, facts);
+  if (mcoll__in_task() || mcoll__as_task) return mcoll__adapt_kept(c, coll, bytes, alg, facts);
   struct mcoll_adapt_class *k = &a->cls[mcoll__adapt_class_of(bytes)];
   if (++k->calls < k->next && k->epoch == mcoll__cfg.epoch)
     return mcoll__adapt_kept(c, coll, bytes, alg, facts);

@@ -118,7 +118,7 @@
     if (!nbc) return err;                                                       \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
     return mcoll__persistent_make(err, &host, lower##_task,                     \
-                                  mcoll__persistent_direct_of(MCOLL_COLL_##UPPER), \
+                                  lower##_direct,                               \
                                   &a, sizeof a,                                 \
                                   offsetof(struct mcoll_mpi_##lower##_args, comm), \
                                   MCOLL_KEPT_##shape(lower, a), request);       \
@@ -155,9 +155,26 @@
     return (size_t)count * (size_t)(size > 0 ? size : 0);                       \
   }
 
+/* The try of an MPI_I* call (persistent: a start) on the caller's stack: the whole
+ * call as the blocking one where every rank of the node enters it at once
+ * (mcoll__meet_run), else the collective's own try (pmpi/wrap.h), if any. */
+#define MCOLL_DIRECT(lower, UPPER)                                              \
+  static int lower##_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, \
+                            int *err) {                                         \
+    const struct mcoll_mpi_##lower##_args *a = args;                            \
+    if (mcoll__meet_run(a->comm, ctx, lower##_task, args, err) == 1) {         \
+      mcoll__count_try(MCOLL_COLL_##UPPER);                                     \
+      return 1;                                                                 \
+    }                                                                           \
+    mcoll_task_direct_fn own = ctx ? mcoll__persistent_direct_of(MCOLL_COLL_##UPPER) \
+                                   : mcoll__direct_of(MCOLL_COLL_##UPPER);      \
+    return own ? own(args, ctx, rest, err) : -1;                                \
+  }
+
 #define MCOLL_ENTRY_POINTS(Name, lower, UPPER, shape, tnbc)                     \
   MCOLL_RUN(Name, lower, UPPER)                                                 \
   MCOLL_TASK(lower, UPPER)                                                      \
+  MCOLL_DIRECT(lower, UPPER)                                                    \
   MCOLL_ARRAYS_##shape(lower, UPPER)                                            \
   MCOLL_MOVED_FN(lower, UPPER)                                                  \
   MCOLL_OFFER_FN_##tnbc(lower, UPPER)                                           \
@@ -168,7 +185,7 @@
   MCOLL_EXPORT int MPI_I##lower(MCOLL_DECL(UPPER), MPI_Request *request) {      \
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
-    return mcoll__start(comm, lower##_task, mcoll__direct_of(MCOLL_COLL_##UPPER), &a, sizeof a, \
+    return mcoll__start(comm, lower##_task, lower##_direct, &a, sizeof a,      \
                         MCOLL_KEPT_##shape(lower, a), lower##_moved, request);  \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "coll/adapt.h"
+#include "core/relax.h"
 
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   int exists = 1;
@@ -96,4 +97,57 @@ int mcoll__nbc_handoff(MPI_Comm comm, size_t (*moved)(const void *args), const v
   int exists = 0;
   const struct mcoll_comm *c = mcoll__comm_find(comm, &exists);
   return c && c->topo.nnodes > 1;
+}
+
+/* The meeting word of the node's channel (shm/shm.h, nbc_meet): call number seq in
+ * the high half; in the low half the ranks arrived, and GAVE_UP once a rank waited
+ * MCOLL_NBC_MEET polls for the others in vain. The word decides once per call, for
+ * every rank: all arrived before anyone gave up (all run the call here), or not
+ * (all make tasks). A rank that finds a later call's number there was not needed by
+ * that call's ranks for this one any more (they finished it): it makes a task,
+ * which runs beside their blocking call as any task runs beside another rank's. */
+enum { MEET_GAVE_UP = 1u << 30, MEET_COUNT = MEET_GAVE_UP - 1 };
+/* Calls the others can be ahead of a rank that has not arrived yet (their nodes'
+ * slots keep them within far fewer); any other number in the word is an older
+ * call's, or another context's that had the channel before (numbers start at a
+ * place of the context's own). */
+enum { MEET_AHEAD = 1024 };
+
+static int meet(const struct mcoll_comm *c, uint32_t seq) {
+  const struct mcoll_shm *shm = &c->chan->shm;
+  _Atomic uint64_t *word = &shm->hdr->nbc_meet;
+  const uint64_t all = (uint64_t)shm->local_size;
+  uint64_t v = atomic_load_explicit(word, memory_order_acquire), next;
+  do {
+    uint32_t ahead = (uint32_t)(v >> 32) - seq;
+    if ((ahead != 0 && ahead <= MEET_AHEAD) || (ahead == 0 && (v & MEET_GAVE_UP))) return 0;
+    next = ahead ? ((uint64_t)seq << 32 | 1) : v + 1;
+  } while (!atomic_compare_exchange_weak_explicit(word, &v, next, memory_order_acq_rel,
+                                                  memory_order_acquire));
+  if ((next & MEET_COUNT) == all) return 1;
+  int polls = shm->spin < mcoll__cfg.NBC_MEET ? shm->spin : (int)mcoll__cfg.NBC_MEET;
+  for (int i = 0;; i++) {
+    v = atomic_load_explicit(word, memory_order_acquire);
+    for (;;) {
+      if ((uint32_t)(v >> 32) != seq || (v & MEET_GAVE_UP)) return 0;
+      if ((v & MEET_COUNT) == all) return 1;
+      if (i < polls) break;
+      if (atomic_compare_exchange_weak_explicit(word, &v, v | MEET_GAVE_UP, memory_order_acq_rel,
+                                                memory_order_acquire))
+        return 0;
+    }
+    mcoll__cpu_relax();
+  }
+}
+
+int mcoll__meet_run(MPI_Comm comm, void *ctx, mcoll_task_fn run, const void *args, int *err) {
+  if (mcoll__cfg.NBC_MEET <= 0) return -1;
+  struct mcoll_comm *c = mcoll__direct_context(comm, ctx);
+  if (!c || c->topo.nnodes != 1 || !mcoll__node_has_peers(c) || !meet(c, c->tasks_entered + (uint32_t)c->id * 0x9E3779B1u))
+    return -1;
+  c->tasks_entered++;
+  mcoll__as_task = 1;
+  *err = run(args);
+  mcoll__as_task = 0;
+  return 1;
 }

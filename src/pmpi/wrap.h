@@ -68,7 +68,7 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
  * call; in a task, or while tasks are pending, its non-blocking form, waited for
  * without blocking the thread (`return MCOLL_HOST(Bcast, Ibcast, buf, ...)`). */
 #define MCOLL_HOST(name, iname, ...)                                                                \
-  ((mcoll__in_task() || mcoll__tasks_pending())                                                     \
+  ((mcoll__in_task() || mcoll__tasks_pending() || mcoll__as_task)                                   \
        ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))                      \
        : PMPI_##name(__VA_ARGS__))
 
@@ -98,12 +98,24 @@ int mcoll__nbc_handoff(MPI_Comm comm, size_t (*moved)(const void *args), const v
 int mcoll__barrier_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__bcast_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__allreduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__exscan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
-  return coll == MCOLL_COLL_BARRIER  ? mcoll__barrier_direct
-         : coll == MCOLL_COLL_BCAST  ? mcoll__bcast_direct
-         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
-                                     : NULL;
+  return coll == MCOLL_COLL_BARRIER     ? mcoll__barrier_direct
+         : coll == MCOLL_COLL_BCAST     ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE    ? mcoll__reduce_direct
+         : coll == MCOLL_COLL_ALLREDUCE ? mcoll__allreduce_direct
+         : coll == MCOLL_COLL_SCAN      ? mcoll__scan_direct
+         : coll == MCOLL_COLL_EXSCAN    ? mcoll__exscan_direct
+                                        : NULL;
 }
+
+/* Every MPI_I* call's and persistent start's first try (pmpi/wrap.c): the whole call
+ * run here as the blocking one when all ranks of its one-node communicator (ctx, or
+ * comm's context) enter it within MCOLL_NBC_MEET polls; 1 (*err: its result) or -1
+ * (nothing done: every rank makes a task or tries its own way). */
+int mcoll__meet_run(MPI_Comm comm, void *ctx, mcoll_task_fn run, const void *args, int *err);
 
 /* A persistent request's try: not reduce's, whose start + wait measured slower with
  * it than with the task (on the request's own duplicate communicator:

@@ -41,7 +41,7 @@
 _Static_assert(sizeof(struct mcoll_sync_line) == MCOLL_LINE, "sync line size");
 _Static_assert(sizeof(struct mcoll_data_line) == MCOLL_LINE, "data line size");
 _Static_assert(sizeof(struct mcoll_slot_ctl) == MCOLL_LINE, "slot line size");
-_Static_assert(sizeof(struct mcoll_shm_header) == 2 * MCOLL_LINE, "header size");
+_Static_assert(sizeof(struct mcoll_shm_header) == 3 * MCOLL_LINE, "header size");
 _Static_assert(MCOLL_CLAIMS * sizeof(uint64_t) % MCOLL_LINE == 0, "the claims end on a line");
 _Static_assert(sizeof(struct mcoll_inline_line) == 64, "inline line: one cache line");
 

@@ -87,6 +87,10 @@ struct mcoll_shm_header {
   mcoll_flag barrier_arrived;
   mcoll_flag barrier_released;
   char barrier_pad[MCOLL_LINE - 2 * sizeof(mcoll_flag)];
+  /* Non-blocking calls that meet (pmpi/wrap.c, mcoll__meet_run): the call's number
+   * in the high half, the ranks arrived (and a bit: given up) in the low half. */
+  _Atomic uint64_t nbc_meet;
+  char meet_pad[MCOLL_LINE - sizeof(uint64_t)];
 };
 
 /* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the

@@ -128,6 +128,7 @@ static struct failed_call *failed_calls;
 static MCOLL_TLS struct mcoll_task *running;
 static MCOLL_TLS MPI_Request thread_host_req;
 static MCOLL_TLS int defer_next; /* mcoll__task_defer_next */
+MCOLL_TLS int mcoll__as_task;
 
 void mcoll__task_defer_next(void) { defer_next = 1; }
 

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/tls.h"
+
 /* What a task runs: the collective's wrapper body, with the arguments of the call
  * (copied into the task when it cannot start at once); returns an MPI error code.
  * It reads all of *args before it first waits: a call that starts at once runs on
@@ -126,6 +128,10 @@ int mcoll__host_tag(int tag);
 
 /* Inside a task: whether it runs on one (else the caller's own stack). */
 int mcoll__in_task(void);
+/* Set while a non-blocking call runs on the caller's stack as the blocking call does
+ * (pmpi/wrap.c: mcoll__meet_run): it chooses its algorithm and host calls as a task
+ * would, so that it agrees with ranks that run the same call in a task. */
+extern MCOLL_TLS int mcoll__as_task;
 
 /* The host MPI's non-blocking call made with *req (err is what it returned), waited
  * for: inside a task by yielding, else by driving the engine and the host MPI. */

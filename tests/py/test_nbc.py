@@ -256,3 +256,74 @@ def test_nbc_late_completion(request, flavour, np, progress):
     env = {**nbc_env("flat", progress), "MCOLL_TEST_FINISH_DELAY_US": "200"}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
+
+
+
+MEET_COLLS = ["barrier", "bcast", "reduce", "allreduce", "allgather", "allgatherv", "gather",
+              "gatherv", "scatter", "scatterv", "alltoall", "alltoallv", "reduce_scatter",
+              "reduce_scatter_block", "scan", "exscan"]
+
+
+def meet_totals(result):
+    totals = re.search(r"non-blocking calls=(\d+) finished at start=(\d+) \(no task: (\d+)\)",
+                       result.stderr)
+    assert totals, result.describe()
+    return int(totals.group(1)), int(totals.group(3))
+
+
+def callers_stack(result, coll):
+    line = re.search(rf"^mcoll: {coll} calls=\d+ .*$", result.stderr, re.M)
+    assert line, f"no report line for {coll}\n{result.describe()}"
+    tried = re.search(r"on_callers_stack=(\d+)", line.group(0))
+    return int(tried.group(1)) if tried else 0
+
+
+@pytest.mark.parametrize("flavour,progress", [flavour_param(f, p) for f, p in [("openmpi", 0), ("mpich", 1)]])
+def test_nbc_meet_every_collective_checked(flavour, progress):
+    """On one node an MPI_I* call (or persistent start) that every rank enters at once
+    runs on the caller's stack as the blocking call (MCOLL_NBC_MEET), with no task:
+    mcoll-bench's nbc mode with its check of every block's results (-c), 2 ranks,
+    8 B-4 KiB. Every collective must run calls so (on_callers_stack in the report),
+    most calls must need no task, and every request completes within the timeout."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "nbc", "-C", "all", "-b", "8", "-e", "4K", "-f", "8", "-r", "1", "-N", "50", "-c"]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_PROGRESS_THREAD": str(progress)}
+    result = run_job(mpiexec_argv(flavour, 2, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0 and "mcoll-bench: done" in result.stdout + result.stderr, result.describe()
+    calls, direct = meet_totals(result)
+    assert direct > calls // 2, f"calls={calls}, with no task={direct}\n{result.describe()}"
+    for coll in MEET_COLLS:
+        assert callers_stack(result, coll) > 0, f"no {coll} ran on the caller's stack\n{result.describe()}"
+
+
+MEET = [("openmpi", 2, 1), ("mpich", 2, 0), ("mpich", 3, 1), ("openmpi", 3, 0)]
+
+
+@pytest.mark.parametrize("flavour,np,progress", [flavour_param(f, n, p, full=n > 2) for f, n, p in MEET])
+def test_nbc_meet_mixed_with_tasks(request, flavour, np, progress):
+    """test_nbc's scenarios on one node (flat), where calls met on the caller's stack
+    and calls run as tasks mix on the same communicators (one at a time, several
+    outstanding, disorder, persistent starts, requests freed while active): every
+    result checked against the reference, every request complete within the
+    timeout, and some calls ran with no task."""
+    program = BUILD.bin(flavour, PROGRAM)
+    args = nbc_args(flavour, np) + ["--iters", "4", "--seed", seed_for(request)]
+    env = {**nbc_env("flat", progress), "MCOLL_VERBOSE": "1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    check_summary(result, flavour)
+    calls, direct = meet_totals(result)
+    assert 0 < direct < calls, f"calls={calls}, with no task={direct}\n{result.describe()}"
+
+
+def test_nbc_meet_off_makes_tasks():
+    """MCOLL_NBC_MEET=0: only the collectives with a try of their own (barrier, bcast,
+    reduce, allreduce, scan, exscan) run calls on the caller's stack."""
+    flavour = "mpich"
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "nbc", "-C", "gather,scatter,alltoall,allgather,reduce_scatter", "-b", "8",
+            "-e", "64", "-f", "8", "-r", "1", "-N", "50", "-c"]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_NBC_MEET": "0"}
+    result = run_job(mpiexec_argv(flavour, 2, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0, result.describe()
+    for coll in ["gather", "scatter", "alltoall", "allgather", "reduce_scatter"]:
+        assert callers_stack(result, coll) == 0, result.describe()

@@ -103,3 +103,20 @@ int mcoll__allreduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const
   mcoll__adapt_done(&timing);
   return err;
 }
+
+int mcoll__allreduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                         void *recvbuf, size_t count, int *err) {
+  if (c->topo.nnodes != 1 || count == 0 || !mcoll__node_has_peers(c)) return -1;
+  int alg = mcoll__red_choose_task(MCOLL_COLL_ALLREDUCE, c, count * t->extent, !t->commutative,
+                                   t->extent);
+  if (alg != MCOLL_RED_FLAT) return -1;
+  /* (the node step of allreduce_by on one node: `up`) */
+  struct mcoll_node_red r = {.c = c, .t = t, .in = mcoll__red_input(t, sendbuf, recvbuf),
+                             .count = count, .levels = 1, .all_out = 1};
+  r.out[0] = (struct mcoll_node_out){c->topo.local_size, mcoll__red_data(t, recvbuf), 0};
+  if (!mcoll__node_red_ready(&r, alg, 0)) return -1;
+  mcoll__count_alg(MCOLL_COLL_ALLREDUCE, alg);
+  mcoll__count_try(MCOLL_COLL_ALLREDUCE);
+  *err = allreduce_by(c, t, sendbuf, recvbuf, count, alg);
+  return 1;
+}

@@ -122,6 +122,12 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
  * result. Else -1, nothing taken: a task runs the whole call. */
 int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                       void *recvbuf, size_t count, int root, int *err);
+/* The same for MPI_Iallreduce, MPI_Iscan and MPI_Iexscan (and their persistent
+ * starts): the flat engine's call on one node, run here when it would not wait. */
+int mcoll__allreduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                         void *recvbuf, size_t count, int *err);
+int mcoll__scan_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                    void *recvbuf, size_t count, int exclusive, int *err);
 /* recvcounts: per rank; NULL: recvcount for every rank (reduce_scatter_block). */
 int mcoll__reduce_scatter(struct mcoll_comm *c, const struct mcoll_red_type *t,
                           const void *sendbuf, void *recvbuf, const int *recvcounts,
@@ -171,10 +177,12 @@ void mcoll__node_red_cma(const struct mcoll_node_red *r);
 int mcoll__node_red(const struct mcoll_node_red *r, int alg);
 /* Whether mcoll__node_red(r, alg) would run to its end now without waiting beyond
  * a spin: the flat engine's slot calls only (its slot free; at a rank that folds,
- * every input it folds in, of this call). Takes nothing. */
-int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg);
+ * every input it folds in, of this call). Takes nothing. spin 0: the inputs are
+ * looked at once, not spun on (where every rank waits for every other, as in
+ * allreduce, ranks spinning on each other's inputs would all spin to the end). */
+int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg, int spin);
 /* The flat engine's part of it, with the call's digest (shm/call.h). */
-int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest);
+int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest, int spin);
 /* mcoll__node_red as a step of the MAHCAF template: a disagreement is kept for the
  * end of the call (hc->deferred), and the inter-node steps go on. */
 static inline int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r,

@@ -137,9 +137,9 @@ int mcoll__node_red(const struct mcoll_node_red *r, int alg) {
   return MPI_ERR_TRUNCATE;
 }
 
-int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg) {
+int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg, int spin) {
   return alg == MCOLL_RED_FLAT && mcoll__node_has_peers(r->c) &&
-         mcoll__node_red_flat_ready(r, digest_of(r, alg));
+         mcoll__node_red_flat_ready(r, digest_of(r, alg), spin);
 }
 
 void mcoll__node_share(struct mcoll_comm *c, const struct mcoll_red_type *t, int leader,

@@ -193,7 +193,7 @@ void mcoll__node_red_flat(const struct mcoll_node_red *r) {
 /* The checks of the engine's waits, polled, on a copy of the slots' run: the call's
  * slot free, and each input this rank folds posted (or stamped) with this call's
  * generation and digest (else a wait, or an escape, would follow). */
-int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest) {
+int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest, int spin) {
   struct mcoll_comm *c = r->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   struct mcoll_node_layout l;
@@ -207,7 +207,8 @@ int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest) 
   for (int src = 0; src < inputs_needed(r); src++) {
     if (src == shm->local_rank) continue;
     mcoll_flag *flag = s.stamped ? stamp_of(shm, src, &s) : &shm->data[src].posted;
-    if (!mcoll__flag_poll(shm, flag, gen) ||
+    if (!(spin ? mcoll__flag_poll(shm, flag, gen)
+               : mcoll__reached(atomic_load_explicit(flag, memory_order_acquire), gen)) ||
         atomic_load_explicit(stamp_of(shm, src, &s), memory_order_acquire) != gen ||
         *digest_of(shm, src, &s) != digest)
       return 0;

@@ -139,7 +139,7 @@ int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, cons
   if (alg != MCOLL_RED_FLAT) return -1;
   struct reduce_call a = call_of(c, t, sendbuf, recvbuf, root, alg);
   struct mcoll_node_red r = node_part(&a, mcoll__local_index(&c->topo, root), 0, count * t->extent);
-  if (!mcoll__node_red_ready(&r, alg)) return -1;
+  if (!mcoll__node_red_ready(&r, alg, 1)) return -1;
   mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
   mcoll__count_try(MCOLL_COLL_REDUCE);
   *err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);

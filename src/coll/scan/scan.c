@@ -103,13 +103,10 @@ static int scan_p2p(struct scan_call *a, size_t count) {
   return err;
 }
 
-int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
-                void *recvbuf, size_t count, int exclusive) {
+static int scan_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                   void *recvbuf, size_t count, int exclusive, int alg) {
   enum mcoll_coll coll = exclusive ? MCOLL_COLL_EXSCAN : MCOLL_COLL_SCAN;
   size_t bytes = count * t->extent;
-  /* A prefix needs the nodes in rank order, whatever the op. */
-  int alg = mcoll__red_choose(coll, c, bytes, 1, t->extent);
-  mcoll__count_alg(coll, alg);
   struct scan_call a = {c, t, mcoll__red_input(t, sendbuf, recvbuf), mcoll__red_data(t, recvbuf),
                         exclusive, alg, NULL, 0};
   if (count == 0) return MPI_SUCCESS;
@@ -127,4 +124,31 @@ int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void
   int err = mcoll__hier_run(&hc);
   if (a.total) mcoll__red_free(t, a.total);
   return err;
+}
+
+int mcoll__scan(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                void *recvbuf, size_t count, int exclusive) {
+  enum mcoll_coll coll = exclusive ? MCOLL_COLL_EXSCAN : MCOLL_COLL_SCAN;
+  /* A prefix needs the nodes in rank order, whatever the op. */
+  int alg = mcoll__red_choose(coll, c, count * t->extent, 1, t->extent);
+  mcoll__count_alg(coll, alg);
+  return scan_by(c, t, sendbuf, recvbuf, count, exclusive, alg);
+}
+
+int mcoll__scan_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
+                    void *recvbuf, size_t count, int exclusive, int *err) {
+  enum mcoll_coll coll = exclusive ? MCOLL_COLL_EXSCAN : MCOLL_COLL_SCAN;
+  if (c->topo.nnodes != 1 || count == 0 || !mcoll__node_has_peers(c)) return -1;
+  int alg = mcoll__red_choose(coll, c, count * t->extent, 1, t->extent);
+  if (alg != MCOLL_RED_FLAT) return -1;
+  /* (the node step of scan_by on one node: `up`, no node total) */
+  int me = c->topo.local_rank;
+  struct mcoll_node_red r = {.c = c, .t = t, .in = mcoll__red_input(t, sendbuf, recvbuf),
+                             .count = count, .prefix = 1};
+  r.out[0] = (struct mcoll_node_out){exclusive ? me : me + 1, mcoll__red_data(t, recvbuf), 0};
+  if (!mcoll__node_red_ready(&r, alg, 1)) return -1;
+  mcoll__count_alg(coll, alg);
+  mcoll__count_try(coll);
+  *err = scan_by(c, t, sendbuf, recvbuf, count, exclusive, alg);
+  return 1;
 }
