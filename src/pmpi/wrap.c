@@ -143,7 +143,8 @@ static int meet(const struct mcoll_comm *c, uint32_t seq) {
 int mcoll__meet_run(MPI_Comm comm, void *ctx, mcoll_task_fn run, const void *args, int *err) {
   if (mcoll__cfg.NBC_MEET <= 0) return -1;
   struct mcoll_comm *c = mcoll__direct_context(comm, ctx);
-  if (!c || c->topo.nnodes != 1 || !mcoll__node_has_peers(c) || !meet(c, c->tasks_entered + (uint32_t)c->id * 0x9E3779B1u))
+  if (!c || c->topo.nnodes != 1 || !mcoll__node_has_peers(c) ||
+      !meet(c, c->tasks_entered + (uint32_t)c->id * 0x9E3779B1u))
     return -1;
   c->tasks_entered++;
   mcoll__as_task = 1;
