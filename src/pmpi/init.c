@@ -166,6 +166,7 @@ void mcoll__started(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
   mcoll__host_progress_init();
   mcoll__topo_world_init();
+  mcoll__cores_shared = mcoll__topo_world_cores_shared();
   mcoll__a2a_machine_init();
   if (progress_thread_wanted()) {
     int provided = MPI_THREAD_SINGLE, rank = 0;

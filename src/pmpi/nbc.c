@@ -3,15 +3,45 @@
  * each wrapper is one load and the host's own call. */
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "core/host_progress.h"
 #include "pmpi/wrap.h"
 
 /* ---- completion calls ------------------------------------------------------------ */
-static void idle(unsigned *polls) {
+/* A wait's loop: advances the tasks and, now and then, the host MPI, with a yield
+ * between passes. Where the machine's cores are shared by more ranks than it has
+ * (mcoll__cores_shared), a yield does not hand the core to the peer being waited
+ * for: after QUIET_POLLS passes in which no task started or finished the loop
+ * sleeps, doubling from a short first sleep up to MCOLL_WAIT_NAP_US (0: it only yields). */
+struct idle {
+  unsigned polls, quiet, events;
+  long nap_ns;
+};
+enum { QUIET_POLLS = 32 };
+
+static void idle(struct idle *w) {
   mcoll__progress();
-  if (++*polls % 16 == 0) mcoll__host_progress();
-  else sched_yield();
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  atomic_store_explicit(&mcoll__progress_driven_ns, (long long)now.tv_sec * 1000000000LL + now.tv_nsec,
+                        memory_order_relaxed);
+  unsigned events = mcoll__task_events();
+  if (events != w->events || w->polls == 0) {
+    w->events = events;
+    w->quiet = 0;
+    w->nap_ns = 1000;
+  }
+  if (++w->polls % 16 == 0) {
+    mcoll__host_progress();
+  } else if (mcoll__cores_shared && mcoll__cfg.WAIT_NAP_US > 0 && ++w->quiet > QUIET_POLLS) {
+    struct timespec pause = {0, w->nap_ns};
+    nanosleep(&pause, NULL);
+    long max_ns = mcoll__cfg.WAIT_NAP_US * 1000;
+    w->nap_ns = w->nap_ns * 2 > max_ns ? max_ns : w->nap_ns * 2;
+  } else {
+    sched_yield();
+  }
 }
 
 /* Persistent collectives in flight (task.c): their handle is an inactive host
@@ -240,7 +270,7 @@ MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
                                    : raise_on(comm, report_done(failed, status));
     return one_done(handle, PMPI_Wait(req, status), status);
   }
-  unsigned polls = 0;
+  struct idle polls = {0};
   while (mcoll__persistent_busy(*req)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Test(req, &done, status);
@@ -255,7 +285,7 @@ MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   struct handles h;
   handles_keep(&h, n, reqs);
   if (!mcoll__tasks_pending()) return all_done(n, &h, PMPI_Waitall(n, reqs, statuses), statuses);
-  unsigned polls = 0;
+  struct idle polls = {0};
   while (busy_in(n, reqs)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
@@ -269,7 +299,7 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
   if (!errors_possible()) return PMPI_Waitany(n, reqs, index, status);
   struct handles h;
   handles_keep(&h, n, reqs);
-  unsigned polls = 0;
+  struct idle polls = {0};
   for (;;) {
     /* Nothing pending before the round: no start completed in it unseen. */
     int settled = !mcoll__tasks_pending();
@@ -286,7 +316,7 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
   if (!errors_possible()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   struct handles h;
   handles_keep(&h, n, reqs);
-  unsigned polls = 0;
+  struct idle polls = {0};
   for (;;) {
     int settled = !mcoll__tasks_pending(); /* (as in MPI_Waitany) */
     int err = testsome(n, reqs, outcount, indices, statuses);
@@ -383,7 +413,7 @@ MCOLL_EXPORT int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_S
 MCOLL_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Probe(source, tag, comm, status);
-  unsigned polls = 0;
+  struct idle polls = {0};
   for (;;) {
     int flag = 0, err = PMPI_Iprobe(source, tag, comm, &flag, status);
     if (err != MPI_SUCCESS || flag) return err;
@@ -446,7 +476,7 @@ MCOLL_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *mes
                             MPI_Status *status) {
   mcoll__tnbc_settle_pending();
   if (!mcoll__tasks_pending()) return PMPI_Mprobe(source, tag, comm, message, status);
-  unsigned polls = 0;
+  struct idle polls = {0};
   for (;;) {
     int flag = 0, err = PMPI_Improbe(source, tag, comm, &flag, message, status);
     if (err != MPI_SUCCESS || flag) return err;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -32,7 +33,15 @@ static int wake_fd = -1;
 /* Sleeps on the sockets, and those that data ended (the report's). */
 static atomic_long socket_sleeps, data_wakes;
 
+/* Where the machine's cores are shared by more ranks than it has (mcoll__cores_shared),
+ * a post does not wake the thread: the wake-up would take a core from a rank at once
+ * (its short slices), mostly to poll a call that the caller's own wait is about to
+ * drive. The idle thread looks for pending tasks every MCOLL_PROGRESS_LATE_WAKE_US
+ * instead. Set when the thread starts. */
+static long late_wake_ns;
+
 static void wake_thread(void) {
+  if (late_wake_ns > 0 && !atomic_load(&stopping)) return;
   pthread_mutex_lock(&lock);
   woken = 1;
   pthread_cond_signal(&wake);
@@ -151,6 +160,9 @@ enum { YIELD_PASSES = 1000 };
  * counter from stopping progress). */
 enum { HOLD_NAP_NS = 20 * 1000, HOLD_MAX_NS = 2 * 1000 * 1000 };
 static const long long QUICK_WAKE_NS = 5 * 1000;
+/* An application thread's wait loop counts as driving the tasks this long after its
+ * last pass (a loop that yields may be off its core for a while). */
+static const long long DRIVEN_NS = 1000 * 1000;
 static const long YIELD_NS = 200 * 1000, SLEEP_MIN_NS = 10 * 1000, SLEEP_MAX_NS = 250 * 1000;
 
 /* For the MCOLL_VERBOSE report: the thread's CPU time and the time it spent awake
@@ -190,6 +202,8 @@ static void *progress_main(void *arg) {
   pthread_setname_np(pthread_self(), "mcoll-progress");
   ask_short_slices();
   unsigned idle_passes = 0, events = mcoll__task_events();
+  /* MCOLL_PROGRESS_SPIN_US: a number, or auto (-1) */
+  long spin_us = strcmp(mcoll__cfg.PROGRESS_SPIN_US, "auto") ? mcoll__parse_size(mcoll__cfg.PROGRESS_SPIN_US) : -1;
   /* Sleeps that data on a socket ended at once, in a row: a socket that stays
    * readable (data the host reads elsewhere or later) must not make a busy loop,
    * so after two of them the thread takes a timed sleep. */
@@ -201,8 +215,18 @@ static void *progress_main(void *arg) {
       long long now = now_ns(CLOCK_MONOTONIC);
       atomic_fetch_add(&awake_ns, now - awake_since);
       pthread_mutex_lock(&lock);
-      while (!woken && !atomic_load(&stopping) && !mcoll__tasks_pending())
-        pthread_cond_wait(&wake, &lock);
+      while (!woken && !atomic_load(&stopping) && !mcoll__tasks_pending()) {
+        if (late_wake_ns <= 0) {
+          pthread_cond_wait(&wake, &lock);
+          continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += late_wake_ns % 1000000000L;
+        until.tv_sec += late_wake_ns / 1000000000L + until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&wake, &lock, &until);
+      }
       woken = 0;
       pthread_mutex_unlock(&lock);
       awake_since = changed = now_ns(CLOCK_MONOTONIC);
@@ -219,6 +243,17 @@ static void *progress_main(void *arg) {
       continue;
     }
     held_ns = 0;
+    long max_ns = mcoll__cfg.PROGRESS_SLEEP_US > 0 ? mcoll__cfg.PROGRESS_SLEEP_US * 1000 : SLEEP_MAX_NS;
+    if (!atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire) &&
+        now_ns(CLOCK_MONOTONIC) - atomic_load_explicit(&mcoll__progress_driven_ns, memory_order_relaxed) <
+            DRIVEN_NS) {
+      /* an application thread waits in a loop that advances the tasks: this thread
+       * would only take a core beside it (a wake-up, a finished wait's return, or the
+       * bound brings it back) */
+      nap(sleep_ns);
+      sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
+      continue;
+    }
     mcoll__progress();
     unsigned seen = mcoll__task_events();
     if (seen != events) {
@@ -227,7 +262,7 @@ static void *progress_main(void *arg) {
       sleep_ns = SLEEP_MIN_NS;
       changed = now_ns(CLOCK_MONOTONIC);
     }
-    long long spin_ns = mcoll__cfg.PROGRESS_SPIN_US >= 0 ? mcoll__cfg.PROGRESS_SPIN_US * 1000 : YIELD_NS;
+    long long spin_ns = spin_us >= 0 ? spin_us * 1000 : mcoll__cores_shared ? 0 : YIELD_NS;
     if (atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire)) {
       /* (someone sleeps until a task's data is in: no backoff) */
       if (mcoll__cfg.PROGRESS_URGENT_NAP_US > 0) {
@@ -241,7 +276,6 @@ static void *progress_main(void *arg) {
     } else if (++idle_passes < YIELD_PASSES && now_ns(CLOCK_MONOTONIC) - changed < spin_ns) {
       sched_yield();
     } else {
-      long max_ns = mcoll__cfg.PROGRESS_SLEEP_US > 0 ? mcoll__cfg.PROGRESS_SLEEP_US * 1000 : SLEEP_MAX_NS;
       long long before = now_ns(CLOCK_MONOTONIC);
       if (mcoll__cfg.PROGRESS_SOCKETS && wake_fd >= 0) scan_sockets(before);
       if (mcoll__cfg.PROGRESS_SOCKETS && wake_fd >= 0 && nsockets > 0 && quick_wakes < 2) {
@@ -282,6 +316,7 @@ int mcoll__progress_thread_start(void) {
   if (!atomic_load(&running)) {
     if (wake_fd < 0) wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     atomic_store(&stopping, 0);
+    late_wake_ns = mcoll__cores_shared ? mcoll__cfg.PROGRESS_LATE_WAKE_US * 1000 : 0;
     err = pthread_create(&thread, NULL, progress_main, NULL) != 0 ? -1 : 0;
     if (!err) atomic_store(&running, 1);
   }

@@ -5,9 +5,10 @@
  * on this rank's part (MPI's progress rule). mcoll cannot run its tasks from inside
  * such a call, and only some have a non-blocking form to poll instead, so by default
  * the thread is started the first time a task is left pending (on_demand). It sleeps on a condition variable while nothing is pending (no CPU),
- * is woken when a task is left pending by its start, and between passes over pending
- * tasks yields the CPU, then sleeps briefly (this machine's cores are shared with the
- * ranks). Needs the host MPI at MPI_THREAD_MULTIPLE: tasks call it. */
+ * is woken when a task is left pending by its start (where the machine's ranks
+ * outnumber its cores it looks now and then instead), and between passes over pending
+ * tasks yields the CPU, then sleeps with a growing bound; it naps while an application
+ * thread's wait drives the tasks itself. Needs the host MPI at MPI_THREAD_MULTIPLE: tasks call it. */
 #ifndef MCOLL_PROGRESS_THREAD_H
 #define MCOLL_PROGRESS_THREAD_H
 

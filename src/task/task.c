@@ -369,6 +369,8 @@ void mcoll__progress(void) {
 
 atomic_int mcoll__progress_hold;
 atomic_int mcoll__progress_urgent;
+atomic_llong mcoll__progress_driven_ns;
+int mcoll__cores_shared;
 
 int mcoll__tasks_pending(void) { return atomic_load_explicit(&pending, memory_order_acquire) != 0; }
 

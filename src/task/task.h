@@ -100,6 +100,13 @@ extern atomic_int mcoll__progress_hold;
  * MCOLL_PROGRESS_URGENT_NAP_US (a yield-loop would take a core that another process
  * may be computing on). */
 extern atomic_int mcoll__progress_urgent;
+/* When an application thread last advanced the tasks itself while waiting for one
+ * (MPI_Wait's loop; CLOCK_MONOTONIC, ns): meanwhile the progress thread naps instead
+ * of polling the same tasks beside it on a core that a peer may need. */
+extern atomic_llong mcoll__progress_driven_ns;
+/* Set once at MPI_Init: the ranks on this machine's kernel (test hosts included)
+ * outnumber its cores, so waits sleep between polls instead of only yielding. */
+extern int mcoll__cores_shared;
 
 /* Completes every task of comm (before a blocking collective on it, or its free). */
 void mcoll__task_drain(MPI_Comm comm);

@@ -298,6 +298,19 @@ void mcoll__topo_world_init(void) {
   world_size_known = size;
 }
 
+int mcoll__topo_world_cores_shared(void) {
+  if (!world_places) return 0;
+  int me = 0, on_kernel = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &me);
+  if (me < 0 || me >= world_size_known) return 0;
+  for (int r = 0; r < world_size_known; r++)
+    if (world_places[r].machine == world_places[me].machine ||
+        (world_places[r].kernel && world_places[r].kernel == world_places[me].kernel))
+      on_kernel++;
+  long cpus = mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
+  return on_kernel > cpus;
+}
+
 void mcoll__topo_world_free(void) {
   free(world_places);
   world_places = NULL;

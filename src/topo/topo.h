@@ -39,6 +39,9 @@ struct mcoll_topo {
 /* Collective over MPI_COMM_WORLD (MPI_Init): gathers every world rank's place. */
 void mcoll__topo_world_init(void);
 void mcoll__topo_world_free(void);
+/* After mcoll__topo_world_init: whether the world's ranks on this kernel (test hosts
+ * included, which share its cores) outnumber its cores; 0 when not known. */
+int mcoll__topo_world_cores_shared(void);
 
 /* The hierarchy of comm. Collective over comm, but it communicates only when some
  * rank of comm is not a world process (*communicated says which; alike on every rank). */

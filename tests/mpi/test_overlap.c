@@ -9,13 +9,21 @@
  *        test_overlap tnbc BYTES REPS
  *          per rep: a barrier, blocking MPI_Alltoall of BYTES per block, the time to
  *          return; then the received blocks are checked
+ *        test_overlap idle MS REPS
+ *          per rep: a barrier, MPI_Iallreduce of 8 B that the last rank joins MS later
+ *          (it sleeps first), the others sleeping (no CPU, no MPI call) until then and
+ *          waiting: the progress thread polls a call that cannot move
  * Rank 0 prints medians (ms) and counts:
- *   "test_overlap: nbc post_ms=P blocking_ms=B done_after_compute=K/REPS"
+ *   "test_overlap: nbc post_ms=P blocking_ms=B done_after_compute=K/REPS cpu_pct=C"
+ *   "test_overlap: idle cpu_pct=C"
+ *   (C: CPU time of mcoll's progress thread, "mcoll-progress", over the time from the
+ *   post to the end of the wait, in % of a core, the busiest rank's; -1 without one)
  *   "test_overlap: tnbc return_ms=R return_min_ms=M" (M: the fastest rep, which load
  *   slows least: a blocking call never beats the wire)
  * and "test_overlap: passed" when every result was right. */
 #include <mpi.h>
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +43,32 @@ static int cmp(const void *a, const void *b) {
 static double median_ms(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp);
   return 1e3 * v[n / 2];
+}
+
+/* The progress thread's id in this process, found by its name; 0 if none runs. */
+static long progress_tid(void) {
+  DIR *dir = opendir("/proc/self/task");
+  if (!dir) return 0;
+  long tid = 0;
+  struct dirent *e;
+  while (!tid && (e = readdir(dir))) {
+    char path[300], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(name, sizeof name, f) && !strncmp(name, "mcoll-progress", 14)) tid = atol(e->d_name);
+    fclose(f);
+  }
+  closedir(dir);
+  return tid;
+}
+
+/* A thread's CPU time (s): Linux's per-thread CPU clock of a thread of this process. */
+static double thread_cpu(long tid) {
+  struct timespec t;
+  clockid_t clock = (clockid_t)((~(unsigned)tid) << 3) | 6; /* (CPUCLOCK_SCHED | PERTHREAD) */
+  if (tid <= 0 || clock_gettime(clock, &t) != 0) return 0;
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static volatile double sink;
@@ -91,8 +125,41 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   int is_nbc = argc == 6 && !strcmp(argv[1], "nbc"), is_tnbc = argc == 4 && !strcmp(argv[1], "tnbc");
+  if (argc == 4 && !strcmp(argv[1], "idle")) {
+    double ms = atof(argv[2]), cpu = 0, wall = 0;
+    int reps = atoi(argv[3]), errors = 0, seen = 0;
+    for (int k = 0; k < reps; k++) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      struct timespec pause = {(time_t)(ms / 1e3), (long)(ms * 1e6) % 1000000000L};
+      int x = me + 1, sum = 0;
+      MPI_Request q;
+      if (me == p - 1) nanosleep(&pause, NULL);
+      MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+      long tid = progress_tid();
+      double t0 = now(), c0 = thread_cpu(tid);
+      if (me != p - 1) nanosleep(&pause, NULL);
+      MPI_Wait(&q, MPI_STATUS_IGNORE);
+      if (tid && me != p - 1) {
+        cpu += thread_cpu(tid) - c0;
+        wall += now() - t0;
+        seen = 1;
+      }
+      errors += sum != p * (p + 1) / 2;
+    }
+    double pct = seen ? 100 * cpu / wall : -1;
+    MPI_Allreduce(MPI_IN_PLACE, &pct, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0) {
+      printf("test_overlap: idle cpu_pct=%.1f\n", pct);
+      printf(errors ? "test_overlap: %d wrong sums\n" : "test_overlap: passed\n", errors);
+      fflush(stdout);
+    }
+    MPI_Finalize();
+    return errors != 0;
+  }
   if (!is_nbc && !is_tnbc) {
-    if (me == 0) fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS\n");
+    if (me == 0)
+      fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS | idle MS REPS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char *coll = is_nbc ? argv[2] : "alltoall";
@@ -101,7 +168,8 @@ int main(int argc, char **argv) {
   char *s = malloc((size_t)n * p), *r = malloc((size_t)n * p);
   double *t_post = malloc(sizeof(double) * reps), *t_block = malloc(sizeof(double) * reps);
   int errors = 0, done_after = 0;
-  double block_ms = 0;
+  double block_ms = 0, cpu = 0, wall = 0;
+  int seen = 0;
   if (is_nbc) {
     for (int k = 0; k < reps; k++) {
       fill(coll, s, r, n, p, me);
@@ -124,10 +192,17 @@ int main(int argc, char **argv) {
       int flag = 0;
       post(coll, s, r, n, &q);
       t_post[k] = now() - t0;
+      long tid = progress_tid();
+      double c0 = thread_cpu(tid), w0 = now();
       busy(compute_ms);
       MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
       done_after += flag;
       MPI_Wait(&q, MPI_STATUS_IGNORE);
+      if (tid) {
+        cpu += thread_cpu(tid) - c0;
+        wall += now() - w0;
+        seen = 1;
+      }
     } else {
       MPI_Alltoall(s, n, MPI_BYTE, r, n, MPI_BYTE, MPI_COMM_WORLD);
       t_post[k] = now() - t0;
@@ -139,11 +214,13 @@ int main(int argc, char **argv) {
   MPI_Allreduce(MPI_IN_PLACE, &post_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &post_min_ms, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &done_after, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  double pct = seen ? 100 * cpu / wall : -1;
+  MPI_Allreduce(MPI_IN_PLACE, &pct, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (me == 0) {
     if (is_nbc)
-      printf("test_overlap: nbc %s post_ms=%.3f blocking_ms=%.3f compute_ms=%.1f done_after_compute=%d/%d\n",
-             coll, post_ms, block_ms, compute_ms, done_after, reps);
+      printf("test_overlap: nbc %s post_ms=%.3f blocking_ms=%.3f compute_ms=%.1f done_after_compute=%d/%d "
+             "cpu_pct=%.1f\n", coll, post_ms, block_ms, compute_ms, done_after, reps, pct);
     else
       printf("test_overlap: tnbc return_ms=%.3f return_min_ms=%.3f\n", post_ms, post_min_ms);
     printf(errors ? "test_overlap: %d wrong bytes\n" : "test_overlap: passed\n", errors);

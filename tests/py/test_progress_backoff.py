@@ -1,0 +1,44 @@
+"""The progress thread backs off while a pending call cannot move: at 2 ranks, rank 1
+joins an MPI_Iallreduce 300 ms after rank 0 posted it, and rank 0 sleeps meanwhile
+(no MPI call, no CPU). Rank 0's progress thread then polls a call that waits for its
+peer: after a short window of yields it sleeps between passes with a growing bound,
+so its CPU time over the wait stays a small share of a core (tests/mpi/test_overlap.c
+`idle`: the thread's own CPU clock).
+
+The same job with the sleeps held at their shortest (MCOLL_PROGRESS_SLEEP_US=1: no
+growing bound) shows the thread busy (44% of a core when written): the measurement
+sees a thread that does not back off, so the bound below can fail."""
+
+import re
+
+import pytest
+
+import mpijob
+from mpijob import mpiexec_argv, run_job
+
+BUILD = mpijob.find_build("build")
+JOB_TIMEOUT = 60
+BOUND_PCT = 10.0
+
+
+def idle_cpu(flavour, env):
+    program = BUILD.bin(flavour, "mcoll-test-overlap")
+    argv = mpiexec_argv(flavour, 2, program, ["idle", 300, 4])
+    result = run_job(argv, {"MCOLL_PROGRESS_THREAD": "auto", **env}, JOB_TIMEOUT)
+    assert result.returncode == 0 and re.search(r"^test_overlap: passed$", result.stdout, re.M), \
+        result.describe()
+    got = re.search(r"^test_overlap: idle cpu_pct=(-?[0-9.]+)$", result.stdout, re.M)
+    assert got, result.describe()
+    return float(got.group(1)), result
+
+
+@pytest.mark.parametrize("flavour", [mpijob.flavour_param(f) for f in mpijob.FLAVOURS])
+def test_progress_thread_sleeps_while_a_call_waits_for_its_peer(flavour):
+    pct, result = idle_cpu(flavour, {})
+    assert 0 <= pct < BOUND_PCT, result.describe()
+
+
+@pytest.mark.parametrize("flavour", [mpijob.flavour_param(f, full=True) for f in mpijob.FLAVOURS])
+def test_without_backoff_the_thread_is_seen_busy(flavour):
+    pct, result = idle_cpu(flavour, {"MCOLL_PROGRESS_SLEEP_US": "1"})
+    assert pct > 2 * BOUND_PCT, result.describe()
