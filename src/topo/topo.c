@@ -53,12 +53,17 @@ static int hwloc_id(hwloc_obj_t covering, hwloc_obj_type_t type) {
 
 /* Network namespaces (test hosts) and containers are separate nodes to the host MPI
  * but run on one kernel, and so share its cores: the boot id tells. */
-static int kernel_id(void) {
-  char id[64] = {0};
+static size_t read_boot_id(char id[64]) {
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
   if (!f) return 0;
-  size_t n = fread(id, 1, sizeof id - 1, f);
+  size_t n = fread(id, 1, 63, f);
   fclose(f);
+  return n;
+}
+
+static int kernel_id(void) {
+  char id[64] = {0};
+  size_t n = read_boot_id(id);
   unsigned h = 2166136261u; /* FNV-1a */
   for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 16777619u;
   return n ? (int)(h & 0x7fffffff) | 1 : 0;
@@ -76,11 +81,7 @@ static void fnv64(unsigned long long *h, const void *bytes, size_t n) {
 static void machine_key(unsigned key[2]) {
   unsigned long long h = 14695981039346656037ull;
   char id[64] = {0}, host[256] = {0};
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    fnv64(&h, id, fread(id, 1, sizeof id - 1, f));
-    fclose(f);
-  }
+  fnv64(&h, id, read_boot_id(id));
   if (gethostname(host, sizeof host - 1) == 0) fnv64(&h, host, strlen(host));
   struct stat shm;
   if (stat("/dev/shm", &shm) == 0) fnv64(&h, &shm.st_dev, sizeof shm.st_dev);
