@@ -39,9 +39,16 @@ static atomic_long socket_sleeps, data_wakes;
  * drive. The idle thread looks for pending tasks every MCOLL_PROGRESS_LATE_WAKE_US
  * instead. Set when the thread starts. */
 static long late_wake_ns;
+/* After DEEP_AFTER such looks in a row found nothing (the application has left
+ * non-blocking calls alone for a while), the idle thread stops looking and sleeps
+ * until a post wakes it (deep is set): blocking phases then cost it nothing. */
+enum { DEEP_AFTER = 8 };
+static atomic_int deep;
 
 static void wake_thread(void) {
-  if (late_wake_ns > 0 && !atomic_load(&stopping)) return;
+  /* (seq_cst: the post counted its task pending before this load; the thread sets
+   * deep before its last look at the pending count: one of the two sees the other) */
+  if (late_wake_ns > 0 && !atomic_load(&stopping) && !atomic_load(&deep)) return;
   pthread_mutex_lock(&lock);
   woken = 1;
   pthread_cond_signal(&wake);
@@ -215,8 +222,16 @@ static void *progress_main(void *arg) {
       long long now = now_ns(CLOCK_MONOTONIC);
       atomic_fetch_add(&awake_ns, now - awake_since);
       pthread_mutex_lock(&lock);
+      int looks = 0;
       while (!woken && !atomic_load(&stopping) && !mcoll__tasks_pending()) {
         if (late_wake_ns <= 0) {
+          pthread_cond_wait(&wake, &lock);
+          continue;
+        }
+        if (looks++ >= DEEP_AFTER) {
+          atomic_store(&deep, 1);
+          atomic_thread_fence(memory_order_seq_cst);
+          if (mcoll__tasks_pending()) break;
           pthread_cond_wait(&wake, &lock);
           continue;
         }
@@ -227,6 +242,7 @@ static void *progress_main(void *arg) {
         until.tv_nsec %= 1000000000L;
         pthread_cond_timedwait(&wake, &lock, &until);
       }
+      atomic_store(&deep, 0);
       woken = 0;
       pthread_mutex_unlock(&lock);
       awake_since = changed = now_ns(CLOCK_MONOTONIC);
@@ -244,13 +260,14 @@ static void *progress_main(void *arg) {
     }
     held_ns = 0;
     long max_ns = mcoll__cfg.PROGRESS_SLEEP_US > 0 ? mcoll__cfg.PROGRESS_SLEEP_US * 1000 : SLEEP_MAX_NS;
-    if (!atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire) &&
-        now_ns(CLOCK_MONOTONIC) - atomic_load_explicit(&mcoll__progress_driven_ns, memory_order_relaxed) <
-            DRIVEN_NS) {
+    long long driven_ago =
+        now_ns(CLOCK_MONOTONIC) - atomic_load_explicit(&mcoll__progress_driven_ns, memory_order_relaxed);
+    if (!atomic_load_explicit(&mcoll__progress_urgent, memory_order_acquire) && driven_ago < DRIVEN_NS) {
       /* an application thread waits in a loop that advances the tasks: this thread
        * would only take a core beside it (a wake-up, a finished wait's return, or the
-       * bound brings it back) */
-      nap(sleep_ns);
+       * bound brings it back). Where posts do not wake it, nothing would end a short
+       * nap early either: it sleeps out the window (each wake-up takes a core). */
+      nap(late_wake_ns > 0 && DRIVEN_NS - driven_ago > sleep_ns ? (long)(DRIVEN_NS - driven_ago) : sleep_ns);
       sleep_ns = sleep_ns * 2 > max_ns ? max_ns : sleep_ns * 2;
       continue;
     }

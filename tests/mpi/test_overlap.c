@@ -13,9 +13,16 @@
  *          per rep: a barrier, MPI_Iallreduce of 8 B that the last rank joins MS later
  *          (it sleeps first), the others sleeping (no CPU, no MPI call) until then and
  *          waiting: the progress thread polls a call that cannot move
+ *        test_overlap quiet MS REPS
+ *          per rep: MPI_Iallreduce + wait, then MS of sleep with nothing pending (the
+ *          progress thread's wake-ups then: Q), then the idle step above with a 50 ms
+ *          delay (the thread's wake-ups while its caller sleeps: W; a post must have
+ *          woken a thread that stopped looking)
  * Rank 0 prints medians (ms) and counts:
  *   "test_overlap: nbc post_ms=P blocking_ms=B done_after_compute=K/REPS cpu_pct=C"
  *   "test_overlap: idle cpu_pct=C"
+ *   "test_overlap: quiet wakeups=Q woken=W" (Q: the most of any rank and rep; W: the
+ *   fewest of any waiting rank and rep; -1 without a progress thread)
  *   (C: CPU time of mcoll's progress thread, "mcoll-progress", over the time from the
  *   post to the end of the wait, in % of a core, the busiest rank's; -1 without one)
  *   "test_overlap: tnbc return_ms=R return_min_ms=M" (M: the fastest rep, which load
@@ -24,6 +31,7 @@
 #include <mpi.h>
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +77,63 @@ static double thread_cpu(long tid) {
   clockid_t clock = (clockid_t)((~(unsigned)tid) << 3) | 6; /* (CPUCLOCK_SCHED | PERTHREAD) */
   if (tid <= 0 || clock_gettime(clock, &t) != 0) return 0;
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* A thread's context switches (voluntary and not): its wake-ups, near enough. */
+static long thread_switches(long tid) {
+  char path[64], line[128];
+  snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+  FILE *f = tid > 0 ? fopen(path, "r") : NULL;
+  long n = 0, v;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 || sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
+      n += v;
+  if (f) fclose(f);
+  return n;
+}
+
+static void sleep_ms(double ms) {
+  struct timespec pause = {(time_t)(ms / 1e3), (long)(ms * 1e6) % 1000000000L};
+  nanosleep(&pause, NULL);
+}
+
+/* test_overlap quiet MS REPS (see the top) */
+static int quiet(double ms, int reps, int me, int p) {
+  long most_quiet = -1, fewest_woken = -1;
+  int errors = 0;
+  for (int k = 0; k < reps; k++) {
+    int x = me + 1, sum = 0;
+    MPI_Request q;
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    errors += sum != p * (p + 1) / 2;
+    long tid = progress_tid(), s0 = thread_switches(tid);
+    sleep_ms(ms);
+    long quiet_switches = thread_switches(tid) - s0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me == p - 1) sleep_ms(50);
+    sum = 0;
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    tid = progress_tid();
+    s0 = thread_switches(tid);
+    if (me != p - 1) sleep_ms(50);
+    long woken = thread_switches(tid) - s0;
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    errors += sum != p * (p + 1) / 2;
+    if (tid && quiet_switches > most_quiet) most_quiet = quiet_switches;
+    if (tid && me != p - 1 && (fewest_woken < 0 || woken < fewest_woken)) fewest_woken = woken;
+  }
+  /* (LONG_MAX: a rank with nothing to say about W) */
+  long woken_or_none = fewest_woken < 0 ? LONG_MAX : fewest_woken;
+  MPI_Allreduce(MPI_IN_PLACE, &most_quiet, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &woken_or_none, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) {
+    printf("test_overlap: quiet wakeups=%ld woken=%ld\n", most_quiet, woken_or_none == LONG_MAX ? -1 : woken_or_none);
+    printf(errors ? "test_overlap: %d wrong sums\n" : "test_overlap: passed\n", errors);
+    fflush(stdout);
+  }
+  return errors;
 }
 
 static volatile double sink;
@@ -157,9 +222,14 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return errors != 0;
   }
+  if (argc == 4 && !strcmp(argv[1], "quiet")) {
+    int errors = quiet(atof(argv[2]), atoi(argv[3]), me, p);
+    MPI_Finalize();
+    return errors != 0;
+  }
   if (!is_nbc && !is_tnbc) {
     if (me == 0)
-      fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS | idle MS REPS\n");
+      fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS | idle MS REPS | quiet MS REPS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char *coll = is_nbc ? argv[2] : "alltoall";

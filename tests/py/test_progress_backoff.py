@@ -42,3 +42,22 @@ def test_progress_thread_sleeps_while_a_call_waits_for_its_peer(flavour):
 def test_without_backoff_the_thread_is_seen_busy(flavour):
     pct, result = idle_cpu(flavour, {"MCOLL_PROGRESS_SLEEP_US": "1"})
     assert pct > 2 * BOUND_PCT, result.describe()
+
+
+@pytest.mark.parametrize("flavour", [mpijob.flavour_param(f) for f in mpijob.FLAVOURS])
+def test_idle_thread_stops_looking_and_a_post_wakes_it(flavour):
+    """4 ranks (more than this machine's cores: posts do not wake the thread, which
+    looks for pending calls now and then instead). After an MPI_Iallreduce, 200 ms with
+    nothing pending: the thread stops looking after a few looks (it woke ~400 times
+    when it looked every 500 us); then a post that waits 50 ms for its last rank must
+    wake it (it polls while its caller sleeps)."""
+    program = BUILD.bin(flavour, "mcoll-test-overlap")
+    result = run_job(mpiexec_argv(flavour, 4, program, ["quiet", 200, 3]),
+                     {"MCOLL_PROGRESS_THREAD": "auto"}, JOB_TIMEOUT)
+    assert result.returncode == 0 and re.search(r"^test_overlap: passed$", result.stdout, re.M), \
+        result.describe()
+    got = re.search(r"^test_overlap: quiet wakeups=(-?\d+) woken=(-?\d+)$", result.stdout, re.M)
+    assert got, result.describe()
+    quiet, woken = int(got.group(1)), int(got.group(2))
+    assert 0 <= quiet < 40, result.describe()
+    assert woken > 0, result.describe()
