@@ -18,5 +18,6 @@ else
   "$root/scripts/setup.sh"
 fi
 cd "$root"
-# (--durations: the slowest tests, for keeping the tiers short)
-exec python3 -m pytest -q -rs --durations=20 "${tier[@]}" tests/py "$@"
+# (--durations: the slowest tests, for keeping the tiers short; every test's time is in
+# build/test-times.xml)
+exec python3 -m pytest -q -rs --durations=20 --junitxml="$root/build/test-times.xml" "${tier[@]}" tests/py "$@"
