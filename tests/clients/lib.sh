@@ -15,6 +15,8 @@
 #                        job running now; sets job_rc
 #   client_failed RC SECONDS   "FAIL <why>" for a timeout, processes left behind or
 #                        an exit code other than 0; nothing when none of those
+#   client_fork N        in a subshell about to run jobs beside others: its jobs'
+#                        tag becomes TAG.N (what it leaves behind is its own)
 
 client_setup() {
   client_tag_var=$2
@@ -32,11 +34,12 @@ client_setup() {
 }
 
 # Processes of our jobs still alive: the ranks and MPICH's proxies (which start
-# sessions of their own) carry our tag in their environment.
+# sessions of their own) carry our tag in their environment. Jobs run side by side
+# (client_fork) carry TAG.N: theirs too.
 # One grep over every environ file: a grep per process took ~0.1-0.5 s a job.
 client_tagged() {
   local env
-  { grep -lxzsF -- "$client_tag_var=$job_tag" /proc/[0-9]*/environ 2>/dev/null || true; } \
+  { grep -lxzsE -- "$client_tag_var=$job_tag(\.[0-9]+)*" /proc/[0-9]*/environ 2>/dev/null || true; } \
     | while read -r env; do echo "${env//[!0-9]/}"; done
   return 0
 }
@@ -105,3 +108,5 @@ client_failed() {
   if [[ $rc -ne 0 ]]; then echo "FAIL exit code $rc"; return; fi
   return 0
 }
+
+client_fork() { job_tag=$job_tag.$1; }

@@ -14,6 +14,8 @@
 #              spins when oversubscribed) on 2 cores at load 20
 #   --native   run every program natively too, not only those failing under mcoll
 #   --max-np N the rank cap of the default run (4)
+# MCOLL_MPICH_COLL_JOBS: jobs run side by side (default 3 on Open MPI, whose jobs
+# mostly wait for their launch; 1 on MPICH, whose ranks spin when oversubscribed).
 #
 # A program passes when its job exits 0 within the timeout, prints MPICH's " No Errors"
 # line and (under mcoll) rank 0's MCOLL_VERBOSE report is there. Verdicts:
@@ -252,7 +254,8 @@ run_job() {
   job_seconds=$seconds
   # mcoll's shared-memory files (mcoll-<creator pid>-...) new since the start whose
   # creator is gone: this job's, left by a crashed or killed rank. Removed, so that
-  # one failure does not leave files behind; other jobs' files have live creators.
+  # one failure does not leave files behind; other jobs' files have live creators
+  # (a job beside this one that crashed meanwhile may have its files counted here).
   left_shm=""
   local name pid
   for name in $(comm -13 <(echo "$shm_before") <(mcoll_shm_files)); do
@@ -298,6 +301,66 @@ failure_excerpt() {
     | head -n 3 | cut -c1-160 | tr '\n' '|' | sed 's/|$//'
 }
 
+# One entry of the list: its job under mcoll (and natively when that fails) into FILE,
+# as fields separated by US (0x1f): result, log line, table row, summary line, calls of
+# mcoll's own algorithms. Jobs may run side by side (MCOLL_MPICH_COLL_JOBS): each in a
+# subshell of its own (client_fork), with its own logs.
+run_entry() {
+  local flavour=$1 file=$2 prog=$3 np=$4 limit=$5
+  shift 5
+  local argv=("$@") name="$prog${*:+ $*}" id result line v nv t0 mlog nlog summary="" calls=0
+  id=$(tr -c 'A-Za-z0-9_.=-' '_' <<<"$prog-$np${*:+-$*}")
+  id=${id%_}
+  if [[ ! -x $cache/$flavour/$prog ]]; then
+    result=not-built
+    line="$flavour $name np=$np: not-built ($(grep -m1 -E 'error' "$cache/$flavour/$prog.build.log" | cut -c1-120 || true))"
+  else
+    t0=$SECONDS
+    mlog=$logs/$flavour-$id-mcoll.log
+    run_job "$flavour" mcoll "$np" "$limit" "$mlog" "$prog" "${argv[@]}"
+    v=$(verdict "$job_rc" "$mlog" mcoll)
+    calls=$(mcoll_alg_calls "$mlog")
+    line="$flavour $name np=$np: mcoll ${v} ($((SECONDS - t0))s)"
+    nv=""
+    if [[ $native -eq 1 || $v != PASS ]]; then
+      t0=$SECONDS
+      nlog=$logs/$flavour-$id-native.log
+      run_job "$flavour" native "$np" "$limit" "$nlog" "$prog" "${argv[@]}"
+      nv=$(verdict "$job_rc" "$nlog" native)
+      line+=", native ${nv} ($((SECONDS - t0))s)"
+    fi
+    if [[ $v == PASS ]]; then
+      result=pass
+    elif [[ $nv == PASS ]]; then
+      result=MCOLL-FAIL
+      line+=" -- $(failure_excerpt "$mlog"); log $mlog"
+      summary="MCOLL-FAIL $flavour $name np=$np: ${v#FAIL }: $(failure_excerpt "$mlog")"
+    else
+      result=native-fail
+      summary="native-fail $flavour $name np=$np: ${nv#FAIL }"
+    fi
+    [[ $result == pass && -n $nv && $nv != PASS ]] && line+=" (fails natively only)"
+  fi
+  printf '%s\x1f%s\x1f%s\x1f%s\x1f%s\n' "$result" "$line" \
+    "$(printf '%-8s %-40s %3s  %s' "$flavour" "$name" "$np" "$result")" "$summary" "$calls" >"$file.part"
+  mv "$file.part" "$file"
+}
+
+# The entries that have finished, in the list's order, up to the first still running.
+show_results() {
+  local result line row summary calls
+  while [[ -f $results/$((shown + 1)) ]]; do
+    shown=$((shown + 1))
+    IFS=$'\x1f' read -r result line row summary calls <"$results/$shown"
+    count[$result]=$((count[$result] + 1))
+    alg_calls=$((alg_calls + calls))
+    log "$line => $result"
+    table+=("$row")
+    [[ -n $summary ]] && echo "$summary" >>"$summary_file"
+  done
+  return 0
+}
+
 start_all=$SECONDS
 fetch_source
 for flavour in "${flavours[@]}"; do build_flavour "$flavour"; done
@@ -325,45 +388,23 @@ for flavour in "${flavours[@]}"; do
   declare -A count=([pass]=0 [MCOLL-FAIL]=0 [native-fail]=0 [not-built]=0)
   alg_calls=0
   table=()
+  jobs_at_once=${MCOLL_MPICH_COLL_JOBS:-$([[ $flavour == openmpi ]] && echo 3 || echo 1)}
+  results=$logs/$flavour-results
+  mkdir -p "$results"
+  seq=0 shown=0
   while read -r prog np limit args; do
+    seq=$((seq + 1))
     read -r -a argv <<<"${args:-}"
-    name="$prog${args:+ $args}"
-    id=$(tr -c 'A-Za-z0-9_.=-' '_' <<<"$prog-$np${args:+-$args}")
-    id=${id%_}
-    if [[ ! -x $cache/$flavour/$prog ]]; then
-      result=not-built
-      line="$flavour $name np=$np: not-built ($(grep -m1 -E 'error' "$cache/$flavour/$prog.build.log" | cut -c1-120 || true))"
+    if [[ $jobs_at_once -gt 1 ]]; then
+      while [[ $(jobs -rp | wc -l) -ge $jobs_at_once ]]; do wait -n || true; done
+      (client_fork "$seq"; run_entry "$flavour" "$results/$seq" "$prog" "$np" "$limit" "${argv[@]}") </dev/null &
     else
-      t0=$SECONDS
-      mlog=$logs/$flavour-$id-mcoll.log
-      run_job "$flavour" mcoll "$np" "$limit" "$mlog" "$prog" "${argv[@]}"
-      v=$(verdict "$job_rc" "$mlog" mcoll)
-      alg_calls=$((alg_calls + $(mcoll_alg_calls "$mlog")))
-      line="$flavour $name np=$np: mcoll ${v} ($((SECONDS - t0))s)"
-      nv=""
-      if [[ $native -eq 1 || $v != PASS ]]; then
-        t0=$SECONDS
-        nlog=$logs/$flavour-$id-native.log
-        run_job "$flavour" native "$np" "$limit" "$nlog" "$prog" "${argv[@]}"
-        nv=$(verdict "$job_rc" "$nlog" native)
-        line+=", native ${nv} ($((SECONDS - t0))s)"
-      fi
-      if [[ $v == PASS ]]; then
-        result=pass
-      elif [[ $nv == PASS ]]; then
-        result=MCOLL-FAIL
-        line+=" -- $(failure_excerpt "$mlog"); log $mlog"
-      else
-        result=native-fail
-      fi
-      [[ $result == pass && -n $nv && $nv != PASS ]] && line+=" (fails natively only)"
+      run_entry "$flavour" "$results/$seq" "$prog" "$np" "$limit" "${argv[@]}" </dev/null
     fi
-    count[$result]=$((count[$result] + 1))
-    log "$line => $result"
-    table+=("$(printf '%-8s %-40s %3s  %s' "$flavour" "$name" "$np" "$result")")
-    [[ $result == MCOLL-FAIL ]] && echo "MCOLL-FAIL $flavour $name np=$np: ${v#FAIL }: $(failure_excerpt "$mlog")" >>"$summary_file"
-    [[ $result == native-fail ]] && echo "native-fail $flavour $name np=$np: ${nv#FAIL }" >>"$summary_file"
+    show_results
   done < <(entries)
+  wait
+  show_results
   [[ ${count[MCOLL-FAIL]} -gt 0 ]] && mcoll_failed=1
   if [[ $alg_calls -eq 0 && ${count[pass]} -gt 0 ]]; then
     mcoll_failed=1
