@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "runtime.h"
@@ -56,9 +57,25 @@ _Noreturn void thr_out_of_memory(size_t bytes, const char *where)
   thr_fatal("out of memory (MPI_ERR_NO_MEM): %zu bytes in %s", bytes, where);
 }
 
+/* A test's hook: MCOLL_THREADS_FAIL_ALLOC_IN=FUNCTION makes every checked allocation of
+ * that function fail as a NULL from malloc would, so that the path a real shortage
+ * takes runs under test. Read once (every rank reads the same environment). */
+static int fails_in(const char *where)
+{
+  static _Atomic(const char *) name;
+  static atomic_int read;
+  if (!atomic_load_explicit(&read, memory_order_acquire)) {
+    const char *value = getenv("MCOLL_THREADS_FAIL_ALLOC_IN");
+    atomic_store_explicit(&name, value && *value ? value : NULL, memory_order_relaxed);
+    atomic_store_explicit(&read, 1, memory_order_release);
+  }
+  const char *fail = atomic_load_explicit(&name, memory_order_relaxed);
+  return fail && !strcmp(fail, where);
+}
+
 void *thr_malloc_in(size_t bytes, const char *where)
 {
-  void *p = malloc(bytes ? bytes : 1);
+  void *p = fails_in(where) ? NULL : malloc(bytes ? bytes : 1);
   if (!p)
     thr_out_of_memory(bytes, where);
   return p;
@@ -66,7 +83,7 @@ void *thr_malloc_in(size_t bytes, const char *where)
 
 void *thr_calloc_in(size_t n, size_t size, const char *where)
 {
-  void *p = calloc(n ? n : 1, size ? size : 1);
+  void *p = fails_in(where) ? NULL : calloc(n ? n : 1, size ? size : 1);
   if (!p)
     thr_out_of_memory(n * size, where);
   return p;
@@ -74,7 +91,7 @@ void *thr_calloc_in(size_t n, size_t size, const char *where)
 
 void *thr_realloc_in(void *p, size_t bytes, const char *where)
 {
-  void *q = realloc(p, bytes ? bytes : 1);
+  void *q = fails_in(where) ? NULL : realloc(p, bytes ? bytes : 1);
   if (!q)
     thr_out_of_memory(bytes, where);
   return q;
@@ -82,7 +99,7 @@ void *thr_realloc_in(void *p, size_t bytes, const char *where)
 
 void *thr_aligned_alloc_in(size_t align, size_t bytes, const char *where)
 {
-  void *p = aligned_alloc(align, bytes ? bytes : align);
+  void *p = fails_in(where) ? NULL : aligned_alloc(align, bytes ? bytes : align);
   if (!p)
     thr_out_of_memory(bytes, where);
   return p;
