@@ -5,7 +5,9 @@
  * serial 3-D FFT of the same field computed by each rank.
  *
  * usage: ft_like [N (power of 2, default 64)] [iterations (default 5)]
- * prints: total seconds, seconds inside MPI_Alltoall (the call), and "verified". */
+ * prints: total seconds, seconds inside MPI_Alltoall (the call), the phases around it
+ * (2-D FFTs and packing before; unpacking the received blocks, FFTs along z after),
+ * and "verified". */
 #include <complex.h>
 #include <math.h>
 #include <mpi.h>
@@ -79,7 +81,7 @@ int main(int argc, char **argv) {
   for (int y = 0; y < n; y++)
     for (int x = 0; x < n; x++) fft(ref + (size_t)y * n + x, n, (int)plane);
 
-  double t_total = 0, t_a2a = 0;
+  double t_total = 0, t_a2a = 0, t_pre = 0, t_unpack = 0, t_zfft = 0;
   long bad = 0;
   for (int it = 0; it < iters; it++) {
     for (int zl = 0; zl < nz; zl++)
@@ -97,8 +99,10 @@ int main(int argc, char **argv) {
         memcpy(send + (size_t)d * blk + (size_t)zl * ny * n, a + (size_t)zl * plane + (size_t)d * ny * n,
                (size_t)ny * n * sizeof *a);
     double t1 = now();
+    t_pre += t1 - t0;
     MPI_Alltoall(send, (int)(blk * 2), MPI_DOUBLE, recv, (int)(blk * 2), MPI_DOUBLE, MPI_COMM_WORLD);
-    t_a2a += now() - t1;
+    double t2 = now();
+    t_a2a += t2 - t1;
     /* the received blocks in order: block s holds z in s's range */
     for (int s = 0; s < p; s++)
       for (int zl = 0; zl < nz; zl++)
@@ -106,8 +110,12 @@ int main(int argc, char **argv) {
           for (int x = 0; x < n; x++)
             b[((size_t)yl * n + x) * n + (size_t)s * nz + zl] =
                 recv[(size_t)s * blk + ((size_t)zl * ny + yl) * n + x];
+    double t3 = now();
+    t_unpack += t3 - t2;
     for (size_t line = 0; line < (size_t)ny * n; line++) fft(b + line * n, n, 1);
-    t_total += now() - t0;
+    double t4 = now();
+    t_zfft += t4 - t3;
+    t_total += t4 - t0;
     for (int yl = 0; yl < ny; yl++)
       for (int x = 0; x < n; x++)
         for (int z = 0; z < n; z++) {
@@ -117,12 +125,14 @@ int main(int argc, char **argv) {
         }
   }
   long all_bad = 0;
-  double times[2] = {t_total, t_a2a}, slowest[2];
+  double times[5] = {t_total, t_a2a, t_pre, t_unpack, t_zfft}, slowest[5];
   MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-  MPI_Reduce(times, slowest, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(times, slowest, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (!rank)
-    printf("ft_like: N=%d ranks=%d iters=%d total_s=%.6f alltoall_call_s=%.6f %s\n", n, p, iters,
-           slowest[0], slowest[1], all_bad ? "FAILED" : "verified");
+    printf("ft_like: N=%d ranks=%d iters=%d total_s=%.6f alltoall_call_s=%.6f pre_s=%.6f "
+           "unpack_s=%.6f zfft_s=%.6f %s\n",
+           n, p, iters, slowest[0], slowest[1], slowest[2], slowest[3], slowest[4],
+           all_bad ? "FAILED" : "verified");
   fflush(stdout); /* seen even if the host MPI then hangs in MPI_Finalize */
   free(a);
   free(send);

@@ -196,6 +196,7 @@ struct a2a_args {
   size_t chunk;           /* bytes per message (MCOLL_TNBC_CHUNK; 0: a block each) */
   MPI_Request *early;     /* the sends' requests, their first early_chunks chunks to each */
   int early_chunks;       /* destination posted by the caller (TNBC_SENDS_FIRST) */
+  int chunk_subs;         /* a sub-message per chunk: each published as it arrives */
 };
 
 /* Block src is in: its edges from the init exchange, then published. */
@@ -211,6 +212,25 @@ static void block_in(const struct a2a_args *a, int src) {
   }
   mcoll__tnbc_publish(a->call, l->rdispl[src], l->rcount[src]);
   mcoll__tnbc_block_done(a->call, src);
+}
+
+/* Chunk c of block src is in (a sub-message of its own, mcoll__tnbc_split_subs): the
+ * block's edges from the init exchange where they fall in it, then published, so
+ * that a reader of the block's start goes on while the rest is on the wire. */
+static void chunk_in(const struct a2a_args *a, int src, int c) {
+  enum { E = MCOLL_TNBC_EDGE };
+  const struct a2a_layout *l = a->lay;
+  size_t len = l->rcount[src], lo = (size_t)c * a->chunk, hi = lo + a->chunk > len ? len : lo + a->chunk;
+  char *at = a->recv + l->rdispl[src];
+  if (a->edges && len) {
+    size_t edge = len < E ? len : E;
+    const char *head = a->edges + (size_t)src * 2 * E, *tail = head + 2 * E - edge;
+    /* [0, edge) and [len - edge, len) of the block, where they meet [lo, hi) */
+    if (lo < edge) memcpy(at + lo, head + lo, (hi < edge ? hi : edge) - lo);
+    size_t t = len - edge > lo ? len - edge : lo;
+    if (t < hi) memcpy(at + t, tail + (t - (len - edge)), hi - t);
+  }
+  mcoll__tnbc_publish(a->call, l->rdispl[src] + lo, hi - lo);
 }
 
 /* Messages of a block of len bytes: chunk bytes each (MCOLL_TNBC_CHUNK, the same on
@@ -344,8 +364,11 @@ static int a2a_task(const void *args) {
       } else if (n > 0) {
         /* the blocks whose last chunk came (several at once: published in read order) */
         int m = 0;
-        for (int i = 0; i < n; i++)
-          if (--left[source[done[i]]] == 0) done[m++] = source[done[i]];
+        for (int i = 0; i < n; i++) {
+          int src = source[done[i]];
+          if (a->chunk_subs) chunk_in(a, src, done[i] - rbase[src]);
+          if (--left[src] == 0) done[m++] = src;
+        }
         if (m) mcoll__tnbc_mark(a->call, MCOLL_TNBC_AT_FIRST_IN);
         for (int i = 1; i < m; i++)
           for (int j = i; j > 0 && l->rank_of[done[j - 1]] > l->rank_of[done[j]]; j--) {
@@ -408,7 +431,10 @@ static int post(struct mcoll_tnbc_call *call, MPI_Comm comm, const char *send, i
   memcpy(lay->rcount, rcount, sizeof(size_t) * (size_t)p);
   memcpy(lay->rdispl, rdispl, sizeof(size_t) * (size_t)p);
   struct a2a_args a = {call, edges, send, mcoll__tnbc_target(call), lay, pc->dup, NULL, 0, 0,
-                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL, 0};
+                       mcoll__cfg.TNBC_CHUNK > 0 ? (size_t)mcoll__cfg.TNBC_CHUNK : 0, NULL, 0, 0};
+  /* (each chunk a sub-message: the receives are the chunks, so each one published is
+   * one whole sub-message) */
+  if (a.chunk && mcoll__cfg.TNBC_PUBLISH_CHUNKS) a.chunk_subs = mcoll__tnbc_split_subs(call, rdispl, a.chunk);
   if (!mcoll__tnbc_ordering ||
       !schedule_order(call, comm, pc, p, lay->order, &a.turn, &a.slot, &a.first))
     for (int k = 0; k < p; k++) lay->order[k] = k;

@@ -91,6 +91,8 @@ static struct mcoll_tnbc_call calls[MAX_CALLS];
 /* For the MCOLL_VERBOSE report: calls, those whose buffer was protected, faults
  * that waited for a sub-message, interposed calls that waited (host: below). */
 static atomic_ulong n_calls, n_protected, n_faults, n_waits;
+/* Sub-messages of the protected calls (each made readable on its own). */
+static atomic_ulong n_subs;
 /* Interposed calls from inside the host MPI that met a pending call's pages and did
  * not wait. */
 static atomic_ulong n_host_passes;
@@ -682,6 +684,35 @@ void mcoll__tnbc_sent(struct mcoll_tnbc_call *call, size_t off, size_t len) {
   }
 }
 
+int mcoll__tnbc_split_subs(struct mcoll_tnbc_call *call, const size_t *off, size_t piece) {
+  /* (a trace records one first touch per block: its calls keep a sub-message each) */
+  if (!call->own_target || !piece || mcoll__tnbc_tracing || call->nsubs == 0) return 0;
+  int n = 0;
+  for (int i = 0; i < call->nsubs; i++) {
+    uintptr_t start = call->user + off[call->subs[i].index];
+    n += (int)((call->subs[i].hi - 1 - start) / piece - (call->subs[i].lo - start) / piece) + 1;
+  }
+  if (n > MAX_SUBS) return 0;
+  /* In place from the end: sub i's pieces land at or after i. */
+  int at = n;
+  for (int i = call->nsubs - 1; i >= 0; i--) {
+    uintptr_t lo = call->subs[i].lo, hi = call->subs[i].hi, start = call->user + off[call->subs[i].index];
+    int index = call->subs[i].index;
+    size_t first = (lo - start) / piece, last = (hi - 1 - start) / piece;
+    for (size_t c = last + 1; c-- > first;) {
+      uintptr_t plo = start + c * piece, phi = plo + piece;
+      struct sub *t = &call->subs[--at];
+      t->lo = plo > lo ? plo : lo;
+      t->hi = phi < hi ? phi : hi;
+      t->index = index;
+      atomic_store_explicit(&t->done, 0, memory_order_relaxed);
+      atomic_store_explicit(&t->touched, 0, memory_order_relaxed);
+    }
+  }
+  call->nsubs = n;
+  return 1;
+}
+
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call) { return call->target; }
 
 void mcoll__tnbc_edges_done(struct mcoll_tnbc_call *call) { atomic_store(&call->edge_left, 0); }
@@ -884,7 +915,10 @@ int mcoll__tnbc_post_how(struct mcoll_tnbc_call *call, MPI_Comm comm, mcoll_task
   mcoll__tnbc_mark(call, MCOLL_TNBC_AT_PROTECTED);
   int waits = call->user && call->plo >= call->phi;
   atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
-  if (!waits && call->user) atomic_fetch_add_explicit(&n_protected, 1, memory_order_relaxed);
+  if (!waits && call->user) {
+    atomic_fetch_add_explicit(&n_protected, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n_subs, (unsigned long)call->nsubs, memory_order_relaxed);
+  }
   if (!waits && !start_here) mcoll__task_defer_next();
   /* The return before the progress thread's first pass (TNBC_RETURN_FIRST): held
    * from the hand-over to the return, unless the caller waits below. */
@@ -999,6 +1033,10 @@ void mcoll__tnbc_report(FILE *out) {
   fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu host=%lu\n",
           was_on, atomic_load(&n_calls), atomic_load(&n_protected),
           atomic_load(&n_faults), atomic_load(&n_waits), atomic_load(&n_host_passes));
+  unsigned long prot = atomic_load(&n_protected);
+  if (prot)
+    fprintf(out, "mcoll: tnbc sub-messages per protected call=%.1f\n",
+            (double)atomic_load(&n_subs) / (double)prot);
   unsigned long timed = atomic_load(&n_timed);
   if (timed)
     fprintf(out, "mcoll: tnbc alltoall early return: %lu calls, per call edge exchange=%.3f ms "

@@ -144,6 +144,12 @@ void mcoll__tnbc_block_done(struct mcoll_tnbc_call *call, int index);
 /* MCOLL_TNBC_ORDER: the order file's order of the call's n received blocks (the
  * first-touched first), from the caller's thread before post; 0 if none. */
 int mcoll__tnbc_call_order(struct mcoll_tnbc_call *call, MPI_Comm comm, int *order, int n);
+/* Splits the call's sub-messages into pieces of `piece` bytes counted from the start
+ * of each block (off[index]: the block's offset in the receive buffer), so that the
+ * task can publish each message of a block as it arrives (mcoll__tnbc_publish of one
+ * piece). Before post; 1 if split, 0 if not (not protected, traced, or more pieces than
+ * the table holds: one sub-message per block stays). */
+int mcoll__tnbc_split_subs(struct mcoll_tnbc_call *call, const size_t *off, size_t piece);
 /* Where the task receives. */
 void *mcoll__tnbc_target(struct mcoll_tnbc_call *call);
 /* Memory (malloc, or mcoll__tnbc_send_copy) of bytes released when the call settles. */

@@ -315,3 +315,31 @@ def test_tnbc_schedule_variants(flavour, variant, case):
     result = run_job(mpiexec_argv(flavour, 3, program, [case]), {**ON, **variant}, JOB_TIMEOUT)
     passed(result, case)
     assert tnbc_counts(result.stderr)["protected"] > 0, result.describe()
+
+
+def subs_per_call(stderr):
+    m = re.search(r"^mcoll: tnbc sub-messages per protected call=([0-9.]+)$", stderr, re.M)
+    assert m, f"no sub-message line in the report:\n{stderr[-3000:]}"
+    return float(m.group(1))
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+@pytest.mark.parametrize("case,publish", [("touch", "1"), ("alltoallv", "1"), ("alltoallv", "0")],
+                         ids=["touch-chunks", "alltoallv-chunks", "alltoallv-blocks"])
+def test_tnbc_chunk_publication(flavour, case, publish):
+    """MCOLL_TNBC_PUBLISH_CHUNKS: each chunk of an alltoall(v) block is a sub-message
+    of its own, written and made readable as it arrives. Chunks of 3000 bytes: their
+    ends fall inside pages (a page shared by two chunks stays protected until both are
+    in), and the init exchange's 4 KiB edges of each block span two chunks (touch
+    overwrites its send buffer right after the return: the edges must win). Every word
+    checked at 3 ranks; many sub-messages per call with chunks, one per block without."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    env = {**ON, "MCOLL_TNBC_CHUNK": "3000", "MCOLL_TNBC_PUBLISH_CHUNKS": publish}
+    result = run_job(mpiexec_argv(flavour, 3, program, [case]), env, JOB_TIMEOUT)
+    passed(result, case)
+    assert tnbc_counts(result.stderr)["protected"] > 0, result.describe()
+    subs = subs_per_call(result.stderr)
+    if publish == "1":
+        assert subs > 20, result.stderr[-2000:]
+    else:
+        assert subs <= 3, result.stderr[-2000:]
