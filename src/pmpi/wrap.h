@@ -45,7 +45,15 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm);
 
 /* The context to use, or NULL: then the wrapper calls the host MPI (already
  * counted). A blocking call first completes the communicator's calls in flight. */
+extern MCOLL_TLS struct mcoll_comm *mcoll__met_ctx;
 static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm comm) {
+  /* A call that met (mcoll__meet_run) found its context already, a persistent
+   * request's among them: no lookup, and the thread's cached one stays. */
+  struct mcoll_comm *met = mcoll__met_ctx;
+  if (met) {
+    mcoll__met_ctx = NULL;
+    return met;
+  }
   mcoll__config_load();
   if (mcoll__cfg.DISABLE) return NULL;
   if (comm == MPI_COMM_NULL) {
