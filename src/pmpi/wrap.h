@@ -119,6 +119,14 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
                                         : NULL;
 }
 
+/* The tries that go before the meeting: the collectives in which the root waits
+ * for the others and they for nobody (reduce), or the reverse (bcast). */
+static inline mcoll_task_direct_fn mcoll__direct_first_of(enum mcoll_coll coll) {
+  return coll == MCOLL_COLL_BCAST    ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
+                                     : NULL;
+}
+
 /* Every MPI_I* call's and persistent start's first try (pmpi/wrap.c): the whole call
  * run here as the blocking one when all ranks of its one-node communicator (ctx, or
  * comm's context) enter it within MCOLL_NBC_MEET polls; 1 (*err: its result) or -1
