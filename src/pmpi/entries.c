@@ -155,20 +155,25 @@
     return (size_t)count * (size_t)(size > 0 ? size : 0);                       \
   }
 
-/* The try of an MPI_I* call (persistent: a start) on the caller's stack: the whole
- * call as the blocking one where every rank of the node enters it at once
- * (mcoll__meet_run), else the collective's own try (pmpi/wrap.h), if any. */
+/* The try of an MPI_I* call (persistent: a start) on the caller's stack: a try
+ * that needs no meeting first (pmpi/wrap.h: mcoll__direct_first_of; -2: not this
+ * call), else the whole call as the blocking one where every rank of the node
+ * enters it at once (mcoll__meet_run), else the collective's own try, if any. */
 #define MCOLL_DIRECT(lower, UPPER)                                              \
   static int lower##_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, \
                             int *err) {                                         \
     const struct mcoll_mpi_##lower##_args *a = args;                            \
+    mcoll_task_direct_fn first = mcoll__direct_first_of(MCOLL_COLL_##UPPER);    \
+    int tried = first ? first(args, ctx, rest, err) : -2;                       \
+    if (tried != -2) return tried;                                              \
     if (mcoll__meet_run(a->comm, ctx, lower##_task, args, err) == 1) {         \
       mcoll__count_try(MCOLL_COLL_##UPPER);                                     \
       return 1;                                                                 \
     }                                                                           \
     mcoll_task_direct_fn own = ctx ? mcoll__persistent_direct_of(MCOLL_COLL_##UPPER) \
                                    : mcoll__direct_of(MCOLL_COLL_##UPPER);      \
-    return own ? own(args, ctx, rest, err) : -1;                                \
+    if (!own || own == first) return -1;                                        \
+    return own(args, ctx, rest, err);                                           \
   }
 
 #define MCOLL_ENTRY_POINTS(Name, lower, UPPER, shape, tnbc)                     \

@@ -13,7 +13,9 @@ int mcoll__wrap_reduce(struct mcoll_comm *c, const void *sendbuf, void *recvbuf,
 }
 
 /* Arguments the body gives to the host MPI (invalid ones, datatypes mcoll does not
- * fold) stay with the task, which counts them. */
+ * fold) stay with the task, which counts them. Tried before the meeting, as bcast's
+ * (pmpi/bcast.c): a sender waits for its slot alone, the root for the inputs alone;
+ * -2: not such a call (the ranks meet). */
 int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err) {
   (void)rest; /* (it never begins a call that it does not finish) */
   const struct mcoll_mpi_reduce_args *a = args;
@@ -21,9 +23,10 @@ int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *re
   struct mcoll_red_type t;
   if (!c || a->count <= 0 || !mcoll__root_valid(c, a->root) ||
       !(c->rank == a->root ? mcoll__red_bufs_ok(a->sendbuf, a->recvbuf) : a->sendbuf != MPI_IN_PLACE) ||
-      mcoll__red_type_init(&t, a->type, a->op) != MCOLL_RED_OK ||
-      mcoll__reduce_try(c, &t, a->sendbuf, a->recvbuf, (size_t)a->count, a->root, err) < 0)
-    return -1;
+      mcoll__red_type_init(&t, a->type, a->op) != MCOLL_RED_OK)
+    return -2;
+  int tried = mcoll__reduce_try(c, &t, a->sendbuf, a->recvbuf, (size_t)a->count, a->root, err);
+  if (tried < 0) return tried;
   c->tasks_entered++;
   mcoll__red_return(a->comm, *err);
   return 1;

@@ -6,6 +6,8 @@
 #include "coll/adapt.h"
 #include "core/relax.h"
 
+MCOLL_TLS struct mcoll_comm *mcoll__met_ctx;
+
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   int exists = 1;
   struct mcoll_comm *c = mcoll__task_context_hint(comm);
@@ -117,7 +119,10 @@ static int meet(const struct mcoll_comm *c, uint32_t seq) {
   const struct mcoll_shm *shm = &c->chan->shm;
   _Atomic uint64_t *word = &shm->hdr->nbc_meet;
   const uint64_t all = (uint64_t)shm->local_size;
-  uint64_t v = atomic_load_explicit(word, memory_order_acquire), next;
+  /* First guess: the word as the previous call left it when all met there (calls in
+   * a row); the compare-and-swap corrects a wrong guess, and takes the line at once
+   * where a load would share it first. */
+  uint64_t v = (uint64_t)(seq - 1) << 32 | all, next;
   do {
     uint32_t ahead = (uint32_t)(v >> 32) - seq;
     if ((ahead != 0 && ahead <= MEET_AHEAD) || (ahead == 0 && (v & MEET_GAVE_UP))) return 0;
@@ -148,7 +153,9 @@ int mcoll__meet_run(MPI_Comm comm, void *ctx, mcoll_task_fn run, const void *arg
     return -1;
   c->tasks_entered++;
   mcoll__as_task = 1;
+  mcoll__met_ctx = c; /* (taken by the body's mcoll__enter, its first step) */
   *err = run(args);
+  mcoll__met_ctx = NULL;
   mcoll__as_task = 0;
   return 1;
 }

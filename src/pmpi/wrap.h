@@ -45,7 +45,15 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm);
 
 /* The context to use, or NULL: then the wrapper calls the host MPI (already
  * counted). A blocking call first completes the communicator's calls in flight. */
+extern MCOLL_TLS struct mcoll_comm *mcoll__met_ctx;
 static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm comm) {
+  /* A call that met (mcoll__meet_run) found its context already, a persistent
+   * request's among them: no lookup, and the thread's cached one stays. */
+  struct mcoll_comm *met = mcoll__met_ctx;
+  if (met) {
+    mcoll__met_ctx = NULL;
+    return met;
+  }
   mcoll__config_load();
   if (mcoll__cfg.DISABLE) return NULL;
   if (comm == MPI_COMM_NULL) {
@@ -109,6 +117,14 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
          : coll == MCOLL_COLL_SCAN      ? mcoll__scan_direct
          : coll == MCOLL_COLL_EXSCAN    ? mcoll__exscan_direct
                                         : NULL;
+}
+
+/* The tries that go before the meeting: the collectives in which the root waits
+ * for the others and they for nobody (reduce), or the reverse (bcast). */
+static inline mcoll_task_direct_fn mcoll__direct_first_of(enum mcoll_coll coll) {
+  return coll == MCOLL_COLL_BCAST    ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
+                                     : NULL;
 }
 
 /* Every MPI_I* call's and persistent start's first try (pmpi/wrap.c): the whole call

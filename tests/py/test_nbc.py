@@ -327,3 +327,36 @@ def test_nbc_meet_off_makes_tasks():
     assert result.returncode == 0, result.describe()
     for coll in ["gather", "scatter", "alltoall", "allgather", "reduce_scatter"]:
         assert callers_stack(result, coll) == 0, result.describe()
+
+
+FIRST = [("openmpi", 2, "0"), ("mpich", 2, "1"), ("openmpi", 3, "1"), ("mpich", 3, "0")]
+
+
+@pytest.mark.parametrize("flavour,np,root", [flavour_param(f, n, r, full=n > 2) for f, n, r in FIRST])
+def test_nbc_first_tries_without_meeting(request, flavour, np, root):
+    """Bcast and reduce try before the meeting (pmpi/wrap.h: mcoll__direct_first_of):
+    a bcast root or reduce sender that need not wait runs its call at once, a reader
+    or reduce root once its data is in, whatever the others do. mcoll-bench's nbc mode
+    with every block's results checked (-c), roots 0 and 1, many calls in a row:
+    most calls need no task at 2 ranks; then
+    test_nbc's scenarios (late ranks, several outstanding, persistent starts) on
+    bcast and reduce alone, every result checked. At 3 ranks on 2 cores few calls
+    find the others in time: there only the results and the completions count."""
+    program = BUILD.bin(flavour, "mcoll-bench")
+    args = ["-m", "nbc", "-C", "bcast,reduce", "-b", "8", "-e", "4K", "-f", "8", "-r", "2", "-N", "100",
+            "-c", "-R", root]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+    assert result.returncode == 0 and "mcoll-bench: done" in result.stdout + result.stderr, result.describe()
+    calls, direct = meet_totals(result)
+    if np == 2:  # (3 ranks on 2 cores: one is off its core, and its peers make tasks)
+        assert direct > calls // 2, f"calls={calls}, with no task={direct}\n{result.describe()}"
+        for coll in ["bcast", "reduce"]:
+            assert callers_stack(result, coll) > 0, f"no {coll} ran on the caller's stack\n{result.describe()}"
+    program = BUILD.bin(flavour, PROGRAM)
+    args = nbc_args(flavour, np) + ["--colls", "bcast,reduce", "--iters", "6", "--seed", seed_for(request)]
+    result = run_job(mpiexec_argv(flavour, np, program, args), {**nbc_env("flat", 0), "MCOLL_VERBOSE": "1"},
+                     JOB_TIMEOUT)
+    check_summary(result, flavour)
+    calls, direct = meet_totals(result)
+    assert calls > 0 and (np > 2 or direct > 0), f"calls={calls}, with no task={direct}\n{result.describe()}"

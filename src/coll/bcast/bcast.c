@@ -354,13 +354,13 @@ static int slot_ready(struct mcoll_comm *c, size_t bytes, int source) {
 
 int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err) {
   const struct mcoll_topo *t = &c->topo;
-  if (t->nnodes != 1 || bytes == 0 || !mcoll__node_has_peers(c)) return -1;
+  if (t->nnodes != 1 || bytes == 0 || !mcoll__node_has_peers(c)) return -2;
   struct mcoll_adapt_call timing;
   int alg = select_alg(c, bytes, &timing, 1);
   int source = mcoll__local_index(t, root);
-  int ready = alg == MCOLL_BCAST_SHM_SLOT   ? slot_ready(c, bytes, source)
-              : alg == MCOLL_BCAST_SHM_TREE ? mcoll__bcast_shm_tree_ready(c, bytes, source)
-                                            : 0;
+  if (alg != MCOLL_BCAST_SHM_SLOT && alg != MCOLL_BCAST_SHM_TREE) return -2;
+  int ready = alg == MCOLL_BCAST_SHM_SLOT ? slot_ready(c, bytes, source)
+                                          : mcoll__bcast_shm_tree_ready(c, bytes, source);
   if (!ready) return -1;
   mcoll__count_alg(MCOLL_COLL_BCAST, alg);
   mcoll__count_try(MCOLL_COLL_BCAST);

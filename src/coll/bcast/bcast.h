@@ -128,7 +128,8 @@ int mcoll__bcast(struct mcoll_comm *c, void *buf, size_t bytes, int root);
  * task: on one node, where a task would run the slot engine or the tree (one area
  * chunk) and the call would not wait beyond a spin (the source's slot or area free,
  * a reader's data in), the call runs here: 1, *err its result. Else -1, nothing
- * taken: a task runs the whole call. */
+ * taken: a task runs the whole call. -2: not such a call (another algorithm, or
+ * not one node): the same on every rank, which then meet (pmpi/wrap.c). */
 int mcoll__bcast_try(struct mcoll_comm *c, void *buf, size_t bytes, int root, int *err);
 
 #endif

@@ -119,7 +119,8 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
 /* MPI_Ireduce or a persistent reduce's start, on the caller's stack before any task:
  * on one node, where a task would run the flat engine's slot call and it would not
  * wait beyond a spin (mcoll__node_red_ready), the call runs here: 1, *err its
- * result. Else -1, nothing taken: a task runs the whole call. */
+ * result. Else -1, nothing taken: a task runs the whole call; -2 likewise, and not
+ * such a call (another engine, or not one node): the same on every rank. */
 int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                       void *recvbuf, size_t count, int root, int *err);
 /* The same for MPI_Iallreduce, MPI_Iscan and MPI_Iexscan (and their persistent

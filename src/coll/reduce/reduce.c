@@ -133,10 +133,10 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
 
 int mcoll__reduce_try(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                       void *recvbuf, size_t count, int root, int *err) {
-  if (c->topo.nnodes != 1 || count == 0 || !mcoll__node_has_peers(c)) return -1;
+  if (c->topo.nnodes != 1 || count == 0 || !mcoll__node_has_peers(c)) return -2;
   int alg = mcoll__red_choose_task(MCOLL_COLL_REDUCE, c, count * t->extent, !t->commutative,
                                    t->extent);
-  if (alg != MCOLL_RED_FLAT) return -1;
+  if (alg != MCOLL_RED_FLAT) return -2;
   struct reduce_call a = call_of(c, t, sendbuf, recvbuf, root, alg);
   struct mcoll_node_red r = node_part(&a, mcoll__local_index(&c->topo, root), 0, count * t->extent);
   if (!mcoll__node_red_ready(&r, alg, 1)) return -1;
