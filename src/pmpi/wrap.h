@@ -43,9 +43,11 @@ void mcoll__smpi_finish(void);
  * it may run tasks (comm/context.h); decided at its first non-blocking call. */
 struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm);
 
+/* A call that met (mcoll__meet_run): its context, for the body's mcoll__enter. */
+extern MCOLL_TLS struct mcoll_comm *mcoll__met_ctx;
+
 /* The context to use, or NULL: then the wrapper calls the host MPI (already
  * counted). A blocking call first completes the communicator's calls in flight. */
-extern MCOLL_TLS struct mcoll_comm *mcoll__met_ctx;
 static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm comm) {
   /* A call that met (mcoll__meet_run) found its context already, a persistent
    * request's among them: no lookup, and the thread's cached one stays. */
