@@ -45,6 +45,7 @@ static void report(void) {
     fprintf(out, "mcoll: report of rank 0 of %d (%s)\n", size, MCOLL_FLAVOUR);
     mcoll__stats_report(out);
     mcoll__context_report(out);
+    mcoll__wait_report(out);
     mcoll__task_report(out);
     mcoll__progress_thread_report(out);
     mcoll__tnbc_report(out);

@@ -41,7 +41,7 @@
 _Static_assert(sizeof(struct mcoll_sync_line) == MCOLL_LINE, "sync line size");
 _Static_assert(sizeof(struct mcoll_data_line) == MCOLL_LINE, "data line size");
 _Static_assert(sizeof(struct mcoll_slot_ctl) == MCOLL_LINE, "slot line size");
-_Static_assert(sizeof(struct mcoll_shm_header) == 3 * MCOLL_LINE, "header size");
+_Static_assert(sizeof(struct mcoll_shm_header) == 4 * MCOLL_LINE, "header size");
 _Static_assert(MCOLL_CLAIMS * sizeof(uint64_t) % MCOLL_LINE == 0, "the claims end on a line");
 _Static_assert(sizeof(struct mcoll_inline_line) == 64, "inline line: one cache line");
 
@@ -321,8 +321,10 @@ mcoll_status mcoll__shm_attach(MPI_Comm node_comm, int real_node_size, struct mc
   /* Map the pages the first calls use, so that they take no page faults. */
   mcoll__shm_prefault(shm);
   mcoll__flag_fence_mark(shm);
+  mcoll__yield_mark(shm);
   MCOLL_CHECK_MPI(PMPI_Barrier(node_comm));
   mcoll__flag_fence_decide(shm);
+  mcoll__yield_decide(shm);
 
 cleanup:
   free(pids);

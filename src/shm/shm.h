@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "core/status.h"
@@ -91,6 +92,11 @@ struct mcoll_shm_header {
    * in the high half, the ranks arrived (and a bit: given up) in the low half. */
   _Atomic uint64_t nbc_meet;
   char meet_pad[MCOLL_LINE - sizeof(uint64_t)];
+  /* The scheduler's autogroup of the first rank to set up (0: none), and whether
+   * another rank's differs (shm/wait.c: a yield then cannot hand the core over). */
+  _Atomic uint64_t autogroup;
+  _Atomic int32_t autogroups_differ;
+  char group_pad[MCOLL_LINE - sizeof(uint64_t) - sizeof(int32_t)];
 };
 
 /* A block of at most MCOLL_INLINE_MAX bytes travels in one cache line with the
@@ -133,6 +139,8 @@ struct mcoll_shm {
   int local_rank, local_size;
   int spin;                     /* polls before yielding: few when oversubscribed */
   int oversubscribed;           /* more ranks on this machine than cores */
+  int yield_futile;             /* oversubscribed, and the ranks' yields do not hand
+                                   the core to each other (shm/wait.c) */
   int light_flags;              /* flags published with plain release stores (wait.c) */
 };
 
@@ -168,6 +176,12 @@ static inline int mcoll__reached(uint32_t value, uint32_t target) {
  * last node barrier (mark) and reads the node's verdict after it (decide). */
 void mcoll__flag_fence_mark(struct mcoll_shm *shm);
 void mcoll__flag_fence_decide(struct mcoll_shm *shm);
+/* The same for yield_futile: each rank writes its scheduler autogroup before that
+ * barrier, and after it the node knows whether all ranks share one (wait.c). */
+void mcoll__yield_mark(struct mcoll_shm *shm);
+void mcoll__yield_decide(struct mcoll_shm *shm);
+/* The MCOLL_VERBOSE report's line on it (nothing where yields work). */
+void mcoll__wait_report(FILE *out);
 /* Registers the process for that fence now, once. The kernel registers a process
  * of one thread at once, one with threads only after a grace period: the host
  * MPI's init starts threads, so MPI_Init registers before it. */

@@ -101,6 +101,71 @@ void mcoll__flag_fence_decide(struct mcoll_shm *shm) {
   shm->light_flags = fence_able && mcoll__cfg.LIGHT_FLAGS && !atomic_load(&shm->hdr->strong_flags);
 }
 
+/* Linux schedules each autogroup (one per session, sched_autogroup_enabled; only for
+ * tasks in the root cpu cgroup) as one entity, and a yield only passes the core to
+ * another task of the yielder's own group. Launchers that start each rank in a session
+ * of its own (MPICH's hydra) put the node's ranks in different groups: there a waiting
+ * rank's yields keep its core until its slice ends (milliseconds) while the rank it
+ * waits for sits on the run queue. This rank's autogroup, or 0 where yields work. */
+static uint64_t autogroup_id(void) {
+  FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
+  int enabled = 0;
+  if (f) {
+    if (fscanf(f, "%d", &enabled) != 1) enabled = 0;
+    fclose(f);
+  }
+  if (!enabled) return 0;
+  /* the cpu controller's cgroup (v1 "N:...cpu...:PATH", else v2 "0::PATH"): root only */
+  char line[512], root = 0;
+  int found_v1 = 0;
+  f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char *controllers = strchr(line, ':'), *path = controllers ? strchr(controllers + 1, ':') : NULL;
+    if (!path) continue;
+    *path++ = '\0';
+    int is_root = !strcmp(path, "/\n") || !strcmp(path, "/");
+    char *c = controllers + 1;
+    int has_cpu = 0;
+    for (char *tok = strtok(c, ","); tok; tok = strtok(NULL, ",")) has_cpu |= !strcmp(tok, "cpu");
+    if (has_cpu) {
+      found_v1 = 1;
+      root = (char)is_root;
+    } else if (!found_v1 && *c == '\0') {
+      root = (char)is_root;
+    }
+  }
+  if (f) fclose(f);
+  if (!root) return 0;
+  unsigned long long id = 0;
+  f = fopen("/proc/self/autogroup", "r");
+  if (f) {
+    if (fscanf(f, "/autogroup-%llu", &id) != 1) id = 0;
+    fclose(f);
+  }
+  return id;
+}
+
+void mcoll__yield_mark(struct mcoll_shm *shm) {
+  uint64_t mine = autogroup_id(), first = 0;
+  if (mine && !atomic_compare_exchange_strong(&shm->hdr->autogroup, &first, mine) && first != mine)
+    atomic_store(&shm->hdr->autogroups_differ, 1);
+}
+
+/* Segments set up with futile yields (the MCOLL_VERBOSE report's). */
+static atomic_ulong futile_segments;
+
+void mcoll__yield_decide(struct mcoll_shm *shm) {
+  shm->yield_futile = shm->oversubscribed && atomic_load(&shm->hdr->autogroups_differ);
+  if (shm->yield_futile) atomic_fetch_add_explicit(&futile_segments, 1, memory_order_relaxed);
+}
+
+void mcoll__wait_report(FILE *out) {
+  unsigned long n = atomic_load(&futile_segments);
+  if (n)
+    fprintf(out, "mcoll: waits sleep after %ld us in %lu node segments: ranks in different "
+            "autogroups, oversubscribed (yields futile)\n", (long)mcoll__cfg.YIELD_FUTILE_US, n);
+}
+
 /* After a write of flag (seq_cst, or light_flags): either we see the sleeper, or it
  * sees the value. */
 static void wake_sleepers(const struct mcoll_shm *shm, mcoll_flag *flag) {
@@ -193,7 +258,9 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
                      int (*stop)(void *), void *stop_arg) {
   if (mcoll__fiber_self()) return wait_in_fiber(shm, flag, target, exact, NULL, NULL, stop, stop_arg);
   double start = now_us(), last_check = start;
-  const double yield_us = (double)mcoll__cfg.YIELD_US;
+  /* (where yields do not pass the core on, a wait sleeps soon: a futex wake-up is the
+   * hand-off) */
+  const double yield_us = (double)(shm->yield_futile ? mcoll__cfg.YIELD_FUTILE_US : mcoll__cfg.YIELD_US);
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
   int polling = keep_polling(shm, 0);
   for (unsigned i = 1;; i++) {
