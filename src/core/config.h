@@ -45,7 +45,7 @@
   X(SPIN_OVERSUBSCRIBED, NUM, "8", "polls of a flag before yielding when ranks > cores")  \
   X(CORES, NUM, "0", "cores assumed when deciding whether a node is oversubscribed; 0 = online CPUs") \
   X(YIELD_US, NUM, "20000", "microseconds of yielding before sleeping on a futex")        \
-  X(YIELD_FUTILE_US, NUM, "50", "the same where the node's ranks are oversubscribed and in different scheduler autogroups (each rank a session of its own, as MPICH's launcher starts them): there a yield does not hand the core to the rank waited for, so a wait sleeps on a futex this soon") \
+  X(YIELD_FUTILE_US, NUM, "20000", "MCOLL_YIELD_US where the node's ranks are oversubscribed and in different scheduler autogroups (MPICH's launcher starts each rank with setsid), where a yield may keep the core instead of handing it to the rank waited for: 50 sleeps on the futex soon, which wins where other jobs load the node and loses on a quiet one (docs/performance.md)") \
   X(LIGHT_FLAGS, NUM, "1", "1: flags are published with plain release stores, and a rank about to sleep on one issues membarrier(GLOBAL_EXPEDITED) instead (where the kernel offers it to every rank of the node); 0: every flag store is a full barrier") \
   X(SPIN_US, NUM, "20000", "when ranks <= cores (and neither application threads at MPI_THREAD_MULTIPLE nor pending non-blocking calls): microseconds a wait keeps polling instead of yielding (host progress every 32 polls); a yield hands the core to any other runnable process, even at nice 19, for up to a scheduler tick (4 ms at HZ=250); 0 = yield after MCOLL_SPIN polls") \
   X(LIVENESS_MS, NUM, "500", "while waiting, check every this often that node peers are alive") \

@@ -139,7 +139,7 @@ struct mcoll_shm {
   int local_rank, local_size;
   int spin;                     /* polls before yielding: few when oversubscribed */
   int oversubscribed;           /* more ranks on this machine than cores */
-  int yield_futile;             /* oversubscribed, and the ranks' yields do not hand
+  int yield_futile;             /* oversubscribed, and the ranks' yields may not hand
                                    the core to each other (shm/wait.c) */
   int light_flags;              /* flags published with plain release stores (wait.c) */
 };

@@ -105,8 +105,9 @@ void mcoll__flag_fence_decide(struct mcoll_shm *shm) {
  * tasks in the root cpu cgroup) as one entity, and a yield only passes the core to
  * another task of the yielder's own group. Launchers that start each rank in a session
  * of its own (MPICH's hydra) put the node's ranks in different groups: there a waiting
- * rank's yields keep its core until its slice ends (milliseconds) while the rank it
- * waits for sits on the run queue. This rank's autogroup, or 0 where yields work. */
+ * rank's yields may keep its core until its slice ends (milliseconds, seen where other
+ * jobs loaded the node) while the rank it waits for sits on the run queue. This rank's
+ * autogroup, or 0 where yields pass the core on. */
 static uint64_t autogroup_id(void) {
   FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
   int enabled = 0;
@@ -163,7 +164,7 @@ void mcoll__wait_report(FILE *out) {
   unsigned long n = atomic_load(&futile_segments);
   if (n)
     fprintf(out, "mcoll: waits sleep after %ld us in %lu node segments: ranks in different "
-            "autogroups, oversubscribed (yields futile)\n", (long)mcoll__cfg.YIELD_FUTILE_US, n);
+            "autogroups, oversubscribed (yields may keep the core)\n", (long)mcoll__cfg.YIELD_FUTILE_US, n);
 }
 
 /* After a write of flag (seq_cst, or light_flags): either we see the sleeper, or it
@@ -258,8 +259,8 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
                      int (*stop)(void *), void *stop_arg) {
   if (mcoll__fiber_self()) return wait_in_fiber(shm, flag, target, exact, NULL, NULL, stop, stop_arg);
   double start = now_us(), last_check = start;
-  /* (where yields do not pass the core on, a wait sleeps soon: a futex wake-up is the
-   * hand-off) */
+  /* (where yields may not pass the core on: MCOLL_YIELD_FUTILE_US, after which a futex
+   * wake-up is the hand-off) */
   const double yield_us = (double)(shm->yield_futile ? mcoll__cfg.YIELD_FUTILE_US : mcoll__cfg.YIELD_US);
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
   int polling = keep_polling(shm, 0);
