@@ -127,7 +127,9 @@ static uint64_t autogroup_id(void) {
     int is_root = !strcmp(path, "/\n") || !strcmp(path, "/");
     char *c = controllers + 1;
     int has_cpu = 0;
-    for (char *tok = strtok(c, ","); tok; tok = strtok(NULL, ",")) has_cpu |= !strcmp(tok, "cpu");
+    char *save = NULL;
+    for (char *tok = strtok_r(c, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      has_cpu |= !strcmp(tok, "cpu");
     if (has_cpu) {
       found_v1 = 1;
       root = (char)is_root;
@@ -147,7 +149,13 @@ static uint64_t autogroup_id(void) {
 }
 
 void mcoll__yield_mark(struct mcoll_shm *shm) {
-  uint64_t mine = autogroup_id(), first = 0;
+  /* (read once: a process's group changes only with its session) */
+  static atomic_ullong known = ULLONG_MAX;
+  uint64_t mine = atomic_load_explicit(&known, memory_order_relaxed), first = 0;
+  if (mine == ULLONG_MAX) {
+    mine = autogroup_id();
+    atomic_store_explicit(&known, mine, memory_order_relaxed);
+  }
   if (mine && !atomic_compare_exchange_strong(&shm->hdr->autogroup, &first, mine) && first != mine)
     atomic_store(&shm->hdr->autogroups_differ, 1);
 }
