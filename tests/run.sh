@@ -9,15 +9,48 @@
 # Further arguments go to pytest, e.g. tests/run.sh -k openmpi -x
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-tier=(-m "not full")
+tier="not full"
 if [[ ${1:-} == --full ]]; then
   shift
-  tier=()
+  tier=""
   "$root/scripts/setup.sh" --asan --tsan
 else
   "$root/scripts/setup.sh"
 fi
 cd "$root"
-# (--durations: the slowest tests, for keeping the tiers short; every test's time is in
-# build/test-times.xml)
-exec python3 -m pytest -q -rs --durations=20 --junitxml="$root/build/test-times.xml" "${tier[@]}" tests/py "$@"
+# Two phases: the tests run side by side in MCOLL_TEST_WORKERS pytest workers (default 2;
+# a file stays on one worker, so its fixtures and build caches are never shared), then
+# those marked serial (they assert on timing or CPU use) alone. A -m given here is
+# combined with the tier's. Every test's time goes to build/test-times*.xml (--durations:
+# the slowest, for keeping the tiers short).
+args=() select=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -m) select=$2; shift ;;
+    -m*) select=${1#-m} ;;
+    *) args+=("$1") ;;
+  esac
+  shift
+done
+marks() {  # marks EXTRA: the tier's, the caller's and EXTRA, and-ed
+  local expr=$1
+  [[ -n $tier ]] && expr="($tier) and $expr"
+  [[ -n $select ]] && expr="($select) and $expr"
+  echo "$expr"
+}
+workers=${MCOLL_TEST_WORKERS:-2}
+side_by_side=(-p no:xdist)
+if [[ $workers -gt 1 ]] && python3 -c 'import xdist' 2>/dev/null; then
+  side_by_side=(-n "$workers" --dist loadfile)
+fi
+pytest=(python3 -m pytest -q -rs --durations=20)
+rc=0
+"${pytest[@]}" "${side_by_side[@]}" --junitxml="$root/build/test-times.xml" -m "$(marks "not serial")" \
+  tests/py "${args[@]}" || rc=$?
+# pytest's 5: no test selected (e.g. -k matching only one phase's tests)
+[[ $rc -eq 5 ]] && rc=0
+rc2=0
+"${pytest[@]}" -p no:xdist --junitxml="$root/build/test-times-serial.xml" -m "$(marks serial)" \
+  tests/py "${args[@]}" || rc2=$?
+[[ $rc2 -eq 5 ]] && rc2=0
+[[ $rc -eq 0 && $rc2 -eq 0 ]]

@@ -1,5 +1,7 @@
 """Shared by the MPI tests: which builds exist, shown in pytest's header."""
 
+import pytest
+
 import mpijob
 
 
@@ -10,3 +12,11 @@ def pytest_report_header(config):
         flavours = ", ".join(build.flavours) or "none (not built)"
         lines.append(f"mcoll {name}/: {flavours}")
     return lines
+
+
+def pytest_collection_modifyitems(items):
+    """Tests on test hosts run alone (tests/run.sh's serial phase): they share the
+    hosts' names and addresses, and time the links."""
+    for item in items:
+        if item.get_closest_marker("hosts"):
+            item.add_marker(pytest.mark.serial)

@@ -12,6 +12,9 @@ import pytest
 from mpijob import mpiexec_argv, parse_verbose_report, run_job
 from mpijob import BASE_ENV, BUILD, check_passed, flavour_param
 
+# asserts on timing or CPU use: run alone (tests/run.sh's serial phase)
+pytestmark = pytest.mark.serial
+
 DEFAULT_ENV = BASE_ENV
 # Classes below MCOLL_ADAPT_MIN (1 KiB) keep the rules' choice by default; these tests
 # time them too, so that their rounds (pair_inline, bruck, the slot) stay checked.

@@ -12,6 +12,9 @@ import pytest
 from mpijob import mpiexec_argv, run_job
 from mpijob import BASE_ENV, BUILD, flavour_param
 
+# asserts on timing or CPU use: run alone (tests/run.sh's serial phase)
+pytestmark = pytest.mark.serial
+
 JOB_TIMEOUT = 180
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 SWEEP = ["-C", "barrier,bcast,allreduce", "-b", "8", "-e", "4K", "-f", "16", "-r", "3", "-c"]

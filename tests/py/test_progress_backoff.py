@@ -16,6 +16,9 @@ import pytest
 import mpijob
 from mpijob import mpiexec_argv, run_job
 
+# asserts on timing or CPU use: run alone (tests/run.sh's serial phase)
+pytestmark = pytest.mark.serial
+
 BUILD = mpijob.find_build("build")
 JOB_TIMEOUT = 60
 BOUND_PCT = 10.0

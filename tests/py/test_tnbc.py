@@ -127,6 +127,7 @@ def test_tnbc_needs_progress_thread(flavour):
 
 
 @pytest.mark.full
+@pytest.mark.serial  # compares the calls' times
 @pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
 def test_tnbc_bench_mode(flavour, tmp_path):
     """mcoll-bench -m tnbc: every side and scenario of both collectives in the JSON,

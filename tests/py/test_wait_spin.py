@@ -14,6 +14,9 @@ import pytest
 
 from mpijob import BASE_ENV, BUILD, flavour_param, mpiexec_argv, run_job, syscall_count
 
+# asserts on timing or CPU use: run alone (tests/run.sh's serial phase)
+pytestmark = pytest.mark.serial
+
 JOB_TIMEOUT = 150
 FLAVOURS = [flavour_param("openmpi"), flavour_param("mpich")]
 CALLS = 60
