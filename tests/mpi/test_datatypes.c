@@ -3,7 +3,8 @@
  *
  * usage: test_datatypes CASE
  *   layouts   reordered struct and overlapping typemaps in bcast, gather, allgather,
- *             scatter, alltoall (any rank count)
+ *             scatter, alltoall; bcast and MPI_Ibcast in a row with a strided vector
+ *             on the root's side or the others' (any rank count)
  *   bottom    bcast of MPI_BOTTOM with an absolute-address struct (any rank count)
  *   bigtype   bcast of one contiguous type of 2 GiB + 1 MiB (2 ranks: ~4.1 GiB)
  *   bigpack   gather of 2 x hvector of 1025 MiB per rank, root in place with a
@@ -62,6 +63,40 @@ static MPI_Datatype overlapping_three(void) {
   return t;
 }
 
+/* Bcast in a row, blocking and MPI_Ibcast, every root: one side (the root, or the
+ * others) strided, the other contiguous with the same signature. A call on the
+ * caller's stack may take only a contiguous buffer, so here the root meets while its
+ * readers try, or the other way round: every rank must still end with the root's
+ * data. One check per call and rank. */
+static void bcast_strided_one_side(void) {
+  enum { CALLS = 24, MAX_N = 41 };
+  int buf[2 * MAX_N];
+  for (int k = 0; k < CALLS; k++) {
+    int n = 1 + (k * 5) % MAX_N, root = k % size;
+    int root_strided = (k / 2) % 2, strided = (rank == root) == root_strided;
+    MPI_Datatype vec;
+    MPI_Type_vector(n, 1, 2, MPI_INT, &vec);
+    MPI_Type_commit(&vec);
+    for (int i = 0; i < 2 * n; i++) buf[i] = rank == root ? -7 : -1;
+    for (int i = 0; i < n && rank == root; i++) buf[strided ? 2 * i : i] = 1000 * k + i;
+    MPI_Request req;
+    if (k % 2) {
+      MPI_Ibcast(buf, strided ? 1 : n, strided ? vec : MPI_INT, root, MPI_COMM_WORLD, &req);
+      MPI_Wait(&req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Bcast(buf, strided ? 1 : n, strided ? vec : MPI_INT, root, MPI_COMM_WORLD);
+    }
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+      if (buf[strided ? 2 * i : i] != 1000 * k + i) bad = i;
+    /* the gaps of a strided buffer stay untouched */
+    for (int i = 0; i < n && bad < 0 && strided; i++)
+      if (buf[2 * i + 1] != (rank == root ? -7 : -1)) bad = n + i;
+    check(bad < 0, "bcast strided on one side", k, bad, -1);
+    MPI_Type_free(&vec);
+  }
+}
+
 static void case_layouts(void) {
   MPI_Datatype swapped = swapped_pair(), overlap = overlapping_three();
   int *all = calloc((size_t)size * 3, sizeof(int)), *want = calloc((size_t)size * 3, sizeof(int));
@@ -116,6 +151,7 @@ static void case_layouts(void) {
   free(want);
   MPI_Type_free(&swapped);
   MPI_Type_free(&overlap);
+  bcast_strided_one_side();
 }
 
 static void case_bottom(void) {
