@@ -24,6 +24,7 @@
 #include "core/tls.h"
 #include "task/progress_thread.h"
 #include "tnbc/tnbc_internal.h"
+#include "topo/topo.h"
 
 int mcoll__tnbc_active;
 MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
@@ -327,6 +328,10 @@ static void ensure_altstack(void) {
 }
 
 /* ---- start and stop ---------------------------------------------------------------- */
+/* Set when T-NBC stood down for cores shared by more ranks than they are. */
+static int shared_ranks, shared_cores;
+static char shared_why[160];
+
 static void before_fork(void) { mcoll__tnbc_wait_all(); }
 
 void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls) {
@@ -344,6 +349,15 @@ void mcoll__tnbc_start(int rank, const struct mcoll_tnbc_collectives *colls) {
   else if ((mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC)) < 0)
     why = "/proc/self/mem cannot be opened for writing";
 #endif
+  /* Every rank finds the same answer in the world's places (the init phase is
+   * collective, so the job takes T-NBC everywhere or nowhere). */
+  if (!why && !mcoll__cfg.TNBC_CORES_SHARED &&
+      mcoll__topo_world_any_cores_shared(&shared_ranks, &shared_cores)) {
+    snprintf(shared_why, sizeof shared_why,
+             "%d ranks run on a machine of %d cores (MCOLL_TNBC_CORES_SHARED=1 runs it anyway)",
+             shared_ranks, shared_cores);
+    why = shared_why;
+  }
   if (!why) {
     page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
     struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART};
@@ -1030,6 +1044,8 @@ void mcoll__tnbc_note_return(struct mcoll_tnbc_call *call, long long start, long
 
 void mcoll__tnbc_report(FILE *out) {
   if (!mcoll__cfg.TNBC) return;
+  if (!was_on && shared_ranks)
+    fprintf(out, "mcoll: tnbc stood down: %s\n", shared_why);
   fprintf(out, "mcoll: tnbc active=%d calls=%lu protected=%lu faults=%lu waits=%lu host=%lu\n",
           was_on, atomic_load(&n_calls), atomic_load(&n_protected),
           atomic_load(&n_faults), atomic_load(&n_waits), atomic_load(&n_host_passes));

@@ -6,6 +6,7 @@
 #include "topo/topo.h"
 
 #include <hwloc.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,6 +236,7 @@ struct rank_place {
   int machine;      /* the lowest rank (of the communicator it was found in) on its machine */
   unsigned key[2];  /* struct placement's machine */
   int kernel;       /* struct placement's */
+  int cores;        /* the cores this rank counts on its machine (MCOLL_CORES or online) */
   int fake_node;    /* -1 without MCOLL_TOPO nodes= */
   int id[NLEVEL_KINDS];
 };
@@ -255,6 +257,10 @@ static int by_key(const void *a, const void *b) {
   return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
+static long own_cores(void) {
+  return mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 /* Collective over comm: the place of every rank of comm. */
 static mcoll_status gather_places(MPI_Comm comm, struct rank_place *places) {
   mcoll_status status = MCOLL_OK;
@@ -263,7 +269,7 @@ static mcoll_status gather_places(MPI_Comm comm, struct rank_place *places) {
   PMPI_Comm_rank(comm, &rank);
   PMPI_Comm_size(comm, &size);
   struct rank_place mine = {.machine = rank, .kernel = self_placement.kernel,
-                            .fake_node = self_placement.fake_node};
+                            .cores = (int)own_cores(), .fake_node = self_placement.fake_node};
   memcpy(mine.key, self_placement.machine, sizeof mine.key);
   memcpy(mine.id, self_placement.id, sizeof mine.id);
   int *order = malloc(sizeof *order * (size_t)size);
@@ -308,8 +314,46 @@ int mcoll__topo_world_cores_shared(void) {
     if (world_places[r].machine == world_places[me].machine ||
         (world_places[r].kernel && world_places[r].kernel == world_places[me].kernel))
       on_kernel++;
-  long cpus = mcoll__cfg.CORES > 0 ? mcoll__cfg.CORES : sysconf(_SC_NPROCESSORS_ONLN);
-  return on_kernel > cpus;
+  return on_kernel > own_cores();
+}
+
+/* (qsort passes no argument to its comparison) */
+static int by_key64(const void *a, const void *b) {
+  unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+  return (x > y) - (x < y);
+}
+
+int mcoll__topo_world_any_cores_shared(int *ranks, int *cores) {
+  *ranks = *cores = 0;
+  int n = world_size_known, found = 0;
+  if (!world_places || n <= 0) return 0;
+  /* One key per kernel (the machine's lowest rank where the boot id is unknown),
+   * the rank in the low bits: sorted, a kernel's ranks are one run. */
+  unsigned long long *keys = malloc(sizeof *keys * (size_t)n);
+  if (!keys) return 0;
+  for (int r = 0; r < n; r++) {
+    unsigned long long group = world_places[r].kernel
+                                   ? (unsigned long long)world_places[r].kernel
+                                   : (1ULL << 31) + (unsigned long long)world_places[r].machine;
+    keys[r] = group << 32 | (unsigned long long)r;
+  }
+  qsort(keys, (size_t)n, sizeof *keys, by_key64);
+  for (int i = 0; i < n;) {
+    int j = i, least = INT_MAX;
+    while (j < n && keys[j] >> 32 == keys[i] >> 32) {
+      int c = world_places[keys[j] & 0xffffffffULL].cores;
+      if (c > 0 && c < least) least = c;
+      j++;
+    }
+    if (least != INT_MAX && j - i > least && (!found || j - i - least > *ranks - *cores)) {
+      found = 1;
+      *ranks = j - i;
+      *cores = least;
+    }
+    i = j;
+  }
+  free(keys);
+  return found;
 }
 
 void mcoll__topo_world_free(void) {

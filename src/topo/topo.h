@@ -42,6 +42,10 @@ void mcoll__topo_world_free(void);
 /* After mcoll__topo_world_init: whether the world's ranks on this kernel (test hosts
  * included, which share its cores) outnumber its cores; 0 when not known. */
 int mcoll__topo_world_cores_shared(void);
+/* After mcoll__topo_world_init, the same answer on every rank: whether the world's
+ * ranks on some kernel outnumber that machine's cores (*ranks, *cores: the kernel
+ * that exceeds them most); 0 when not known. */
+int mcoll__topo_world_any_cores_shared(int *ranks, int *cores);
 
 /* The hierarchy of comm. Collective over comm, but it communicates only when some
  * rank of comm is not a world process (*communicated says which; alike on every rank). */

@@ -80,7 +80,8 @@ def test_tnbc_returns_early(shaped, flavour, ranks):
     ret = {}
     for tnbc in ("0", "1"):
         result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-overlap"),
-                              ["tnbc", 1 << 20, 9], {"MCOLL_PROGRESS_THREAD": "1", "MCOLL_TNBC": tnbc},
+                              ["tnbc", 1 << 20, 9], {"MCOLL_PROGRESS_THREAD": "1", "MCOLL_TNBC": tnbc,
+                               "MCOLL_TNBC_CORES_SHARED": "1"},
                               timeout=120, finished=FINISHED)
         ret[tnbc] = float(overlap_line(result, "tnbc")["return_min_ms"])
     # returns long before the data is in (the fastest of 9 calls: a loaded machine

@@ -17,8 +17,9 @@ from mpijob import mpiexec_argv, run_job
 
 BUILD = mpijob.find_build("build")
 JOB_TIMEOUT = 120
+# (3 ranks on a 2-core machine: T-NBC would stand down without MCOLL_TNBC_CORES_SHARED)
 ON = {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1", "MCOLL_VERBOSE": "1",
-      "MCOLL_FALLBACK": "error"}
+      "MCOLL_FALLBACK": "error", "MCOLL_TNBC_CORES_SHARED": "1"}
 
 # case: (buffers protected on rank 0, interposed calls waited on rank 0)
 CASES = {
@@ -106,6 +107,33 @@ def test_tnbc_sends_on_caller(flavour, case):
     assert tnbc_counts(result.stderr)["calls"] > 0
 
 
+STOOD_DOWN = re.compile(r"^mcoll: tnbc stood down: (\d+) ranks run on a machine of (\d+) cores "
+                        r"\(MCOLL_TNBC_CORES_SHARED=1 runs it anyway\)$", re.M)
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_stands_down_where_cores_are_shared(flavour):
+    """More ranks on a machine than it has cores (MCOLL_CORES=1 stands for a small
+    machine): T-NBC stands down in the whole job, the report says why and how to force
+    it; MCOLL_TNBC_CORES_SHARED=1 runs it there; at as many ranks as cores it runs."""
+    program = BUILD.bin(flavour, "mcoll-test-tnbc")
+    argv = mpiexec_argv(flavour, 2, program, ["colls"])
+    default = {k: v for k, v in ON.items() if k != "MCOLL_TNBC_CORES_SHARED"}
+    result = run_job(argv, {**default, "MCOLL_CORES": "1"}, JOB_TIMEOUT)
+    passed(result, "colls")
+    assert STOOD_DOWN.search(result.stderr).groups() == ("2", "1"), result.describe()
+    assert "T-NBC is off: 2 ranks run on a machine of 1 cores" in result.stderr, result.describe()
+    counts = tnbc_counts(result.stderr)
+    assert counts["active"] == 0 and counts["calls"] == 0, counts
+    for env in ({**default, "MCOLL_CORES": "1", "MCOLL_TNBC_CORES_SHARED": "1"},
+                {**default, "MCOLL_CORES": "2"}):
+        result = run_job(argv, env, JOB_TIMEOUT)
+        passed(result, "colls")
+        assert not STOOD_DOWN.search(result.stderr), result.describe()
+        counts = tnbc_counts(result.stderr)
+        assert counts["active"] == 1 and counts["protected"] > 0, (env, counts)
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("flavour,np,case", params(nps=(2,)))
 def test_tnbc_reference(flavour, np, case):
@@ -138,7 +166,8 @@ def test_tnbc_bench_mode(flavour, tmp_path):
     program = BUILD.bin(flavour, "mcoll-bench")
     argv = mpiexec_argv(flavour, 2, program, ["-m", "tnbc", "-C", "alltoall,bcast", "-b", "128K",
                                               "-e", "128K", "-r", "3", "-o", out])
-    result = run_job(argv, {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1"}, JOB_TIMEOUT)
+    result = run_job(argv, {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1", "MCOLL_TNBC_CORES_SHARED": "1"},
+                     JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
     doc = json.loads(out.read_text())
     assert doc["mode"] == "tnbc" and doc["tnbc_available"] is True and doc["nprocs"] == 2

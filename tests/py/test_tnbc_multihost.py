@@ -44,3 +44,25 @@ def test_tnbc_compute_multihost(hosts, flavour, ranks, shaped, variant):
     finally:
         if shaped:
             subprocess.run([TESTHOSTS, "up", str(hosts)], check=True, capture_output=True, text=True)
+
+
+@pytest.mark.full
+@pytest.mark.hosts
+@pytest.mark.parametrize("flavour,ranks", [flavour_param(f, r) for f in ("openmpi", "mpich")
+                                           for r in ("1,1", "1,1,1")])
+def test_tnbc_counts_the_ranks_of_all_hosts(hosts, flavour, ranks):
+    """Test hosts are separate nodes (own /dev/shm and hostname) on one kernel: T-NBC
+    counts their ranks together against the machine's cores (MCOLL_CORES=2 here,
+    whatever the machine): 2 hosts x 1 rank run it, 3 stand down, and say so."""
+    env = {k: v for k, v in ON.items() if k != "MCOLL_TNBC_CORES_SHARED"}
+    result = run_on_hosts(flavour, ranks, BUILD.bin(flavour, "mcoll-test-tnbc"), ["colls"],
+                          {**env, "MCOLL_CORES": "2"}, timeout=90,
+                          finished=r"^test_tnbc: passed \(colls\)$")
+    assert "test_tnbc: passed (colls)" in result.stdout, result.describe()
+    n = ranks.count(",") + 1
+    off = f"T-NBC is off: {n} ranks run on a machine of 2 cores" in result.stderr
+    assert off == (n > 2), result.describe()
+    if not result.finalize_hang:
+        passed(result, "colls")
+        counts = tnbc_counts(result.stderr)
+        assert counts["active"] == (n <= 2) and (counts["protected"] > 0) == (n <= 2), counts

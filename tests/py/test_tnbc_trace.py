@@ -18,7 +18,7 @@ from mpijob import mpiexec_argv, run_job
 BUILD = mpijob.find_build("build")
 JOB_TIMEOUT = 120
 ON = {"MCOLL_TNBC": "1", "MCOLL_PROGRESS_THREAD": "1", "MCOLL_VERBOSE": "1",
-      "MCOLL_FALLBACK": "error"}
+      "MCOLL_FALLBACK": "error", "MCOLL_TNBC_CORES_SHARED": "1"}
 
 
 def flavour_marks(flavour):
