@@ -121,9 +121,119 @@ int thr_local_eager_bcast(struct thr_local_group *g, struct thr_comm *c, void *b
   return 1;
 }
 
+/* How the ranks of an eager allreduce fold (MCOLL_THREADS_EAGER_ALLREDUCE): each rank
+ * the whole vector from every slot; the last rank to arrive folds it once for all and
+ * the others copy its result (the ranks wait for that rank in any case); or each rank
+ * folds a segment and all copy the segments (two meetings). */
+enum { FOLD_EACH, FOLD_LAST, FOLD_SEGMENTS };
+static int allreduce_fold(void)
+{
+  static atomic_int mode = -1;
+  int m = atomic_load_explicit(&mode, memory_order_relaxed);
+  if (m < 0) {
+    const char *s = getenv("MCOLL_THREADS_EAGER_ALLREDUCE");
+    m = s && !strcmp(s, "each")       ? FOLD_EACH
+        : s && !strcmp(s, "segments") ? FOLD_SEGMENTS
+                                      : FOLD_LAST;
+    atomic_store_explicit(&mode, m, memory_order_relaxed);
+  }
+  return m;
+}
+
+/* x_0 op (x_1 op (... op x_{n-1})) over elements [first, first + len) of the slots of
+ * call k, into acc. */
+static void fold_slots(const struct local_eager *e, int n, unsigned k, void *acc, MPI_Aint first,
+                       int len, MPI_Datatype type, MPI_Op op)
+{
+  if (len <= 0)
+    return;
+  size_t at = (size_t)first * (size_t)thr_extent_of(type), bytes = thr_type_bytes(type, len);
+  memcpy(acc, (char *)eager_read(e, n - 1, k) + at, bytes);
+  for (int i = n - 2; i >= 0; i--)
+    thr_fold((char *)eager_read(e, i, k) + at, acc, len, type, op);
+}
+
+static unsigned long long tagged(unsigned k, unsigned low)
+{
+  return (unsigned long long)k << 32 | low;
+}
+
+/* Allreduce, every rank's input in its slot (stamped): this rank counts itself in at
+ * slot (0, k); the last folds into rbuf, copies the result into its own slot (whose
+ * input nobody reads any more) and names itself; the others copy it from there. */
+static void allreduce_last(const struct local_eager *e, struct thr_comm *c, unsigned k,
+                           void *rbuf, int count, MPI_Datatype type, MPI_Op op)
+{
+  int me = c->rank, n = c->size;
+  size_t bytes = thr_type_bytes(type, count);
+  char *meet = eager_slot(e, 0, k);
+  atomic_ullong *arrived = slot_word(meet, 0), *from = slot_word(meet, 1);
+  unsigned long long was = atomic_load(arrived), now;
+  do /* (a count of an older call of the slot starts again) */
+    now = (unsigned)(was >> 32) == k ? was + 1 : tagged(k, 1);
+  while (!atomic_compare_exchange_weak(arrived, &was, now));
+  if ((unsigned)now == (unsigned)n) {
+    fold_slots(e, n, k, rbuf, 0, count, type, op);
+    memcpy(slot_data(eager_slot(e, me, k)), rbuf, bytes);
+    atomic_store_explicit(from, tagged(k, (unsigned)me + 1), memory_order_release);
+    thr_wake_waiters();
+    return;
+  }
+  unsigned long long got = atomic_load_explicit(from, memory_order_acquire);
+  if ((unsigned)(got >> 32) != k) {
+    struct thr_waiter w = {0};
+    while ((unsigned)((got = atomic_load_explicit(from, memory_order_acquire)) >> 32) != k)
+      thr_wait_pause(&w);
+    thr_wait_end(&w);
+  }
+  memcpy(rbuf, slot_data(eager_slot(e, (int)(unsigned)got - 1, k)), bytes);
+}
+
+/* Rank j's segment of count elements split n ways. */
+static void segment_of(int count, int n, int j, MPI_Aint *first, int *len)
+{
+  *first = (MPI_Aint)count * j / n;
+  *len = (int)((MPI_Aint)count * (j + 1) / n - *first);
+}
+
+/* Allreduce, every rank's input in its slot (stamped): this rank folds its segment into
+ * rbuf and over the same segment of its own slot (no other rank reads that part of its
+ * input), marks it, and copies the other ranks' segments from theirs. */
+static void allreduce_segments(const struct local_eager *e, struct thr_comm *c, unsigned k,
+                               void *rbuf, int count, MPI_Datatype type, MPI_Op op)
+{
+  int me = c->rank, n = c->size, len;
+  MPI_Aint first, extent = thr_extent_of(type);
+  segment_of(count, n, me, &first, &len);
+  char *acc = (char *)rbuf + first * extent, *mine = eager_slot(e, me, k);
+  thr_wake_waiters(); /* (the others wait for this rank's input) */
+  fold_slots(e, n, k, acc, first, len, type, op);
+  if (len > 0)
+    memcpy((char *)slot_data(mine) + first * extent, acc, thr_type_bytes(type, len));
+  atomic_store_explicit(slot_word(mine, 0), tagged(k, 1), memory_order_release);
+  thr_wake_waiters();
+  for (int step = 1; step < n; step++) {
+    int j = (me + step) % n;
+    segment_of(count, n, j, &first, &len);
+    if (len <= 0)
+      continue;
+    char *slot = eager_slot(e, j, k);
+    atomic_ullong *marked = slot_word(slot, 0);
+    if ((unsigned)(atomic_load_explicit(marked, memory_order_acquire) >> 32) != k) {
+      struct thr_waiter w = {0};
+      while ((unsigned)(atomic_load_explicit(marked, memory_order_acquire) >> 32) != k)
+        thr_wait_pause(&w);
+      thr_wait_end(&w);
+    }
+    memcpy((char *)rbuf + first * extent, (char *)slot_data(slot) + first * extent,
+           thr_type_bytes(type, len));
+  }
+}
+
 /* Reduce (root >= 0) or allreduce (root < 0) of a contiguous type: every rank copies its
- * input into its slot; the root (allreduce: every rank, so all get the same bits)
- * folds the slots in rank order, x_0 op (x_1 op (... op x_{n-1})). */
+ * input into its slot; the root folds the slots in rank order,
+ * x_0 op (x_1 op (... op x_{n-1})); allreduce folds as allreduce_fold says, every rank
+ * getting the same bits. */
 int thr_local_eager_reduce(struct thr_local_group *g, struct thr_comm *c, const void *sbuf,
                            void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root)
 {
@@ -147,7 +257,12 @@ int thr_local_eager_reduce(struct thr_local_group *g, struct thr_comm *c, const 
     memcpy(slot_data(mine), input, bytes);
     eager_stamp(mine, k);
   }
-  if (root < 0 || me == root) {
+  int mode = root < 0 ? allreduce_fold() : FOLD_EACH;
+  if (mode == FOLD_LAST) {
+    allreduce_last(e, c, k, rbuf, count, type, op);
+  } else if (mode == FOLD_SEGMENTS) {
+    allreduce_segments(e, c, k, rbuf, count, type, op);
+  } else if (root < 0 || me == root) {
     thr_wake_waiters();
     memcpy(rbuf, n - 1 == me && !own_slot ? input : eager_read(e, n - 1, k), bytes);
     for (int i = n - 2; i >= 0; i--)

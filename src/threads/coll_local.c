@@ -115,6 +115,13 @@ static void copy_typed(void *dst, int dcount, MPI_Datatype dtype, const void *sr
 {
   if (dst == src && dcount == scount && dtype == stype)
     return;
+  /* (the common case in one lookup a side: predefined types) */
+  size_t sbasic = thr_basic_type_size(stype);
+  if (sbasic && thr_basic_type_size(dtype)) {
+    if (scount > 0)
+      memcpy(dst, src, sbasic * (size_t)scount);
+    return;
+  }
   size_t bytes = thr_type_bytes(stype, scount);
   if (bytes == 0)
     return;

@@ -79,8 +79,12 @@ struct local_eager *thr_eager_new(int size)
   e->cap = cap;
   e->stride = stride;
   e->held = held;
-  for (size_t i = 0; i < (size_t)size * (size_t)slots; i++)
-    atomic_init((atomic_uint *)(e->mem + i * stride), 0);
+  for (size_t i = 0; i < (size_t)size * (size_t)slots; i++) {
+    char *slot = e->mem + i * stride;
+    atomic_init(slot_stamp(slot), 0);
+    atomic_init(slot_word(slot, 0), 0);
+    atomic_init(slot_word(slot, 1), 0);
+  }
   return e;
 }
 

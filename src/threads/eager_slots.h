@@ -38,4 +38,12 @@ static inline atomic_uint *slot_stamp(char *slot)
   return (atomic_uint *)slot;
 }
 
+/* Two more words of a slot's head, for calls that meet in it after the data (allreduce):
+ * each holds a call's number in its high half, so that a value left by an older call
+ * of the slot reads as not yet written. */
+static inline atomic_ullong *slot_word(char *slot, int i)
+{
+  return (atomic_ullong *)(slot + 8 + 8 * i);
+}
+
 #endif

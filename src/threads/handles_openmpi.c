@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "addr_map.h"
 #include "runtime.h"
 #include "handles.h"
 
@@ -20,21 +21,8 @@ const void *thr_openmpi_host_objects[MAX_OBJECTS];
  * its caller, which for a call made on a stand-in's behalf (a tail call) is the rank's. */
 static void *host_library;
 
-/* A predefined type and its size, sorted by address. */
-struct basic_type {
-  uintptr_t address;
-  size_t size;
-};
-
-static struct basic_type basics[96];
-static int nbasics;
-
-static int by_address(const void *a, const void *b)
-{
-  uintptr_t x = ((const struct basic_type *)a)->address;
-  uintptr_t y = ((const struct basic_type *)b)->address;
-  return x < y ? -1 : x > y;
-}
+/* The predefined types without holes, by address, and their sizes. */
+static struct addr_map basics;
 
 void thr_openmpi_handles_init(void)
 {
@@ -70,13 +58,8 @@ void thr_openmpi_handles_init(void)
     /* Holes (MPI_DOUBLE_INT) or nothing (an unavailable Fortran type): not basic. */
     if (size <= 0 || lb != 0 || extent != size)
       continue;
-    int seen = 0;
-    for (int j = 0; j < nbasics; j++)
-      seen |= basics[j].address == (uintptr_t)types[i];
-    if (!seen && nbasics < (int)(sizeof basics / sizeof *basics))
-      basics[nbasics++] = (struct basic_type){(uintptr_t)types[i], (size_t)size};
+    addr_map_put(&basics, (uintptr_t)types[i], size);
   }
-  qsort(basics, (size_t)nbasics, sizeof *basics, by_address);
 }
 
 void *thr_openmpi_host_symbol(const char *name)
@@ -86,18 +69,5 @@ void *thr_openmpi_host_symbol(const char *name)
 
 size_t thr_openmpi_basic_type_size(MPI_Datatype type)
 {
-  uintptr_t h = (uintptr_t)type;
-  int lo = 0, hi = nbasics - 1;
-  if (nbasics == 0 || h < basics[lo].address || h > basics[hi].address)
-    return 0;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    if (basics[mid].address == h)
-      return basics[mid].size;
-    if (basics[mid].address < h)
-      lo = mid + 1;
-    else
-      hi = mid - 1;
-  }
-  return 0;
+  return (size_t)addr_map_get(&basics, (uintptr_t)type, 0);
 }

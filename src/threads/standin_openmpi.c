@@ -4,72 +4,46 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "addr_map.h"
 #include "table.h"
 #include "standin_openmpi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* An object's address and its index in openmpi_objects.txt, sorted by address. */
-struct object_index {
-  uintptr_t address;
-  int index;
-};
-
-static struct object_index *rank_sorted, *host_sorted;
+/* The objects' indices in openmpi_objects.txt by address: the rank's copies and the
+ * host library's. */
+static struct addr_map rank_index, host_index;
 static const void *const *host_objects;
 
-static int by_address(const void *a, const void *b)
+static void index_table(struct addr_map *m, const void *const *objects)
 {
-  uintptr_t x = ((const struct object_index *)a)->address;
-  uintptr_t y = ((const struct object_index *)b)->address;
-  return x < y ? -1 : x > y;
-}
-
-static struct object_index *sorted_table(const void *const *objects)
-{
-  struct object_index *table = malloc((size_t)thr_standin_nobjects * sizeof *table);
   for (int i = 0; i < thr_standin_nobjects; i++)
-    table[i] = (struct object_index){(uintptr_t)objects[i], i};
-  qsort(table, (size_t)thr_standin_nobjects, sizeof *table, by_address);
-  return table;
+    addr_map_put(m, (uintptr_t)objects[i], i);
 }
 
 void thr_standin_objects_bind(const void *const *host)
 {
   host_objects = host;
-  rank_sorted = sorted_table((const void *const *)thr_standin_objects);
-  host_sorted = sorted_table(host);
+  index_table(&rank_index, (const void *const *)thr_standin_objects);
+  index_table(&host_index, host);
 }
 
 /* The index of the object at handle, -1 when it is none of them (most handles the host or
  * the runtime made are outside the table's range: two compares). */
-static int index_of(const struct object_index *table, void *handle)
+static int index_of(const struct addr_map *m, void *handle)
 {
-  uintptr_t h = (uintptr_t)handle;
-  int lo = 0, hi = thr_standin_nobjects - 1;
-  if (h < table[lo].address || h > table[hi].address)
-    return -1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    if (table[mid].address == h)
-      return table[mid].index;
-    if (table[mid].address < h)
-      lo = mid + 1;
-    else
-      hi = mid - 1;
-  }
-  return -1;
+  return (int)addr_map_get(m, (uintptr_t)handle, -1);
 }
 
 void *thr_standin_to_host(void *handle)
 {
-  int i = index_of(rank_sorted, handle);
+  int i = index_of(&rank_index, handle);
   return i < 0 ? thr_standin_comm_shell_handle(handle) : (void *)host_objects[i];
 }
 
 void *thr_standin_to_rank(void *handle)
 {
-  int i = index_of(host_sorted, handle);
+  int i = index_of(&host_index, handle);
   return i < 0 ? handle : thr_standin_objects[i];
 }
 

@@ -273,6 +273,20 @@ def test_thread_coll_as_thread_ranks(flavour, threads, np):
 
 
 @pytest.mark.parametrize("flavour,threads,np", flavoured(
+    [layout(3, 3), layout(4, 4, full=True), layout(8, 8, full=True)], openmpi_default=["1x3"]))
+@pytest.mark.parametrize("fold", ["each", "segments"])
+def test_eager_allreduce_folds(flavour, threads, np, fold):
+    """The other folds of the eager allreduce (MCOLL_THREADS_EAGER_ALLREDUCE; the tests
+    above run the default, the last rank to arrive folding for all): every rank folding
+    every slot, and each rank a segment of them. A non-commutative user operation at
+    counts below the ranks' and odd ones (1, 5, 255 elements of 16 bytes), in place and
+    not, the result checked at every rank (tests/mpi/test_thread_coll.c)."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-thread-coll", flavour=flavour),
+                     {"MCOLL_THREADS_EAGER_ALLREDUCE": fold}, JOB_TIMEOUT)
+    assert check_passed(result, "test_thread_coll") > 0
+
+
+@pytest.mark.parametrize("flavour,threads,np", flavoured(
     [layout(2, 4), layout(3, 6), layout(2, 6), layout(2, 8), layout(2, 10, full=True)]))
 def test_thread_coll_two_levels(flavour, threads, np):
     """Communicators across processes take two levels (src/threads/coll_hier.c: in place
