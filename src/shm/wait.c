@@ -181,6 +181,27 @@ void mcoll__wait_report(FILE *out) {
   fputc('\n', out);
 }
 
+/* Whether more tasks are runnable on the machine than the node has ranks: others'
+ * tasks want the cores. On a node where only the ranks run, their yields still pass
+ * the core on now and then, and waking sleepers costs more than yielding. Read at
+ * most once per LOAD_EVERY_US (the kernel's count: /proc/loadavg). */
+enum { LOAD_EVERY_US = 1000 };
+static int others_runnable(const struct mcoll_shm *shm, double now) {
+  static _Atomic double read_at = -1e18;
+  static atomic_int verdict;
+  if (now - atomic_load_explicit(&read_at, memory_order_relaxed) < LOAD_EVERY_US)
+    return atomic_load_explicit(&verdict, memory_order_relaxed);
+  int running = 0, more = 1; /* (unreadable: assume others) */
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%*f %*f %*f %d/", &running) == 1) more = running > shm->local_size;
+    fclose(f);
+  }
+  atomic_store_explicit(&verdict, more, memory_order_relaxed);
+  atomic_store_explicit(&read_at, now, memory_order_relaxed);
+  return more;
+}
+
 /* Context switches of the calling thread so far: a yield that passed the core on
  * counts one. */
 static long thread_switches(void) {
@@ -320,6 +341,10 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
         run_from = now;
       }
       kept = now - run_from >= run_us;
+      if (kept && !others_runnable(shm, now)) {
+        kept = 0;
+        run_from = now;
+      }
     }
     /* (no sleep while tasks are pending: their progress comes from this loop) */
     if (polling || (now - start < yield_us && !kept) || mcoll__background_pending()) {
