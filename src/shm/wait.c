@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,8 +161,9 @@ void mcoll__yield_mark(struct mcoll_shm *shm) {
     atomic_store(&shm->hdr->autogroups_differ, 1);
 }
 
-/* Segments set up with futile yields (the MCOLL_VERBOSE report's). */
-static atomic_ulong futile_segments;
+/* Segments set up with futile yields, and in them the waits past the spin and those
+ * that slept because their yields kept the core (the MCOLL_VERBOSE report's). */
+static atomic_ulong futile_segments, futile_waits, futile_early_sleeps;
 
 void mcoll__yield_decide(struct mcoll_shm *shm) {
   shm->yield_futile = shm->oversubscribed && atomic_load(&shm->hdr->autogroups_differ);
@@ -170,9 +172,42 @@ void mcoll__yield_decide(struct mcoll_shm *shm) {
 
 void mcoll__wait_report(FILE *out) {
   unsigned long n = atomic_load(&futile_segments);
-  if (n)
-    fprintf(out, "mcoll: waits sleep after %ld us in %lu node segments: ranks in different "
-            "autogroups, oversubscribed (yields may keep the core)\n", (long)mcoll__cfg.YIELD_FUTILE_US, n);
+  if (!n) return;
+  fprintf(out, "mcoll: waits sleep after %ld us in %lu node segments: ranks in different "
+          "autogroups, oversubscribed (yields may keep the core)", (long)mcoll__cfg.YIELD_FUTILE_US, n);
+  if (mcoll__cfg.YIELD_FUTILE_RUN_US > 0)
+    fprintf(out, "; or after %ld us of yields that kept it: %lu of %lu waits here",
+            (long)mcoll__cfg.YIELD_FUTILE_RUN_US, atomic_load(&futile_early_sleeps), atomic_load(&futile_waits));
+  fputc('\n', out);
+}
+
+/* Whether more tasks are runnable on the machine than the node has ranks: others'
+ * tasks want the cores. On a node where only the ranks run, their yields still pass
+ * the core on now and then, and waking sleepers costs more than yielding. Read at
+ * most once per LOAD_EVERY_US (the kernel's count: /proc/loadavg). */
+enum { LOAD_EVERY_US = 1000 };
+static int others_runnable(const struct mcoll_shm *shm, double now) {
+  static _Atomic double read_at = -1e18;
+  static atomic_int verdict;
+  if (now - atomic_load_explicit(&read_at, memory_order_relaxed) < LOAD_EVERY_US)
+    return atomic_load_explicit(&verdict, memory_order_relaxed);
+  int running = 0, more = 1; /* (unreadable: assume others) */
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%*f %*f %*f %d/", &running) == 1) more = running > shm->local_size;
+    fclose(f);
+  }
+  atomic_store_explicit(&verdict, more, memory_order_relaxed);
+  atomic_store_explicit(&read_at, now, memory_order_relaxed);
+  return more;
+}
+
+/* Context switches of the calling thread so far: a yield that passed the core on
+ * counts one. */
+static long thread_switches(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_THREAD, &ru) != 0) return -1;
+  return ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 /* After a write of flag (seq_cst, or light_flags): either we see the sleeper, or it
@@ -271,7 +306,17 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
    * wake-up is the hand-off) */
   const double yield_us = (double)(shm->yield_futile ? mcoll__cfg.YIELD_FUTILE_US : mcoll__cfg.YIELD_US);
   const double liveness_us = (double)mcoll__cfg.LIVENESS_MS * 1e3;
-  int polling = keep_polling(shm, 0);
+  /* There, also sleep once the yields have kept the core for run_us since the thread
+   * last left it (run_from): on a quiet node they pass it on often enough to win over
+   * a futex wake-up, beside other jobs' tasks they keep it for a whole slice. */
+  const double run_us = shm->yield_futile ? (double)mcoll__cfg.YIELD_FUTILE_RUN_US : 0;
+  long switches = 0;
+  double run_from = start;
+  if (run_us > 0) {
+    switches = thread_switches();
+    atomic_fetch_add_explicit(&futile_waits, 1, memory_order_relaxed);
+  }
+  int polling = keep_polling(shm, 0), slept_early = 0;
   for (unsigned i = 1;; i++) {
     uint32_t value = atomic_load_explicit(flag, memory_order_acquire);
     if (flag_ok(value, target, exact)) return 1;
@@ -288,10 +333,27 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
       last_check = now;
     }
     polling = keep_polling(shm, now - start);
+    int kept = 0;
+    if (run_us > 0) {
+      long count = thread_switches();
+      if (count != switches) {
+        switches = count;
+        run_from = now;
+      }
+      kept = now - run_from >= run_us;
+      if (kept && !others_runnable(shm, now)) {
+        kept = 0;
+        run_from = now;
+      }
+    }
     /* (no sleep while tasks are pending: their progress comes from this loop) */
-    if (polling || now - start < yield_us || mcoll__background_pending()) {
+    if (polling || (now - start < yield_us && !kept) || mcoll__background_pending()) {
       relax_or_yield(polling);
       continue;
+    }
+    if (kept && now - start < yield_us && !slept_early) {
+      slept_early = 1;
+      atomic_fetch_add_explicit(&futile_early_sleeps, 1, memory_order_relaxed);
     }
     /* Long wait: sleep until a writer wakes us, or at most 10 ms, after which the
      * host MPI progresses again (long enough that a wake-up and 32 yields are a small

@@ -6,9 +6,11 @@ count of sched_yield calls (strace) tells the two apart whatever the machine's l
 the root reads 4 MiB per call (hundreds of microseconds, far past MCOLL_SPIN's polls)
 while the other rank waits; every result is checked (mcoll-bench -c)."""
 
+import contextlib
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -78,3 +80,44 @@ def test_waits_sleep_soon_where_yields_are_futile(flavour):
     # oversubscribed at 4 ranks)
     expected = flavour == "mpich" and (os.cpu_count() or 1) < ranks and autogroups_apply()
     assert bool(said) == bool(expected), result.describe()
+
+
+
+@contextlib.contextmanager
+def busy_loops(n, seconds):
+    """n busy loops in sessions of their own (other jobs' tasks), for at most seconds."""
+    procs = [subprocess.Popen(["timeout", str(seconds), "sh", "-c", "while :; do :; done"], start_new_session=True)
+             for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_waits_sleep_once_yields_keep_the_core(flavour):
+    """Where yields may be futile (above), a wait also sleeps once its yields have kept
+    the core for MCOLL_YIELD_FUTILE_RUN_US in a row (no context switch of the thread)
+    while more tasks are runnable than the node has ranks: beside other jobs a futile
+    yield returns at once for a whole slice. Two busy loops beside make sure of the
+    latter; with 1 us any wait whose first round of yields passed no core then sleeps
+    early, and at 4 ranks on 2 cores many do. The report counts them (rank 0's
+    process); every result is checked. Open MPI's ranks share a session: nothing to
+    report there."""
+    ranks = 4
+    argv = mpiexec_argv(flavour, ranks, BUILD.bin(flavour, "mcoll-bench"),
+                        ["-m", "latency", "-C", "barrier,allreduce,reduce", "-b", "8", "-e", "4K", "-f", "512",
+                         "-n", "30", "-w", "3", "-r", "1", "-c"])
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_YIELD_FUTILE_US": "20000", "MCOLL_YIELD_FUTILE_RUN_US": "1"}
+    with busy_loops(2, JOB_TIMEOUT):
+        result = run_job(argv, env, JOB_TIMEOUT)
+    assert result.returncode == 0 and re.search(r"^  reduce +4096 ", result.stdout, re.M), result.describe()
+    said = re.search(r"^mcoll: waits sleep after 20000 us in \d+ node segments: ranks in different autogroups.*"
+                     r"; or after 1 us of yields that kept it: (\d+) of (\d+) waits here$", result.stderr, re.M)
+    expected = flavour == "mpich" and (os.cpu_count() or 1) < ranks and autogroups_apply()
+    assert bool(said) == bool(expected), result.describe()
+    if said:
+        early, waits = int(said.group(1)), int(said.group(2))
+        assert 0 < early <= waits, result.describe()
