@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -91,8 +92,9 @@ def busy_loops(n, seconds):
     try:
         yield
     finally:
+        # the whole session: killing timeout alone would leave its loop running
         for p in procs:
-            p.kill()
+            os.killpg(p.pid, signal.SIGKILL)
             p.wait()
 
 
