@@ -77,13 +77,16 @@ static inline int mcoll__adapt_class_below_min(size_t bytes) {
 
 /* What a task runs (an MPI_I* call, a persistent start, or their try on the caller's
  * stack): the class's kept algorithm where it may run for these facts, else alg;
- * nothing counted or timed. (No epoch check: a blocking call resets the class.) */
+ * nothing counted or timed. A class below ADAPT_MIN, or one that no blocking call
+ * has begun under the current parameters, keeps nothing: its zeroed state is not
+ * a choice, and a try and a task of the same call on two ranks must agree with
+ * mcoll__adapt_pick's answer for it. */
 static inline int mcoll__adapt_kept(const struct mcoll_comm *c, enum mcoll_coll coll, size_t bytes,
                                     int alg, const struct mcoll_facts *facts) {
   const struct mcoll_adapt_coll *a = mcoll__cfg.ADAPT ? c->adapt[coll] : NULL;
-  if (!a) return alg;
+  if (!a || mcoll__adapt_class_below_min(bytes)) return alg;
   const struct mcoll_adapt_class *k = &a->cls[mcoll__adapt_class_of(bytes)];
-  if (k->kept < 0 || k->kept == alg) return alg;
+  if (k->epoch != mcoll__cfg.epoch || k->kept < 0 || k->kept == alg) return alg;
   unsigned needs = mcoll__coll_algs(coll)->algs[k->kept].needs;
   return (needs & ~facts->holds) ? alg : k->kept;
 }
