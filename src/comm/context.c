@@ -376,6 +376,15 @@ static int wish_take(MPI_Comm comm) {
 
 void mcoll__context_forget(MPI_Comm comm) { wish_take(comm); }
 
+int mcoll__context_wished(MPI_Comm comm) {
+  if (!atomic_load_explicit(&any_wish, memory_order_relaxed)) return 0;
+  int found = 0;
+  pthread_mutex_lock(&wish_lock);
+  for (int i = 0; i < nwishes && !found; i++) found = wishes[i] == comm;
+  pthread_mutex_unlock(&wish_lock);
+  return found;
+}
+
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why) {
   struct mcoll_comm *c = NULL;
   int found = 0;

@@ -72,6 +72,8 @@ void mcoll__context_set_nbc(struct mcoll_comm *c, int yes);
  * channels of its own: its next mcoll__comm_get builds them. Forget: comm is freed. */
 void mcoll__context_wish_own(MPI_Comm comm);
 void mcoll__context_forget(MPI_Comm comm);
+/* Whether comm wished so and has not had its new context yet. */
+int mcoll__context_wished(MPI_Comm comm);
 
 /* Makes c->p2p if it does not exist yet: collective over the calling communicator,
  * for algorithms in which every rank takes part (all ranks of a call run the same

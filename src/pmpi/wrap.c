@@ -12,12 +12,17 @@ struct mcoll_comm *mcoll__enter_task(enum mcoll_coll coll, MPI_Comm comm) {
   int exists = 1;
   struct mcoll_comm *c = mcoll__task_context_hint(comm);
   if (!c) c = mcoll__comm_find(comm, &exists);
-  if (c && c->nbc == MCOLL_NBC_UNKNOWN) {
+  if (c && c->nbc == MCOLL_NBC_UNKNOWN && !mcoll__context_wished(comm)) {
     /* The first non-blocking call on comm, at the same point of its sequence of calls
-     * on every rank: all agree, or the communicator's calls go to the host MPI. */
+     * on every rank: all agree, or the communicator's calls go to the host MPI. The
+     * answer stays on the context only where the context is comm's own: calls of
+     * the other communicators that share it may come before or after this one on
+     * each rank, and must not find an answer that some ranks have and others not
+     * yet (comm's wish for a context of its own, below, stands for a no). */
     int mine = mcoll__context_nbc_candidate(c), all = 0;
     int err = MCOLL_HOST(Allreduce, Iallreduce, &mine, &all, 1, MPI_INT, MPI_MIN, comm);
-    mcoll__context_set_nbc(c, err == MPI_SUCCESS && all);
+    int yes = err == MPI_SUCCESS && all;
+    if (yes || c->private_ctx) mcoll__context_set_nbc(c, yes);
   }
   if (c && c->nbc == MCOLL_NBC_YES) {
     /* The ranks start a communicator's tasks in one order and each enters here
