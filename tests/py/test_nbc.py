@@ -278,6 +278,33 @@ def callers_stack(result, coll):
     return int(tried.group(1)) if tried else 0
 
 
+def algorithm_counts(result, coll):
+    """The report's calls per algorithm of coll (not the tries or fallbacks)."""
+    line = re.search(rf"^mcoll: {coll} calls=\d+ (.*)$", result.stderr, re.M)
+    assert line, f"no report line for {coll}\n{result.describe()}"
+    return {k: v for k, v in re.findall(r"(\w+)=(\d+)", line.group(1))
+            if k not in ("on_callers_stack", "fallback")}
+
+
+@pytest.mark.parametrize("flavour,np", [flavour_param(f, n, full=n > 3) for f in ["openmpi", "mpich"] for n in (2, 3, 4)])
+def test_nbc_try_and_task_run_one_algorithm(flavour, np):
+    """One rank's MPI_Ibcast / MPI_Ireduce tries on its stack while another's is a task
+    (mcoll-test-try-choice forces it): both must run the same algorithm. The oracle:
+    no size class there reaches a round of the adaptive choice, so every call must
+    run the rules' choice, and the calls per algorithm must equal a run with the
+    adaptive choice off (a try once read a class that no blocking call had begun as
+    keeping algorithm 0). Also: communicators that share a context start their first
+    non-blocking calls side by side (their agreements once raced: MPI_ERR_TRUNCATE)."""
+    program = BUILD.bin(flavour, "mcoll-test-try-choice")
+    counts = {}
+    for adapt in ("1", "0"):
+        env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ADAPT": adapt}
+        result = run_job(mpiexec_argv(flavour, np, program), env, JOB_TIMEOUT)
+        assert result.returncode == 0 and re.search(r"^ok$", result.stdout, re.M), result.describe()
+        counts[adapt] = {coll: algorithm_counts(result, coll) for coll in ("bcast", "reduce")}
+    assert counts["1"] == counts["0"], counts
+
+
 @pytest.mark.parametrize("flavour,progress", [flavour_param(f, p) for f, p in [("openmpi", 0), ("mpich", 1)]])
 def test_nbc_meet_every_collective_checked(flavour, progress):
     """On one node an MPI_I* call (or persistent start) that every rank enters at once
