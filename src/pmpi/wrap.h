@@ -75,10 +75,14 @@ static inline struct mcoll_comm *mcoll__enter(enum mcoll_coll coll, MPI_Comm com
 }
 
 /* The host MPI's collective `name` (non-blocking: `iname`) with the call's arguments: blocking in a blocking
- * call; in a task, or while tasks are pending, its non-blocking form, waited for
- * without blocking the thread (`return MCOLL_HOST(Bcast, Ibcast, buf, ...)`). */
+ * call; in a task (or a call run as one), its non-blocking form, waited for without
+ * blocking the thread (`return MCOLL_HOST(Bcast, Ibcast, buf, ...)`). The form
+ * depends only on how the call runs, the same on every rank: the host MPI matches
+ * no blocking collective with a non-blocking one. Tasks pending elsewhere while a
+ * blocking call waits in the host MPI move on the progress thread, as they do
+ * during any other call that only the host MPI runs. */
 #define MCOLL_HOST(name, iname, ...)                                                                \
-  ((mcoll__in_task() || mcoll__tasks_pending() || mcoll__as_task)                                   \
+  ((mcoll__in_task() || mcoll__as_task)                                                             \
        ? mcoll__host_call_nb(PMPI_##iname(__VA_ARGS__, mcoll__host_request()))                      \
        : PMPI_##name(__VA_ARGS__))
 

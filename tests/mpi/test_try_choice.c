@@ -9,7 +9,9 @@
  * above the adaptive choice's smallest class. Prints "ok", or the wrong results; a
  * disagreement between the ranks may also hang (the caller's timeout). First,
  * communicators that share a context start their first non-blocking calls side by
- * side, as the ranks' agreement to run a communicator's calls as tasks once raced. */
+ * side, as the ranks' agreement to run a communicator's calls as tasks once raced;
+ * last, a blocking call that the host MPI takes while only one rank has a task
+ * pending. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +110,30 @@ int main(int argc, char **argv) {
                    coll ? "reduce" : "bcast", n, root, round, bad);
           wrong += bad;
         }
+  /* A blocking collective that the host MPI runs (an intercommunicator's) while
+   * rank 0 has a task pending and the others have none: the host's blocking and
+   * non-blocking collectives do not match each other, so every rank must call
+   * the same form. */
+  if (size > 1) {
+    MPI_Comm half, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 5, &inter);
+    for (int it = 0; it < 10; it++) {
+      int v = rank == 1 ? it + 1 : 0, w = rank == 0 ? 100 + it : 0;
+      if (rank == 0) MPI_Ibcast(&v, 1, MPI_INT, 1, comm, &req[0]); /* (the root comes later) */
+      int root = rank % 2 ? 0 : rank == 0 ? MPI_ROOT : MPI_PROC_NULL;
+      MPI_Bcast(&w, 1, MPI_INT, root, inter);
+      if (rank != 0) MPI_Ibcast(&v, 1, MPI_INT, 1, comm, &req[0]);
+      MPI_Wait(&req[0], &st[0]);
+      calls++;
+      long bad = (v != it + 1) + (rank % 2 && w != 100 + it);
+      if (bad && wrong < 20) printf("rank %d: bcast on an intercommunicator beside a task, call %d: wrong\n", rank, it);
+      wrong += bad;
+    }
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+  }
+
   long all_wrong = 0;
   MPI_Reduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (rank == 0) {
