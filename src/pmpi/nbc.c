@@ -44,6 +44,15 @@ static void idle(struct idle *w) {
   }
 }
 
+/* A wait loop that idled returns err: its thread no longer drives the tasks, so
+ * the progress thread polls them again at once (it naps while an application thread
+ * drives them; the stamp alone would keep it napping after the wait returned,
+ * through the computation that follows). */
+static int idle_end(const struct idle *w, int err) {
+  if (w->polls) atomic_store_explicit(&mcoll__progress_driven_ns, 0, memory_order_relaxed);
+  return err;
+}
+
 /* Persistent collectives in flight (task.c): their handle is an inactive host
  * request, which the host would report complete at once; these calls hold it back
  * until the start completes. Without one in flight each test below is one load. */
@@ -274,7 +283,7 @@ MCOLL_EXPORT int MPI_Wait(MPI_Request *req, MPI_Status *status) {
   while (mcoll__persistent_busy(*req)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Test(req, &done, status);
-    if (err != MPI_SUCCESS || done) return one_done(handle, err, status);
+    if (err != MPI_SUCCESS || done) return idle_end(&polls, one_done(handle, err, status));
     idle(&polls);
   }
 }
@@ -289,7 +298,7 @@ MCOLL_EXPORT int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   while (busy_in(n, reqs)) idle(&polls);
   for (;;) {
     int done = 0, err = PMPI_Testall(n, reqs, &done, statuses);
-    if (err != MPI_SUCCESS || done) return all_done(n, &h, err, statuses);
+    if (err != MPI_SUCCESS || done) return idle_end(&polls, all_done(n, &h, err, statuses));
     idle(&polls);
   }
 }
@@ -304,8 +313,9 @@ MCOLL_EXPORT int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *
     /* Nothing pending before the round: no start completed in it unseen. */
     int settled = !mcoll__tasks_pending();
     int done = 0, err = testany(n, reqs, index, &done, status);
-    if (err != MPI_SUCCESS || done) return any_done(&h, *index, done, err, status);
-    if (settled) return any_done(&h, *index, 1, PMPI_Waitany(n, reqs, index, status), status);
+    if (err != MPI_SUCCESS || done) return idle_end(&polls, any_done(&h, *index, done, err, status));
+    if (settled)
+      return idle_end(&polls, any_done(&h, *index, 1, PMPI_Waitany(n, reqs, index, status), status));
     idle(&polls);
   }
 }
@@ -321,10 +331,10 @@ MCOLL_EXPORT int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indi
     int settled = !mcoll__tasks_pending(); /* (as in MPI_Waitany) */
     int err = testsome(n, reqs, outcount, indices, statuses);
     if (err != MPI_SUCCESS || *outcount != 0) /* (MPI_UNDEFINED: none active) */
-      return some_done(&h, *outcount, indices, err, statuses);
+      return idle_end(&polls, some_done(&h, *outcount, indices, err, statuses));
     if (settled) {
       err = PMPI_Waitsome(n, reqs, outcount, indices, statuses);
-      return some_done(&h, *outcount, indices, err, statuses);
+      return idle_end(&polls, some_done(&h, *outcount, indices, err, statuses));
     }
     idle(&polls);
   }
@@ -416,7 +426,7 @@ MCOLL_EXPORT int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *statu
   struct idle polls = {0};
   for (;;) {
     int flag = 0, err = PMPI_Iprobe(source, tag, comm, &flag, status);
-    if (err != MPI_SUCCESS || flag) return err;
+    if (err != MPI_SUCCESS || flag) return idle_end(&polls, err);
     idle(&polls);
   }
 }
@@ -479,7 +489,7 @@ MCOLL_EXPORT int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *mes
   struct idle polls = {0};
   for (;;) {
     int flag = 0, err = PMPI_Improbe(source, tag, comm, &flag, message, status);
-    if (err != MPI_SUCCESS || flag) return err;
+    if (err != MPI_SUCCESS || flag) return idle_end(&polls, err);
     idle(&polls);
   }
 }

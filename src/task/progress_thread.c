@@ -273,6 +273,9 @@ static void *progress_main(void *arg) {
     }
     mcoll__progress();
     unsigned seen = mcoll__task_events();
+    /* (the last task finished: to the idle sleep at once; a yield here could keep
+     * the thread off its core past the next post, whose wake-up it would then miss) */
+    if (!mcoll__tasks_pending()) continue;
     if (seen != events) {
       events = seen;
       idle_passes = 0;

@@ -18,9 +18,17 @@
  *          progress thread's wake-ups then: Q), then the idle step above with a 50 ms
  *          delay (the thread's wake-ups while its caller sleeps: W; a post must have
  *          woken a thread that stopped looking)
+ *        test_overlap afterwait MS REPS
+ *          per rep: an MPI_Iallreduce of 4 B that the last rank joins 2 ms late (the
+ *          others wait in MPI_Wait's loop); at once a second one that the last rank
+ *          joins 0.1 ms late, while the others sleep MS (no CPU, no MPI call) and then
+ *          look at the result in memory: the progress thread must have finished it
+ *          after its caller's earlier wait returned
  * Rank 0 prints medians (ms) and counts:
  *   "test_overlap: nbc post_ms=P blocking_ms=B done_after_compute=K/REPS cpu_pct=C"
  *   "test_overlap: idle cpu_pct=C"
+ *   "test_overlap: afterwait done=D/N" (D: second calls found finished after the sleep,
+ *   over every rank but the last and every rep)
  *   "test_overlap: quiet wakeups=Q woken=W" (Q: the most of any rank and rep; W: the
  *   fewest of any waiting rank and rep; -1 without a progress thread)
  *   (C: CPU time of mcoll's progress thread, "mcoll-progress", over the time from the
@@ -136,6 +144,40 @@ static int quiet(double ms, int reps, int me, int p) {
   return errors;
 }
 
+/* test_overlap afterwait MS REPS (see the top) */
+static int afterwait(double ms, int reps, int me, int p) {
+  int errors = 0, done = 0, looked = 0;
+  for (int k = 0; k < reps; k++) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    int x = me + 1, sum = 0;
+    MPI_Request q;
+    if (me == p - 1) sleep_ms(2);
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    errors += sum != p * (p + 1) / 2;
+    sum = 0;
+    if (me == p - 1) sleep_ms(0.1);
+    MPI_Iallreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    if (me != p - 1) {
+      sleep_ms(ms);
+      /* (written by the progress thread, if it ran the call meanwhile) */
+      done += __atomic_load_n(&sum, __ATOMIC_ACQUIRE) == p * (p + 1) / 2;
+      looked++;
+    }
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    errors += sum != p * (p + 1) / 2;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &done, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &looked, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &errors, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (me == 0) {
+    printf("test_overlap: afterwait done=%d/%d\n", done, looked);
+    printf(errors ? "test_overlap: %d wrong sums\n" : "test_overlap: passed\n", errors);
+    fflush(stdout);
+  }
+  return errors;
+}
+
 static volatile double sink;
 static void busy(double ms) {
   double x = 1.0, until = now() + ms * 1e-3;
@@ -222,6 +264,11 @@ int main(int argc, char **argv) {
     MPI_Finalize();
     return errors != 0;
   }
+  if (argc == 4 && !strcmp(argv[1], "afterwait")) {
+    int errors = afterwait(atof(argv[2]), atoi(argv[3]), me, p);
+    MPI_Finalize();
+    return errors != 0;
+  }
   if (argc == 4 && !strcmp(argv[1], "quiet")) {
     int errors = quiet(atof(argv[2]), atoi(argv[3]), me, p);
     MPI_Finalize();
@@ -229,7 +276,7 @@ int main(int argc, char **argv) {
   }
   if (!is_nbc && !is_tnbc) {
     if (me == 0)
-      fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS | idle MS REPS | quiet MS REPS\n");
+      fprintf(stderr, "usage: test_overlap nbc COLL BYTES COMPUTE_MS REPS | tnbc BYTES REPS | idle MS REPS | quiet MS REPS | afterwait MS REPS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const char *coll = is_nbc ? argv[2] : "alltoall";

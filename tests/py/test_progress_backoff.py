@@ -64,3 +64,28 @@ def test_idle_thread_stops_looking_and_a_post_wakes_it(flavour):
     quiet, woken = int(got.group(1)), int(got.group(2))
     assert 0 <= quiet < 40, result.describe()
     assert woken > 0, result.describe()
+
+
+
+@pytest.mark.parametrize("flavour", [mpijob.flavour_param("openmpi")])
+def test_thread_polls_once_the_wait_that_drove_it_returned(flavour):
+    """The progress thread naps while an application thread drives the pending calls
+    in MPI_Wait's loop. Once that wait returned, a call posted at once must be polled
+    by the thread while its caller sleeps: here its last rank joins 0.1 ms late and the
+    others look at the result in memory after 0.5 ms, with no MPI call in between.
+    When the wait's mark outlived the wait (main 2db9ad2), the thread napped without
+    polling for up to 1 ms after every wait: 0 of 40 such calls were done in time on
+    Open MPI in each of two jobs, 35 and 37 of 40 with the mark cleared. (MPICH: 13-31
+    of 40 before, 26-32 after: its waits end otherwise; not asserted there.) Every
+    call is a task run by the thread (MCOLL_NBC_HANDOFF=1, no meeting), as across
+    nodes."""
+    program = BUILD.bin(flavour, "mcoll-test-overlap")
+    result = run_job(mpiexec_argv(flavour, 2, program, ["afterwait", 0.5, 40]),
+                     {"MCOLL_PROGRESS_THREAD": "1", "MCOLL_NBC_MEET": "0", "MCOLL_NBC_HANDOFF": "1"},
+                     JOB_TIMEOUT)
+    assert result.returncode == 0 and re.search(r"^test_overlap: passed$", result.stdout, re.M), \
+        result.describe()
+    got = re.search(r"^test_overlap: afterwait done=(\d+)/(\d+)$", result.stdout, re.M)
+    assert got, result.describe()
+    done, looked = int(got.group(1)), int(got.group(2))
+    assert looked == 40 and done >= looked // 2, result.describe()
