@@ -37,8 +37,8 @@ enum mcoll_coll {
                   "the op is commutative; scan/exscan: always)")                            \
   X(ELEM_FITS, elem_fits, "one element (reduce_scatter: two per rank) fits a rank's area "   \
                           "(MCOLL_SHM_AREA)")                                               \
-  X(PAIR_LINES, pair_lines, "a node of 2 ranks whose blocks are at most 56 B each way "      \
-                            "(MCOLL_INLINE_MAX)")                                           \
+  X(PAIR_LINES, pair_lines, "a node of 2 ranks whose blocks are at most 256 B each way "     \
+                            "(MCOLL_A2A_PAIR_MAX)")                                         \
   X(SPLITS, splits, "between nodes: at least one element per leader of the largest "         \
                     "power-of-two group of nodes (Rabenseifner splits the vector)")
 

@@ -106,10 +106,10 @@ def test_fresh_communicators_small_bcast_in_slots(flavour):
 @pytest.mark.full
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_two_ranks_small_alltoall_pair_lines(request, flavour):
-    """Two ranks, blocks between them of at most 56 B: alltoall(v,w) send each block in
-    the sender's inline line of the call (alltoall_node.c, pair_inline), chosen alike
+    """Two ranks, blocks between them of at most 256 B: alltoall(v,w) send each block in
+    the sender's inline lines of the call (alltoall_node.c, pair_inline), chosen alike
     on both ranks from the two lengths each knows; other sizes and mixed calls (one
-    direction inline-sized, the other not, zero-byte blocks) keep the areas. Checked
+    direction pair-sized, the other not, zero-byte blocks) keep the areas. Checked
     against point-to-point, with bursts of back-to-back calls long enough (300) to
     reuse every one of the 128 lines twice, interleaved with allgather and gather,
     which share the generations and inline lines."""
@@ -122,18 +122,24 @@ def test_two_ranks_small_alltoall_pair_lines(request, flavour):
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_two_ranks_small_alltoall_chooses_pair_inline(flavour):
-    """2 ranks: alltoall(v) blocks of 32 B go pair_inline, 64 B (past the line's 56)
-    keep shm_direct (alltoall) and pairwise_cma (alltoallv); 4 ranks keep them at 32 B.
+    """2 ranks: alltoall(v) blocks of 32 B go pair_inline; alltoallv's of 128 B too
+    (several inline lines, up to MCOLL_A2A_PAIR_MAX), alltoall's keep the rules'
+    shm_direct there; 512 B (past pair_inline's largest) go pairwise_cma (alltoallv)
+    and the rules' tiled_cma (alltoall); 4 ranks keep the others at 32 B.
     OSU's latency mode before, Open MPI: alltoallv 8/32 B 0.99/0.87x native
-    (measured 2026-11-23: bench/results/20261123-1327 in the git history)."""
-    sweep = ["-b", "32", "-e", "64", "-f", "2", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]
+    (measured 2026-11-23: bench/results/20261123-1327 in the git history), 64-256 B
+    0.74-0.83x (bench/records/osu13)."""
+    sweep = ["-b", "32", "-e", "512", "-f", "4", "-m", "latency", "-n", "20", "-w", "2", "-r", "1", "-c"]
     report, result = bench_report(flavour, 2, ["alltoall", "alltoallv"], sweep)
-    for coll, other in (("alltoall", "shm_direct"), ("alltoallv", "pairwise_cma")):
+    expected = {"alltoall": {"pair_inline": 1, "shm_direct": 1, "tiled_cma": 1},
+                "alltoallv": {"pair_inline": 2, "pairwise_cma": 1}}
+    for coll, algs in expected.items():
         counts = report.get(coll, {})
         calls = counts.get("calls", 0)
-        assert calls > 0 and calls % 2 == 0, f"{coll}: {counts}\n{result.describe()}"
-        assert counts.get("pair_inline") == calls // 2 and counts.get(other) == calls // 2, (
-            f"{coll} at 2 ranks: 32 B should run pair_inline, 64 B {other}: {counts}")
+        assert calls > 0 and calls % 3 == 0, f"{coll}: {counts}\n{result.describe()}"
+        got = {alg: counts.get(alg) for alg in algs}
+        assert got == {alg: k * calls // 3 for alg, k in algs.items()}, (
+            f"{coll} at 2 ranks, 32, 128 and 512 B: {counts}")
     sweep = ["-b", "32", "-e", "32", "-m", "latency", "-n", "5", "-w", "1", "-r", "1", "-c"]
     report, result = bench_report(flavour, 4, ["alltoall", "alltoallv"], sweep)
     for coll, alg in (("alltoall", "shm_direct"), ("alltoallv", "pairwise_cma")):

@@ -228,8 +228,9 @@ def test_reduction_counts_mismatch_across_fake_nodes(flavour, case, sizes):
 
 # The gather family with a receiver whose count is smaller than what its sender
 # gives (tests/mpi/test_mismatch.c: gather-longer ... alltoallv-longer), at sizes on
-# both sides of each edge: the inline line (56 B), alltoall's pair_inline | direct |
-# tiled | direct | pairwise at 57, 145, 9407 and 16650 B, area | single copy at
+# both sides of each edge: the inline line (56 B), 2 ranks' alltoallv pair_inline (256 B),
+# alltoall's pair_inline | direct | tiled | direct | pairwise at 57, 145, 9407 and
+# 16650 B, area | single copy at
 # 6.8-7.2 KiB (2 ranks) and 32/64 KiB (3 ranks and more). Natively the rank that
 # receives the longer block reports MPI_ERR_TRUNCATE and the others MPI_SUCCESS
 # (a shorter block is no error); under mcoll the same, never a hang, and nothing
@@ -238,7 +239,7 @@ def test_reduction_counts_mismatch_across_fake_nodes(flavour, case, sizes):
 # at 3 ranks), so the native comparison leaves allgather(v) on MPICH out.
 GATHER_FAMILY = ("gather-longer", "gatherv-longer", "scatter-longer", "scatterv-longer",
                  "allgather-longer", "allgatherv-longer", "alltoall-longer", "alltoallv-longer")
-GATHER_FAMILY_SIZES = {2: ("40:80", "100:200", "4000:8000", "8000:12000", "12000:20000"),
+GATHER_FAMILY_SIZES = {2: ("40:80", "100:200", "200:300", "4000:8000", "8000:12000", "12000:20000"),
                        3: ("40:80", "20000:40000", "40000:80000")}
 
 

@@ -31,7 +31,7 @@ static const struct mcoll_alg_info alltoall_algs[] = {
     {"tiled", "blocks cut into cache-sized tiles, double-buffered through the areas", 0, NULL},
     {"tiled_cma", "single copy tile by tile: round t reads tile t of every block", MCOLL_NEED_CMA,
      NULL},
-    {"pair_inline", "2 ranks, blocks up to 56 B: each in its sender's inline line of the call",
+    {"pair_inline", "2 ranks, blocks up to 256 B: each in its sender's inline lines of the call",
      MCOLL_NEED_PAIR_LINES, NULL},
 };
 const struct mcoll_coll_algs mcoll__alltoall_algs = {alltoall_algs, MCOLL_A2A_NALGS};
@@ -118,8 +118,8 @@ static int choose(const struct mcoll_a2a *a, int *adaptable) {
     if (!pair) facts.holds &= ~MCOLL_NEED_PAIR_LINES;
     alg = mcoll__alg_forced_for(a->coll, &facts);
   }
-  /* Two ranks, blocks up to 56 B each way: one line crosses the cores each way
-   * (alltoall_node.c, pair_inline_exchange). */
+  /* Two ranks, blocks up to MCOLL_A2A_PAIR_MAX each way: lines that carry their own
+   * flags cross the cores each way (alltoall_node.c, pair_inline_exchange). */
   /* The rules, for alltoall's one block size (alltoallv/w decide per block inside
    * pairwise_cma), unless the user set the threshold below. */
   static const enum mcoll_param threshold[] = {MCOLL_PARAM_ALLTOALL_CMA_MIN};

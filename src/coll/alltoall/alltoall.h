@@ -76,7 +76,11 @@ struct mcoll_a2a_engine {
   int double_buffer;
   int pair_inline; /* pair_inline: the blocks go in the ranks' inline lines */
 };
-/* A node of two ranks whose blocks between them are at most MCOLL_INLINE_MAX bytes
+/* pair_inline's largest block: a few inline lines, where one transfer of lines that
+ * carry their own flags still beats the areas' flags (docs/algorithms.md). At most
+ * MCOLL_INLINE_SLOTS lines, the generations a call may take. */
+#define MCOLL_A2A_PAIR_MAX 256
+/* A node of two ranks whose blocks between them are at most MCOLL_A2A_PAIR_MAX bytes
  * each way (alltoall_node.c): the same on both ranks, whatever the counts. */
 int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a);
 void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e);

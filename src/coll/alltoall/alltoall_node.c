@@ -160,34 +160,80 @@ static void slot_exchange(struct mcoll_a2a *a) {
   mcoll__area_done(c->chan, gen);
 }
 
-/* A node of two ranks where both blocks between them are at most MCOLL_INLINE_MAX
+/* A node of two ranks where both blocks between them are at most MCOLL_A2A_PAIR_MAX
  * bytes. Each rank's send to the other is the other's receive, so both know both
  * lengths and choose this alike, whatever the counts (alltoallv/w as well). My block
- * travels in my inline line of the call's generation (shm/shm.h), with the stamp the
- * peer waits on: one line crosses the cores each way, where the areas' protocol
- * moves a header, a data line and the posted flag (alltoallv) or a data line and the
- * flag (alltoall). */
+ * travels in my inline lines (shm/shm.h), MCOLL_INLINE_MAX bytes in each, one line
+ * per generation of the call: the call takes as many generations as the larger of
+ * the two blocks needs lines. Each line carries a stamp, so the reader loads all of
+ * them at once and one transfer of the lines brings both data and flags, where the
+ * areas' protocol moves a header, the data and a posted flag, and a done flag that
+ * the next call waits on. Every line's stamp is the call's first generation: after
+ * an erroneous call whose ranks took different numbers of lines, the node counts it
+ * as one generation (node/area.h: mcoll__area_resync), and the next call's lines
+ * must not find this one's stamps equal to theirs. */
 int mcoll__a2a_pair_inline_fits(const struct mcoll_a2a *a) {
   const struct mcoll_topo *t = &a->c->topo;
   if (t->local_size != 2) return 0;
   int peer = t->local_ranks[1 - t->local_rank];
-  return a->send[peer].bytes <= MCOLL_INLINE_MAX && a->recv[peer].bytes <= MCOLL_INLINE_MAX;
+  return a->send[peer].bytes <= MCOLL_A2A_PAIR_MAX && a->recv[peer].bytes <= MCOLL_A2A_PAIR_MAX;
+}
+
+static uint32_t pair_lines(size_t bytes) {
+  return bytes ? (uint32_t)((bytes + MCOLL_INLINE_MAX - 1) / MCOLL_INLINE_MAX) : 1;
+}
+
+/* Whether the n lines of rank j from generation first all hold that call: one pass
+ * that loads every line before it looks at any. */
+static int pair_lines_ready(const struct mcoll_shm *shm, int j, uint32_t first, uint32_t n) {
+  uint32_t missing = 0;
+  for (uint32_t i = 0; i < n; i++)
+    missing |= atomic_load_explicit(&mcoll__inline_line(shm, j, first + i)->stamp,
+                                    memory_order_acquire) ^ first;
+  return missing == 0;
 }
 
 static void pair_inline_exchange(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
   const struct mcoll_shm *shm = &c->chan->shm;
   int me = c->topo.local_rank, j = 1 - me, peer = c->topo.local_ranks[j];
-  uint32_t lag, gen = mcoll__slot_take(c->chan, &lag);
+  const struct mcoll_span *s = &a->send[peer], *rv = &a->recv[peer];
+  uint32_t n = pair_lines(s->bytes > rv->bytes ? s->bytes : rv->bytes), lag = 0, gen = 0;
+  for (uint32_t i = 0; i < n; i++) gen = mcoll__slot_take(c->chan, &lag);
   mcoll__slot_wait_free(&c->chan->shm, &c->chan->area_slots, gen, lag);
+  uint32_t first = gen - (n - 1);
   mcoll__move_publish();
-  mcoll__inline_put(shm, mcoll__inline_line(shm, me, gen), gen, a->send[peer].ptr,
-                    a->send[peer].bytes);
-  mcoll__node_call_beside(c, 1, gen);
+  /* Every line but the last with a plain release of its stamp: a reader that sleeps
+   * waits on the last, which wakes it, and finds the others set before it. */
+  for (uint32_t i = 0; i < n; i++) {
+    struct mcoll_inline_line *line = mcoll__inline_line(shm, me, first + i);
+    size_t off = (size_t)i * MCOLL_INLINE_MAX;
+    size_t len = off >= s->bytes ? 0 : s->bytes - off < MCOLL_INLINE_MAX ? s->bytes - off : MCOLL_INLINE_MAX;
+    line->len = (uint32_t)s->bytes;
+    if (len) memcpy(line->data, s->ptr + off, len);
+    if (i + 1 < n) atomic_store_explicit(&line->stamp, first, memory_order_release);
+    else mcoll__flag_set(shm, &line->stamp, first);
+  }
+  /* (later calls beside this one only where it reads one generation, node/area.h) */
+  if (n == 1) mcoll__node_call_beside(c, 1, gen);
   copy_own(a);
-  struct mcoll_inline_line *line = mcoll__inline_line(shm, j, gen);
-  mcoll__inline_get(shm, line, gen, a->recv[peer].ptr, a->recv[peer].bytes);
-  if (line->len != a->recv[peer].bytes) mcoll__move_disagree();
+  int ready = 0;
+  for (int i = 0; i <= shm->spin && !ready; i++) ready = pair_lines_ready(shm, j, first, n);
+  for (uint32_t i = 0; i < n && !ready; i++) /* the last first: the one that wakes */
+    mcoll__flag_wait_exact(shm, &mcoll__inline_line(shm, j, first + (i + n - 1) % n)->stamp, first);
+  size_t sent = mcoll__inline_line(shm, j, first)->len;
+  if (sent != rv->bytes) {
+    a->truncated |= sent > rv->bytes;
+    mcoll__move_disagree();
+  }
+  /* (without a call descriptor to escape by: what fits in both) */
+  size_t len = sent < rv->bytes ? sent : rv->bytes;
+  if (len > (size_t)n * MCOLL_INLINE_MAX) len = (size_t)n * MCOLL_INLINE_MAX;
+  for (uint32_t i = 0; (size_t)i * MCOLL_INLINE_MAX < len; i++) {
+    size_t off = (size_t)i * MCOLL_INLINE_MAX;
+    memcpy(rv->ptr + off, mcoll__inline_line(shm, j, first + i)->data,
+           len - off < MCOLL_INLINE_MAX ? len - off : MCOLL_INLINE_MAX);
+  }
   mcoll__area_done(c->chan, gen);
 }
 
