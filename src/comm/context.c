@@ -341,10 +341,16 @@ static MPI_Comm *wishes;
 static int nwishes, wishes_cap;
 static atomic_int any_wish;
 
+/* comm's place among the wishes, or -1. Under wish_lock. */
+static int wish_index(MPI_Comm comm) {
+  for (int i = 0; i < nwishes; i++)
+    if (wishes[i] == comm) return i;
+  return -1;
+}
+
 void mcoll__context_wish_own(MPI_Comm comm) {
   pthread_mutex_lock(&wish_lock);
-  int known = 0;
-  for (int i = 0; i < nwishes; i++) known |= wishes[i] == comm;
+  int known = wish_index(comm) >= 0;
   if (!known && nwishes == wishes_cap) {
     int cap = wishes_cap ? 2 * wishes_cap : 4;
     MPI_Comm *grown = realloc(wishes, sizeof *grown * (size_t)cap);
@@ -358,32 +364,22 @@ void mcoll__context_wish_own(MPI_Comm comm) {
   pthread_mutex_unlock(&wish_lock);
 }
 
-/* 1 if comm wished for its own context (the wish is dropped). */
-static int wish_take(MPI_Comm comm) {
+/* 1 if comm wished for its own context; take: the wish is dropped. */
+static int wish_find(MPI_Comm comm, int take) {
   if (!atomic_load_explicit(&any_wish, memory_order_relaxed)) return 0;
-  int found = 0;
   pthread_mutex_lock(&wish_lock);
-  for (int i = 0; i < nwishes; i++)
-    if (wishes[i] == comm) {
-      wishes[i] = wishes[--nwishes];
-      found = 1;
-      break;
-    }
-  atomic_store(&any_wish, nwishes > 0);
+  int i = wish_index(comm);
+  if (i >= 0 && take) {
+    wishes[i] = wishes[--nwishes];
+    atomic_store(&any_wish, nwishes > 0);
+  }
   pthread_mutex_unlock(&wish_lock);
-  return found;
+  return i >= 0;
 }
 
-void mcoll__context_forget(MPI_Comm comm) { wish_take(comm); }
+void mcoll__context_forget(MPI_Comm comm) { wish_find(comm, 1); }
 
-int mcoll__context_wished(MPI_Comm comm) {
-  if (!atomic_load_explicit(&any_wish, memory_order_relaxed)) return 0;
-  int found = 0;
-  pthread_mutex_lock(&wish_lock);
-  for (int i = 0; i < nwishes && !found; i++) found = wishes[i] == comm;
-  pthread_mutex_unlock(&wish_lock);
-  return found;
-}
+int mcoll__context_wished(MPI_Comm comm) { return wish_find(comm, 0); }
 
 struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *why) {
   struct mcoll_comm *c = NULL;
@@ -401,7 +397,7 @@ struct mcoll_comm *mcoll__comm_get(MPI_Comm comm, enum mcoll_fallback_reason *wh
     return NULL;
   }
   PMPI_Comm_get_attr(comm, keyval, &c, &found);
-  int alone = wish_take(comm);
+  int alone = wish_find(comm, 1);
   if (found && alone) {
     /* Leave the shared context (or channel) for one of its own (see wish_own). */
     PMPI_Comm_delete_attr(comm, keyval);
