@@ -19,7 +19,8 @@ else
 fi
 cd "$root"
 # Two phases: the tests run side by side in MCOLL_TEST_WORKERS pytest workers (default 2;
-# a file stays on one worker, so its fixtures and build caches are never shared), then
+# a file stays on one worker, so its fixtures and build caches are never shared; files
+# go out longest first, tests/py/conftest.py's order, not xdist's by count), then
 # those marked serial (they assert on timing or CPU use) alone. A -m given here is
 # combined with the tier's. Every test's time goes to build/test-times*.xml (--durations:
 # the slowest, for keeping the tiers short).
@@ -41,7 +42,7 @@ marks() {  # marks EXTRA: the tier's, the caller's and EXTRA, and-ed
 workers=${MCOLL_TEST_WORKERS:-2}
 side_by_side=(-p no:xdist)
 if [[ $workers -gt 1 ]] && python3 -c 'import xdist' 2>/dev/null; then
-  side_by_side=(-n "$workers" --dist loadfile)
+  side_by_side=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 fi
 pytest=(python3 -m pytest -q -rs --durations=20)
 rc=0
