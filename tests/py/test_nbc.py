@@ -205,15 +205,21 @@ def test_nbc_side_by_side(request, flavour, np, topo, progress, variant):
         args += NODE_BESIDE
     if variant == "asan":
         env.update(asan_env())
-    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
-    check_summary(result, flavour)
-    assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
-    beside = re.search(r"side by side=(\d+)", result.stderr)
-    assert beside, result.describe()
+    must_overlap = variant != "window1" and (topo == f"nodes={np}" or variant in ("leaders", "node"))
+    # Whether a call finds an earlier one still in flight depends on timing: under a
+    # heavy load a whole job can see none, so one that sees none runs again (twice).
+    for attempt in range(3):
+        result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
+        check_summary(result, flavour)
+        assert "runtime error" not in result.stderr and "AddressSanitizer" not in result.stderr, result.describe()
+        beside = re.search(r"side by side=(\d+)", result.stderr)
+        assert beside, result.describe()
+        if not must_overlap or int(beside.group(1)) > 0:
+            break
     if variant == "window1":
         assert int(beside.group(1)) == 0, result.describe()
-    elif topo == f"nodes={np}" or variant in ("leaders", "node"):
-        assert int(beside.group(1)) > 0, result.describe()
+    elif must_overlap:
+        assert int(beside.group(1)) > 0, f"no call side by side in {attempt + 1} jobs\n" + result.describe()
 
 
 REDUCTIONS = ["allreduce", "reduce", "reduce_scatter", "reduce_scatter_block", "scan", "exscan"]
