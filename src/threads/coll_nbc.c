@@ -555,24 +555,24 @@ void thr_nbc_progress(struct thr_rank *r)
   r->nbc_busy = 0;
 }
 
-void thr_nbc_progress_self(void)
+static void progress_self(void)
 {
   thr_nbc_progress(current_rank);
 }
 
-int thr_nbc_test(struct thr_nbc *s)
+static int schedule_test(struct thr_nbc *s)
 {
   if (!s->done)
     thr_nbc_progress(s->rank);
   return s->done;
 }
 
-int thr_nbc_error(const struct thr_nbc *s)
+static int schedule_error(const struct thr_nbc *s)
 {
   return s->error;
 }
 
-void thr_nbc_free(struct thr_nbc *s)
+static void schedule_free(struct thr_nbc *s)
 {
   free(s);
 }
@@ -612,17 +612,21 @@ static struct thr_nbc *start(struct thr_rank *r, const struct thr_comm *c, int t
   return s;
 }
 
-struct thr_nbc *thr_nbc_start(struct thr_rank *r, const struct thr_coll_args *args)
+static struct thr_nbc *start_kept(struct thr_rank *r, const struct thr_coll_args *args)
 {
   return start(r, &args->kept_comm, args->tag, args);
 }
 
-void thr_coll_args_free(struct thr_coll_args *args)
+static void args_free(struct thr_coll_args *args)
 {
   if (args)
     free(args->kept_comm.world);
   free(args);
 }
+
+const struct thr_nbc_calls thr_coll_nbc_calls = {
+  .progress_self = progress_self, .test = schedule_test, .error = schedule_error,
+  .free = schedule_free, .start = start_kept, .args_free = args_free};
 
 static int post(struct thr_rank *r, struct thr_coll_args a, MPI_Request *req)
 {

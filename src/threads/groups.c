@@ -1,5 +1,6 @@
 /* Groups of thread ranks: local objects, an ordered list of world ranks, in a table of
- * the rank's own (like its communicators); and the communicators made from them.
+ * the rank's own (like its communicators); the communicators made from them, and
+ * those made by dup and split.
  * MPI_Comm_create agrees on a context over the whole parent; MPI_Comm_create_group only
  * among the group's members, which alone call it. */
 #include <stdlib.h>
@@ -241,10 +242,86 @@ int thr_Group_free(struct thr_rank *r, MPI_Group *group)
 
 /* Collective over comm; ranks outside their group get MPI_COMM_NULL (disjoint groups
  * share the context, as the halves of a split do). */
+/* ---- communicators made collectively over a parent ---- */
+
+/* A context free at every rank of comm (collective over comm). */
+static int agree_ctx(struct thr_rank *r, MPI_Comm comm)
+{
+  int ctx;
+  thr_Allreduce(r, &r->next_ctx, &ctx, 1, MPI_INT, MPI_MAX, comm);
+  r->next_ctx = ctx + 2;
+  return ctx;
+}
+
+
+int thr_Comm_dup(struct thr_rank *r, MPI_Comm comm, MPI_Comm *out)
+{
+  struct thr_comm *parent = thr_comm_of(r, comm);
+  int ctx = agree_ctx(r, comm);
+  *out = thr_add_comm(r, ctx, parent->size, parent->rank, parent->world);
+  thr_comm_of(r, *out)->errhandler = parent->errhandler;
+  return MPI_SUCCESS;
+}
+
+int thr_Comm_split(struct thr_rank *r, MPI_Comm comm, int color, int key, MPI_Comm *out)
+{
+  struct thr_comm *parent = thr_comm_of(r, comm);
+  int ctx = agree_ctx(r, comm);
+  int mine[2] = {color, key};
+  int *all = thr_malloc((size_t)parent->size * 2 * sizeof(int));
+  thr_Allgather(r, mine, 2, MPI_INT, all, 2, MPI_INT, comm);
+  *out = MPI_COMM_NULL;
+  if (color != MPI_UNDEFINED) {
+    int size = 0, rank = 0;
+    int *members = thr_malloc((size_t)parent->size * sizeof(int));
+    for (int i = 0; i < parent->size; i++)
+      if (all[2 * i] == color)
+        members[size++] = i;
+    /* By key, then by rank in the parent (insertion sort: stable). */
+    for (int i = 1; i < size; i++)
+      for (int j = i; j > 0 && all[2 * members[j - 1] + 1] > all[2 * members[j] + 1]; j--) {
+        int t = members[j];
+        members[j] = members[j - 1];
+        members[j - 1] = t;
+      }
+    for (int i = 0; i < size; i++) {
+      if (members[i] == parent->rank)
+        rank = i;
+      members[i] = parent->world[members[i]];
+    }
+    *out = thr_add_comm(r, ctx, size, rank, members);
+    free(members);
+  }
+  free(all);
+  return MPI_SUCCESS;
+}
+
+/* Ranks share a node when their processes do (the host MPI's view). */
+int thr_Comm_split_type(struct thr_rank *r, MPI_Comm comm, int type, int key, MPI_Info info,
+                        MPI_Comm *out)
+{
+  (void)info;
+  return thr_Comm_split(r, comm, type == MPI_UNDEFINED ? MPI_UNDEFINED : thr_proc.node, key, out);
+}
+
+int thr_Comm_free(struct thr_rank *r, MPI_Comm *comm)
+{
+  struct thr_comm *c = thr_comm_of(r, *comm);
+  if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
+    thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
+  r->comms[thr_comm_index(*comm)] = NULL;
+  thr_local_group_release(c);
+  thr_hier_release(c);
+  free(c->world);
+  free(c);
+  *comm = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
 int thr_Comm_create(struct thr_rank *r, MPI_Comm comm, MPI_Group group, MPI_Comm *out)
 {
   struct thr_group *g = group_of(r, group);
-  int ctx = thr_agree_ctx(r, comm);
+  int ctx = agree_ctx(r, comm);
   int me = rank_in(g, r->world);
   *out = me == MPI_UNDEFINED ? MPI_COMM_NULL : thr_add_comm(r, ctx, g->size, me, g->world);
   return MPI_SUCCESS;

@@ -233,7 +233,7 @@ __attribute__((visibility("default"))) int mcoll_threads_main(int argc, char **a
     thr_fatal("the host MPI gives thread level %d, thread ranks need MPI_THREAD_MULTIPLE",
               provided);
   }
-  thr_runtime_init((int)threads);
+  thr_runtime_init((int)threads, &thr_coll_nbc_calls);
   /* MCOLL_THREADS_REPORT=1: what loading the ranks costs (first process). */
   int report = getenv("MCOLL_THREADS_REPORT") && atoi(getenv("MCOLL_THREADS_REPORT")) > 0;
   long rss_before = resident_kib();

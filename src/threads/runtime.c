@@ -1,5 +1,6 @@
 /* The thread-rank runtime: ranks, communicators, requests and point-to-point
- * matching; the calls of the function table the stand-in libraries use. */
+ * matching, and their calls of the function table (api.c). It never names the
+ * collectives above it: their schedules come in through struct thr_nbc_calls. */
 #include "runtime.h"
 #include "handles.h"
 #include "../core/relax.h"
@@ -19,6 +20,7 @@
 
 struct thr_process thr_proc;
 _Thread_local struct thr_rank *thr_self;
+static const struct thr_nbc_calls *nbc_calls;
 
 /* Messages up to this size are copied on send when no receive is posted yet; larger
  * ones wait for the receiver, which copies once from the sender's buffer. */
@@ -459,7 +461,7 @@ void thr_host_drain(void)
 /* Every wait and test: the calling rank's non-blocking collectives advance too. */
 static void progress(void)
 {
-  thr_nbc_progress_self();
+  nbc_calls->progress_self();
   thr_host_drain();
   if (thr_self)
     drain_rings(thr_self);
@@ -523,7 +525,7 @@ static int request_done(struct thr_request *q)
   case PERSISTENT:
     return !q->active || request_done(q->active);
   case COLL:
-    return thr_nbc_test(q->nbc);
+    return nbc_calls->test(q->nbc);
   case MATCHED:
     return 1;
   }
@@ -535,8 +537,8 @@ static void request_finish(struct thr_request *q, MPI_Status *status)
   if (q->kind == RECV)
     q->status = q->recv.status;
   if (q->kind == COLL) { /* (a receive of the schedule failed: MPI_ERR_TRUNCATE) */
-    q->status.MPI_ERROR = thr_nbc_error(q->nbc);
-    thr_nbc_free(q->nbc);
+    q->status.MPI_ERROR = nbc_calls->error(q->nbc);
+    nbc_calls->free(q->nbc);
   }
   copy_status(status, &q->status);
   free(q->owned);
@@ -738,8 +740,9 @@ void thr_rank_init(struct thr_rank *r, int thread)
   r->next_ctx = 4;
 }
 
-void thr_runtime_init(int threads)
+void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
 {
+  nbc_calls = nbc;
   PMPI_Comm_dup(MPI_COMM_WORLD, &thr_proc.host);
   PMPI_Comm_size(thr_proc.host, &thr_proc.processes);
   PMPI_Comm_rank(thr_proc.host, &thr_proc.process);
@@ -769,7 +772,7 @@ void thr_runtime_finalize(void)
 
 /* ---- the calls of the table ---- */
 
-static int rt_Init(struct thr_rank *r, int *argc, char ***argv)
+int thr_Init(struct thr_rank *r, int *argc, char ***argv)
 {
   (void)argc, (void)argv;
   r->initialized = 1;
@@ -778,64 +781,41 @@ static int rt_Init(struct thr_rank *r, int *argc, char ***argv)
 }
 
 /* Threads of one rank may call MPI one at a time: the rank's tables have no lock. */
-static int rt_Init_thread(struct thr_rank *r, int *argc, char ***argv, int required,
+int thr_Init_thread(struct thr_rank *r, int *argc, char ***argv, int required,
                           int *provided)
 {
-  rt_Init(r, argc, argv);
+  thr_Init(r, argc, argv);
   r->thread_level = required < MPI_THREAD_SERIALIZED ? required : MPI_THREAD_SERIALIZED;
   *provided = r->thread_level;
   return MPI_SUCCESS;
 }
 
-static int rt_Initialized(struct thr_rank *r, int *flag)
+int thr_Initialized(struct thr_rank *r, int *flag)
 {
   *flag = r->initialized;
   return MPI_SUCCESS;
 }
 
-static int rt_Finalized(struct thr_rank *r, int *flag)
+int thr_Finalized(struct thr_rank *r, int *flag)
 {
   *flag = r->finalized;
   return MPI_SUCCESS;
 }
 
-static int rt_Query_thread(struct thr_rank *r, int *provided)
+int thr_Query_thread(struct thr_rank *r, int *provided)
 {
   *provided = r->thread_level;
   return MPI_SUCCESS;
 }
 
-static int rt_Is_thread_main(struct thr_rank *r, int *flag)
+int thr_Is_thread_main(struct thr_rank *r, int *flag)
 {
   (void)r;
   *flag = 1;
   return MPI_SUCCESS;
 }
 
-static void smpi_reap(struct thr_rank *r, int wait);
-
-static int rt_Finalize(struct thr_rank *r)
-{
-  smpi_reap(r, 1);
-  struct thr_waiter w = {0};
-  while (r->nbc_pending) { /* (others may still need this rank's part of them) */
-    thr_nbc_progress(r);
-    thr_wait_pause(&w);
-  }
-  thr_wait_end(&w);
-  thr_Barrier(r, MPI_COMM_WORLD);
-  r->finalized = 1;
-  const char *stats = getenv("MCOLL_THREADS_STATS");
-  if (stats && atoi(stats) && r->thread == 0) {
-    long messages, chunks;
-    thr_split_counts(&messages, &chunks);
-    fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders\n",
-            thr_proc.process, messages, chunks);
-  }
-  return MPI_SUCCESS;
-}
-
-static int rt_Abort(struct thr_rank *r, MPI_Comm comm, int code)
+int thr_Abort(struct thr_rank *r, MPI_Comm comm, int code)
 {
   (void)comm;
   fprintf(stderr, "mcoll threads: rank %d called MPI_Abort(%d)\n", r->world, code);
@@ -844,30 +824,16 @@ static int rt_Abort(struct thr_rank *r, MPI_Comm comm, int code)
   thr_abort_job(code);
 }
 
-static int rt_Comm_rank(struct thr_rank *r, MPI_Comm comm, int *rank)
+int thr_Comm_rank(struct thr_rank *r, MPI_Comm comm, int *rank)
 {
   *rank = thr_comm_of(r, comm)->rank;
   return MPI_SUCCESS;
 }
 
-static int rt_Comm_size(struct thr_rank *r, MPI_Comm comm, int *size)
+int thr_Comm_size(struct thr_rank *r, MPI_Comm comm, int *size)
 {
   *size = thr_comm_of(r, comm)->size;
   return MPI_SUCCESS;
-}
-
-/* A context free at every rank of comm (collective over comm). */
-static int agree_ctx(struct thr_rank *r, MPI_Comm comm)
-{
-  int ctx;
-  thr_Allreduce(r, &r->next_ctx, &ctx, 1, MPI_INT, MPI_MAX, comm);
-  r->next_ctx = ctx + 2;
-  return ctx;
-}
-
-int thr_agree_ctx(struct thr_rank *r, MPI_Comm comm)
-{
-  return agree_ctx(r, comm);
 }
 
 MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int *world)
@@ -877,75 +843,7 @@ MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int
   return add_comm(r, c);
 }
 
-static int rt_Comm_dup(struct thr_rank *r, MPI_Comm comm, MPI_Comm *out)
-{
-  struct thr_comm *parent = thr_comm_of(r, comm);
-  int ctx = agree_ctx(r, comm);
-  struct thr_comm *c = new_comm(ctx, parent->size, parent->rank);
-  memcpy(c->world, parent->world, (size_t)parent->size * sizeof(int));
-  c->errhandler = parent->errhandler;
-  *out = add_comm(r, c);
-  return MPI_SUCCESS;
-}
-
-static int rt_Comm_split(struct thr_rank *r, MPI_Comm comm, int color, int key, MPI_Comm *out)
-{
-  struct thr_comm *parent = thr_comm_of(r, comm);
-  int ctx = agree_ctx(r, comm);
-  int mine[2] = {color, key};
-  int *all = thr_malloc((size_t)parent->size * 2 * sizeof(int));
-  thr_Allgather(r, mine, 2, MPI_INT, all, 2, MPI_INT, comm);
-  *out = MPI_COMM_NULL;
-  if (color != MPI_UNDEFINED) {
-    int size = 0, rank = 0;
-    int *members = thr_malloc((size_t)parent->size * sizeof(int));
-    for (int i = 0; i < parent->size; i++)
-      if (all[2 * i] == color)
-        members[size++] = i;
-    /* By key, then by rank in the parent (insertion sort: stable). */
-    for (int i = 1; i < size; i++)
-      for (int j = i; j > 0 && all[2 * members[j - 1] + 1] > all[2 * members[j] + 1]; j--) {
-        int t = members[j];
-        members[j] = members[j - 1];
-        members[j - 1] = t;
-      }
-    struct thr_comm *c = new_comm(ctx, size, 0);
-    for (int i = 0; i < size; i++) {
-      if (members[i] == parent->rank)
-        rank = i;
-      c->world[i] = parent->world[members[i]];
-    }
-    c->rank = rank;
-    free(members);
-    *out = add_comm(r, c);
-  }
-  free(all);
-  return MPI_SUCCESS;
-}
-
-/* Ranks share a node when their processes do (the host MPI's view). */
-static int rt_Comm_split_type(struct thr_rank *r, MPI_Comm comm, int type, int key, MPI_Info info,
-                              MPI_Comm *out)
-{
-  (void)info;
-  return rt_Comm_split(r, comm, type == MPI_UNDEFINED ? MPI_UNDEFINED : thr_proc.node, key, out);
-}
-
-static int rt_Comm_free(struct thr_rank *r, MPI_Comm *comm)
-{
-  struct thr_comm *c = thr_comm_of(r, *comm);
-  if (*comm == MPI_COMM_WORLD || *comm == MPI_COMM_SELF)
-    thr_fatal("rank %d: MPI_Comm_free of a predefined communicator", r->world);
-  r->comms[thr_comm_index(*comm)] = NULL;
-  thr_local_group_release(c);
-  thr_hier_release(c);
-  free(c->world);
-  free(c);
-  *comm = MPI_COMM_NULL;
-  return MPI_SUCCESS;
-}
-
-static int rt_Comm_compare(struct thr_rank *r, MPI_Comm a, MPI_Comm b, int *result)
+int thr_Comm_compare(struct thr_rank *r, MPI_Comm a, MPI_Comm b, int *result)
 {
   struct thr_comm *x = thr_comm_of(r, a), *y = thr_comm_of(r, b);
   if (x == y) {
@@ -960,19 +858,19 @@ static int rt_Comm_compare(struct thr_rank *r, MPI_Comm a, MPI_Comm b, int *resu
 }
 
 /* Errors stop the job whatever the handler says; the handler is only kept. */
-static int rt_Comm_set_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler handler)
+int thr_Comm_set_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler handler)
 {
   thr_comm_of(r, comm)->errhandler = handler;
   return MPI_SUCCESS;
 }
 
-static int rt_Comm_get_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler *handler)
+int thr_Comm_get_errhandler(struct thr_rank *r, MPI_Comm comm, MPI_Errhandler *handler)
 {
   *handler = thr_comm_of(r, comm)->errhandler;
   return MPI_SUCCESS;
 }
 
-static int rt_Comm_get_attr(struct thr_rank *r, MPI_Comm comm, int key, void *value, int *flag)
+int thr_Comm_get_attr(struct thr_rank *r, MPI_Comm comm, int key, void *value, int *flag)
 {
   static int tag_ub = 0x7fffffff;
   thr_comm_of(r, comm);
@@ -984,7 +882,7 @@ static int rt_Comm_get_attr(struct thr_rank *r, MPI_Comm comm, int key, void *va
   return MPI_SUCCESS;
 }
 
-static int rt_Isend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+int thr_Isend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                     int tag, MPI_Comm comm, MPI_Request *req)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -1014,7 +912,7 @@ static void send_local_blocking(struct thr_rank *r, int dst_thread, int ctx, int
   thr_wait_end(&w);
 }
 
-static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+int thr_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                    int tag, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -1035,25 +933,25 @@ static int rt_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype 
 }
 
 /* Synchronous and ready sends complete like standard sends (no handshake yet). */
-static int rt_Ssend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+int thr_Ssend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                     int tag, MPI_Comm comm)
 {
-  return rt_Send(r, buf, count, type, dst, tag, comm);
+  return thr_Send(r, buf, count, type, dst, tag, comm);
 }
 
-static int rt_Rsend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+int thr_Rsend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                     int tag, MPI_Comm comm)
 {
-  return rt_Send(r, buf, count, type, dst, tag, comm);
+  return thr_Send(r, buf, count, type, dst, tag, comm);
 }
 
-static int rt_Issend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
+int thr_Issend(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, int dst,
                      int tag, MPI_Comm comm, MPI_Request *req)
 {
-  return rt_Isend(r, buf, count, type, dst, tag, comm, req);
+  return thr_Isend(r, buf, count, type, dst, tag, comm, req);
 }
 
-static int rt_Irecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+int thr_Irecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
                     int tag, MPI_Comm comm, MPI_Request *req)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -1061,7 +959,7 @@ static int rt_Irecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type,
   return MPI_SUCCESS;
 }
 
-static int rt_Recv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+int thr_Recv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
                    int tag, MPI_Comm comm, MPI_Status *status)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -1087,7 +985,7 @@ static int rt_Recv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, 
   return rv.status.MPI_ERROR;
 }
 
-static int rt_Sendrecv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
+int thr_Sendrecv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
                        int dst, int stag, void *rbuf, int rcount, MPI_Datatype rtype, int src,
                        int rtag, MPI_Comm comm, MPI_Status *status)
 {
@@ -1101,7 +999,7 @@ static int rt_Sendrecv(struct thr_rank *r, const void *sbuf, int scount, MPI_Dat
   return st.MPI_ERROR;
 }
 
-static int rt_Sendrecv_replace(struct thr_rank *r, void *buf, int count, MPI_Datatype type,
+int thr_Sendrecv_replace(struct thr_rank *r, void *buf, int count, MPI_Datatype type,
                                int dst, int stag, int src, int rtag, MPI_Comm comm,
                                MPI_Status *status)
 {
@@ -1111,7 +1009,7 @@ static int rt_Sendrecv_replace(struct thr_rank *r, void *buf, int count, MPI_Dat
   void *copy = thr_malloc(len ? len : 1);
   memcpy(copy, bytes, len);
   free(owned);
-  int err = rt_Sendrecv(r, copy, (int)len, MPI_BYTE, dst, stag, buf, count, type, src, rtag,
+  int err = thr_Sendrecv(r, copy, (int)len, MPI_BYTE, dst, stag, buf, count, type, src, rtag,
                         comm, status);
   free(copy);
   return err;
@@ -1133,7 +1031,7 @@ static int find_unexpected(struct thr_rank *r, struct thr_comm *c, int src, int 
   return found;
 }
 
-static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
+int thr_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *flag,
                      MPI_Status *status)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -1149,12 +1047,12 @@ static int rt_Iprobe(struct thr_rank *r, int src, int tag, MPI_Comm comm, int *f
   return MPI_SUCCESS;
 }
 
-static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Status *status)
+int thr_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Status *status)
 {
   int flag = 0;
   struct thr_waiter w = {0};
   for (;;) {
-    rt_Iprobe(r, src, tag, comm, &flag, status);
+    thr_Iprobe(r, src, tag, comm, &flag, status);
     if (flag) {
       thr_wait_end(&w);
       return MPI_SUCCESS;
@@ -1164,7 +1062,7 @@ static int rt_Probe(struct thr_rank *r, int src, int tag, MPI_Comm comm, MPI_Sta
 }
 
 /* A persistent request stays (inactive) after its operation completes. */
-static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
+int thr_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
 {
   struct thr_request *q = request_of(r, *req, 0);
   MPI_Status st;
@@ -1184,28 +1082,28 @@ static int rt_Wait(struct thr_rank *r, MPI_Request *req, MPI_Status *status)
   return collective ? st.MPI_ERROR : MPI_SUCCESS;
 }
 
-static int rt_Test(struct thr_rank *r, MPI_Request *req, int *flag, MPI_Status *status)
+int thr_Test(struct thr_rank *r, MPI_Request *req, int *flag, MPI_Status *status)
 {
   struct thr_request *q = request_of(r, *req, 0);
   *flag = 1;
   if (!q)
-    return rt_Wait(r, req, status);
+    return thr_Wait(r, req, status);
   progress();
   if (!request_done(q)) {
     *flag = 0;
     return MPI_SUCCESS;
   }
-  return rt_Wait(r, req, status);
+  return thr_Wait(r, req, status);
 }
 
-static int rt_Waitall(struct thr_rank *r, int n, MPI_Request reqs[], MPI_Status statuses[])
+int thr_Waitall(struct thr_rank *r, int n, MPI_Request reqs[], MPI_Status statuses[])
 {
   for (int i = 0; i < n; i++)
-    rt_Wait(r, &reqs[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
+    thr_Wait(r, &reqs[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i]);
   return MPI_SUCCESS;
 }
 
-static int rt_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
+int thr_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
                       MPI_Status statuses[])
 {
   progress();
@@ -1217,10 +1115,10 @@ static int rt_Testall(struct thr_rank *r, int n, MPI_Request reqs[], int *flag,
     }
   }
   *flag = 1;
-  return rt_Waitall(r, n, reqs, statuses);
+  return thr_Waitall(r, n, reqs, statuses);
 }
 
-static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
+int thr_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
                       MPI_Status *status)
 {
   struct thr_waiter w = {0};
@@ -1234,7 +1132,7 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
       if (request_done(q)) {
         thr_wait_end(&w);
         *index = i;
-        return rt_Wait(r, &reqs[i], status);
+        return thr_Wait(r, &reqs[i], status);
       }
     }
     if (!active) {
@@ -1247,7 +1145,7 @@ static int rt_Waitany(struct thr_rank *r, int n, MPI_Request reqs[], int *index,
 }
 
 /* A freed request still completes: its sender's bytes are still read. */
-static int rt_Request_free(struct thr_rank *r, MPI_Request *req)
+int thr_Request_free(struct thr_rank *r, MPI_Request *req)
 {
   MPI_Request handle = *req;
   struct thr_request *q = request_of(r, *req, 1);
@@ -1255,7 +1153,7 @@ static int rt_Request_free(struct thr_rank *r, MPI_Request *req)
   if (q && q->kind == PERSISTENT) {
     if (q->active)
       thr_wait(r, q->active, MPI_STATUS_IGNORE);
-    thr_coll_args_free(q->call.coll);
+    nbc_calls->args_free(q->call.coll);
     free(q);
   } else if (q && q->kind == COLL) { /* erroneous (MPI-3.1 5.12); MPICH rejects it too */
     *req = handle; /* (still the program's to complete) */
@@ -1276,25 +1174,25 @@ static int persistent(struct thr_rank *r, struct persistent_call call, MPI_Reque
   return MPI_SUCCESS;
 }
 
-static int rt_Send_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+int thr_Send_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
                         int dst, int tag, MPI_Comm comm, MPI_Request *req)
 {
   return persistent(r, (struct persistent_call){1, (void *)buf, count, type, dst, tag, comm, NULL}, req);
 }
 
-static int rt_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
+int thr_Ssend_init(struct thr_rank *r, const void *buf, int count, MPI_Datatype type,
                          int dst, int tag, MPI_Comm comm, MPI_Request *req)
 {
-  return rt_Send_init(r, buf, count, type, dst, tag, comm, req);
+  return thr_Send_init(r, buf, count, type, dst, tag, comm, req);
 }
 
-static int rt_Recv_init(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
+int thr_Recv_init(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int src,
                         int tag, MPI_Comm comm, MPI_Request *req)
 {
   return persistent(r, (struct persistent_call){0, buf, count, type, src, tag, comm, NULL}, req);
 }
 
-static int rt_Start(struct thr_rank *r, MPI_Request *req)
+int thr_Start(struct thr_rank *r, MPI_Request *req)
 {
   struct thr_request *q = request_of(r, *req, 0);
   if (!q || q->kind != PERSISTENT || q->active)
@@ -1302,7 +1200,7 @@ static int rt_Start(struct thr_rank *r, MPI_Request *req)
   struct persistent_call *call = &q->call;
   if (call->coll) {
     q->active = new_request(COLL);
-    q->active->nbc = thr_nbc_start(r, call->coll);
+    q->active->nbc = nbc_calls->start(r, call->coll);
     return MPI_SUCCESS;
   }
   struct thr_comm *c = thr_comm_of(r, call->comm);
@@ -1312,29 +1210,29 @@ static int rt_Start(struct thr_rank *r, MPI_Request *req)
   return MPI_SUCCESS;
 }
 
-static int rt_Startall(struct thr_rank *r, int n, MPI_Request reqs[])
+int thr_Startall(struct thr_rank *r, int n, MPI_Request reqs[])
 {
   for (int i = 0; i < n; i++)
-    rt_Start(r, &reqs[i]);
+    thr_Start(r, &reqs[i]);
   return MPI_SUCCESS;
 }
 
 /* Packing is local: the host's MPI_COMM_SELF stands for any communicator. */
-static int rt_Pack(struct thr_rank *r, const void *in, int count, MPI_Datatype type, void *out,
+int thr_Pack(struct thr_rank *r, const void *in, int count, MPI_Datatype type, void *out,
                    int size, int *position, MPI_Comm comm)
 {
   thr_comm_of(r, comm);
   return PMPI_Pack(in, count, type, out, size, position, MPI_COMM_SELF);
 }
 
-static int rt_Unpack(struct thr_rank *r, const void *in, int size, int *position, void *out,
+int thr_Unpack(struct thr_rank *r, const void *in, int size, int *position, void *out,
                      int count, MPI_Datatype type, MPI_Comm comm)
 {
   thr_comm_of(r, comm);
   return PMPI_Unpack(in, size, position, out, count, type, MPI_COMM_SELF);
 }
 
-static int rt_Pack_size(struct thr_rank *r, int count, MPI_Datatype type, MPI_Comm comm,
+int thr_Pack_size(struct thr_rank *r, int count, MPI_Datatype type, MPI_Comm comm,
                         int *size)
 {
   thr_comm_of(r, comm);
@@ -1346,7 +1244,7 @@ static int rt_Pack_size(struct thr_rank *r, int count, MPI_Datatype type, MPI_Co
 /* Buffers come from the runtime's allocator (the base namespace's malloc), so that a
  * buffer allocated by one rank may be freed by another: each rank's namespace has a
  * malloc of its own, and memory must not be freed in a namespace other than its own. */
-static int rt_Smpi_alloc(struct thr_rank *r, MPI_Aint size, void *baseptr)
+int thr_Smpi_alloc(struct thr_rank *r, MPI_Aint size, void *baseptr)
 {
   (void)r;
   void *p = size >= 0 ? malloc(size ? (size_t)size : 1) : NULL;
@@ -1354,7 +1252,7 @@ static int rt_Smpi_alloc(struct thr_rank *r, MPI_Aint size, void *baseptr)
   return p ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-static int rt_Smpi_free(struct thr_rank *r, void *ptr)
+int thr_Smpi_free(struct thr_rank *r, void *ptr)
 {
   (void)r;
   free(ptr);
@@ -1370,7 +1268,7 @@ struct thr_smpi_send {
 };
 
 /* Frees the buffers of the SMPI sends that have completed; all of them when wait is set. */
-static void smpi_reap(struct thr_rank *r, int wait)
+void thr_smpi_reap(struct thr_rank *r, int wait)
 {
   for (struct thr_smpi_send **p = &r->smpi_sends; *p;) {
     struct thr_smpi_send *s = *p;
@@ -1391,13 +1289,13 @@ static void smpi_reap(struct thr_rank *r, int wait)
 /* The send returns at once, wherever the peer is (a ring of sends followed by receives
  * must not wait on itself). To a thread rank of this process the buffer itself becomes
  * the message: no copy. */
-static int rt_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype type, int dst,
+int thr_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype type, int dst,
                         int tag, MPI_Comm comm)
 {
   if (!thr_type_is_contiguous(type, count))
     return MPI_ERR_TYPE;
   struct thr_comm *c = thr_comm_of(r, comm);
-  smpi_reap(r, 0);
+  thr_smpi_reap(r, 0);
   if (dst == MPI_PROC_NULL) {
     free(ptr);
     return MPI_SUCCESS;
@@ -1419,7 +1317,7 @@ static int rt_Smpi_send(struct thr_rank *r, void *ptr, int count, MPI_Datatype t
   return MPI_SUCCESS;
 }
 
-static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype type, int src,
+int thr_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype type, int src,
                         int tag, MPI_Comm comm, MPI_Status *status)
 {
   if (!thr_type_is_contiguous(type, count))
@@ -1428,7 +1326,7 @@ static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype 
   void **take = ptrp;
   *take = NULL;
   if (src == MPI_PROC_NULL)
-    return rt_Recv(r, NULL, 0, type, src, tag, comm, status);
+    return thr_Recv(r, NULL, 0, type, src, tag, comm, status);
   if (src != MPI_ANY_SOURCE && (src < 0 || src >= c->size))
     thr_fatal("rank %d: receive from rank %d of a communicator of %d", r->world, src, c->size);
   struct thr_request *q = new_request(RECV);
@@ -1439,7 +1337,7 @@ static int rt_Smpi_recv(struct thr_rank *r, void *ptrp, int count, MPI_Datatype 
   MPI_Status st;
   thr_wait(r, q, &st);
   copy_status(status, &st);
-  smpi_reap(r, 0);
+  thr_smpi_reap(r, 0);
   return st.MPI_ERROR;
 }
 
@@ -1491,7 +1389,7 @@ int thr_Testsome(struct thr_rank *r, int n, MPI_Request reqs[], int *outcount, i
       continue;
     active = 1;
     if (request_done(q)) {
-      rt_Wait(r, &reqs[i], status_at(statuses, done));
+      thr_Wait(r, &reqs[i], status_at(statuses, done));
       indices[done++] = i;
     }
   }
@@ -1527,7 +1425,7 @@ int thr_Testany(struct thr_rank *r, int n, MPI_Request reqs[], int *index, int *
     if (request_done(q)) {
       *index = i;
       *flag = 1;
-      return rt_Wait(r, &reqs[i], status);
+      return thr_Wait(r, &reqs[i], status);
     }
   }
   *flag = !active;
@@ -1667,54 +1565,3 @@ int thr_Imrecv(struct thr_rank *r, void *buf, int count, MPI_Datatype type, MPI_
   *req = add_request(r, q);
   return MPI_SUCCESS;
 }
-
-static void rt_missing(struct thr_rank *r, const char *name)
-{
-  thr_fatal("rank %d called %s, which thread ranks do not implement yet", r->world, name);
-}
-
-/* exit() in a rank: its namespace's atexit handlers and stdio, then back to the loader. */
-static void rt_exit(struct thr_rank *r, int status)
-{
-  r->exit_status = status;
-  r->cxa_finalize(NULL);
-  r->fflush(NULL);
-  longjmp(r->exit_jump, 1);
-}
-
-/* The collectives keep their names in coll.c. */
-#define rt_Barrier thr_Barrier
-#define rt_Bcast thr_Bcast
-#define rt_Reduce thr_Reduce
-#define rt_Allreduce thr_Allreduce
-#define rt_Reduce_scatter_block thr_Reduce_scatter_block
-#define rt_Reduce_scatter thr_Reduce_scatter
-#define rt_Alltoallw thr_Alltoallw
-#define rt_Scan thr_Scan
-#define rt_Exscan thr_Exscan
-#define rt_Gather thr_Gather
-#define rt_Gatherv thr_Gatherv
-#define rt_Scatter thr_Scatter
-#define rt_Scatterv thr_Scatterv
-#define rt_Allgather thr_Allgather
-#define rt_Allgatherv thr_Allgatherv
-#define rt_Alltoall thr_Alltoall
-#define rt_Alltoallv thr_Alltoallv
-
-#define RUNTIME_ENTRY(ret, name, params, args) .name = rt_##name,
-#define RUNTIME_ENTRY0(ret, name) .name = rt_##name,
-#define HOST_ENTRY(ret, name, params, args) .host_##name = PMPI_##name,
-#define THR_ENTRY(ret, name, params, args) .name = thr_##name,
-
-const struct thr_api thr_runtime_api = {
-  THR_RUNTIME_CALLS(RUNTIME_ENTRY)
-  THR_SMPI_CALLS(RUNTIME_ENTRY)
-  THR_RUNTIME_CALLS0(RUNTIME_ENTRY0)
-  THR_HOST_CALLS(HOST_ENTRY)
-  THR_NBC_CALLS(THR_ENTRY)
-  THR_GROUP_CALLS(THR_ENTRY)
-  .missing = rt_missing,
-  .exit = rt_exit,
-  .host_objects = THR_HOST_OBJECTS,
-  .host_symbol = THR_HOST_SYMBOL,
-};

@@ -119,7 +119,22 @@ extern struct thr_process thr_proc;
 extern _Thread_local struct thr_rank *thr_self;
 extern const struct thr_api thr_runtime_api;
 
-void thr_runtime_init(int threads);
+/* What the request engine (runtime.c) does with a collective's schedule: given to it
+ * by the collectives above (coll_nbc.c) at start-up, so that it never names them. */
+struct thr_nbc;
+struct thr_coll_args;
+struct thr_nbc_calls {
+  /* every wait and test: the schedules of the rank this thread last ran one for */
+  void (*progress_self)(void);
+  int (*test)(struct thr_nbc *s); /* 1 when done; progresses it otherwise */
+  int (*error)(const struct thr_nbc *s); /* MPI_SUCCESS, or a receive's error */
+  void (*free)(struct thr_nbc *s);
+  /* MPI_Start of a persistent collective: a new schedule from its arguments */
+  struct thr_nbc *(*start)(struct thr_rank *r, const struct thr_coll_args *args);
+  void (*args_free)(struct thr_coll_args *args);
+};
+extern const struct thr_nbc_calls thr_coll_nbc_calls; /* coll_nbc.c */
+void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc);
 /* After the ranks' threads have ended. */
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
@@ -317,64 +332,27 @@ void thr_hier_allgatherv(struct thr_rank *r, struct thr_comm *c, struct thr_hier
                          const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                          int count, const int *counts, const int *displs, MPI_Datatype rtype);
 
-/* Collectives over the runtime's point-to-point (coll.c). */
-#define THR_COLL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);
-THR_COLL_DECL(int, Barrier, (MPI_Comm comm), ())
-THR_COLL_DECL(int, Bcast, (void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Reduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
-                            MPI_Op op, int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Allreduce, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
-                               MPI_Op op, MPI_Comm comm), ())
-THR_COLL_DECL(int, Reduce_scatter_block, (const void *sbuf, void *rbuf, int count,
-                                          MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
-THR_COLL_DECL(int, Reduce_scatter, (const void *sbuf, void *rbuf, const int *counts,
-                                    MPI_Datatype type, MPI_Op op, MPI_Comm comm), ())
-THR_COLL_DECL(int, Alltoallw, (const void *sbuf, const int *scounts, const int *sdispls,
-                               const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
-                               const int *rdispls, const MPI_Datatype *rtypes, MPI_Comm comm), ())
-THR_COLL_DECL(int, Scan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
-                          MPI_Op op, MPI_Comm comm), ())
-THR_COLL_DECL(int, Exscan, (const void *sbuf, void *rbuf, int count, MPI_Datatype type,
-                            MPI_Op op, MPI_Comm comm), ())
-THR_COLL_DECL(int, Gather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Gatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                             const int *rcounts, const int *displs, MPI_Datatype rtype,
-                             int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Scatter, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Scatterv, (const void *sbuf, const int *scounts, const int *displs,
-                              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,
-                              int root, MPI_Comm comm), ())
-THR_COLL_DECL(int, Allgather, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                               int rcount, MPI_Datatype rtype, MPI_Comm comm), ())
-THR_COLL_DECL(int, Allgatherv, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                                const int *rcounts, const int *displs, MPI_Datatype rtype,
-                                MPI_Comm comm), ())
-THR_COLL_DECL(int, Alltoall, (const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                              int rcount, MPI_Datatype rtype, MPI_Comm comm), ())
-THR_COLL_DECL(int, Alltoallv, (const void *sbuf, const int *scounts, const int *sdispls,
-                               MPI_Datatype stype, void *rbuf, const int *rcounts,
-                               const int *rdispls, MPI_Datatype rtype, MPI_Comm comm), ())
+/* The calls of the function table (table.h), each with its rank first: point-to-point
+ * and communicators (runtime.c, groups.c), the collectives over the runtime's
+ * point-to-point (coll.c), MPI_Finalize (api.c). */
+#define THR_CALL_DECL(ret, name, params, args) ret thr_##name(struct thr_rank *, THR_UNPAREN params);
+#define THR_CALL_DECL0(ret, name) ret thr_##name(struct thr_rank *);
+THR_RUNTIME_CALLS(THR_CALL_DECL)
+THR_SMPI_CALLS(THR_CALL_DECL)
+THR_RUNTIME_CALLS0(THR_CALL_DECL0)
 
 /* Non-blocking and persistent collectives (coll_nbc.c): each call is a schedule of
  * rounds of point-to-point and local steps, advanced by every progress of its rank. */
 struct thr_nbc;
 struct thr_coll_args;
-THR_NBC_CALLS(THR_COLL_DECL)
-THR_GROUP_CALLS(THR_COLL_DECL)
+THR_NBC_CALLS(THR_CALL_DECL)
+THR_GROUP_CALLS(THR_CALL_DECL)
 /* Advances the rank's pending schedules (no-op when none or when already inside). */
 void thr_nbc_progress(struct thr_rank *r);
-/* The same for the rank this thread last ran a non-blocking collective for (progress
- * inside loops that do not know their rank, e.g. the in-process barrier). */
-void thr_nbc_progress_self(void);
-int thr_nbc_test(struct thr_nbc *s);
-void thr_nbc_free(struct thr_nbc *s);
-int thr_nbc_error(const struct thr_nbc *s); /* MPI_SUCCESS, or a receive's error */
-/* MPI_Start of a persistent collective: a new schedule from its arguments. */
-struct thr_nbc *thr_nbc_start(struct thr_rank *r, const struct thr_coll_args *args);
-void thr_coll_args_free(struct thr_coll_args *args);
 
+/* Frees what this rank passed by SMPI and its receivers have taken; with wait, waits
+ * for them all first (MPI_Finalize). */
+void thr_smpi_reap(struct thr_rank *r, int wait);
 /* Drains what other processes sent into the mailboxes (runtime.c). */
 void thr_host_drain(void);
 /* Requests for coll_nbc.c and groups.c (runtime.c). */
@@ -384,8 +362,7 @@ MPI_Request thr_persistent_coll_request(struct thr_rank *r, struct thr_coll_args
 /* 1 (and the request freed) when q is complete, else 0; never waits. An error of its
  * status goes to *error. */
 int thr_request_test(struct thr_request *q, int *error);
-/* A context free at every rank of comm (collective over comm), and a new communicator. */
-int thr_agree_ctx(struct thr_rank *r, MPI_Comm comm);
+/* A new communicator of the rank's (its context agreed by the caller). */
 MPI_Comm thr_add_comm(struct thr_rank *r, int ctx, int size, int rank, const int *world);
 
 #endif
