@@ -116,9 +116,12 @@ up() {
     ip -n "$h" link set lo up
     # The holder keeps the host's mount, UTS and IPC namespaces (and its /dev/shm)
     # alive between jobs; it runs in the netns, so `down` ends it with the rest.
-    setsid ip netns exec "$h" unshare --mount --uts --ipc --propagation private \
-      sh -c 'mount -t tmpfs -o mode=1777,size=50% "shm-$1" /dev/shm && hostname "$1" &&
-             echo $$ > "$2" && exec sleep infinity' sh "$h" "$STATE/$h.pid" </dev/null >/dev/null 2>&1 &
+    # It keeps none of this shell's descriptors above 2: e.g. the lock of a caller's
+    # `flock LOCK testhosts.sh up` would stay held for as long as the hosts are up.
+    ( close_inherited_fds
+      exec setsid ip netns exec "$h" unshare --mount --uts --ipc --propagation private \
+        sh -c 'mount -t tmpfs -o mode=1777,size=50% "shm-$1" /dev/shm && hostname "$1" &&
+               echo $$ > "$2" && exec sleep infinity' sh "$h" "$STATE/$h.pid" ) </dev/null >/dev/null 2>&1 &
   done
   for k in $(seq 1 "$n"); do
     for _ in $(seq 1 50); do [[ -s $STATE/$PREFIX$k.pid ]] && break; sleep 0.1; done
@@ -143,6 +146,14 @@ agent() {
   # The launchers may name a host by its address.
   [[ $host == "$SUBNET".* ]] && host=$PREFIX${host##*.}
   exec nsenter -t "$(holder_of "$host")" --net --mount --uts --ipc sh -c "$*"
+}
+
+close_inherited_fds() {  # in a subshell: closes its descriptors above 2
+  local fd
+  for fd in $(ls "/proc/$BASHPID/fd"); do
+    (( fd > 2 )) && eval "exec $fd>&-" 2>/dev/null
+  done
+  return 0
 }
 
 holder_of() {

@@ -168,6 +168,22 @@ def test_leftover_reported(hosts, tmp_path):
     assert f"left in /dev/shm of {PREFIX}2" in result.stderr and "mcoll-0-left-by-test" in result.stderr, result.describe()
 
 
+def test_holders_keep_no_caller_lock(hosts, tmp_path):
+    """`flock LOCK testhosts.sh up N` frees LOCK when `up` returns: the namespace
+    holders it leaves running keep none of its descriptors (they kept a benchmark lock
+    held for as long as the hosts were up)."""
+    lock = tmp_path / "caller.lock"
+    lock.touch()
+    up = subprocess.run(["flock", "-x", str(lock), str(TESTHOSTS), "up", str(hosts)],
+                        capture_output=True, text=True, timeout=120)
+    assert up.returncode == 0, up.stderr
+    free = subprocess.run(["flock", "-n", "-x", str(lock), "true"])
+    assert free.returncode == 0, "the test hosts' holders keep the caller's lock"
+    for pidfile in Path(f"/run/mcoll-testhosts-{PREFIX}").glob("*.pid"):
+        fds = sorted(int(fd.name) for fd in Path(f"/proc/{pidfile.read_text().strip()}/fd").iterdir())
+        assert fds == [0, 1, 2], (pidfile.name, fds)
+
+
 # Uneven ranks per host over 2 and 3 hosts. MPICH 4.0 spins without yielding, so its
 # larger layouts get fewer cases (as in test_mpi_coll / test_nbc).
 LAYOUTS = [("openmpi", "2,1"), ("openmpi", "1,3"), ("openmpi", "3,2,1"),
