@@ -186,12 +186,7 @@ int mcoll__node_red_ready(const struct mcoll_node_red *r, int alg, int spin);
 int mcoll__node_red_flat_ready(const struct mcoll_node_red *r, uint32_t digest, int spin);
 /* mcoll__node_red as a step of the MAHCAF template: a disagreement is kept for the
  * end of the call (hc->deferred), and the inter-node steps go on. */
-static inline int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r,
-                                       int alg) {
-  int err = mcoll__node_red(r, alg);
-  if (err != MPI_SUCCESS) hc->deferred = err;
-  return MPI_SUCCESS;
-}
+int mcoll__node_red_step(struct mcoll_hier_call *hc, const struct mcoll_node_red *r, int alg);
 /* A node of one rank: outputs are copies of the input. */
 void mcoll__node_alone(const struct mcoll_node_red *r);
 
