@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/alltoall/alltoall.h"
+#include "coll/alltoall/alltoall_blocks.h"
 #include "core/datatype.h"
 #include "core/xmalloc.h"
 

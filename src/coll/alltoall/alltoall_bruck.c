@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/alltoall/alltoall.h"
+#include "coll/alltoall/alltoall_node.h"
 #include "node/area.h"
 
 void mcoll__a2a_node_bruck(struct mcoll_a2a *a) {

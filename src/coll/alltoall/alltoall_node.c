@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "coll/alltoall/alltoall.h"
+#include "coll/alltoall/alltoall_node.h"
 #include "coll/beside.h"
 #include "coll/move.h"
 #include "core/config.h"
