@@ -6,9 +6,10 @@
  * what both decide, so it is timed: per communicator, collective and size (the same
  * sequence on every rank, since T-NBC's eligibility is agreed), the first 2N calls
  * alternate T-NBC and the blocking call, each timed from its entry to the next such
- * call's entry; then one small allreduce keeps T-NBC only where every rank's median
- * period was shorter with it. The decision is the same on every rank, as the init
+ * call's entry; then one small allreduce keeps T-NBC only where the slowest rank's
+ * median period was shorter with it than the slowest rank's without. The decision is the same on every rank, as the init
  * phase needs. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,14 +91,19 @@ int mcoll__tnbc_adapt_take(MPI_Comm comm, const char *coll, size_t bytes) {
   } else if (s->n < 2 * (unsigned)w) {
     on = s->n % 2 == 0;
   } else {
-    /* every rank's vote, MPI_MIN: T-NBC only if it shortened the period everywhere */
-    int mine = s->count[0] > 0 && s->count[1] > 0 &&
-               median(s->period[1], s->count[1]) < median(s->period[0], s->count[0]);
-    int all = 0;
-    if (mcoll__tnbc_agree(&mine, &all, 1, comm) != MPI_SUCCESS) all = 0;
-    s->on = all;
+    /* the slowest rank's median period with and without (MPI_MIN of the negated
+     * microseconds): the job goes at its slowest rank's pace; a rank without samples
+     * counts as no gain */
+    int mine[2] = {INT_MIN, 0}, all[2] = {0, 0};
+    if (s->count[0] > 0 && s->count[1] > 0) {
+      double with = 1e6 * median(s->period[1], s->count[1]), without = 1e6 * median(s->period[0], s->count[0]);
+      mine[0] = -(int)(with < INT_MAX ? with : INT_MAX);
+      mine[1] = -(int)(without < INT_MAX ? without : INT_MAX);
+    }
+    on = mcoll__tnbc_agree(mine, all, 2, comm) == MPI_SUCCESS && all[0] != INT_MIN &&
+         -(long long)all[0] < -(long long)all[1];
+    s->on = on;
     s->decided = 1;
-    on = all;
     t = now_ns(); /* (the agreement is not the application's period) */
   }
   s->n++;
