@@ -28,7 +28,7 @@ int mcoll__tnbc_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendt
     return 0;
   size_t block = (size_t)recvcount * (size_t)tsize, bytes = block * (size_t)p;
   if (block < (size_t)mcoll__cfg.TNBC_MIN || block < 2 * E || block > INT_MAX ||
-      (size_t)recvcount * (size_t)p > INT_MAX)
+      (size_t)recvcount * (size_t)p > INT_MAX || !mcoll__tnbc_adapt_take(comm, "allgather", block))
     return 0;
   char *send;
   if (sendbuf == MPI_IN_PLACE) {
@@ -100,7 +100,8 @@ int mcoll__tnbc_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype send
     rtotal += v[i];
   }
   int mine[2] = {ok, -(rtotal >= (size_t)mcoll__cfg.TNBC_MIN * (size_t)p)}, all[2];
-  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
+  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1] ||
+      !mcoll__tnbc_adapt_take(comm, "allgatherv", rtotal)) {
     free(v);
     free(iv);
     return 0;
@@ -150,7 +151,9 @@ int mcoll__tnbc_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Dat
       PMPI_Type_size(type, &tsize) != MPI_SUCCESS || tsize <= 0 || !mcoll__tnbc_contiguous(type))
     return 0;
   size_t bytes = (size_t)count * (size_t)tsize, edge = (E + (size_t)tsize - 1) / (size_t)tsize;
-  if (bytes < (size_t)mcoll__cfg.TNBC_MIN || (size_t)count < 2 * edge) return 0;
+  if (bytes < (size_t)mcoll__cfg.TNBC_MIN || (size_t)count < 2 * edge ||
+      !mcoll__tnbc_adapt_take(comm, "allreduce", bytes))
+    return 0;
   size_t eb = edge * (size_t)tsize; /* bytes of one edge */
   char *send = mcoll__tnbc_send_copy(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, type, bytes);
   char *edges = malloc(4 * eb);
@@ -195,7 +198,8 @@ int mcoll__tnbc_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendty
     return 0;
   size_t block = (size_t)recvcount * (size_t)tsize, bytes = block * (size_t)p;
   if (block < (size_t)mcoll__cfg.TNBC_MIN || block < 2 * E || block > INT_MAX ||
-      (size_t)recvcount * (size_t)p > INT_MAX || (size_t)sendcount * (size_t)p > INT_MAX)
+      (size_t)recvcount * (size_t)p > INT_MAX || (size_t)sendcount * (size_t)p > INT_MAX ||
+      !mcoll__tnbc_adapt_take(comm, "alltoall", block))
     return 0;
   /* The schedule sends a contiguous send buffer in place (read-only meanwhile), the
    * engine from a copy. */
@@ -283,7 +287,8 @@ int mcoll__tnbc_alltoallv(const void *sendbuf, const int sendcounts[], const int
   }
   /* {all contiguous, -(some rank is large)}: MPI_MIN of both */
   int mine[2] = {contiguous && v, -(rtotal >= (size_t)mcoll__cfg.TNBC_MIN * (size_t)p)}, all[2];
-  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1]) {
+  if (mcoll__tnbc_agree(mine, all, 2, comm) != MPI_SUCCESS || !all[0] || !all[1] ||
+      !mcoll__tnbc_adapt_take(comm, "alltoallv", 0)) { /* (totals differ by rank: no size) */
     free(v);
     return 0;
   }
@@ -336,7 +341,9 @@ int mcoll__tnbc_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Com
       PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS)
     return 0;
   size_t bytes = (size_t)count * (size_t)tsize;
-  if (bytes < (size_t)mcoll__cfg.TNBC_MIN || bytes < 2 * E || bytes > INT_MAX) return 0;
+  if (bytes < (size_t)mcoll__cfg.TNBC_MIN || bytes < 2 * E || bytes > INT_MAX ||
+      !mcoll__tnbc_adapt_take(comm, "bcast", bytes))
+    return 0;
   char edges[2 * E];
   struct mcoll_bytes packed = {0};
   struct mcoll_tnbc_call *call;

@@ -108,6 +108,15 @@ extern MCOLL_TLS struct mcoll_tnbc_caller mcoll__tnbc_caller;
  * caller's site (the allreduce is a T-NBC entry too). */
 int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm);
 
+/* MCOLL_TNBC_ADAPT (tnbc/adapt.c): whether this eligible call goes T-NBC (1) or
+ * blocking (0), the same on every rank; called by every rank at the same point of
+ * the same eligible call (coll: a string literal). Collective on comm once per key
+ * (the decision's allreduce). */
+int mcoll__tnbc_adapt_take(MPI_Comm comm, const char *coll, size_t bytes);
+void mcoll__tnbc_adapt_report(FILE *out);
+/* mcoll_tnbc_enable was called: the caller chooses, no adapting. */
+void mcoll__tnbc_adapt_force(void);
+
 /* One call in flight. */
 struct mcoll_tnbc_call;
 

@@ -373,3 +373,27 @@ def test_tnbc_chunk_publication(flavour, case, publish):
         assert subs > 20, result.stderr[-2000:]
     else:
         assert subs <= 3, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flavour", [pytest.param(f, marks=flavour_marks(f)) for f in mpijob.FLAVOURS])
+def test_tnbc_adapt_decides_once(flavour):
+    """MCOLL_TNBC_ADAPT=N: the first 2N eligible alltoalls alternate T-NBC and the
+    blocking call (N of each go T-NBC), then one agreement decides for the rest of the
+    run: every later call goes the decided way, so the T-NBC calls number N (blocking
+    chosen) or all but N (T-NBC chosen); the miniapp's results stay right either way.
+    Without the parameter every call goes T-NBC (the baseline the switch changes)."""
+    program = BUILD.bin(flavour, "mcoll-app-ft-like")
+    iters, n = 12, 3
+    result = run_job(mpiexec_argv(flavour, 2, program, ["32", str(iters)]),
+                     {**ON, "MCOLL_TNBC_ADAPT": str(n)}, JOB_TIMEOUT)
+    assert result.returncode == 0 and " verified" in result.stdout, result.describe()
+    m = re.search(r"^mcoll: tnbc adapt alltoall (\d+) bytes: period with ([0-9.]+) ms, without "
+                  r"([0-9.]+) ms \(this rank\) -> (T-NBC|blocking)$", result.stderr, re.M)
+    assert m, result.describe()
+    assert float(m.group(2)) > 0 and float(m.group(3)) > 0, m.group(0)
+    calls = tnbc_counts(result.stderr)["calls"]
+    assert calls == (iters - n if m.group(4) == "T-NBC" else n), (calls, m.group(0))
+    plain = run_job(mpiexec_argv(flavour, 2, program, ["32", str(iters)]), ON, JOB_TIMEOUT)
+    assert plain.returncode == 0 and " verified" in plain.stdout, plain.describe()
+    assert tnbc_counts(plain.stderr)["calls"] == iters, plain.stderr[-2000:]
+    assert "tnbc adapt" not in plain.stderr
