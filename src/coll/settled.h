@@ -1,13 +1,15 @@
 /* A settled small call: on a communicator within one node, a call whose size class
  * the adaptive choice leaves alone (below MCOLL_ADAPT_MIN, or MCOLL_ADAPT=0) and
  * whose algorithm nobody forced makes the same choice at every call of the same
- * size while the parameters hold (their epoch), on every rank alike. Its first call
- * makes the choice through every layer and keeps it in the context; the next calls
- * of that size take it from there and skip the choice and the hierarchy's steps
- * (one node: only the node's steps run). A call of another size, a class that
- * adapts, or a new epoch takes the whole path again. */
+ * size while the parameters hold (their epoch, and no mcoll_set_algorithm since), on
+ * every rank alike. Its first call makes the choice through every layer and keeps
+ * it in the context; the next calls of that size take it from there and skip the
+ * choice and the hierarchy's steps (one node: only the node's steps run). A call of
+ * another size, a class that adapts, or a new epoch takes the whole path again. */
 #ifndef MCOLL_SETTLED_H
 #define MCOLL_SETTLED_H
+
+#include <stdatomic.h>
 
 #include "coll/adapt.h"
 #include "coll/registry.h"
@@ -26,13 +28,24 @@ static inline int mcoll__settled_may(const struct mcoll_comm *c, enum mcoll_coll
 static inline struct mcoll_settled *mcoll__settled_find(struct mcoll_comm *c, enum mcoll_coll coll,
                                                         size_t key) {
   struct mcoll_settled *s = &c->settled[coll];
-  return s->epoch == mcoll__cfg.epoch && s->key == key && key > 0 ? s : NULL;
+  return s->epoch == mcoll__cfg.epoch && s->key == key && key > 0 &&
+                 s->forced_epoch ==
+                     atomic_load_explicit(&mcoll__forced_epoch, memory_order_relaxed)
+             ? s
+             : NULL;
 }
 
-static inline void mcoll__settled_keep(struct mcoll_comm *c, enum mcoll_coll coll, size_t key,
-                                       int alg, int counted, size_t value) {
+/* The forced algorithms' epoch before a call chooses, for mcoll__settled_keep (a
+ * change from another thread while it chooses leaves nothing kept). */
+static inline unsigned mcoll__settled_stamp(void) {
+  return atomic_load_explicit(&mcoll__forced_epoch, memory_order_relaxed);
+}
+
+static inline void mcoll__settled_keep(struct mcoll_comm *c, enum mcoll_coll coll, unsigned stamp,
+                                       size_t key, int alg, int counted, size_t value) {
   struct mcoll_settled *s = &c->settled[coll];
   s->epoch = mcoll__cfg.epoch;
+  s->forced_epoch = stamp;
   s->key = key;
   s->alg = alg;
   s->counted = counted;

@@ -53,7 +53,7 @@ struct mcoll_comm {
   /* A small call's choice per collective once made (coll/settled.h): what a call of
    * the same key (its size) runs and counts while the parameters' epoch holds. */
   struct mcoll_settled {
-    unsigned epoch;
+    unsigned epoch, forced_epoch; /* (coll/registry.h: mcoll__forced_epoch) */
     size_t key;
     int alg, counted; /* the choice passed down, and the algorithm counted */
     size_t value;     /* a threshold of the choice */

@@ -139,6 +139,7 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
     mcoll__count_alg(coll, s->counted);
     return gather_settled(c, a, s);
   }
+  unsigned stamp = mcoll__settled_stamp();
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
@@ -156,7 +157,7 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
   if (!a->v && !timing.cls && g.forced < 0 && mcoll__settled_may(c, coll, a->my_len))
-    mcoll__settled_keep(c, coll, a->my_len, g.forced,
+    mcoll__settled_keep(c, coll, stamp, a->my_len, g.forced,
                         mcoll__move_of(c, a->my_len, g.forced, g.cma_min), g.cma_min);
 
   int err = MPI_SUCCESS;

@@ -143,13 +143,14 @@ int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const vo
     mcoll__count_alg(MCOLL_COLL_REDUCE, s->counted);
     return reduce_settled(c, t, sendbuf, recvbuf, count, root, s->alg);
   }
+  unsigned stamp = mcoll__settled_stamp();
   struct mcoll_adapt_call timing;
   int alg = mcoll__red_choose_adaptive(MCOLL_COLL_REDUCE, c, bytes, !t->commutative,
                                        t->extent, &timing);
   mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
   if (!timing.cls && alg != MCOLL_RED_P2P && c->size > 1 &&
       mcoll__settled_may(c, MCOLL_COLL_REDUCE, bytes))
-    mcoll__settled_keep(c, MCOLL_COLL_REDUCE, bytes, alg, alg, t->extent);
+    mcoll__settled_keep(c, MCOLL_COLL_REDUCE, stamp, bytes, alg, alg, t->extent);
   int err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);
   mcoll__adapt_done(&timing);
   return err;
