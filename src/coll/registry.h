@@ -116,6 +116,9 @@ const struct mcoll_coll_algs *mcoll__level_algs(enum mcoll_alg_level level, enum
 
 /* Index of the algorithm forced by MCOLL_ALG_<COLL>, or -1. */
 int mcoll__alg_forced(enum mcoll_coll coll);
+/* Moves on at every mcoll_set_algorithm (which changes no parameter's epoch): a
+ * choice kept across calls (coll/settled.h) holds only while it stays. */
+extern _Atomic unsigned mcoll__forced_epoch;
 /* The same at a level (MCOLL_ALG_<COLL>_INTER between nodes). */
 int mcoll__level_forced(enum mcoll_alg_level level, enum mcoll_coll coll);
 

@@ -15,6 +15,7 @@
  * atomics read relaxed (a plain load on the hot path). */
 static _Atomic int forced[MCOLL_NLEVELS][MCOLL_NCOLLS];
 static atomic_int forced_loaded;
+_Atomic unsigned mcoll__forced_epoch;
 static pthread_once_t forced_once = PTHREAD_ONCE_INIT;
 
 static void forced_read(void) {
@@ -80,6 +81,7 @@ MCOLL_EXPORT int mcoll_set_algorithm(const char *coll, const char *alg) {
     if (!choose && a < 0) return -1;
     forced_load(); /* so that a later first lookup does not overwrite this */
     atomic_store_explicit(&forced[level][c], a, memory_order_relaxed);
+    atomic_fetch_add_explicit(&mcoll__forced_epoch, 1, memory_order_relaxed);
     return 0;
   }
   return -1;

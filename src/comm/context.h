@@ -50,6 +50,14 @@ struct mcoll_comm {
   /* The adaptive choice's size classes per collective (coll/adapt.h), NULL until its
    * first blocking call. */
   struct mcoll_adapt_coll *adapt[MCOLL_CHOICE_SLOTS];
+  /* A small call's choice per collective once made (coll/settled.h): what a call of
+   * the same key (its size) runs and counts while the parameters' epoch holds. */
+  struct mcoll_settled {
+    unsigned epoch, forced_epoch; /* (coll/registry.h: mcoll__forced_epoch) */
+    size_t key;
+    int alg, counted; /* the choice passed down, and the algorithm counted */
+    size_t value;     /* a threshold of the choice */
+  } settled[MCOLL_CHOICE_SLOTS];
 };
 
 /* The context to run mcoll on, or NULL with *why set: then the caller falls back. */

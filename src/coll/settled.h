@@ -1,0 +1,55 @@
+/* A settled small call: on a communicator within one node, a call whose size class
+ * the adaptive choice leaves alone (below MCOLL_ADAPT_MIN, or MCOLL_ADAPT=0) and
+ * whose algorithm nobody forced makes the same choice at every call of the same
+ * size while the parameters hold (their epoch, and no mcoll_set_algorithm since), on
+ * every rank alike. Its first call makes the choice through every layer and keeps
+ * it in the context; the next calls of that size take it from there and skip the
+ * choice and the hierarchy's steps (one node: only the node's steps run). A call of
+ * another size, a class that adapts, or a new epoch takes the whole path again. */
+#ifndef MCOLL_SETTLED_H
+#define MCOLL_SETTLED_H
+
+#include <stdatomic.h>
+
+#include "coll/adapt.h"
+#include "coll/registry.h"
+#include "comm/context.h"
+#include "core/config.h"
+
+/* Whether a call of `key` bytes on c may keep its choice (key > 0: an empty call is
+ * never taken from the cache). */
+static inline int mcoll__settled_may(const struct mcoll_comm *c, enum mcoll_coll coll,
+                                     size_t key) {
+  return key > 0 && c->topo.nnodes == 1 && mcoll__alg_forced(coll) < 0 &&
+         (!mcoll__cfg.ADAPT || mcoll__adapt_class_below_min(key));
+}
+
+/* The kept choice for a call of `key` bytes, or NULL. */
+static inline struct mcoll_settled *mcoll__settled_find(struct mcoll_comm *c, enum mcoll_coll coll,
+                                                        size_t key) {
+  struct mcoll_settled *s = &c->settled[coll];
+  return s->epoch == mcoll__cfg.epoch && s->key == key && key > 0 &&
+                 s->forced_epoch ==
+                     atomic_load_explicit(&mcoll__forced_epoch, memory_order_relaxed)
+             ? s
+             : NULL;
+}
+
+/* The forced algorithms' epoch before a call chooses, for mcoll__settled_keep (a
+ * change from another thread while it chooses leaves nothing kept). */
+static inline unsigned mcoll__settled_stamp(void) {
+  return atomic_load_explicit(&mcoll__forced_epoch, memory_order_relaxed);
+}
+
+static inline void mcoll__settled_keep(struct mcoll_comm *c, enum mcoll_coll coll, unsigned stamp,
+                                       size_t key, int alg, int counted, size_t value) {
+  struct mcoll_settled *s = &c->settled[coll];
+  s->epoch = mcoll__cfg.epoch;
+  s->forced_epoch = stamp;
+  s->key = key;
+  s->alg = alg;
+  s->counted = counted;
+  s->value = value;
+}
+
+#endif
