@@ -15,12 +15,28 @@
 #include "coll/registry.h"
 #include "comm/context.h"
 #include "core/config.h"
+#include "task/task.h"
+
+/* Only the application thread's blocking calls keep or take a choice, and only where
+ * the application calls MPI from one thread: communicators that share a context can
+ * run calls at once on other threads (tasks on the progress thread, application
+ * threads at MPI_THREAD_MULTIPLE), and a kept choice is several words read together. */
+static inline int mcoll__settled_here(void) {
+  static atomic_int multiple = -1;
+  if (mcoll__in_task() || mcoll__as_task) return 0;
+  int m = atomic_load_explicit(&multiple, memory_order_relaxed);
+  if (m < 0) {
+    m = mcoll__thread_level() == MPI_THREAD_MULTIPLE;
+    atomic_store_explicit(&multiple, m, memory_order_relaxed);
+  }
+  return !m;
+}
 
 /* Whether a call of `key` bytes on c may keep its choice (key > 0: an empty call is
  * never taken from the cache). */
 static inline int mcoll__settled_may(const struct mcoll_comm *c, enum mcoll_coll coll,
                                      size_t key) {
-  return key > 0 && c->topo.nnodes == 1 && mcoll__alg_forced(coll) < 0 &&
+  return key > 0 && c->topo.nnodes == 1 && mcoll__alg_forced(coll) < 0 && mcoll__settled_here() &&
          (!mcoll__cfg.ADAPT || mcoll__adapt_class_below_min(key));
 }
 
@@ -28,7 +44,7 @@ static inline int mcoll__settled_may(const struct mcoll_comm *c, enum mcoll_coll
 static inline struct mcoll_settled *mcoll__settled_find(struct mcoll_comm *c, enum mcoll_coll coll,
                                                         size_t key) {
   struct mcoll_settled *s = &c->settled[coll];
-  return s->epoch == mcoll__cfg.epoch && s->key == key && key > 0 &&
+  return s->epoch == mcoll__cfg.epoch && s->key == key && key > 0 && mcoll__settled_here() &&
                  s->forced_epoch ==
                      atomic_load_explicit(&mcoll__forced_epoch, memory_order_relaxed)
              ? s
