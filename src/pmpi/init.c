@@ -49,6 +49,7 @@ static void report(void) {
     mcoll__task_report(out);
     mcoll__progress_thread_report(out);
     mcoll__tnbc_report(out);
+    mcoll__tnbc_adapt_report(out);
   }
   mcoll__adapt_report(out, rank);
   fclose(out);

@@ -36,10 +36,6 @@ struct slot {
 static struct slot slots[SLOTS];
 static int nslots;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-/* mcoll_tnbc_enable chooses for the caller (tools/bench's sides): no adapting then. */
-static int forced;
-
-void mcoll__tnbc_adapt_force(void) { forced = 1; }
 
 static long long now_ns(void) {
   struct timespec t;
@@ -75,7 +71,8 @@ static struct slot *find(MPI_Comm comm, const char *coll, size_t bytes) {
 
 int mcoll__tnbc_adapt_take(MPI_Comm comm, const char *coll, size_t bytes) {
   long w = mcoll__cfg.TNBC_ADAPT;
-  if (w <= 0 || forced || mcoll__cfg.TNBC_TRACE[0]) return 1;
+  /* (mcoll_tnbc_enable chooses for its caller, tools/bench's sides) */
+  if (w <= 0 || mcoll__tnbc_caller_chooses || mcoll__cfg.TNBC_TRACE[0]) return 1;
   if (w > MAX_SAMPLES) w = MAX_SAMPLES;
   /* (a full table: T-NBC as without adapting; every rank fills it alike) */
   struct slot *s = find(comm, coll, bytes);

@@ -1059,7 +1059,6 @@ void mcoll__tnbc_report(FILE *out) {
                  "protect+post=%.3f ms\n",
             timed, (double)atomic_load(&exchange_ns) / 1e6 / (double)timed,
             (double)atomic_load(&post_ns) / 1e6 / (double)timed);
-  mcoll__tnbc_adapt_report(out);
   unsigned long lines = atomic_load(&n_timelines);
   if (!lines) return;
   static const char *const names[MCOLL_TNBC_MARKS] = {
@@ -1076,12 +1075,14 @@ void mcoll__tnbc_report(FILE *out) {
           (double)atomic_load(&fault_wait_ns) / 1e6 / (double)lines);
 }
 
+int mcoll__tnbc_caller_chooses;
+
 /* For the overlap benchmark (tools/bench, found with dlsym): T-NBC on or off between
  * calls of one job, once it could start; returns whether it is on now. */
 MCOLL_EXPORT int mcoll_tnbc_enable(int on) {
   if (!was_on || mcoll__fiber_self()) return 0;
   mcoll__tnbc_settle_all();
-  mcoll__tnbc_adapt_force();
+  mcoll__tnbc_caller_chooses = 1;
   mcoll__tnbc_active = on != 0 && mem_fd >= 0;
   return mcoll__tnbc_active;
 }

@@ -114,8 +114,8 @@ int mcoll__tnbc_agree(const int *mine, int *all, int n, MPI_Comm comm);
  * (the decision's allreduce). */
 int mcoll__tnbc_adapt_take(MPI_Comm comm, const char *coll, size_t bytes);
 void mcoll__tnbc_adapt_report(FILE *out);
-/* mcoll_tnbc_enable was called: the caller chooses, no adapting. */
-void mcoll__tnbc_adapt_force(void);
+/* Set once mcoll_tnbc_enable was called: the caller chooses, no adapting. */
+extern int mcoll__tnbc_caller_chooses;
 
 /* One call in flight. */
 struct mcoll_tnbc_call;
