@@ -68,7 +68,7 @@ function(mcoll_add_threads flavour)
     SUFFIX "" NO_SONAME ON C_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${out}/lib/threads)
 
   add_library(mcoll-threads-runtime_${flavour} SHARED ${dir}/launcher.c ${dir}/api.c ${dir}/runtime.c
-              ${dir}/fatal.c
+              ${dir}/fatal.c ${dir}/node_copy.c
               ${dir}/waits.c ${dir}/rings.c
               ${dir}/coll.c ${dir}/coll_local.c ${dir}/coll_eager.c ${dir}/eager_slots.c
               ${dir}/coll_hier.c ${dir}/elf.c ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources}

@@ -19,13 +19,15 @@ int thr_Finalize(struct thr_rank *r)
   }
   thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
+  thr_orphans_reap(r, 1); /* (their receives are complete: only the envelopes remain) */
   r->finalized = 1;
   const char *stats = getenv("MCOLL_THREADS_STATS");
   if (stats && atoi(stats) && r->thread == 0) {
     long messages, chunks;
     thr_split_counts(&messages, &chunks);
-    fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders\n",
-            thr_proc.process, messages, chunks);
+    fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders, "
+            "%ld read from other processes\n", thr_proc.process, messages, chunks,
+            thr_node_copy_count());
   }
   return MPI_SUCCESS;
 }

@@ -165,10 +165,31 @@ static int receive_bytes(struct thr_recv *rv, const void *bytes, size_t len, voi
   return err;
 }
 
+/* A message from another process of the node: its bytes read from the sender's buffer
+ * (node_copy.c), straight into the receive's when that is contiguous; then the sender
+ * is released. */
+static int receive_from_peer(struct thr_recv *rv, const struct thr_msg *m)
+{
+  int err;
+  if (!rv->take && thr_type_is_contiguous(rv->type, rv->count)) {
+    size_t capacity = thr_type_bytes(rv->type, rv->count);
+    thr_node_copy_read(m, rv->buf, m->len < capacity ? m->len : capacity);
+    err = m->len > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
+  } else {
+    void *bytes = thr_malloc(m->len);
+    thr_node_copy_read(m, bytes, m->len);
+    err = receive_bytes(rv, bytes, m->len, &bytes);
+    free(bytes);
+  }
+  thr_node_copy_release(m);
+  return err;
+}
+
 /* The receive gets the message's bytes; the sender of a large message is released. */
 static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
 {
-  int err = !m->data && split_receive(m, rv)
+  int err = m->peer_pid ? receive_from_peer(rv, m)
+            : !m->data && split_receive(m, rv)
                 ? MPI_SUCCESS
                 : receive_bytes(rv, m->data ? m->data : m->sender_buf, m->len, &m->data);
   int src = m->src, tag = m->tag;
@@ -210,7 +231,7 @@ static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
     copy->on_stack = 0;
     m = copy;
   }
-  if (!m->data && m->len <= EAGER_BYTES) {
+  if (!m->data && !m->peer_pid && m->len <= EAGER_BYTES) {
     m->data = thr_malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
@@ -423,9 +444,11 @@ static void post_recv(struct thr_rank *r, struct thr_recv *rv)
 
 /* ---- the host MPI between processes ---- */
 
+/* pid, addr, done: a message that the receiver reads from the sender's memory
+ * (node_copy.c; pid 0: its bytes follow on DATA_TAG). */
 struct host_envelope {
-  int ctx, src, tag, dst_thread, src_thread, pad;
-  uint64_t len;
+  int ctx, src, tag, dst_thread, src_thread, pid;
+  uint64_t len, addr, done;
 };
 
 /* Drains envelopes that arrived from other processes into the ranks' mailboxes. */
@@ -447,8 +470,12 @@ void thr_host_drain(void)
     m->src = env.src;
     m->tag = env.tag;
     m->len = env.len;
-    m->data = thr_malloc(env.len ? env.len : 1);
-    if (env.len)
+    m->peer_pid = env.pid;
+    m->peer_addr = env.addr;
+    m->peer_done = env.done;
+    if (!env.pid)
+      m->data = thr_malloc(env.len ? env.len : 1);
+    if (env.len && !env.pid)
       PMPI_Recv(m->data, (int)env.len, MPI_BYTE, status.MPI_SOURCE, DATA_TAG + env.src_thread,
                 thr_proc.host, MPI_STATUS_IGNORE);
     if (env.dst_thread < 0 || env.dst_thread >= thr_proc.threads)
@@ -463,15 +490,18 @@ static void progress(void)
 {
   nbc_calls->progress_self();
   thr_host_drain();
-  if (thr_self)
+  if (thr_self) {
     drain_rings(thr_self);
+    if (thr_self->orphans)
+      thr_orphans_reap(thr_self, 0);
+  }
 }
 
 /* ---- requests ---- */
 
 /* COLL: a non-blocking collective (coll_nbc.c); MATCHED: a message MPI_Mprobe took out
  * of the queues (its handle is an MPI_Message). */
-enum request_kind { SEND_LOCAL, SEND_HOST, RECV, DONE, PERSISTENT, COLL, MATCHED };
+enum request_kind { SEND_LOCAL, SEND_HOST, SEND_NODE, RECV, DONE, PERSISTENT, COLL, MATCHED };
 
 /* What a persistent request starts each time. */
 struct persistent_call {
@@ -498,6 +528,7 @@ struct thr_request {
   struct thr_request *active;
   struct thr_nbc *nbc;  /* COLL */
   struct thr_msg *msg;  /* MATCHED */
+  struct thr_request *next_orphan;
 };
 
 static int request_done(struct thr_request *q)
@@ -508,6 +539,13 @@ static int request_done(struct thr_request *q)
       return 1;
     thr_split_help(&q->split);
     return atomic_load_explicit(&q->send_done, memory_order_acquire);
+  case SEND_NODE: { /* the receiver sets send_done once it has read the bytes */
+    int flag;
+    if (!atomic_load_explicit(&q->send_done, memory_order_acquire))
+      return 0;
+    PMPI_Test(&q->host[0], &flag, MPI_STATUS_IGNORE);
+    return flag;
+  }
   case SEND_HOST: {
     int flag;
     MPI_Status statuses[2];
@@ -567,6 +605,33 @@ int thr_request_test(struct thr_request *q, int *error)
   return 1;
 }
 
+/* A send freed before its receiver read it (MPI_Request_free): its flag must stay
+ * where the receiver writes it, and MPI_Request_free must not wait for the receive
+ * (whose rank may be waiting for this one). */
+static void orphan(struct thr_rank *r, struct thr_request *q)
+{
+  q->next_orphan = r->orphans;
+  r->orphans = q;
+}
+
+void thr_orphans_reap(struct thr_rank *r, int wait)
+{
+  while (wait && r->orphans) { /* (from the head: the waits' progress reaps too) */
+    struct thr_request *q = r->orphans;
+    r->orphans = q->next_orphan;
+    thr_wait(r, q, MPI_STATUS_IGNORE);
+  }
+  for (struct thr_request **p = &r->orphans; *p;) {
+    struct thr_request *q = *p;
+    if (request_done(q)) {
+      *p = q->next_orphan;
+      request_finish(q, MPI_STATUS_IGNORE);
+    } else {
+      p = &q->next_orphan;
+    }
+  }
+}
+
 static struct thr_request *new_request(enum request_kind kind)
 {
   struct thr_request *q = thr_calloc(1, sizeof *q);
@@ -610,15 +675,21 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     ring_put_msg(r, dst_thread, m);
     return q;
   }
-  struct thr_request *q = new_request(SEND_HOST);
+  int node_copy = thr_node_copy_takes(dst_process, len);
+  struct thr_request *q = new_request(node_copy ? SEND_NODE : SEND_HOST);
   struct host_envelope *env = thr_malloc(sizeof *env);
   *env = (struct host_envelope){.ctx = ctx, .src = c->rank, .tag = tag,
                                 .dst_thread = dst_world % thr_proc.threads,
                                 .src_thread = r->thread, .len = len};
+  if (node_copy) {
+    env->pid = (int)getpid();
+    env->addr = (uint64_t)(uintptr_t)bytes;
+    env->done = (uint64_t)(uintptr_t)&q->send_done;
+  }
   q->owned = env;
   q->owned2 = owned;
   PMPI_Isend(env, sizeof *env, MPI_BYTE, dst_process, HDR_TAG, thr_proc.host, &q->host[0]);
-  if (len)
+  if (len && !node_copy)
     PMPI_Isend(bytes, (int)len, MPI_BYTE, dst_process, DATA_TAG + r->thread, thr_proc.host,
                &q->host[1]);
   return q;
@@ -754,6 +825,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
   PMPI_Comm_size(node, &thr_proc.node_processes);
   PMPI_Comm_rank(node, &thr_proc.node_index);
+  thr_node_copy_init(node);
   cpu_set_t allowed;
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
@@ -1159,6 +1231,8 @@ int thr_Request_free(struct thr_rank *r, MPI_Request *req)
     *req = handle; /* (still the program's to complete) */
     r->reqs[thr_request_index(handle)] = q;
     return MPI_ERR_REQUEST;
+  } else if (q && (q->kind == SEND_NODE || q->kind == SEND_LOCAL) && !request_done(q)) {
+    orphan(r, q);
   } else if (q) {
     thr_wait(r, q, MPI_STATUS_IGNORE);
   }

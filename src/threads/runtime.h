@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rings.h"
 #include "table.h"
@@ -26,6 +27,10 @@ struct thr_msg {
   struct thr_split *split; /* the sender copies half when it waits (rings.h), or NULL */
   int src_thread; /* (in an overflow queue) the sending thread rank */
   int on_stack; /* a blocking sender's: copied before it is queued, never freed */
+  /* From another process of the node (node_copy.c), when peer_pid is not 0: the bytes
+   * at peer_addr and the sender's completion flag at peer_done, in process peer_pid. */
+  int peer_pid;
+  uint64_t peer_addr, peer_done;
 };
 
 /* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
@@ -89,6 +94,7 @@ struct thr_rank {
   int next_ctx;
   struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
   struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
+  struct thr_request *orphans;   /* freed sends whose receiver has not read them yet */
   int nbc_busy;                /* (their progress is running: no reentry) */
   struct thr_group **groups;   /* handle index -> group (groups.c) */
   int ngroups;
@@ -110,6 +116,8 @@ struct thr_process {
   int node_processes, node_index; /* this node's processes, and this one's place among them */
   int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
+  unsigned char *same_node; /* per host process: 1 when single copy reaches it */
+  size_t node_copy_min;     /* messages from this size go by single copy; 0: none */
   struct thr_rank *ranks;         /* this process's T ranks */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
 };
@@ -135,6 +143,16 @@ struct thr_nbc_calls {
 };
 extern const struct thr_nbc_calls thr_coll_nbc_calls; /* coll_nbc.c */
 void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc);
+/* Single copy between processes of a node (node_copy.c): set up over the node's
+ * processes (collective); whether a message of len bytes to host process `process`
+ * goes that way; its bytes read from the sender; the sender's flag set. */
+void thr_node_copy_init(MPI_Comm node);
+/* Frees the rank's freed sends that are complete; with wait, waits for all. */
+void thr_orphans_reap(struct thr_rank *r, int wait);
+int thr_node_copy_takes(int process, size_t len);
+void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len);
+void thr_node_copy_release(const struct thr_msg *m);
+long thr_node_copy_count(void); /* messages this process read so */
 /* After the ranks' threads have ended. */
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);

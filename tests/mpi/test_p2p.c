@@ -327,6 +327,26 @@ static void persistent(void)
   MPI_Request_free(&reqs[1]);
 }
 
+/* A send freed while active (MPI_Request_free) completes on its own: around the ring
+ * every rank frees its send before it receives, so a free that waited for the receive
+ * would wait forever. 256 KiB: past the eager sizes. */
+static void freed_send(void)
+{
+  enum { N = 65536 };
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  int *out = malloc(N * sizeof *out), *in = malloc(N * sizeof *in);
+  fill(out, N, rank, next);
+  MPI_Request req;
+  MPI_Isend(out, N, MPI_INT, next, 31, MPI_COMM_WORLD, &req);
+  MPI_Request_free(&req);
+  check(req == MPI_REQUEST_NULL, "freed send's handle", 0, 0);
+  MPI_Recv(in, N, MPI_INT, prev, 31, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check_buf(in, N, prev, rank, "freed send");
+  MPI_Barrier(MPI_COMM_WORLD); /* (every receive is done: the buffers are free) */
+  free(out);
+  free(in);
+}
+
 /* MPI_COMM_TYPE_SHARED groups the ranks with the same processor name. */
 static void shared_node(void)
 {
@@ -649,6 +669,7 @@ int main(int argc, char **argv)
     datatypes();
     communicators();
     persistent();
+    freed_send();
     shared_node();
     eager_edges();
     split_sizes();

@@ -186,6 +186,27 @@ def test_datatypes_as_thread_ranks(flavour, threads, np):
         result.describe()
 
 
+@pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 4)]))
+@pytest.mark.parametrize("program,args,summary", [
+    ("mcoll-test-p2p", [], "test_p2p"),
+    ("mcoll-test-coll", ["--quick", "--count-api", "0"], "test_coll"),
+    ("mcoll-test-groups", [], "test_groups"),
+    ("mcoll-test-datatypes", [], "test_datatypes"),
+    ("mcoll-test-nbc", ["--groups", "2", "--max-bytes", "64K", "--seed", "7"], "test_nbc")],
+    ids=["p2p", "coll", "groups", "datatypes", "nbc"])
+def test_node_copy_every_message(flavour, threads, np, program, args, summary):
+    """Between processes of one node a message from MCOLL_THREADS_NODE_COPY bytes is read
+    by its receiver from the sender's buffer (src/threads/node_copy.c) and only its
+    envelope crosses the host MPI; at 1 byte every non-empty message goes so: any-source
+    and probes, truncation, Mprobe/Mrecv, cancelled receives, a freed active send, derived
+    types, the collectives' schedules. Each process counts the messages it read."""
+    result = run_job(threads_argv(threads, np, program, args, flavour=flavour),
+                     {"MCOLL_THREADS_NODE_COPY": "1", "MCOLL_THREADS_STATS": "1"}, JOB_TIMEOUT)
+    assert check_passed(result, summary) > 0
+    read = [int(n) for n in re.findall(r"(\d+) read from other processes", result.stderr)]
+    assert len(read) == np // threads and all(n > 0 for n in read), result.describe()
+
+
 # Odd numbers of ranks too, for the non-blocking collectives and the groups.
 ODD_LAYOUTS = [layout(3, 3), layout(1, 3, full=True), layout(5, 5, full=True)]
 
@@ -289,13 +310,15 @@ def test_eager_allreduce_folds(flavour, threads, np, fold):
 
 
 @pytest.mark.parametrize("flavour,threads,np", flavoured(
-    [layout(2, 4), layout(3, 6), layout(2, 6), layout(2, 8), layout(2, 10, full=True)]))
+    [layout(2, 4), layout(3, 6, full=True), layout(2, 6), layout(2, 8, full=True),
+     layout(2, 10, full=True)]))
 def test_thread_coll_two_levels(flavour, threads, np):
     """Communicators across processes take two levels (src/threads/coll_hier.c: in place
     among a process's thread ranks, messages among one leader per process) for barrier,
     bcast (pipelined in 64 KiB segments from 128 KiB), reduce, allreduce, allgather(v),
     gather(v), scatter(v), alltoall(v,w), and scan and exscan where each process's ranks
-    are consecutive: the same program at 2x2, 2x3, 3x2, 4x2 and 5x2 (from 3 processes the
+    are consecutive: the same program at 2x2 and 3x2 on both MPIs, 2x3, 4x2 and 5x2 on
+    one each (the MPI carries only the leaders' messages; from 3 processes the
     leaders' step of reduce, gather(v), scatter(v) and of an allreduce over a number of
     processes that is not a power of two is a binomial tree; from 4 it has depth 2 and
     gatherv/scatterv forward sizes), checked against the inputs' formulas

@@ -1,0 +1,95 @@
+/* Large messages between processes of one node: the receiver copies once from the
+ * sender's buffer (process_vm_readv) and then sets the sender's completion flag
+ * (process_vm_writev), instead of the host MPI's transfer into a runtime buffer and a
+ * second copy into the receive's. Only the envelope goes through the host MPI, so the
+ * matching stays where it is. */
+#include "runtime.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* Messages from this many bytes go by single copy (MCOLL_THREADS_NODE_COPY; 0: never).
+ * Below it the host MPI's eager transfer answers without waiting for the receive. */
+enum { NODE_COPY_MIN = 65536 };
+
+static atomic_long messages_read; /* (MCOLL_THREADS_STATS) */
+
+static int cma(pid_t pid, void *local, uint64_t remote, size_t bytes, int write)
+{
+  char *at = local;
+  while (bytes > 0) {
+    struct iovec mine = {at, bytes};
+    struct iovec theirs = {(void *)(uintptr_t)remote, bytes};
+    ssize_t done = write ? process_vm_writev(pid, &mine, 1, &theirs, 1, 0)
+                         : process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
+    if (done < 0 && errno == EINTR)
+      continue;
+    if (done <= 0)
+      return done < 0 ? errno : EFAULT;
+    at += done;
+    remote += (uint64_t)done;
+    bytes -= (size_t)done;
+  }
+  return 0;
+}
+
+/* Collective over the host's processes: which of them share this node, and whether
+ * every process of the node can read its neighbour's memory (Yama's ptrace_scope=1
+ * allows it only to a declared tracer: declare any; a container may forbid it). */
+void thr_node_copy_init(MPI_Comm node)
+{
+  thr_proc.same_node = thr_calloc((size_t)thr_proc.processes, 1);
+  const char *env = getenv("MCOLL_THREADS_NODE_COPY");
+  long min = env && *env ? strtol(env, NULL, 0) : NODE_COPY_MIN;
+  int n, me;
+  PMPI_Comm_size(node, &n);
+  PMPI_Comm_rank(node, &me);
+  prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+  static uint64_t probe_word = 0x6d636f6c6c6e6f64ull;
+  uint64_t mine[3] = {(uint64_t)thr_proc.process, (uint64_t)getpid(), (uintptr_t)&probe_word};
+  uint64_t *all = thr_malloc((size_t)n * sizeof mine);
+  PMPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, node);
+  int ok = 1, all_ok = 0;
+  if (n > 1) {
+    const uint64_t *next = all + 3 * ((me + 1) % n);
+    uint64_t got = 0;
+    ok = cma((pid_t)next[1], &got, next[2], sizeof got, 0) == 0 && got == probe_word;
+  }
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
+  for (int i = 0; i < n; i++)
+    thr_proc.same_node[all[3 * i]] = all_ok && i != me;
+  free(all);
+  thr_proc.node_copy_min = min > 0 && all_ok ? (size_t)min : 0;
+}
+
+int thr_node_copy_takes(int process, size_t len)
+{
+  return thr_proc.node_copy_min && len >= thr_proc.node_copy_min && thr_proc.same_node[process];
+}
+
+void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len)
+{
+  int err = cma(m->peer_pid, dst, m->peer_addr, len, 0);
+  if (err)
+    thr_fatal("process_vm_readv of %zu bytes from process %d: %s", len, (int)m->peer_pid,
+              strerror(err));
+}
+
+void thr_node_copy_release(const struct thr_msg *m)
+{
+  atomic_fetch_add_explicit(&messages_read, 1, memory_order_relaxed);
+  int one = 1;
+  int err = cma(m->peer_pid, &one, m->peer_done, sizeof one, 1);
+  if (err)
+    thr_fatal("process_vm_writev to process %d: %s", (int)m->peer_pid, strerror(err));
+}
+
+long thr_node_copy_count(void)
+{
+  return atomic_load_explicit(&messages_read, memory_order_relaxed);
+}
