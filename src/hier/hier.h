@@ -44,6 +44,10 @@ struct mcoll_hier_call {
 
 int mcoll__hier_run(struct mcoll_hier_call *call);
 
+/* The same for a call on one node in one piece (a settled call, coll/settled.h): only
+ * its node's steps, as mcoll__hier_run runs them there. */
+int mcoll__hier_node_run(struct mcoll_hier_call *call);
+
 /* Node-local index of comm rank `rank` (-1 if it is on another node). */
 int mcoll__local_index(const struct mcoll_topo *t, int rank);
 
