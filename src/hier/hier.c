@@ -145,16 +145,6 @@ int mcoll__hier_run(struct mcoll_hier_call *call) {
   return err != MPI_SUCCESS ? err : call->deferred;
 }
 
-int mcoll__hier_node_run(struct mcoll_hier_call *call) {
-  const struct mcoll_hier_steps *steps = call->steps;
-  int err = MPI_SUCCESS;
-  if (steps->intra_up) keep_first(&err, steps->intra_up(call, 0, call->bytes));
-  node_steps_over(call);
-  if (steps->intra_down) keep_first(&err, steps->intra_down(call, 0, call->bytes));
-  if (steps->finish) keep_first(&err, steps->finish(call));
-  return err != MPI_SUCCESS ? err : call->deferred;
-}
-
 int mcoll__local_index(const struct mcoll_topo *t, int rank) {
   for (int i = 0; i < t->local_size; i++)
     if (t->local_ranks[i] == rank) return i;

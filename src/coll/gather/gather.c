@@ -119,8 +119,12 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 static int gather_settled(struct mcoll_comm *c, const struct mcoll_gather_args *a,
                           const struct mcoll_settled *s) {
   int is_root = c->rank == a->root;
-  struct gather_call g = {.a = a, .forced = s->alg, .sink = mcoll__local_index(&c->topo, a->root),
-                          .cma_min = s->value};
+  struct gather_call g; /* (g.node and g.lens: another node's leader only) */
+  g.a = a;
+  g.forced = s->alg;
+  g.sink = mcoll__local_index(&c->topo, a->root);
+  g.cma_min = s->value;
+  g.remote_leader = 0;
   mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
   if (is_root) mcoll__blocks_acquire(a->dst, 0, -1);
   struct mcoll_hier_call hc = {.c = c, .steps = &gather_steps, .leader = g.sink, .args = &g};
