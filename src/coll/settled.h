@@ -4,8 +4,13 @@
  * size while the parameters hold (their epoch, and no mcoll_set_algorithm since), on
  * every rank alike. Its first call makes the choice through every layer and keeps
  * it in the context; the next calls of that size take it from there and skip the
- * choice and the hierarchy's steps (one node: only the node's steps run). A call of
- * another size, a class that adapts, or a new epoch takes the whole path again. */
+ * choice and the hierarchy's steps (one node: only the node's steps run,
+ * mcoll__hier_node_run). A call of another size, a class that adapts, or a new epoch
+ * takes the whole path again.
+ *
+ * Every collective that keeps its choice does it through the two calls at the end:
+ * mcoll__settled_take at its entry (the kept choice, counted, or NULL), then, when
+ * it chose through the whole path, mcoll__settled_offer with what it chose. */
 #ifndef MCOLL_SETTLED_H
 #define MCOLL_SETTLED_H
 
@@ -66,6 +71,34 @@ static inline void mcoll__settled_keep(struct mcoll_comm *c, enum mcoll_coll col
   s->alg = alg;
   s->counted = counted;
   s->value = value;
+}
+
+/* A collective's entry: the kept choice for a call of `key` bytes whose other facet
+ * of the choice (reduce: the element's size; else 0) is `facet`, with its algorithm
+ * counted as the whole path would count it; or NULL, and *stamp for
+ * mcoll__settled_offer. */
+static inline const struct mcoll_settled *mcoll__settled_take(struct mcoll_comm *c,
+                                                              enum mcoll_coll coll, size_t key,
+                                                              size_t facet, unsigned *stamp) {
+  const struct mcoll_settled *s = mcoll__settled_find(c, coll, key);
+  if (s && s->facet == facet) {
+    mcoll__count_alg(coll, s->counted);
+    return s;
+  }
+  *stamp = mcoll__settled_stamp();
+  return NULL;
+}
+
+/* After a call chose through the whole path: keeps its choice (alg passed down,
+ * `counted` as counted, a threshold `value`) where the call may, and not when the
+ * adaptive choice timed it (timing: the call's, or NULL). */
+static inline void mcoll__settled_offer(struct mcoll_comm *c, enum mcoll_coll coll, unsigned stamp,
+                                        size_t key, size_t facet,
+                                        const struct mcoll_adapt_call *timing, int alg,
+                                        int counted, size_t value) {
+  if ((timing && timing->cls) || !mcoll__settled_may(c, coll, key)) return;
+  mcoll__settled_keep(c, coll, stamp, key, alg, counted, value);
+  c->settled[coll].facet = facet;
 }
 
 #endif

@@ -57,6 +57,7 @@ struct mcoll_comm {
     size_t key;
     int alg, counted; /* the choice passed down, and the algorithm counted */
     size_t value;     /* a threshold of the choice */
+    size_t facet;     /* another fact the choice depends on, as part of the key */
   } settled[MCOLL_CHOICE_SLOTS];
 };
 

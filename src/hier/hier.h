@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "comm/context.h"
+#include "task/task.h"
 
 struct mcoll_hier_call;
 
@@ -43,6 +44,20 @@ struct mcoll_hier_call {
 };
 
 int mcoll__hier_run(struct mcoll_hier_call *call);
+
+/* The same for a call on one node in one piece (a settled call, coll/settled.h): only
+ * its node's steps, as mcoll__hier_run runs them there. Inline, so that a caller's
+ * constant steps become direct calls. */
+static inline int mcoll__hier_node_run(struct mcoll_hier_call *call) {
+  const struct mcoll_hier_steps *steps = call->steps;
+  int err = steps->intra_up ? steps->intra_up(call, 0, call->bytes) : MPI_SUCCESS;
+  if (!steps->intra_down && !steps->finish) mcoll__task_independent(); /* (node_steps_over) */
+  int more = steps->intra_down ? steps->intra_down(call, 0, call->bytes) : MPI_SUCCESS;
+  if (err == MPI_SUCCESS) err = more;
+  more = steps->finish ? steps->finish(call) : MPI_SUCCESS;
+  if (err == MPI_SUCCESS) err = more;
+  return err != MPI_SUCCESS ? err : call->deferred;
+}
 
 /* Node-local index of comm rank `rank` (-1 if it is on another node). */
 int mcoll__local_index(const struct mcoll_topo *t, int rank);

@@ -1,13 +1,14 @@
 /* A small call's kept choice (src/coll/settled.h) must follow whatever changes it:
  * sizes in turn, datatypes and ops of the same size, roots, MPI_IN_PLACE,
  * communicators (one in reversed rank order), and algorithms forced or parameters
- * set at run time. Mode "check" (the default) runs gathers and reduces in such a
- * mix, every result checked, and prints "ok". Mode "switch" makes 8-byte calls in
- * four phases of known lengths, for the caller to compare mcoll's counts
- * (MCOLL_VERBOSE=1): PLAIN calls, then FORCED ones under mcoll_set_algorithm
- * (gather: cma, reduce: hsra), then AUTO ones with the choice back to the rules,
- * then PARAM ones after mcoll_set_param (GATHER_CMA_MIN=1, RED_FLAT_MAX_LOWPAR=0 and
- * RED_FLAT_MAX=0: single copy for gather, hsra for reduce). */
+ * set at run time. Mode "check" (the default) runs gathers, reduces, allgathers and
+ * alltoalls in such a mix, every result checked, and prints "ok". Mode "switch"
+ * makes 8-byte calls in four phases of known lengths, for the caller to compare
+ * mcoll's counts (MCOLL_VERBOSE=1): PLAIN calls, then FORCED ones under
+ * mcoll_set_algorithm (gather and allgather: cma, reduce: hsra, alltoall:
+ * shm_direct), then AUTO ones with the choice back to the rules, then PARAM ones
+ * after mcoll_set_param (GATHER_CMA_MIN=1, ALLGATHER_CMA_MIN=1, RED_FLAT_MAX_LOWPAR=0
+ * and RED_FLAT_MAX=0: single copy for gather and allgather, hsra for reduce). */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -83,6 +84,59 @@ static void reduce_check(MPI_Comm comm, int bytes, int call) {
   free(out);
 }
 
+/* As bytes, shorts or ints (the same bytes per block); in place every third call. */
+static void allgather_check(MPI_Comm comm, int bytes, int call) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int kind = call % 3, in_place = call % 3 == 2;
+  MPI_Datatype type = kind == 0 ? MPI_BYTE : kind == 1 ? MPI_SHORT : MPI_INT;
+  int elem = kind == 0 ? 1 : kind == 1 ? 2 : 4, count = bytes / elem;
+  if (count == 0) return;
+  size_t len = (size_t)count * (size_t)elem;
+  unsigned char *send = malloc(len), *recv = malloc(len * (size_t)size);
+  for (size_t j = 0; j < len; j++) send[j] = byte_of(rank, call, (int)j);
+  memset(recv, 0, len * (size_t)size);
+  if (in_place) memcpy(recv + (size_t)rank * len, send, len);
+  MPI_Allgather(in_place ? MPI_IN_PLACE : send, count, type, recv, count, type, comm);
+  for (int r = 0; r < size; r++)
+    for (size_t j = 0; j < len; j++)
+      if (recv[(size_t)r * len + j] != byte_of(r, call, (int)j)) {
+        fail("allgather", bytes, call, -1);
+        r = size;
+        break;
+      }
+  free(send);
+  free(recv);
+}
+
+/* Block r of rank q's send buffer: bytes of (q, r); as bytes or ints; in place every
+ * fourth call. */
+static void alltoall_check(MPI_Comm comm, int bytes, int call) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int ints = call % 2 == 1 && bytes % 4 == 0, in_place = call % 4 == 3;
+  int count = ints ? bytes / 4 : bytes;
+  size_t len = (size_t)bytes;
+  unsigned char *send = malloc(len * (size_t)size), *recv = malloc(len * (size_t)size);
+  for (int r = 0; r < size; r++)
+    for (size_t j = 0; j < len; j++) send[(size_t)r * len + j] = byte_of(rank * size + r, call, (int)j);
+  if (in_place) memcpy(recv, send, len * (size_t)size);
+  else memset(recv, 0, len * (size_t)size);
+  MPI_Alltoall(in_place ? MPI_IN_PLACE : send, count, ints ? MPI_INT : MPI_BYTE, recv, count,
+               ints ? MPI_INT : MPI_BYTE, comm);
+  for (int q = 0; q < size; q++)
+    for (size_t j = 0; j < len; j++)
+      if (recv[(size_t)q * len + j] != byte_of(q * size + rank, call, (int)j)) {
+        fail("alltoall", bytes, call, -1);
+        q = size;
+        break;
+      }
+  free(send);
+  free(recv);
+}
+
 static int (*set_algorithm)(const char *, const char *);
 static int (*set_param)(const char *, const char *);
 
@@ -95,6 +149,8 @@ static void calls(MPI_Comm comm, int n, int *call) {
     MPI_Comm_size(comm, &size);
     MPI_Reduce(in, out, 2, MPI_INT, MPI_SUM, 0, comm);
     if (rank == 0 && (out[0] != size * (size - 1) / 2 || out[1] != size)) fail("reduce 2 ints", 8, *call, 0);
+    allgather_check(comm, 8, *call);
+    alltoall_check(comm, 8, *call);
   }
 }
 
@@ -114,13 +170,15 @@ int main(int argc, char **argv) {
       return 1;
     }
     calls(MPI_COMM_WORLD, PLAIN, &call);
-    if (set_algorithm("gather", "cma") || set_algorithm("reduce", "hsra")) fail("set_algorithm", 0, 0, 0);
+    if (set_algorithm("gather", "cma") || set_algorithm("reduce", "hsra") ||
+        set_algorithm("allgather", "cma") || set_algorithm("alltoall", "shm_direct"))
+      fail("set_algorithm", 0, 0, 0);
     calls(MPI_COMM_WORLD, FORCED, &call);
-    set_algorithm("gather", "auto");
-    set_algorithm("reduce", "auto");
+    const char *names[] = {"gather", "reduce", "allgather", "alltoall"};
+    for (int k = 0; k < 4; k++) set_algorithm(names[k], "auto");
     calls(MPI_COMM_WORLD, AUTO, &call);
     if (set_param("GATHER_CMA_MIN", "1") || set_param("RED_FLAT_MAX_LOWPAR", "0") ||
-        set_param("RED_FLAT_MAX", "0"))
+        set_param("RED_FLAT_MAX", "0") || set_param("ALLGATHER_CMA_MIN", "1"))
       fail("set_param", 0, 0, 0);
     calls(MPI_COMM_WORLD, PARAM, &call);
   } else {
@@ -134,6 +192,8 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 3; k++, call++) {
           gather_check(comms[k], sizes[s], call);
           reduce_check(comms[k], sizes[s], call);
+          allgather_check(comms[k], sizes[s], call);
+          alltoall_check(comms[k], sizes[s], call);
         }
     for (int k = 0; k < 3; k++) MPI_Comm_free(&comms[k]);
   }

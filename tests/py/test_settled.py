@@ -1,5 +1,5 @@
 """A small call's kept choice (src/coll/settled.h): on a communicator within one
-node, a gather or reduce of a size below the adaptive choice's reach keeps the
+node, a gather, reduce, allgather or alltoall of a size below the adaptive choice's reach keeps the
 choice its first call made and skips the choice at the next calls of that size.
 tests/mpi/test_settled.c checks every result across sizes, datatypes and ops of one
 size, roots, MPI_IN_PLACE and communicators in turn, and counts what ran while
@@ -46,3 +46,10 @@ def test_settled_choice_follows_forced_and_set_params(flavour):
         pytest.skip("no single copy here: " + str(gather))
     assert gather["calls"] == total and gather["cma"] == FORCED + PARAM, gather
     assert gather["area"] == PLAIN + AUTO, gather
+    allgather = report["allgather"]
+    assert allgather["calls"] == total and allgather["cma"] == FORCED + PARAM, allgather
+    assert allgather["area"] == PLAIN + AUTO, allgather
+    # (no parameter moves alltoall's choice at 8 B on two ranks: its lines)
+    alltoall = report["alltoall"]
+    assert alltoall["calls"] == total and alltoall["shm_direct"] == FORCED, alltoall
+    assert alltoall["pair_inline"] == PLAIN + AUTO + PARAM, alltoall

@@ -8,6 +8,7 @@
 #include "coll/bcast/bcast.h"
 #include "coll/facts.h"
 #include "coll/gather/gather.h"
+#include "coll/settled.h"
 #include "core/config.h"
 #include "hier/hier.h"
 
@@ -72,8 +73,27 @@ static size_t largest_block(const struct mcoll_blocks *b) {
   return b->counts ? most : mcoll__block_len(b, 0);
 }
 
+/* An allgather whose choice is settled (coll/settled.h): the node's step alone. */
+static int allgather_settled(struct mcoll_comm *c, const char *mine, size_t my_len,
+                             struct mcoll_blocks *dst, const struct mcoll_settled *s) {
+  int in_place = mine == NULL;
+  mcoll__blocks_acquire(dst, 0, in_place ? c->rank : -1);
+  struct allgather_call a = {.mine = in_place ? mcoll__block_ptr(dst, c->rank) : mine,
+                             .my_len = my_len, .dst = dst, .forced = s->alg, .cma_min = s->value};
+  struct mcoll_hier_call hc = {.c = c, .steps = &one_node_steps,
+                               .bytes = my_len * (size_t)dst->n, .args = &a};
+  int err = mcoll__hier_node_run(&hc);
+  mcoll__blocks_release(dst, err == MPI_SUCCESS, in_place ? c->rank : -2);
+  return err;
+}
+
 int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *mine,
                      size_t my_len, struct mcoll_blocks *dst) {
+  /* allgather: every block has my_len bytes (allgatherv: a key would be every count) */
+  int uniform = coll == MCOLL_COLL_ALLGATHER && !dst->counts;
+  unsigned stamp = 0;
+  const struct mcoll_settled *s = uniform ? mcoll__settled_take(c, coll, my_len, 0, &stamp) : NULL;
+  if (s) return allgather_settled(c, mine, my_len, dst, s);
   const struct mcoll_topo *t = &c->topo;
   int forced = mcoll__move_forced(c, coll);
   size_t cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_ALLGATHER_CMA_MIN);
@@ -86,6 +106,9 @@ int mcoll__allgather(struct mcoll_comm *c, enum mcoll_coll coll, const char *min
   mcoll__inter_single(c, coll, largest_block(dst));
   size_t total = mcoll__blocks_total(dst);
   if (total == 0) return MPI_SUCCESS;
+  if (uniform && forced < 0 && mcoll__block_len(dst, 0) == my_len)
+    mcoll__settled_offer(c, coll, stamp, my_len, 0, &timing, forced,
+                         mcoll__move_of(c, my_len, forced, cma_min), cma_min);
   int in_place = mine == NULL, several = t->nnodes > 1;
   /* Several nodes: the result travels as one span (bcast), so it must be dense. */
   mcoll__blocks_acquire(dst, several, in_place ? c->rank : -1);

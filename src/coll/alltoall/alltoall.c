@@ -19,6 +19,7 @@
 #include "coll/adapt.h"
 #include "coll/facts.h"
 #include "coll/rules.h"
+#include "coll/settled.h"
 #include "core/config.h"
 #include "topo/topo.h"
 
@@ -168,15 +169,38 @@ static int adapt(struct mcoll_a2a *a, int alg, struct mcoll_adapt_call *timing) 
   return mcoll__adapt_pick(a->c, a->coll, a->block, alg, &facts, reach, timing);
 }
 
+/* The node's blocks and the own block, by alg. */
+static int node_part(struct mcoll_a2a *a, int alg) {
+  struct mcoll_comm *c = a->c;
+  int me = c->rank, engine = mcoll__node_has_peers(c) && alg != MCOLL_A2A_BRUCK;
+  /* The node engine copies the own block while its peers catch up. */
+  if (!engine && !a->inplace && a->recv[me].bytes)
+    memcpy(a->recv[me].ptr, a->send[me].ptr, a->recv[me].bytes);
+  if (!mcoll__node_has_peers(c)) return MPI_SUCCESS;
+  if (!engine) {
+    mcoll__a2a_node_bruck(a);
+    return MPI_SUCCESS;
+  }
+  struct mcoll_a2a_engine e;
+  mcoll__a2a_engine_config(a, alg, &e);
+  return mcoll__a2a_node_engine(a, &e);
+}
+
 int mcoll__a2a_run(struct mcoll_a2a *a) {
   struct mcoll_comm *c = a->c;
+  /* alltoall: every block has a->block bytes, the key (alltoallv/w: every count) */
+  int keyed = a->coll == MCOLL_COLL_ALLTOALL && a->uniform;
+  unsigned stamp = 0;
+  const struct mcoll_settled *s = keyed ? mcoll__settled_take(c, a->coll, a->block, 0, &stamp) : NULL;
+  if (s) return node_part(a, s->alg); /* (coll/settled.h: one node) */
   int adaptable;
-  int alg = choose(a, &adaptable), me = c->rank, nreq = 0, err = MPI_SUCCESS;
+  int alg = choose(a, &adaptable), nreq = 0, err = MPI_SUCCESS;
   struct mcoll_adapt_call timing = {.cls = NULL};
   if (adaptable && a->block > 0) alg = adapt(a, alg, &timing);
   mcoll__count_alg(a->coll, alg);
   int inter = c->topo.nnodes > 1 ? mcoll__a2a_inter_choose(a) : -1;
   if (a->uniform && a->block == 0) return MPI_SUCCESS;
+  if (keyed) mcoll__settled_offer(c, a->coll, stamp, a->block, 0, &timing, alg, alg, 0);
   MPI_Request local_reqs[32], *reqs = local_reqs;
   if (c->topo.nnodes > 1) {
     size_t need = 2 * (size_t)(c->size - c->topo.local_size);
@@ -186,20 +210,8 @@ int mcoll__a2a_run(struct mcoll_a2a *a) {
     }
     err = mcoll__a2a_inter_start(a, inter, reqs, &nreq);
   }
-  int engine = mcoll__node_has_peers(c) && alg != MCOLL_A2A_BRUCK;
-  /* The node engine copies the own block while its peers catch up. */
-  if (!engine && !a->inplace && a->recv[me].bytes)
-    memcpy(a->recv[me].ptr, a->send[me].ptr, a->recv[me].bytes);
-  if (mcoll__node_has_peers(c)) {
-    if (!engine) {
-      mcoll__a2a_node_bruck(a);
-    } else {
-      struct mcoll_a2a_engine e;
-      mcoll__a2a_engine_config(a, alg, &e);
-      int node_err = mcoll__a2a_node_engine(a, &e);
-      if (err == MPI_SUCCESS) err = node_err;
-    }
-  }
+  int node_err = node_part(a, alg);
+  if (err == MPI_SUCCESS) err = node_err;
   for (int i = 0; i < nreq; i++) {
     int wait_err = mcoll__host_wait_one(&reqs[i], MPI_STATUS_IGNORE);
     if (err == MPI_SUCCESS) err = wait_err;

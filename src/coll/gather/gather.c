@@ -115,31 +115,28 @@ static size_t largest_block(const struct mcoll_blocks *b) {
   return most;
 }
 
-/* A gather whose choice is settled (coll/settled.h): the node's step alone, as the
- * hierarchy runs it on one node. */
+/* A gather whose choice is settled (coll/settled.h): the node's step alone. */
 static int gather_settled(struct mcoll_comm *c, const struct mcoll_gather_args *a,
                           const struct mcoll_settled *s) {
   int is_root = c->rank == a->root;
-  struct mcoll_blocks uniform;
-  mcoll__blocks_plain(&uniform, NULL, c->size, a->my_len);
-  struct mcoll_gather_node node = {
-      .sink = mcoll__local_index(&c->topo, a->root), .mine = a->mine, .my_len = a->my_len,
-      .dst = is_root ? a->dst : NULL, .lens = &uniform, .lens_everywhere = 1,
-      .forced = s->alg, .cma_min = s->value};
+  struct gather_call g; /* (g.node and g.lens: another node's leader only) */
+  g.a = a;
+  g.forced = s->alg;
+  g.sink = mcoll__local_index(&c->topo, a->root);
+  g.cma_min = s->value;
+  g.remote_leader = 0;
+  mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
   if (is_root) mcoll__blocks_acquire(a->dst, 0, -1);
-  int err = mcoll__gather_node(c, &node);
-  mcoll__task_independent(); /* (the hierarchy's mark after the node's last step) */
+  struct mcoll_hier_call hc = {.c = c, .steps = &gather_steps, .leader = g.sink, .args = &g};
+  int err = mcoll__hier_node_run(&hc);
   if (is_root) mcoll__blocks_release(a->dst, err == MPI_SUCCESS, a->mine ? -2 : a->root);
   return err;
 }
 
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
-  const struct mcoll_settled *s = a->v ? NULL : mcoll__settled_find(c, coll, a->my_len);
-  if (s) {
-    mcoll__count_alg(coll, s->counted);
-    return gather_settled(c, a, s);
-  }
-  unsigned stamp = mcoll__settled_stamp();
+  unsigned stamp = 0;
+  const struct mcoll_settled *s = a->v ? NULL : mcoll__settled_take(c, coll, a->my_len, 0, &stamp);
+  if (s) return gather_settled(c, a, s);
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
@@ -156,9 +153,9 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   else mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
-  if (!a->v && !timing.cls && g.forced < 0 && mcoll__settled_may(c, coll, a->my_len))
-    mcoll__settled_keep(c, coll, stamp, a->my_len, g.forced,
-                        mcoll__move_of(c, a->my_len, g.forced, g.cma_min), g.cma_min);
+  if (!a->v && g.forced < 0)
+    mcoll__settled_offer(c, coll, stamp, a->my_len, 0, &timing, g.forced,
+                         mcoll__move_of(c, a->my_len, g.forced, g.cma_min), g.cma_min);
 
   int err = MPI_SUCCESS;
   g.sink = t->node == root_node ? mcoll__local_index(t, a->root) : 0;

@@ -121,36 +121,29 @@ static int reduce_by(struct mcoll_comm *c, const struct mcoll_red_type *t, const
   return err;
 }
 
-/* A reduce whose choice is settled (coll/settled.h): the node's step alone, as the
- * hierarchy runs it on one node. */
+/* A reduce whose choice is settled (coll/settled.h): the node's step alone. */
 static int reduce_settled(struct mcoll_comm *c, const struct mcoll_red_type *t,
                           const void *sendbuf, void *recvbuf, size_t count, int root, int alg) {
   struct reduce_call a = call_of(c, t, sendbuf, recvbuf, root, alg);
   struct mcoll_hier_call hc = {.c = c, .steps = &reduce_steps, .bytes = count * t->extent,
                                .leader = mcoll__local_index(&c->topo, root), .args = &a,
                                .overlap = 1};
-  int err = up(&hc, 0, hc.bytes);
-  mcoll__task_independent(); /* (the hierarchy's mark after the node's last step) */
-  return err != MPI_SUCCESS ? err : hc.deferred;
+  return mcoll__hier_node_run(&hc);
 }
 
 int mcoll__reduce(struct mcoll_comm *c, const struct mcoll_red_type *t, const void *sendbuf,
                   void *recvbuf, size_t count, int root) {
   size_t bytes = count * t->extent;
   /* (the element's size is part of the key: the choice's facts depend on it) */
-  const struct mcoll_settled *s = mcoll__settled_find(c, MCOLL_COLL_REDUCE, bytes);
-  if (s && s->value == t->extent) {
-    mcoll__count_alg(MCOLL_COLL_REDUCE, s->counted);
-    return reduce_settled(c, t, sendbuf, recvbuf, count, root, s->alg);
-  }
-  unsigned stamp = mcoll__settled_stamp();
+  unsigned stamp = 0;
+  const struct mcoll_settled *s = mcoll__settled_take(c, MCOLL_COLL_REDUCE, bytes, t->extent, &stamp);
+  if (s) return reduce_settled(c, t, sendbuf, recvbuf, count, root, s->alg);
   struct mcoll_adapt_call timing;
   int alg = mcoll__red_choose_adaptive(MCOLL_COLL_REDUCE, c, bytes, !t->commutative,
                                        t->extent, &timing);
   mcoll__count_alg(MCOLL_COLL_REDUCE, alg);
-  if (!timing.cls && alg != MCOLL_RED_P2P && c->size > 1 &&
-      mcoll__settled_may(c, MCOLL_COLL_REDUCE, bytes))
-    mcoll__settled_keep(c, MCOLL_COLL_REDUCE, stamp, bytes, alg, alg, t->extent);
+  if (alg != MCOLL_RED_P2P && c->size > 1)
+    mcoll__settled_offer(c, MCOLL_COLL_REDUCE, stamp, bytes, t->extent, &timing, alg, alg, 0);
   int err = reduce_by(c, t, sendbuf, recvbuf, count, root, alg);
   mcoll__adapt_done(&timing);
   return err;
