@@ -255,9 +255,10 @@ print(med(a), med(b))')
         fi
         if wants arrival && job "$(basename "$base")-arrival" -- \
              "$bench" -m arrival -C bcast -b 64K -e 1M -f 16 -D random:1000 -r "$rounds" -o "$base-arrival.json"; then
-          # rows: bytes host_us fixed_us first_us fixed/first push_us fixed/push
+          # rows: bytes host_us fixed_us first_us fixed/first push_us fixed/push (then the
+          # no-nap side)
           { grep -E '^ +[0-9]+ +[0-9.]+ ' "$base-arrival.txt" || true; } |
-            while read -r bytes host fixed first fixed_first push fixed_push; do
+            while read -r bytes host fixed first fixed_first push fixed_push _; do
               row "bcast under random arrival: first_arrival (CP); value fixed/first" "$bytes" "$host" "$first" "$fixed_first"
               row "bcast under random arrival: push; value fixed/push" "$bytes" "$host" "$push" "$fixed_push"
             done

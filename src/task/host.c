@@ -1,5 +1,8 @@
 #include "task/host.h"
 
+#include <time.h>
+
+#include "core/config.h"
 #include "task/task.h"
 
 /* Whether a wait must not block the thread: inside a task, or with tasks pending. */
@@ -13,6 +16,23 @@ int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status) {
 int mcoll__host_wait_any_of(int n, MPI_Request *reqs, int *index) {
   if (!must_not_block()) return PMPI_Waitany(n, reqs, index, MPI_STATUS_IGNORE);
   return mcoll__host_wait_any(n, reqs, index, MPI_STATUS_IGNORE);
+}
+
+/* Tests before the first sleep: an answer already on its way is taken without one. */
+enum { NAP_AFTER_POLLS = 32 };
+
+int mcoll__host_wait_any_napping(int n, MPI_Request *reqs, int *index) {
+  if (!mcoll__cores_shared || mcoll__cfg.WAIT_NAP_US <= 0 || must_not_block())
+    return mcoll__host_wait_any_of(n, reqs, index);
+  long nap_ns = 1000, max_ns = mcoll__cfg.WAIT_NAP_US * 1000;
+  for (unsigned polls = 0;; polls++) {
+    int done = 0;
+    int err = PMPI_Testany(n, reqs, index, &done, MPI_STATUS_IGNORE);
+    if (err != MPI_SUCCESS || done) return err;
+    if (polls < NAP_AFTER_POLLS) continue;
+    nanosleep(&(struct timespec){0, nap_ns}, NULL);
+    nap_ns = nap_ns * 2 > max_ns ? max_ns : nap_ns * 2;
+  }
 }
 
 int mcoll__host_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,

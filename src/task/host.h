@@ -21,6 +21,14 @@ int mcoll__host_wait_one(MPI_Request *req, MPI_Status *status);
  * over TCP its polling loop notices arrivals sooner than a loop of tests), else
  * waited for without blocking the thread. */
 int mcoll__host_wait_any_of(int n, MPI_Request *reqs, int *index);
+/* A wait for one of n requests (index as MPI_Waitany; n = 1: that request) that a
+ * rank makes while another rank must first get a core to answer it: where the ranks
+ * on this kernel outnumber its cores (mcoll__cores_shared), a few tests, then tests
+ * between sleeps that double up to MCOLL_WAIT_NAP_US. The host MPIs' blocking waits
+ * poll without giving up the core, and a yield may keep it (each MPICH rank is a
+ * scheduler group of its own): the rank that must answer then waits for the end of
+ * a polling rank's time slice. Elsewhere mcoll__host_wait_any_of. */
+int mcoll__host_wait_any_napping(int n, MPI_Request *reqs, int *index);
 /* MPI_Comm_dup, as MPI_Comm_idup inside a task. */
 int mcoll__host_comm_dup(MPI_Comm comm, MPI_Comm *out);
 

@@ -267,6 +267,29 @@ def test_bcast_first_arrival_multihost(hosts, request, flavour, ranks):
             assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
 
 
+@pytest.mark.parametrize("flavour,ranks", [flavour_param(f, r) for f in ("openmpi", "mpich")
+                                           for r in ("1,1,1", "2,2,2")])
+def test_bcast_first_arrival_random_skew_multihost(hosts, flavour, ranks):
+    """first_arrival between real hosts under random arrival (each rank waits its own
+    delay, uniform in [0, 2 ms), before every call; roots and sizes change, pieced
+    sizes too; tests/mpi/test_first_arrival.c --random): every byte right on every
+    rank at 1 and 2 ranks per host, first_arrival ran every inter-node call, and at 2
+    ranks per host another rank than local rank 0 led some calls (the first to
+    arrive)."""
+    program = BUILD.bin(flavour, "mcoll-test-first-arrival")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALG_BCAST_INTER": "first_arrival"}
+    result = run_on_hosts(flavour, ranks, program, ["--random", "2000", "--calls", "40"], env,
+                          finished=r"^random checks \d+ errors 0$")
+    nprocs = sum(int(n) for n in ranks.split(","))
+    checks = re.search(r"^random checks (\d+) errors (\d+)$", result.stdout, re.M)
+    assert checks and int(checks.group(2)) == 0 and int(checks.group(1)) == 40 * nprocs, result.describe()
+    assert result.finalize_hang or result.returncode == 0, result.describe()
+    counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+    assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
+    if ranks == "2,2,2":
+        assert counts.get("other_leader", 0) > 0, counts
+
+
 @pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1,2"), flavour_param("mpich", "1,2,1")])
 def test_bcast_push_multihost(hosts, request, flavour, ranks):
     """Bcast with push forced between real hosts (the root sends to every rank of the

@@ -10,7 +10,8 @@
  * MPI_Bcast, mcoll with the fixed leader between nodes (binomial: local rank 0 leads
  * a node that does not hold the root), mcoll with first_arrival (the node's first
  * rank to arrive leads) and mcoll with push (the root sends to every rank of the
- * other nodes). A row reports per side the median over rounds of the median
+ * other nodes), and first_arrival again with its waits' naps off (MCOLL_WAIT_NAP_US=0;
+ * task/host.h). A row reports per side the median over rounds of the median
  * call. */
 #include "bench.h"
 
@@ -21,10 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SIDE_HOST, SIDE_FIXED, SIDE_FIRST, SIDE_PUSH, NSIDES };
-static const char *const side_names[NSIDES] = {"host", "fixed_leader", "first_arrival", "push"};
+enum { SIDE_HOST, SIDE_FIXED, SIDE_FIRST, SIDE_PUSH, SIDE_FIRST_NO_NAP, NSIDES };
+static const char *const side_names[NSIDES] = {"host", "fixed_leader", "first_arrival", "push",
+                                               "first_arrival_no_nap"};
 /* mcoll's algorithm between nodes of each mcoll side */
-static const char *const side_algs[NSIDES] = {NULL, "binomial", "first_arrival", "push"};
+static const char *const side_algs[NSIDES] = {NULL, "binomial", "first_arrival", "push",
+                                              "first_arrival"};
 
 struct delays {
     enum { DELAY_RANDOM, DELAY_LATE } kind;
@@ -82,6 +85,14 @@ static const struct mpi_api *side_api(int side)
     if (!set_algorithm ||
         set_algorithm("bcast.inter", side_algs[side]) != 0)
         bench_usage_exit("-m arrival: mcoll not loaded, or without first_arrival and push");
+    /* first_arrival's waits without their naps (MCOLL_WAIT_NAP_US=0) on the last
+     * side; the environment's value (else the default) on the others */
+    static int (*set_param)(const char *, const char *);
+    if (!set_param)
+        set_param = (int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "mcoll_set_param");
+    const char *nap = getenv("MCOLL_WAIT_NAP_US");
+    if (set_param)
+        set_param("WAIT_NAP_US", side == SIDE_FIRST_NO_NAP ? "0" : nap ? nap : "50");
     return &bench_mcoll_api;
 }
 
@@ -126,9 +137,10 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
     if (rank == 0)
         printf("# arrival: bcast, %d ranks, delays %s, root %d; time from the last arrival to the "
                "last completion, us (median call, median of %d rounds)\n"
-               "# %10s %10s %14s %14s %12s %14s %12s\n",
+               "# %10s %10s %14s %14s %12s %14s %12s %14s %12s\n",
                p, o->arrival ? o->arrival : "random:100", o->root, o->rounds, "bytes", "host_us",
-               "fixed_us", "first_us", "fixed/first", "push_us", "fixed/push");
+               "fixed_us", "first_us", "fixed/first", "push_us", "fixed/push", "first_nonap_us",
+               "nonap/first");
     int first = 1;
     for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes = (size_t)(bytes * o->factor)) {
         struct row r;
@@ -146,8 +158,9 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
         for (int s = 0; s < NSIDES; s++)
             med[s] = bench_median(samples + s * o->rounds, o->rounds);
         if (rank == 0)
-            printf("  %10zu %10.2f %14.2f %14.2f %12.2f %14.2f %12.2f\n", r.block, med[0] * 1e6,
-                   med[1] * 1e6, med[2] * 1e6, med[1] / med[2], med[3] * 1e6, med[1] / med[3]);
+            printf("  %10zu %10.2f %14.2f %14.2f %12.2f %14.2f %12.2f %14.2f %12.2f\n", r.block,
+                   med[0] * 1e6, med[1] * 1e6, med[2] * 1e6, med[1] / med[2], med[3] * 1e6,
+                   med[1] / med[3], med[4] * 1e6, med[4] / med[2]);
         if (json) {
             fprintf(json, "%s  {\"bytes\": %zu", first ? "" : ",\n", r.block);
             for (int s = 0; s < NSIDES; s++) {

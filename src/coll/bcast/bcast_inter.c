@@ -120,7 +120,7 @@ static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MP
   }
   for (int k = 0; k < t->nnodes - 1 && err == MPI_SUCCESS; k++) {
     int i;
-    err = mcoll__host_wait_any_of(n, anns, &i);
+    err = mcoll__host_wait_any_napping(n, anns, &i);
     if (err != MPI_SUCCESS || i == MPI_UNDEFINED) break;
     int leader = call->leaders[k] = from[i];
     for (int j = 0; j < n; j++)
@@ -140,7 +140,7 @@ static int learn_leaders(struct mcoll_bcast_call *call, int ready, size_t hi, MP
 /* Waits for the first `posted` sends and frees the array; the first error wins. */
 static int finish_sends(MPI_Request *sends, int posted, int err) {
   for (int k = 0; k < posted; k++) {
-    int one = mcoll__host_wait_one(&sends[k], MPI_STATUS_IGNORE);
+    int index, one = mcoll__host_wait_any_napping(1, &sends[k], &index);
     if (err == MPI_SUCCESS) err = one;
   }
   free(sends);
@@ -163,8 +163,13 @@ int mcoll__bcast_first_arrival(struct mcoll_bcast_call *call, size_t lo, size_t 
       mcoll__count_control(MCOLL_COLL_BCAST);
     }
     if (err != MPI_SUCCESS) return err;
-    return mcoll__host_recv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root, MCOLL_TAG_BCAST,
-                            c->p2p, MPI_STATUS_IGNORE);
+    /* The root answers after the node's announcement: wait for it without holding a
+     * core that it may need (mcoll__host_wait_any_napping). */
+    MPI_Request recv;
+    int index;
+    err = PMPI_Irecv(call->buf + lo, (int)(hi - lo), MPI_BYTE, call->root,
+                     mcoll__host_tag(MCOLL_TAG_BCAST), c->p2p, &recv);
+    return err != MPI_SUCCESS ? err : mcoll__host_wait_any_napping(1, &recv, &index);
   }
   MPI_Request *sends = malloc(sizeof(MPI_Request) * (size_t)others);
   if (!sends) return MPI_ERR_NO_MEM;
