@@ -445,11 +445,22 @@ static void post_recv(struct thr_rank *r, struct thr_recv *rv)
 /* ---- the host MPI between processes ---- */
 
 /* pid, addr, done: a message that the receiver reads from the sender's memory
- * (node_copy.c; pid 0: its bytes follow on DATA_TAG). */
+ * (node_copy.c; pid 0: its bytes follow on DATA_TAG, or come before the envelope in
+ * one host message, see host_inline_bytes). */
 struct host_envelope {
   int ctx, src, tag, dst_thread, src_thread, pid;
   uint64_t len, addr, done;
 };
+
+/* Messages up to this many bytes (MCOLL_THREADS_HOST_INLINE; 0: none) cross to another
+ * process as one host message, their bytes then the envelope: one send, one probe
+ * and one receive instead of two of each, for a copy on each side. */
+enum { HOST_INLINE_BYTES = 2048 };
+static int host_inline_bytes(void)
+{
+  static atomic_int bytes = -1;
+  return thr_env_cached(&bytes, "MCOLL_THREADS_HOST_INLINE", HOST_INLINE_BYTES, 0);
+}
 
 /* Drains envelopes that arrived from other processes into the ranks' mailboxes. */
 void thr_host_drain(void)
@@ -464,7 +475,16 @@ void thr_host_drain(void)
     if (!flag)
       break;
     struct host_envelope env;
-    PMPI_Mrecv(&env, sizeof env, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+    int bytes;
+    PMPI_Get_count(&status, MPI_BYTE, &bytes);
+    char *inlined = NULL;
+    if (bytes > (int)sizeof env) {
+      inlined = thr_malloc((size_t)bytes);
+      PMPI_Mrecv(inlined, bytes, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+      memcpy(&env, inlined + bytes - (int)sizeof env, sizeof env);
+    } else {
+      PMPI_Mrecv(&env, sizeof env, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+    }
     struct thr_msg *m = thr_calloc(1, sizeof *m);
     m->ctx = env.ctx;
     m->src = env.src;
@@ -473,9 +493,11 @@ void thr_host_drain(void)
     m->peer_pid = env.pid;
     m->peer_addr = env.addr;
     m->peer_done = env.done;
-    if (!env.pid)
+    if (inlined)
+      m->data = inlined; /* (the bytes first: freed as the message's data) */
+    else if (!env.pid)
       m->data = thr_malloc(env.len ? env.len : 1);
-    if (env.len && !env.pid)
+    if (env.len && !env.pid && !inlined)
       PMPI_Recv(m->data, (int)env.len, MPI_BYTE, status.MPI_SOURCE, DATA_TAG + env.src_thread,
                 thr_proc.host, MPI_STATUS_IGNORE);
     if (env.dst_thread < 0 || env.dst_thread >= thr_proc.threads)
@@ -685,6 +707,17 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     env->pid = (int)getpid();
     env->addr = (uint64_t)(uintptr_t)bytes;
     env->done = (uint64_t)(uintptr_t)&q->send_done;
+  }
+  if (!node_copy && len > 0 && len <= (size_t)host_inline_bytes()) {
+    char *one = thr_malloc(len + sizeof *env);
+    memcpy(one, bytes, len);
+    memcpy(one + len, env, sizeof *env);
+    free(env);
+    free(owned);
+    q->owned = one;
+    PMPI_Isend(one, (int)(len + sizeof *env), MPI_BYTE, dst_process, HDR_TAG, thr_proc.host,
+               &q->host[0]);
+    return q;
   }
   q->owned = env;
   q->owned2 = owned;
