@@ -72,8 +72,9 @@ function(mcoll_add_threads flavour)
               ${dir}/waits.c ${dir}/rings.c
               ${dir}/coll.c ${dir}/coll_local.c ${dir}/coll_eager.c ${dir}/eager_slots.c
               ${dir}/coll_hier.c ${dir}/elf.c ${dir}/coll_nbc.c ${dir}/groups.c ${runtime_sources}
-              ${CMAKE_SOURCE_DIR}/src/coll/reduce/red_ops.c)
-  # (red_ops.c: the process ranks' folds, so that both give the same bits)
+              ${CMAKE_SOURCE_DIR}/src/coll/reduce/red_ops.c ${CMAKE_SOURCE_DIR}/src/shm/cma.c)
+  # (red_ops.c: the process ranks' folds, so that both give the same bits; cma.c: the
+  # single copy between processes)
   target_include_directories(mcoll-threads-runtime_${flavour} PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(mcoll-threads-runtime_${flavour} PRIVATE ${mpi} ${CMAKE_DL_LIBS}
                         Threads::Threads)

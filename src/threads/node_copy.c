@@ -2,15 +2,14 @@
  * sender's buffer (process_vm_readv) and then sets the sender's completion flag
  * (process_vm_writev), instead of the host MPI's transfer into a runtime buffer and a
  * second copy into the receive's. Only the envelope goes through the host MPI, so the
- * matching stays where it is. */
+ * matching stays where it is. The copies are libmcoll's (shm/cma.c). */
 #include "runtime.h"
+#include "shm/shm.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* Messages from this many bytes go by single copy (MCOLL_THREADS_NODE_COPY; 0: never).
@@ -18,25 +17,6 @@
 enum { NODE_COPY_MIN = 65536 };
 
 static atomic_long messages_read; /* (MCOLL_THREADS_STATS) */
-
-static int cma(pid_t pid, void *local, uint64_t remote, size_t bytes, int write)
-{
-  char *at = local;
-  while (bytes > 0) {
-    struct iovec mine = {at, bytes};
-    struct iovec theirs = {(void *)(uintptr_t)remote, bytes};
-    ssize_t done = write ? process_vm_writev(pid, &mine, 1, &theirs, 1, 0)
-                         : process_vm_readv(pid, &mine, 1, &theirs, 1, 0);
-    if (done < 0 && errno == EINTR)
-      continue;
-    if (done <= 0)
-      return done < 0 ? errno : EFAULT;
-    at += done;
-    remote += (uint64_t)done;
-    bytes -= (size_t)done;
-  }
-  return 0;
-}
 
 /* Collective over the host's processes: which of them share this node, and whether
  * every process of the node can read its neighbour's memory (Yama's ptrace_scope=1
@@ -58,7 +38,7 @@ void thr_node_copy_init(MPI_Comm node)
   if (n > 1) {
     const uint64_t *next = all + 3 * ((me + 1) % n);
     uint64_t got = 0;
-    ok = cma((pid_t)next[1], &got, next[2], sizeof got, 0) == 0 && got == probe_word;
+    ok = mcoll__cma_read((pid_t)next[1], &got, next[2], sizeof got) == 0 && got == probe_word;
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
   for (int i = 0; i < n; i++)
@@ -74,7 +54,7 @@ int thr_node_copy_takes(int process, size_t len)
 
 void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len)
 {
-  int err = cma(m->peer_pid, dst, m->peer_addr, len, 0);
+  int err = mcoll__cma_read(m->peer_pid, dst, m->peer_addr, len);
   if (err)
     thr_fatal("process_vm_readv of %zu bytes from process %d: %s", len, (int)m->peer_pid,
               strerror(err));
@@ -84,7 +64,7 @@ void thr_node_copy_release(const struct thr_msg *m)
 {
   atomic_fetch_add_explicit(&messages_read, 1, memory_order_relaxed);
   int one = 1;
-  int err = cma(m->peer_pid, &one, m->peer_done, sizeof one, 1);
+  int err = mcoll__cma_write(m->peer_pid, m->peer_done, &one, sizeof one);
   if (err)
     thr_fatal("process_vm_writev to process %d: %s", (int)m->peer_pid, strerror(err));
 }
