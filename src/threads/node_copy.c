@@ -17,13 +17,15 @@
 enum { NODE_COPY_MIN = 65536 };
 
 static atomic_long messages_read; /* (MCOLL_THREADS_STATS) */
+static unsigned char *same_node; /* per host process: 1 when single copy reaches it */
+static size_t copy_min;          /* messages from this size go by single copy; 0: none */
 
 /* Collective over the host's processes: which of them share this node, and whether
  * every process of the node can read its neighbour's memory (Yama's ptrace_scope=1
  * allows it only to a declared tracer: declare any; a container may forbid it). */
-void thr_node_copy_init(MPI_Comm node)
+void thr_node_copy_init(MPI_Comm node, int process, int processes)
 {
-  thr_proc.same_node = thr_calloc((size_t)thr_proc.processes, 1);
+  same_node = thr_calloc((size_t)processes, 1);
   const char *env = getenv("MCOLL_THREADS_NODE_COPY");
   long min = env && *env ? strtol(env, NULL, 0) : NODE_COPY_MIN;
   int n, me;
@@ -31,7 +33,7 @@ void thr_node_copy_init(MPI_Comm node)
   PMPI_Comm_rank(node, &me);
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   static uint64_t probe_word = 0x6d636f6c6c6e6f64ull;
-  uint64_t mine[3] = {(uint64_t)thr_proc.process, (uint64_t)getpid(), (uintptr_t)&probe_word};
+  uint64_t mine[3] = {(uint64_t)process, (uint64_t)getpid(), (uintptr_t)&probe_word};
   uint64_t *all = thr_malloc((size_t)n * sizeof mine);
   PMPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, node);
   int ok = 1, all_ok = 0;
@@ -42,14 +44,14 @@ void thr_node_copy_init(MPI_Comm node)
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
   for (int i = 0; i < n; i++)
-    thr_proc.same_node[all[3 * i]] = all_ok && i != me;
+    same_node[all[3 * i]] = all_ok && i != me;
   free(all);
-  thr_proc.node_copy_min = min > 0 && all_ok ? (size_t)min : 0;
+  copy_min = min > 0 && all_ok ? (size_t)min : 0;
 }
 
 int thr_node_copy_takes(int process, size_t len)
 {
-  return thr_proc.node_copy_min && len >= thr_proc.node_copy_min && thr_proc.same_node[process];
+  return copy_min && len >= copy_min && same_node[process];
 }
 
 void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len)

@@ -858,7 +858,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
   PMPI_Comm_size(node, &thr_proc.node_processes);
   PMPI_Comm_rank(node, &thr_proc.node_index);
-  thr_node_copy_init(node);
+  thr_node_copy_init(node, thr_proc.process, thr_proc.processes);
   cpu_set_t allowed;
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);

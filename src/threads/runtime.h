@@ -116,8 +116,6 @@ struct thr_process {
   int node_processes, node_index; /* this node's processes, and this one's place among them */
   int cpus;                         /* the CPUs this process may run on (at start) */
   MPI_Comm host;                  /* the host MPI's world, duplicated */
-  unsigned char *same_node; /* per host process: 1 when single copy reaches it */
-  size_t node_copy_min;     /* messages from this size go by single copy; 0: none */
   struct thr_rank *ranks;         /* this process's T ranks */
   pthread_mutex_t progress_lock;  /* one thread at a time drains the host */
 };
@@ -146,7 +144,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc);
 /* Single copy between processes of a node (node_copy.c): set up over the node's
  * processes (collective); whether a message of len bytes to host process `process`
  * goes that way; its bytes read from the sender; the sender's flag set. */
-void thr_node_copy_init(MPI_Comm node);
+void thr_node_copy_init(MPI_Comm node, int process, int processes);
 /* Frees the rank's freed sends that are complete; with wait, waits for all. */
 void thr_orphans_reap(struct thr_rank *r, int wait);
 int thr_node_copy_takes(int process, size_t len);
