@@ -20,14 +20,17 @@ int thr_Finalize(struct thr_rank *r)
   thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   thr_orphans_reap(r, 1); /* (their receives are complete: only the envelopes remain) */
+  thr_node_send_progress(r, 1);
   r->finalized = 1;
   const char *stats = getenv("MCOLL_THREADS_STATS");
   if (stats && atoi(stats) && r->thread == 0) {
-    long messages, chunks;
+    long messages, chunks, ring_taken = 0;
     thr_split_counts(&messages, &chunks);
+    for (int t = 0; t < thr_proc.threads; t++) /* (the others may still be counting) */
+      ring_taken += thr_proc.ranks[t].node_ring_taken;
     fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders, "
-            "%ld read from other processes\n", thr_proc.process, messages, chunks,
-            thr_node_copy_count());
+            "%ld read from other processes, %ld through the node's rings\n", thr_proc.process,
+            messages, chunks, thr_node_copy_count(), ring_taken);
   }
   return MPI_SUCCESS;
 }

@@ -1,31 +1,128 @@
-/* Large messages between processes of one node: the receiver copies once from the
- * sender's buffer (process_vm_readv) and then sets the sender's completion flag
- * (process_vm_writev), instead of the host MPI's transfer into a runtime buffer and a
- * second copy into the receive's. Only the envelope goes through the host MPI, so the
- * matching stays where it is. The copies are libmcoll's (shm/cma.c). */
+/* The transport between thread ranks in different processes of one node.
+ *
+ * Rings: a segment the node's processes share holds a ring (rings.h) per pair of the
+ * node's thread ranks, so that a message between processes takes the path of one
+ * between threads: its envelope and, up to a ring's inline limit, its bytes in the
+ * receiver's ring, taken out by the receiver in the order sent. A larger message below
+ * the single-copy limit is copied into one of its sender's blocks in the segment and
+ * out again by the receiver, who frees the block (copy in, copy out: no system call;
+ * the send is complete at once, as the host MPIs' eager sends are). From the limit on,
+ * or when the sender has no free block, the message is a reference to bytes in the
+ * sender (the send's own buffer, and the send waits for its receive; or a copy of its
+ * own): the receiver reads them (process_vm_readv) and sets the sender's flag
+ * (process_vm_writev). A message whose ring is full waits in its sender's queue, in
+ * order, until that rank's next progress.
+ *
+ * Without the rings (MCOLL_THREADS_NODE_RINGS=0, or a segment that cannot be shared)
+ * messages cross through the host MPI, and from the single-copy limit only their
+ * envelope does. The copies are libmcoll's (shm/cma.c). */
 #include "runtime.h"
 #include "shm/shm.h"
 
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 /* Messages from this many bytes go by single copy (MCOLL_THREADS_NODE_COPY; 0: never).
- * Below it the host MPI's eager transfer answers without waiting for the receive. */
+ * Below it a sender does not wait for its receive. */
 enum { NODE_COPY_MIN = 65536 };
 
 static atomic_long messages_read; /* (MCOLL_THREADS_STATS) */
 static unsigned char *same_node; /* per host process: 1 when single copy reaches it */
 static size_t copy_min;          /* messages from this size go by single copy; 0: none */
 
+/* The segment, mapped by every process of the node (NULL without it): the rings,
+ * [receiver x node_ranks + sender] by node rank (the process's place on the node x T +
+ * thread); per node rank its blocks' busy flags, a line each, and its blocks. Only the
+ * pages used are ever made. */
+enum { BLOCKS = 8, BLOCK_BYTES = NODE_COPY_MIN };
+struct block_flag {
+  _Alignas(64) atomic_int busy; /* set by the sender before it publishes, cleared by the receiver */
+};
+static struct thr_ring *node_rings;
+static struct block_flag *block_flags; /* [node rank x BLOCKS] */
+static unsigned char *blocks;          /* [node rank x BLOCKS][BLOCK_BYTES] */
+static size_t segment_bytes;
+static int node_ranks, first_node_rank;
+static int *node_place; /* per host process: its place on this node, or -1 */
+
+/* A message waiting for room in its ring (the sender's queue, in the order sent). */
+struct thr_node_pending {
+  struct thr_node_pending *next;
+  int dst, ctx, src, tag;
+  enum thr_slot_kind kind;
+  struct thr_peer_ref ref; /* THR_SLOT_PEER */
+  size_t len;              /* THR_SLOT_INLINE: the bytes follow */
+  unsigned char bytes[];
+};
+
+/* A sender's copy of a message that the receiver reads: freed once it has. */
+struct thr_node_copy {
+  struct thr_node_copy *next;
+  atomic_int done;
+  unsigned char bytes[];
+};
+
+/* The segment: the leader makes it (memfd: no name, nothing in /dev/shm even after a
+ * crash), the others open its descriptor through /proc, which needs the access single
+ * copy needs. Collective over the node's processes; all or none map it. */
+static void rings_init(MPI_Comm node, int me, int n, int threads)
+{
+  const char *env = getenv("MCOLL_THREADS_NODE_RINGS");
+  if (n < 2 || (env && *env && atoi(env) == 0))
+    return;
+  node_ranks = n * threads;
+  first_node_rank = me * threads;
+  size_t rings_bytes = (size_t)node_ranks * (size_t)node_ranks * sizeof(struct thr_ring);
+  size_t flags_bytes = (size_t)node_ranks * BLOCKS * sizeof(struct block_flag);
+  segment_bytes = rings_bytes + flags_bytes + (size_t)node_ranks * BLOCKS * BLOCK_BYTES;
+  int fd = -1;
+  int where[2] = {(int)getpid(), -1};
+  if (me == 0) {
+    fd = memfd_create("mcoll-thread-rings", MFD_CLOEXEC);
+    if (fd >= 0 && ftruncate(fd, (off_t)segment_bytes) != 0) {
+      close(fd);
+      fd = -1;
+    }
+    where[1] = fd;
+  }
+  PMPI_Bcast(where, 2, MPI_INT, 0, node);
+  if (me != 0 && where[1] >= 0) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", where[0], where[1]);
+    fd = open(path, O_RDWR | O_CLOEXEC);
+  }
+  void *base = fd >= 0 ? mmap(NULL, segment_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                       : MAP_FAILED;
+  int ok = base != MAP_FAILED, all_ok = 0;
+  PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
+  if (fd >= 0)
+    close(fd);
+  if (all_ok) {
+    node_rings = base;
+    block_flags = (struct block_flag *)((char *)base + rings_bytes);
+    blocks = (unsigned char *)base + rings_bytes + flags_bytes;
+    return;
+  }
+  if (base != MAP_FAILED)
+    munmap(base, segment_bytes);
+  node_ranks = 0;
+}
+
 /* Collective over the host's processes: which of them share this node, and whether
  * every process of the node can read its neighbour's memory (Yama's ptrace_scope=1
  * allows it only to a declared tracer: declare any; a container may forbid it). */
-void thr_node_copy_init(MPI_Comm node, int process, int processes)
+void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads)
 {
   same_node = thr_calloc((size_t)processes, 1);
+  node_place = thr_malloc((size_t)processes * sizeof *node_place);
+  for (int p = 0; p < processes; p++)
+    node_place[p] = -1;
   const char *env = getenv("MCOLL_THREADS_NODE_COPY");
   long min = env && *env ? strtol(env, NULL, 0) : NODE_COPY_MIN;
   int n, me;
@@ -43,10 +140,24 @@ void thr_node_copy_init(MPI_Comm node, int process, int processes)
     ok = mcoll__cma_read((pid_t)next[1], &got, next[2], sizeof got) == 0 && got == probe_word;
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
     same_node[all[3 * i]] = all_ok && i != me;
+    node_place[all[3 * i]] = i;
+  }
   free(all);
   copy_min = min > 0 && all_ok ? (size_t)min : 0;
+  if (copy_min)
+    rings_init(node, me, n, threads);
+}
+
+void thr_node_copy_finalize(void)
+{
+  if (node_rings)
+    munmap(node_rings, segment_bytes);
+  node_rings = NULL;
+  block_flags = NULL;
+  blocks = NULL;
+  node_ranks = 0;
 }
 
 int thr_node_copy_takes(int process, size_t len)
@@ -74,4 +185,161 @@ void thr_node_copy_release(const struct thr_msg *m)
 long thr_node_copy_count(void)
 {
   return atomic_load_explicit(&messages_read, memory_order_relaxed);
+}
+
+/* ---- the rings ---- */
+
+int thr_node_rank(int process, int thread)
+{
+  if (!node_rings || !same_node[process])
+    return -1;
+  return node_place[process] * thr_proc.threads + thread;
+}
+
+int thr_node_rings_on(void)
+{
+  return node_rings != NULL;
+}
+
+int thr_node_rank_count(void)
+{
+  return node_ranks;
+}
+
+int thr_node_rank_of_thread(int thread)
+{
+  return first_node_rank + thread;
+}
+
+int thr_node_rank_is_local(int node_rank)
+{
+  return node_rank >= first_node_rank && node_rank < first_node_rank + thr_proc.threads;
+}
+
+struct thr_ring *thr_node_ring(int receiver, int sender)
+{
+  return &node_rings[(size_t)receiver * (size_t)node_ranks + (size_t)sender];
+}
+
+static unsigned char *block_bytes(int block)
+{
+  return blocks + (size_t)block * BLOCK_BYTES;
+}
+
+/* One of the rank's blocks that no receiver holds, marked busy; -1 when none is free. */
+static int free_block(struct thr_rank *r)
+{
+  int first = thr_node_rank_of_thread(r->thread) * BLOCKS;
+  for (int i = 0; i < BLOCKS; i++) {
+    int block = first + (r->node_next_block + i) % BLOCKS;
+    if (!atomic_load_explicit(&block_flags[block].busy, memory_order_acquire)) {
+      atomic_store_explicit(&block_flags[block].busy, 1, memory_order_relaxed);
+      r->node_next_block = (r->node_next_block + i + 1) % BLOCKS;
+      return block;
+    }
+  }
+  return -1;
+}
+
+const void *thr_node_block(const struct thr_peer_ref *ref)
+{
+  return block_bytes((int)ref->addr);
+}
+
+void thr_node_block_free(const struct thr_peer_ref *ref)
+{
+  atomic_store_explicit(&block_flags[ref->addr].busy, 0, memory_order_release);
+}
+
+/* Into the ring now, if it has room and no older message of the pair waits (the
+ * sender's queue before `p`; all of it for a new message). */
+static int put_now(struct thr_rank *r, int dst, const struct thr_node_pending *p,
+                   const void *bytes)
+{
+  for (const struct thr_node_pending *q = r->node_pending; q && q != p; q = q->next)
+    if (q->dst == dst)
+      return 0;
+  struct thr_ring *ring = thr_node_ring(dst, thr_node_rank_of_thread(r->thread));
+  size_t inline_len = p->kind == THR_SLOT_INLINE ? p->len : 0;
+  struct thr_slot *first = thr_ring_reserve(ring, inline_len);
+  if (!first)
+    return 0;
+  if (p->kind == THR_SLOT_INLINE)
+    thr_ring_put_inline(ring, first, p->ctx, p->src, p->tag, bytes, p->len);
+  else
+    thr_ring_put_peer(ring, first, p->kind, p->ctx, p->src, p->tag, &p->ref);
+  return 1;
+}
+
+static void queue_pending(struct thr_rank *r, const struct thr_node_pending *p,
+                          const void *bytes)
+{
+  size_t extra = p->kind == THR_SLOT_INLINE ? p->len : 0;
+  struct thr_node_pending *copy = thr_malloc(sizeof *copy + extra);
+  *copy = *p;
+  copy->next = NULL;
+  if (extra)
+    memcpy(copy->bytes, bytes, extra);
+  struct thr_node_pending **tail = &r->node_pending;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = copy;
+}
+
+void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
+                   size_t len, atomic_int *done)
+{
+  struct thr_node_pending p = {.dst = dst, .ctx = ctx, .src = src, .tag = tag, .len = len,
+                               .kind = THR_SLOT_PEER};
+  int block;
+  if (!done && len <= THR_INLINE_BYTES) {
+    p.kind = THR_SLOT_INLINE;
+  } else if (!done && len <= BLOCK_BYTES && (block = free_block(r)) >= 0) {
+    p.kind = THR_SLOT_BLOCK;
+    p.ref = (struct thr_peer_ref){.len = len, .addr = (uint64_t)block};
+    memcpy(block_bytes(block), bytes, len);
+  } else {
+    if (!done) { /* (a copy of its own, so that the send is complete) */
+      struct thr_node_copy *c = thr_malloc(sizeof *c + len);
+      atomic_init(&c->done, 0);
+      memcpy(c->bytes, bytes, len);
+      c->next = r->node_copies;
+      r->node_copies = c;
+      bytes = c->bytes;
+      done = &c->done;
+    }
+    p.ref = (struct thr_peer_ref){.len = len, .addr = (uint64_t)(uintptr_t)bytes,
+                                  .done = (uint64_t)(uintptr_t)done, .pid = (int32_t)getpid()};
+  }
+  if (!put_now(r, dst, &p, bytes))
+    queue_pending(r, &p, bytes);
+}
+
+void thr_node_send_progress(struct thr_rank *r, int finalize)
+{
+  for (struct thr_node_pending **at = &r->node_pending; *at;) {
+    struct thr_node_pending *p = *at;
+    if (put_now(r, p->dst, p, p->bytes)) {
+      *at = p->next;
+      free(p);
+    } else {
+      at = &p->next;
+    }
+  }
+  for (struct thr_node_copy **at = &r->node_copies; *at;) {
+    struct thr_node_copy *c = *at;
+    /* (at the end nothing reads any more: a message nobody received is dropped) */
+    if (finalize || atomic_load_explicit(&c->done, memory_order_acquire)) {
+      *at = c->next;
+      free(c);
+    } else {
+      at = &c->next;
+    }
+  }
+  if (finalize)
+    while (r->node_pending) {
+      struct thr_node_pending *p = r->node_pending;
+      r->node_pending = p->next;
+      free(p);
+    }
 }

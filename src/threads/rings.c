@@ -81,11 +81,12 @@ struct thr_slot *thr_ring_reserve(struct thr_ring *ring, size_t len)
   return &ring->slots[ring->tail % THR_RING_SLOTS];
 }
 
-static void publish(struct thr_ring *ring, struct thr_slot *first, unsigned slots, int ctx,
-                    int src, int tag)
+static void publish(struct thr_ring *ring, struct thr_slot *first, unsigned slots,
+                    enum thr_slot_kind kind, int ctx, int src, int tag)
 {
   first->ctx = ctx, first->src = src, first->tag = tag;
-  first->slots = slots;
+  first->slots = (unsigned short)slots;
+  first->kind = (unsigned short)kind;
   unsigned at = index_of(ring, first);
   for (unsigned i = 1; i < slots; i++)
     atomic_store_explicit(&ring->slots[(at + i) % THR_RING_SLOTS].full, 1, memory_order_relaxed);
@@ -104,7 +105,7 @@ void thr_ring_put_inline(struct thr_ring *ring, struct thr_slot *first, int ctx,
     memcpy(ring->slots[at].data, (const char *)bytes + done, piece);
     done += piece;
   }
-  publish(ring, first, slots, ctx, src, tag);
+  publish(ring, first, slots, THR_SLOT_INLINE, ctx, src, tag);
 }
 
 void thr_ring_put_msg(struct thr_ring *ring, struct thr_slot *first, int ctx, int src, int tag,
@@ -112,7 +113,16 @@ void thr_ring_put_msg(struct thr_ring *ring, struct thr_slot *first, int ctx, in
 {
   first->len = 0;
   first->msg = m;
-  publish(ring, first, 1, ctx, src, tag);
+  publish(ring, first, 1, THR_SLOT_MSG, ctx, src, tag);
+}
+
+void thr_ring_put_peer(struct thr_ring *ring, struct thr_slot *first, enum thr_slot_kind kind,
+                       int ctx, int src, int tag, const struct thr_peer_ref *ref)
+{
+  first->len = sizeof *ref;
+  first->msg = NULL;
+  memcpy(first->data, ref, sizeof *ref);
+  publish(ring, first, 1, kind, ctx, src, tag);
 }
 
 /* ---- the split copy ---- */

@@ -1,19 +1,23 @@
-/* The transport between thread ranks of one process, below the runtime's matching
- * (runtime.c): a ring per (sender, receiver) pair, and the split copy of a large message
- * by receiver and sender together. Nothing here knows MPI or the mailboxes. */
+/* The transport between thread ranks of one node, below the runtime's matching
+ * (runtime.c): a ring per (sender, receiver) pair, in the process's memory between its
+ * threads and in a segment the node's processes share between theirs (node_copy.c), and
+ * the split copy of a large message by receiver and sender together. Nothing here knows
+ * MPI or the mailboxes. */
 #ifndef MCOLL_THREADS_RINGS_H
 #define MCOLL_THREADS_RINGS_H
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct thr_msg;
 
 /* One producer, one consumer. A message is an envelope and its bytes inline over
- * consecutive slots (the send is then complete), or a pointer to a message of its own
- * (larger, packed or SMPI). Only the receiver takes messages out, in the order sent, so
- * matching keeps MPI's non-overtaking rule; a small message costs the hand-off of its
- * slot's first cache line, no lock and no allocation. */
+ * consecutive slots (the send is then complete), a pointer to a message of its own
+ * (larger, packed or SMPI; only inside a process), or a reference to bytes in another
+ * process (read by single copy). Only the receiver takes messages out, in the order
+ * sent, so matching keeps MPI's non-overtaking rule; a small message costs the hand-off
+ * of its slot's first cache line, no lock and no allocation. */
 enum {
   THR_SLOT_BYTES = 512,
   THR_SLOT_DATA = THR_SLOT_BYTES - 32, /* a slot's inline bytes */
@@ -24,10 +28,24 @@ enum {
 struct thr_slot {
   atomic_int full; /* the sender sets it (release) after the rest, the receiver clears it */
   int ctx, src, tag;
-  unsigned len;        /* (first slot) inline bytes */
-  unsigned slots;      /* (first slot) how many slots the message spans */
-  struct thr_msg *msg; /* (first slot) NULL: the bytes are inline */
+  unsigned len;          /* (first slot) inline bytes */
+  unsigned short slots;  /* (first slot) how many slots the message spans */
+  unsigned short kind;   /* (first slot) enum thr_slot_kind */
+  struct thr_msg *msg;   /* (first slot, THR_SLOT_MSG) the message */
   unsigned char data[THR_SLOT_DATA];
+};
+enum thr_slot_kind {
+  THR_SLOT_INLINE, /* the bytes follow the envelope */
+  THR_SLOT_MSG,    /* msg */
+  THR_SLOT_PEER,   /* data holds a struct thr_peer_ref */
+  THR_SLOT_BLOCK   /* data holds a struct thr_peer_ref: len bytes in block addr */
+};
+/* Bytes in another process of the node: the receiver reads len bytes at addr in
+ * process pid, then sets the int at done there. (THR_SLOT_BLOCK: in a block of the
+ * node's segment, node_copy.c.) */
+struct thr_peer_ref {
+  uint64_t len, addr, done;
+  int32_t pid;
 };
 _Static_assert(sizeof(struct thr_slot) == THR_SLOT_BYTES, "a slot is whole cache lines");
 struct thr_ring {
@@ -65,6 +83,8 @@ void thr_ring_put_inline(struct thr_ring *ring, struct thr_slot *first, int ctx,
                          int tag, const void *bytes, size_t len);
 void thr_ring_put_msg(struct thr_ring *ring, struct thr_slot *first, int ctx, int src, int tag,
                       struct thr_msg *m);
+void thr_ring_put_peer(struct thr_ring *ring, struct thr_slot *first, enum thr_slot_kind kind,
+                       int ctx, int src, int tag, const struct thr_peer_ref *ref);
 
 /* A large message whose receive is posted: the receiver publishes where the bytes go,
  * and it and the sender (when it waits for this send, as a blocking send does) copy

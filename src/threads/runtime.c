@@ -268,11 +268,38 @@ static void deliver(struct thr_rank *dest, struct thr_msg *m)
 static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot *first)
 {
   struct thr_recv *rv = take_posted(&r->box, first->ctx, first->src, first->tag);
-  if (first->msg) {
+  if (first->kind == THR_SLOT_BLOCK) { /* (copied out now: the block goes back at once) */
+    struct thr_peer_ref ref;
+    memcpy(&ref, first->data, sizeof ref);
+    const void *bytes = thr_node_block(&ref);
+    if (rv) {
+      int err = receive_bytes(rv, bytes, ref.len, NULL);
+      thr_node_block_free(&ref);
+      finish_recv(rv, first->src, first->tag, err, ref.len);
+      return;
+    }
+    struct thr_msg *m = thr_calloc(1, sizeof *m);
+    *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag,
+                          .len = ref.len, .data = thr_malloc(ref.len ? ref.len : 1)};
+    memcpy(m->data, bytes, ref.len);
+    thr_node_block_free(&ref);
+    queue_unexpected(&r->box, m);
+    return;
+  }
+  if (first->kind != THR_SLOT_INLINE) {
+    struct thr_msg *m = first->msg;
+    if (first->kind == THR_SLOT_PEER) { /* (bytes in another process: read when matched) */
+      struct thr_peer_ref ref;
+      memcpy(&ref, first->data, sizeof ref);
+      m = thr_calloc(1, sizeof *m);
+      *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag,
+                            .len = ref.len, .peer_pid = ref.pid, .peer_addr = ref.addr,
+                            .peer_done = ref.done};
+    }
     if (rv)
-      complete_recv(rv, first->msg);
+      complete_recv(rv, m);
     else
-      queue_unexpected(&r->box, first->msg);
+      queue_unexpected(&r->box, m);
     return;
   }
   size_t len = first->len;
@@ -309,6 +336,12 @@ static int rings_pending(struct thr_rank *r)
   for (int s = 0; s < thr_proc.threads; s++)
     if (thr_ring_peek(thr_ring_of(r->thread, s)))
       return 1;
+  if (thr_node_rings_on()) {
+    int me = thr_node_rank_of_thread(r->thread);
+    for (int s = 0, n = thr_node_rank_count(); s < n; s++)
+      if (!thr_node_rank_is_local(s) && thr_ring_peek(thr_node_ring(me, s)))
+        return 1;
+  }
   return 0;
 }
 
@@ -322,6 +355,19 @@ static int drain_locked(struct thr_rank *r)
     for (struct thr_slot *first; (first = thr_ring_peek(ring)); taken++) {
       take_slot(r, ring, first);
       thr_ring_release(ring, first);
+    }
+  }
+  if (thr_node_rings_on()) { /* (other processes' ranks: a ring each, no overflow) */
+    int me = thr_node_rank_of_thread(r->thread);
+    for (int s = 0, n = thr_node_rank_count(); s < n; s++) {
+      if (thr_node_rank_is_local(s))
+        continue;
+      struct thr_ring *ring = thr_node_ring(me, s);
+      for (struct thr_slot *first; (first = thr_ring_peek(ring)); taken++) {
+        take_slot(r, ring, first);
+        thr_ring_release(ring, first);
+        r->node_ring_taken++;
+      }
     }
   }
   /* (after every ring: a pair's messages there are older than its overflowed ones) */
@@ -516,6 +562,8 @@ static void progress(void)
     drain_rings(thr_self);
     if (thr_self->orphans)
       thr_orphans_reap(thr_self, 0);
+    if (thr_self->node_pending || thr_self->node_copies)
+      thr_node_send_progress(thr_self, 0);
   }
 }
 
@@ -697,6 +745,18 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
     ring_put_msg(r, dst_thread, m);
     return q;
   }
+  int dst_node_rank = thr_node_rank(dst_process, dst_world % thr_proc.threads);
+  if (dst_node_rank >= 0) { /* (another process of the node: its ring) */
+    if (!thr_node_copy_takes(dst_process, len)) {
+      thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, NULL);
+      free(owned);
+      return new_request(DONE);
+    }
+    struct thr_request *q = new_request(SEND_NODE);
+    q->owned2 = owned;
+    thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, &q->send_done);
+    return q;
+  }
   int node_copy = thr_node_copy_takes(dst_process, len);
   struct thr_request *q = new_request(node_copy ? SEND_NODE : SEND_HOST);
   struct host_envelope *env = thr_malloc(sizeof *env);
@@ -858,7 +918,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
   PMPI_Allreduce(&thr_proc.process, &thr_proc.node, 1, MPI_INT, MPI_MIN, node);
   PMPI_Comm_size(node, &thr_proc.node_processes);
   PMPI_Comm_rank(node, &thr_proc.node_index);
-  thr_node_copy_init(node, thr_proc.process, thr_proc.processes);
+  thr_node_copy_init(node, thr_proc.process, thr_proc.processes, threads);
   cpu_set_t allowed;
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
@@ -873,6 +933,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
 void thr_runtime_finalize(void)
 {
   thr_rings_free();
+  thr_node_copy_finalize();
 }
 
 /* ---- the calls of the table ---- */
@@ -1032,6 +1093,17 @@ int thr_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, 
     else
       send_local_blocking(r, dst_thread, c->ctx, c->rank, tag, buf, len);
     return MPI_SUCCESS;
+  }
+  /* To another process of the node, small and contiguous: straight into its ring. */
+  if (dst >= 0 && dst < c->size && count >= 0 && thr_type_is_contiguous(type, count) &&
+      thr_type_bytes(type, count) <= THR_INLINE_BYTES) {
+    int dst_node_rank = thr_node_rank(c->world[dst] / thr_proc.threads,
+                                      c->world[dst] % thr_proc.threads);
+    if (dst_node_rank >= 0) {
+      thr_node_send(r, dst_node_rank, c->ctx, c->rank, tag, buf, thr_type_bytes(type, count),
+                    NULL);
+      return MPI_SUCCESS;
+    }
   }
   thr_wait(r, thr_isend(r, c, c->ctx, buf, count, type, dst, tag), MPI_STATUS_IGNORE);
   return MPI_SUCCESS;

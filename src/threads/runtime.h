@@ -83,6 +83,8 @@ struct thr_comm {
 
 struct thr_request;
 struct thr_smpi_send;
+struct thr_node_pending;
+struct thr_node_copy;
 
 struct thr_rank {
   int world, thread;
@@ -95,6 +97,12 @@ struct thr_rank {
   struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
   struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
   struct thr_request *orphans;   /* freed sends whose receiver has not read them yet */
+  /* To other processes of the node (node_copy.c): messages waiting for room in their
+   * ring, in the order sent, and the copies receivers have still to read. */
+  struct thr_node_pending *node_pending;
+  struct thr_node_copy *node_copies;
+  long node_ring_taken; /* messages it took from other processes' rings (statistics) */
+  int node_next_block;  /* where its look for a free block of the segment starts */
   int nbc_busy;                /* (their progress is running: no reentry) */
   struct thr_group **groups;   /* handle index -> group (groups.c) */
   int ngroups;
@@ -141,16 +149,38 @@ struct thr_nbc_calls {
 };
 extern const struct thr_nbc_calls thr_coll_nbc_calls; /* coll_nbc.c */
 void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc);
-/* Single copy between processes of a node (node_copy.c): set up over the node's
- * processes (collective); whether a message of len bytes to host process `process`
- * goes that way; its bytes read from the sender; the sender's flag set. */
-void thr_node_copy_init(MPI_Comm node, int process, int processes);
-/* Frees the rank's freed sends that are complete; with wait, waits for all. */
-void thr_orphans_reap(struct thr_rank *r, int wait);
+/* Between processes of a node (node_copy.c): set up over the node's processes
+ * (collective), and unmapped at the end. */
+void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads);
+void thr_node_copy_finalize(void);
+/* The rings: a thread rank's node rank, or -1 when messages to it do not take them;
+ * how many the node has; this process's; whether one is a thread of this process; the
+ * ring from sender to receiver (node ranks). */
+int thr_node_rings_on(void);
+int thr_node_rank(int process, int thread);
+int thr_node_rank_count(void);
+int thr_node_rank_of_thread(int thread);
+int thr_node_rank_is_local(int node_rank);
+struct thr_ring *thr_node_ring(int receiver, int sender);
+/* A message into node rank dst's ring, or the sender's queue while the ring is full.
+ * done NULL: complete at once (inline, or a copy of its own); else the bytes stay the
+ * sender's until the receiver has read them and set *done. */
+void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
+                   size_t len, atomic_int *done);
+/* The bytes of a THR_SLOT_BLOCK message, and its block given back once they are copied. */
+const void *thr_node_block(const struct thr_peer_ref *ref);
+void thr_node_block_free(const struct thr_peer_ref *ref);
+/* The sender's queue into the rings, and its copies that were read freed; at finalize
+ * (after the last barrier) everything freed. */
+void thr_node_send_progress(struct thr_rank *r, int finalize);
+/* Single copy: whether a message of len bytes to host process `process` goes that way;
+ * its bytes read from the sender; the sender's flag set. */
 int thr_node_copy_takes(int process, size_t len);
 void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len);
 void thr_node_copy_release(const struct thr_msg *m);
 long thr_node_copy_count(void); /* messages this process read so */
+/* Frees the rank's freed sends that are complete; with wait, waits for all. */
+void thr_orphans_reap(struct thr_rank *r, int wait);
 /* After the ranks' threads have ended. */
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);

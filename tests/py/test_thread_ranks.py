@@ -117,11 +117,13 @@ def test_sleeping_waits_are_woken(flavour, threads, np, program, args, summary):
 # = 1584 checks; split 8 messages x 3 checks = 24 (half the pairs' ranks receive);
 # overflow 100 messages x 4 checks, 2 for the truncated one, 2 at the sender = 404.
 SECTION_CHECKS = {"eager": 1584, "split": 24, "overflow": 404}
+# Messages a rank takes from the other process's ring, at least: eager 2 x 88, split 8/2.
+SECTION_RING_MESSAGES = {"eager": 176, "split": 4}
 
 
 @pytest.mark.parametrize("flavour,threads,np",
-                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4)],
-                                   openmpi_default=["1x2"]))
+                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4), layout(1, 2)],
+                                   openmpi_default=["1x2", "2x1"]))
 @pytest.mark.parametrize("section", ["eager", "split"])
 def test_rings_and_split_copy(flavour, threads, np, section):
     """The rings between thread ranks: messages of 0 B to 128 KiB+1 around the slot
@@ -130,7 +132,9 @@ def test_rings_and_split_copy(flavour, threads, np, section):
     through the overflow queue), received late and by pre-posted any-source any-tag receives, in
     order with every byte checked; large messages of odd sizes (128 KiB+1 to 2 MiB-5)
     copied by receiver and sender together, the bytes past them untouched. With one
-    process of 2 ranks (a core each) the senders copy chunks of the split messages."""
+    process of 2 ranks (a core each) the senders copy chunks of the split messages. With
+    two processes of 1 rank the same through the node's shared rings, the sender's queue
+    behind a full ring, and single copy (src/threads/node_copy.c)."""
     result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", section],
                                   flavour=flavour), {"MCOLL_THREADS_STATS": "1"}, JOB_TIMEOUT)
     checks = check_passed(result, "test_p2p")
@@ -141,18 +145,22 @@ def test_rings_and_split_copy(flavour, threads, np, section):
     if section == "split" and threads == 2 and np == 2:
         # 8 messages of 2-32 chunks: the waiting senders take a share of the chunks
         assert split[0][0] == 8 and split[0][1] > 0, result.describe()
+    if threads == 1:  # (each message read from the sender, or inline in the node's ring)
+        rings = [int(n) for n in re.findall(r"(\d+) through the node's rings", result.stderr)]
+        assert len(rings) == np and min(rings) >= SECTION_RING_MESSAGES[section], result.describe()
 
 
 @pytest.mark.parametrize("flavour,threads,np",
-                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4)],
-                                   openmpi_default=["1x2"]))
+                         flavoured([layout(2, 2), layout(4, 4), layout(2, 4), layout(1, 2)],
+                                   openmpi_default=["1x2", "2x1"]))
 def test_full_ring_sends_do_not_wait(flavour, threads, np):
     """A rank Isends 61 messages (0 B to 20 KiB, more than its ring holds) to a rank that
     stays out of MPI: the sends return at once (in under half the receiver's absence),
     those up to the inline limit complete at once; the receiver then gets them in order
     across the ring and the overflow queue (every other one by any source, any tag),
     every byte checked, MPI_ERR_TRUNCATE for the one too large for its receive, and
-    later messages through the ring again (test_p2p --only overflow)."""
+    later messages through the ring again (test_p2p --only overflow). Between two
+    processes (2x1) the queue behind a full ring is the sender's."""
     result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", "overflow"],
                                   flavour=flavour), {}, JOB_TIMEOUT)
     assert check_passed(result, "test_p2p") == SECTION_CHECKS["overflow"] * (np // 2), \
