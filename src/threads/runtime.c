@@ -508,10 +508,14 @@ static int host_inline_bytes(void)
   return thr_env_cached(&bytes, "MCOLL_THREADS_HOST_INLINE", HOST_INLINE_BYTES, 0);
 }
 
+/* Whether messages between thread ranks cross the host MPI: there are other processes,
+ * and not all of them take the node's rings (set at start). */
+static int host_carries;
+
 /* Drains envelopes that arrived from other processes into the ranks' mailboxes. */
 void thr_host_drain(void)
 {
-  if (thr_proc.processes == 1 || pthread_mutex_trylock(&thr_proc.progress_lock) != 0)
+  if (!host_carries || pthread_mutex_trylock(&thr_proc.progress_lock) != 0)
     return;
   for (;;) {
     int flag;
@@ -919,6 +923,8 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
   PMPI_Comm_size(node, &thr_proc.node_processes);
   PMPI_Comm_rank(node, &thr_proc.node_index);
   thr_node_copy_init(node, thr_proc.process, thr_proc.processes, threads);
+  host_carries = thr_proc.processes > 1 &&
+                 (thr_proc.node_processes < thr_proc.processes || !thr_node_rings_on());
   cpu_set_t allowed;
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
