@@ -51,7 +51,7 @@ static size_t segment_bytes;
 static int node_ranks, first_node_rank;
 static int *node_place; /* per host process: its place on this node, or -1 */
 
-/* A message waiting for room in its ring (the sender's queue, in the order sent). */
+/* A message waiting for room in its ring (its pair's queue, in the order sent). */
 struct thr_node_pending {
   struct thr_node_pending *next;
   int dst, ctx, src, tag;
@@ -59,6 +59,9 @@ struct thr_node_pending {
   struct thr_peer_ref ref; /* THR_SLOT_PEER */
   size_t len;              /* THR_SLOT_INLINE: the bytes follow */
   unsigned char bytes[];
+};
+struct thr_node_queue {
+  struct thr_node_pending *head, *tail;
 };
 
 /* A sender's copy of a message that the receiver reads: freed once it has. */
@@ -251,15 +254,10 @@ void thr_node_block_free(const struct thr_peer_ref *ref)
   atomic_store_explicit(&block_flags[ref->addr].busy, 0, memory_order_release);
 }
 
-/* Into the ring now, if it has room and no older message of the pair waits (the
- * sender's queue before `p`; all of it for a new message). */
-static int put_now(struct thr_rank *r, int dst, const struct thr_node_pending *p,
-                   const void *bytes)
+/* Into dst's ring now, if it has room. */
+static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const void *bytes)
 {
-  for (const struct thr_node_pending *q = r->node_pending; q && q != p; q = q->next)
-    if (q->dst == dst)
-      return 0;
-  struct thr_ring *ring = thr_node_ring(dst, thr_node_rank_of_thread(r->thread));
+  struct thr_ring *ring = thr_node_ring(p->dst, thr_node_rank_of_thread(r->thread));
   size_t inline_len = p->kind == THR_SLOT_INLINE ? p->len : 0;
   struct thr_slot *first = thr_ring_reserve(ring, inline_len);
   if (!first)
@@ -271,19 +269,26 @@ static int put_now(struct thr_rank *r, int dst, const struct thr_node_pending *p
   return 1;
 }
 
+/* At the tail of the sender's queue for p->dst (one queue per node rank: a full ring
+ * holds up only its own pair). */
 static void queue_pending(struct thr_rank *r, const struct thr_node_pending *p,
                           const void *bytes)
 {
+  if (!r->node_pending)
+    r->node_pending = thr_calloc((size_t)node_ranks, sizeof *r->node_pending);
   size_t extra = p->kind == THR_SLOT_INLINE ? p->len : 0;
   struct thr_node_pending *copy = thr_malloc(sizeof *copy + extra);
   *copy = *p;
   copy->next = NULL;
   if (extra)
     memcpy(copy->bytes, bytes, extra);
-  struct thr_node_pending **tail = &r->node_pending;
-  while (*tail)
-    tail = &(*tail)->next;
-  *tail = copy;
+  struct thr_node_queue *q = &r->node_pending[p->dst];
+  if (q->head)
+    q->tail->next = copy;
+  else
+    q->head = copy;
+  q->tail = copy;
+  r->node_queued++;
 }
 
 void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
@@ -311,19 +316,20 @@ void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const
     p.ref = (struct thr_peer_ref){.len = len, .addr = (uint64_t)(uintptr_t)bytes,
                                   .done = (uint64_t)(uintptr_t)done, .pid = (int32_t)getpid()};
   }
-  if (!put_now(r, dst, &p, bytes))
+  /* (behind the pair's older messages, if any wait) */
+  if ((r->node_queued && r->node_pending[dst].head) || !put_now(r, &p, bytes))
     queue_pending(r, &p, bytes);
 }
 
 void thr_node_send_progress(struct thr_rank *r, int finalize)
 {
-  for (struct thr_node_pending **at = &r->node_pending; *at;) {
-    struct thr_node_pending *p = *at;
-    if (put_now(r, p->dst, p, p->bytes)) {
-      *at = p->next;
+  for (int dst = 0; r->node_queued && dst < node_ranks; dst++) {
+    struct thr_node_queue *q = &r->node_pending[dst];
+    while (q->head && (finalize || put_now(r, q->head, q->head->bytes))) {
+      struct thr_node_pending *p = q->head;
+      q->head = p->next;
       free(p);
-    } else {
-      at = &p->next;
+      r->node_queued--;
     }
   }
   for (struct thr_node_copy **at = &r->node_copies; *at;) {
@@ -336,10 +342,8 @@ void thr_node_send_progress(struct thr_rank *r, int finalize)
       at = &c->next;
     }
   }
-  if (finalize)
-    while (r->node_pending) {
-      struct thr_node_pending *p = r->node_pending;
-      r->node_pending = p->next;
-      free(p);
-    }
+  if (finalize) { /* (what is left was never received: dropped) */
+    free(r->node_pending);
+    r->node_pending = NULL;
+  }
 }

@@ -566,7 +566,7 @@ static void progress(void)
     drain_rings(thr_self);
     if (thr_self->orphans)
       thr_orphans_reap(thr_self, 0);
-    if (thr_self->node_pending || thr_self->node_copies)
+    if (thr_self->node_queued || thr_self->node_copies)
       thr_node_send_progress(thr_self, 0);
   }
 }

@@ -83,7 +83,7 @@ struct thr_comm {
 
 struct thr_request;
 struct thr_smpi_send;
-struct thr_node_pending;
+struct thr_node_queue;
 struct thr_node_copy;
 
 struct thr_rank {
@@ -97,9 +97,11 @@ struct thr_rank {
   struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
   struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
   struct thr_request *orphans;   /* freed sends whose receiver has not read them yet */
-  /* To other processes of the node (node_copy.c): messages waiting for room in their
-   * ring, in the order sent, and the copies receivers have still to read. */
-  struct thr_node_pending *node_pending;
+  /* To other processes of the node (node_copy.c): per node rank, messages waiting for
+   * room in its ring, in the order sent (allocated at the first), how many wait; the
+   * copies receivers have still to read. */
+  struct thr_node_queue *node_pending;
+  long node_queued;
   struct thr_node_copy *node_copies;
   long node_ring_taken; /* messages it took from other processes' rings (statistics) */
   int node_next_block;  /* where its look for a free block of the segment starts */
