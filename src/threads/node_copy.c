@@ -6,12 +6,13 @@
  * receiver's ring, taken out by the receiver in the order sent. A larger message below
  * the single-copy limit is copied into one of its sender's blocks in the segment and
  * out again by the receiver, who frees the block (copy in, copy out: no system call;
- * the send is complete at once, as the host MPIs' eager sends are). From the limit on,
- * or when the sender has no free block, the message is a reference to bytes in the
- * sender (the send's own buffer, and the send waits for its receive; or a copy of its
- * own): the receiver reads them (process_vm_readv) and sets the sender's flag
- * (process_vm_writev). A message whose ring is full waits in its sender's queue, in
- * order, until that rank's next progress.
+ * the send is complete at once, as the host MPIs' eager sends are). From the limit on
+ * the message is a reference to the send's own buffer, which the receiver reads
+ * (process_vm_readv) before it sets the send's flag (process_vm_writev): the send
+ * waits for its receive. A message whose ring is full, or that finds none of its
+ * sender's blocks free, waits in its pair's queue at the sender, in order, until that
+ * rank's progress finds room (a block-sized one then stays in the send's buffer, and
+ * the send completes once it is copied into a block).
  *
  * Without the rings (MCOLL_THREADS_NODE_RINGS=0, or a segment that cannot be shared)
  * messages cross through the host MPI, and from the single-copy limit only their
@@ -40,7 +41,7 @@ static size_t copy_min;          /* messages from this size go by single copy; 0
  * [receiver x node_ranks + sender] by node rank (the process's place on the node x T +
  * thread); per node rank its blocks' busy flags, a line each, and its blocks. Only the
  * pages used are ever made. */
-enum { BLOCKS = 8, BLOCK_BYTES = NODE_COPY_MIN };
+enum { BLOCKS = 16, BLOCK_BYTES = NODE_COPY_MIN };
 struct block_flag {
   _Alignas(64) atomic_int busy; /* set by the sender before it publishes, cleared by the receiver */
 };
@@ -51,25 +52,23 @@ static size_t segment_bytes;
 static int node_ranks, first_node_rank;
 static int *node_place; /* per host process: its place on this node, or -1 */
 
-/* A message waiting for room in its ring (its pair's queue, in the order sent). */
+/* A message waiting for room (its pair's queue, in the order sent): inline, its bytes
+ * follow; a block, its bytes stay the send's until a block takes them, and done is the
+ * send's flag; a reference, ref. */
 struct thr_node_pending {
   struct thr_node_pending *next;
   int dst, ctx, src, tag;
   enum thr_slot_kind kind;
-  struct thr_peer_ref ref; /* THR_SLOT_PEER */
-  size_t len;              /* THR_SLOT_INLINE: the bytes follow */
+  struct thr_peer_ref ref;
+  size_t len;
+  const void *send_bytes; /* THR_SLOT_BLOCK */
+  atomic_int *done;       /* THR_SLOT_BLOCK */
   unsigned char bytes[];
 };
 struct thr_node_queue {
   struct thr_node_pending *head, *tail;
 };
 
-/* A sender's copy of a message that the receiver reads: freed once it has. */
-struct thr_node_copy {
-  struct thr_node_copy *next;
-  atomic_int done;
-  unsigned char bytes[];
-};
 
 /* The segment: the leader makes it (memfd: no name, nothing in /dev/shm even after a
  * crash), the others open its descriptor through /proc, which needs the access single
@@ -254,7 +253,7 @@ void thr_node_block_free(const struct thr_peer_ref *ref)
   atomic_store_explicit(&block_flags[ref->addr].busy, 0, memory_order_release);
 }
 
-/* Into dst's ring now, if it has room. */
+/* Into dst's ring now, if it has room (and a block-sized message a block). */
 static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const void *bytes)
 {
   struct thr_ring *ring = thr_node_ring(p->dst, thr_node_rank_of_thread(r->thread));
@@ -262,10 +261,19 @@ static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const v
   struct thr_slot *first = thr_ring_reserve(ring, inline_len);
   if (!first)
     return 0;
-  if (p->kind == THR_SLOT_INLINE)
+  if (p->kind == THR_SLOT_INLINE) {
     thr_ring_put_inline(ring, first, p->ctx, p->src, p->tag, bytes, p->len);
-  else
-    thr_ring_put_peer(ring, first, p->kind, p->ctx, p->src, p->tag, &p->ref);
+    return 1;
+  }
+  struct thr_peer_ref ref = p->ref;
+  if (p->kind == THR_SLOT_BLOCK) {
+    int block = free_block(r);
+    if (block < 0)
+      return 0;
+    memcpy(block_bytes(block), bytes, p->len);
+    ref = (struct thr_peer_ref){.len = p->len, .addr = (uint64_t)block};
+  }
+  thr_ring_put_peer(ring, first, p->kind, p->ctx, p->src, p->tag, &ref);
   return 1;
 }
 
@@ -291,55 +299,38 @@ static void queue_pending(struct thr_rank *r, const struct thr_node_pending *p,
   r->node_queued++;
 }
 
-void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
-                   size_t len, atomic_int *done)
+int thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
+                  size_t len, atomic_int *done)
 {
   struct thr_node_pending p = {.dst = dst, .ctx = ctx, .src = src, .tag = tag, .len = len,
-                               .kind = THR_SLOT_PEER};
-  int block;
-  if (!done && len <= THR_INLINE_BYTES) {
+                               .kind = THR_SLOT_BLOCK, .send_bytes = bytes, .done = done};
+  if (len <= THR_INLINE_BYTES && len < copy_min) {
     p.kind = THR_SLOT_INLINE;
-  } else if (!done && len <= BLOCK_BYTES && (block = free_block(r)) >= 0) {
-    p.kind = THR_SLOT_BLOCK;
-    p.ref = (struct thr_peer_ref){.len = len, .addr = (uint64_t)block};
-    memcpy(block_bytes(block), bytes, len);
-  } else {
-    if (!done) { /* (a copy of its own, so that the send is complete) */
-      struct thr_node_copy *c = thr_malloc(sizeof *c + len);
-      atomic_init(&c->done, 0);
-      memcpy(c->bytes, bytes, len);
-      c->next = r->node_copies;
-      r->node_copies = c;
-      bytes = c->bytes;
-      done = &c->done;
-    }
+  } else if (len >= copy_min || len > BLOCK_BYTES) {
+    p.kind = THR_SLOT_PEER;
     p.ref = (struct thr_peer_ref){.len = len, .addr = (uint64_t)(uintptr_t)bytes,
                                   .done = (uint64_t)(uintptr_t)done, .pid = (int32_t)getpid()};
   }
   /* (behind the pair's older messages, if any wait) */
-  if ((r->node_queued && r->node_pending[dst].head) || !put_now(r, &p, bytes))
-    queue_pending(r, &p, bytes);
+  if (!(r->node_queued && r->node_pending[dst].head) && put_now(r, &p, bytes))
+    return p.kind != THR_SLOT_PEER;
+  queue_pending(r, &p, bytes);
+  return p.kind == THR_SLOT_INLINE;
 }
 
 void thr_node_send_progress(struct thr_rank *r, int finalize)
 {
   for (int dst = 0; r->node_queued && dst < node_ranks; dst++) {
     struct thr_node_queue *q = &r->node_pending[dst];
-    while (q->head && (finalize || put_now(r, q->head, q->head->bytes))) {
-      struct thr_node_pending *p = q->head;
+    for (struct thr_node_pending *p; (p = q->head);) {
+      const void *bytes = p->kind == THR_SLOT_BLOCK ? p->send_bytes : p->bytes;
+      if (!finalize && !put_now(r, p, bytes))
+        break;
+      if (p->kind == THR_SLOT_BLOCK && !finalize) /* (in the block: the send is complete) */
+        atomic_store_explicit(p->done, 1, memory_order_release);
       q->head = p->next;
       free(p);
       r->node_queued--;
-    }
-  }
-  for (struct thr_node_copy **at = &r->node_copies; *at;) {
-    struct thr_node_copy *c = *at;
-    /* (at the end nothing reads any more: a message nobody received is dropped) */
-    if (finalize || atomic_load_explicit(&c->done, memory_order_acquire)) {
-      *at = c->next;
-      free(c);
-    } else {
-      at = &c->next;
     }
   }
   if (finalize) { /* (what is left was never received: dropped) */

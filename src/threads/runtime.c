@@ -566,7 +566,7 @@ static void progress(void)
     drain_rings(thr_self);
     if (thr_self->orphans)
       thr_orphans_reap(thr_self, 0);
-    if (thr_self->node_queued || thr_self->node_copies)
+    if (thr_self->node_queued)
       thr_node_send_progress(thr_self, 0);
   }
 }
@@ -613,7 +613,8 @@ static int request_done(struct thr_request *q)
       return 1;
     thr_split_help(&q->split);
     return atomic_load_explicit(&q->send_done, memory_order_acquire);
-  case SEND_NODE: { /* the receiver sets send_done once it has read the bytes */
+  case SEND_NODE: { /* set once the receiver has read the bytes, or this rank's progress
+                     * has put them into a block of the node's segment */
     int flag;
     if (!atomic_load_explicit(&q->send_done, memory_order_acquire))
       return 0;
@@ -751,14 +752,13 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
   }
   int dst_node_rank = thr_node_rank(dst_process, dst_world % thr_proc.threads);
   if (dst_node_rank >= 0) { /* (another process of the node: its ring) */
-    if (!thr_node_copy_takes(dst_process, len)) {
-      thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, NULL);
-      free(owned);
-      return new_request(DONE);
-    }
     struct thr_request *q = new_request(SEND_NODE);
-    q->owned2 = owned;
-    thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, &q->send_done);
+    if (thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, &q->send_done)) {
+      free(owned);
+      q->kind = DONE;
+    } else {
+      q->owned2 = owned;
+    }
     return q;
   }
   int node_copy = thr_node_copy_takes(dst_process, len);
@@ -1103,11 +1103,11 @@ int thr_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, 
   /* To another process of the node, small and contiguous: straight into its ring. */
   if (dst >= 0 && dst < c->size && count >= 0 && thr_type_is_contiguous(type, count) &&
       thr_type_bytes(type, count) <= THR_INLINE_BYTES) {
-    int dst_node_rank = thr_node_rank(c->world[dst] / thr_proc.threads,
-                                      c->world[dst] % thr_proc.threads);
-    if (dst_node_rank >= 0) {
+    int dst_process = c->world[dst] / thr_proc.threads;
+    int dst_node_rank = thr_node_rank(dst_process, c->world[dst] % thr_proc.threads);
+    if (dst_node_rank >= 0 && !thr_node_copy_takes(dst_process, thr_type_bytes(type, count))) {
       thr_node_send(r, dst_node_rank, c->ctx, c->rank, tag, buf, thr_type_bytes(type, count),
-                    NULL);
+                    NULL); /* (inline: complete) */
       return MPI_SUCCESS;
     }
   }

@@ -84,7 +84,6 @@ struct thr_comm {
 struct thr_request;
 struct thr_smpi_send;
 struct thr_node_queue;
-struct thr_node_copy;
 
 struct thr_rank {
   int world, thread;
@@ -98,11 +97,9 @@ struct thr_rank {
   struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
   struct thr_request *orphans;   /* freed sends whose receiver has not read them yet */
   /* To other processes of the node (node_copy.c): per node rank, messages waiting for
-   * room in its ring, in the order sent (allocated at the first), how many wait; the
-   * copies receivers have still to read. */
+   * room, in the order sent (allocated at the first), and how many wait. */
   struct thr_node_queue *node_pending;
   long node_queued;
-  struct thr_node_copy *node_copies;
   long node_ring_taken; /* messages it took from other processes' rings (statistics) */
   int node_next_block;  /* where its look for a free block of the segment starts */
   int nbc_busy;                /* (their progress is running: no reentry) */
@@ -164,16 +161,17 @@ int thr_node_rank_count(void);
 int thr_node_rank_of_thread(int thread);
 int thr_node_rank_is_local(int node_rank);
 struct thr_ring *thr_node_ring(int receiver, int sender);
-/* A message into node rank dst's ring, or the sender's queue while the ring is full.
- * done NULL: complete at once (inline, or a copy of its own); else the bytes stay the
- * sender's until the receiver has read them and set *done. */
-void thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
-                   size_t len, atomic_int *done);
+/* A message into node rank dst's ring, or its pair's queue at the sender while there
+ * is no room. Returns 1 when the send is complete (its bytes inline, or in a block);
+ * else *done is set once they are in a block (by this rank's progress) or once the
+ * receiver has read them from bytes (from the single-copy limit). */
+int thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
+                  size_t len, atomic_int *done);
 /* The bytes of a THR_SLOT_BLOCK message, and its block given back once they are copied. */
 const void *thr_node_block(const struct thr_peer_ref *ref);
 void thr_node_block_free(const struct thr_peer_ref *ref);
-/* The sender's queue into the rings, and its copies that were read freed; at finalize
- * (after the last barrier) everything freed. */
+/* The sender's queues into the rings; at finalize (after the last barrier) what is
+ * left, never received, dropped. */
 void thr_node_send_progress(struct thr_rank *r, int finalize);
 /* Single copy: whether a message of len bytes to host process `process` goes that way;
  * its bytes read from the sender; the sender's flag set. */

@@ -194,6 +194,23 @@ def test_datatypes_as_thread_ranks(flavour, threads, np):
         result.describe()
 
 
+@pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 4), layout(1, 3, full=True)]))
+@pytest.mark.parametrize("program,args,summary", [
+    ("mcoll-test-p2p", [], "test_p2p"),
+    ("mcoll-test-coll", ["--quick", "--count-api", "0"], "test_coll"),
+    ("mcoll-test-nbc", ["--groups", "2", "--max-bytes", "64K", "--seed", "7"], "test_nbc")],
+    ids=["p2p", "coll", "nbc"])
+def test_host_path_between_processes(flavour, threads, np, program, args, summary):
+    """Without the node's rings (MCOLL_THREADS_NODE_RINGS=0) messages between processes
+    cross the host MPI, as between nodes (envelope and bytes, one host message up to
+    2 KiB, single copy from 64 KiB): the programs pass, and nothing went through a ring."""
+    result = run_job(threads_argv(threads, np, program, args, flavour=flavour),
+                     {"MCOLL_THREADS_NODE_RINGS": "0", "MCOLL_THREADS_STATS": "1"}, JOB_TIMEOUT)
+    assert check_passed(result, summary) > 0
+    rings = [int(n) for n in re.findall(r"(\d+) through the node's rings", result.stderr)]
+    assert len(rings) == np // threads and not any(rings), result.describe()
+
+
 @pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 4)]))
 @pytest.mark.parametrize("program,args,summary", [
     ("mcoll-test-p2p", [], "test_p2p"),
@@ -204,8 +221,9 @@ def test_datatypes_as_thread_ranks(flavour, threads, np):
     ids=["p2p", "coll", "groups", "datatypes", "nbc"])
 def test_node_copy_every_message(flavour, threads, np, program, args, summary):
     """Between processes of one node a message from MCOLL_THREADS_NODE_COPY bytes is read
-    by its receiver from the sender's buffer (src/threads/node_copy.c) and only its
-    envelope crosses the host MPI; at 1 byte every non-empty message goes so: any-source
+    by its receiver from the sender's buffer (src/threads/node_copy.c) and only a
+    reference to it crosses, in the node's ring (through the host MPI without the
+    rings); at 1 byte every non-empty message goes so: any-source
     and probes, truncation, Mprobe/Mrecv, cancelled receives, a freed active send, derived
     types, the collectives' schedules. Each process counts the messages it read."""
     result = run_job(threads_argv(threads, np, program, args, flavour=flavour),
