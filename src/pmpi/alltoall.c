@@ -12,6 +12,16 @@ MCOLL_SHARED_BODY int alltoall_blocks(struct mcoll_a2a *a, struct mcoll_a2a_side
   return err;
 }
 
+/* The send type's facts: the receive type's where both are one handle (asked once). */
+static inline int send_type_info(MPI_Datatype sendtype, MPI_Datatype recvtype,
+                                 const struct mcoll_type_info *rt, struct mcoll_type_info *st) {
+  if (sendtype == recvtype) {
+    *st = *rt;
+    return MPI_SUCCESS;
+  }
+  return mcoll__type_info(sendtype, st);
+}
+
 int mcoll__wrap_alltoall(struct mcoll_comm *c, const void *sendbuf, int sendcount,
                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
                          MPI_Datatype recvtype, MPI_Comm comm) {
@@ -21,10 +31,14 @@ int mcoll__wrap_alltoall(struct mcoll_comm *c, const void *sendbuf, int sendcoun
   int ok = recvbuf != MPI_IN_PLACE && !mcoll__bufs_aliased(sendbuf, recvbuf) && recvcount >= 0 &&
            mcoll__type_info(recvtype, &rt) == MPI_SUCCESS &&
            (inplace ||
-            (sendcount >= 0 && mcoll__type_info(sendtype, &st) == MPI_SUCCESS &&
+            (sendcount >= 0 && send_type_info(sendtype, recvtype, &rt, &st) == MPI_SUCCESS &&
              (size_t)sendcount * (size_t)st.size == (size_t)recvcount * (size_t)rt.size));
-  struct mcoll_a2a a = {.c = c, .coll = MCOLL_COLL_ALLTOALL, .uniform = 1,
-                        .block = (size_t)recvcount * (size_t)rt.size, .inplace = inplace};
+  struct mcoll_a2a a;
+  /* Plain blocks on both sides: no per-block description (nothing to release). */
+  if (ok && mcoll__a2a_blocks_direct(&a, c, sendbuf, sendcount, &st, recvbuf, recvcount, &rt))
+    return mcoll__a2a_run(&a);
+  a = (struct mcoll_a2a){.c = c, .coll = MCOLL_COLL_ALLTOALL, .uniform = 1,
+                         .block = (size_t)recvcount * (size_t)rt.size, .inplace = inplace};
   struct mcoll_a2a_side ss = {.buf = (char *)sendbuf, .count = sendcount, .type = sendtype};
   struct mcoll_a2a_side rs = {.buf = recvbuf, .count = recvcount, .type = recvtype};
   return alltoall_blocks(&a, &ss, &rs, ok);

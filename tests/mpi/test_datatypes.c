@@ -3,7 +3,7 @@
  *
  * usage: test_datatypes CASE
  *   layouts   reordered struct and overlapping typemaps in bcast, gather, allgather,
- *             scatter, alltoall; bcast and MPI_Ibcast in a row with a strided vector
+ *             scatter, alltoall; alltoall of plain types with a lower bound or spaced; bcast and MPI_Ibcast in a row with a strided vector
  *             on the root's side or the others' (any rank count)
  *   bottom    bcast of MPI_BOTTOM with an absolute-address struct (any rank count)
  *   bigtype   bcast of one contiguous type of 2 GiB + 1 MiB (2 ranks: ~4.1 GiB)
@@ -97,6 +97,62 @@ static void bcast_strided_one_side(void) {
   }
 }
 
+/* Alltoall with types whose blocks are plain bytes elsewhere than at j·count·size:
+ * "shifted" (two ints 8 bytes past the buffer: lb = true lb = 8, extent = size) and
+ * "spaced" (one int in 12 bytes: one element per block is plain, two are not). Block
+ * j from rank r carries {100r + j, -(100r + j)}. */
+static void alltoall_plain_types(void) {
+  MPI_Datatype shifted, spaced;
+  int two = 2;
+  MPI_Aint eight = 8;
+  MPI_Datatype one_int = MPI_INT;
+  MPI_Type_create_struct(1, &two, &eight, &one_int, &shifted);
+  MPI_Type_commit(&shifted);
+  MPI_Type_create_resized(MPI_INT, 0, 3 * sizeof(int), &spaced);
+  MPI_Type_commit(&spaced);
+  int n = 2 * size + 2;
+  int *sbuf = malloc(sizeof(int) * (size_t)(3 * n)), *rbuf = malloc(sizeof(int) * (size_t)(3 * n));
+  int *want = malloc(sizeof(int) * (size_t)(3 * n)), *flat = malloc(sizeof(int) * (size_t)n);
+
+  /* shifted, one per block, into plain ints */
+  for (int j = 0; j < size; j++) sbuf[2 + 2 * j] = 100 * rank + j, sbuf[3 + 2 * j] = -(100 * rank + j);
+  for (int r = 0; r < size; r++) want[2 * r] = 100 * r + rank, want[2 * r + 1] = -(100 * r + rank);
+  memset(rbuf, 0xff, sizeof(int) * (size_t)(3 * n));
+  MPI_Alltoall(sbuf, 1, shifted, rbuf, 2, MPI_INT, MPI_COMM_WORLD);
+  check_ints("alltoall from shifted", rbuf, want, 2 * size);
+
+  /* plain ints into shifted */
+  for (int j = 0; j < size; j++) flat[2 * j] = 100 * rank + j, flat[2 * j + 1] = -(100 * rank + j);
+  memset(rbuf, 0xff, sizeof(int) * (size_t)(3 * n));
+  MPI_Alltoall(flat, 2, MPI_INT, rbuf, 1, shifted, MPI_COMM_WORLD);
+  check_ints("alltoall into shifted", rbuf + 2, want, 2 * size);
+  check(rbuf[0] == -1 && rbuf[1] == -1, "alltoall into shifted: before", 0, rbuf[0], -1);
+
+  /* spaced, one per block, both sides: block j at 12·j bytes */
+  for (int j = 0; j < size; j++) sbuf[3 * j] = 100 * rank + j, sbuf[3 * j + 1] = sbuf[3 * j + 2] = 7;
+  memset(rbuf, 0xff, sizeof(int) * (size_t)(3 * n));
+  MPI_Alltoall(sbuf, 1, spaced, rbuf, 1, spaced, MPI_COMM_WORLD);
+  for (int r = 0; r < size; r++) {
+    check(rbuf[3 * r] == 100 * r + rank, "alltoall spaced", r, rbuf[3 * r], 100 * r + rank);
+    check(rbuf[3 * r + 1] == -1 && rbuf[3 * r + 2] == -1, "alltoall spaced: holes", r, rbuf[3 * r + 1], -1);
+  }
+
+  /* spaced, two per block (packed), into shifted */
+  int *big = calloc((size_t)(6 * size), sizeof(int)), *bigr = malloc(sizeof(int) * (size_t)n);
+  for (int j = 0; j < size; j++) big[6 * j] = 100 * rank + j, big[6 * j + 3] = -(100 * rank + j);
+  memset(bigr, 0xff, sizeof(int) * (size_t)n);
+  MPI_Alltoall(big, 2, spaced, bigr, 1, shifted, MPI_COMM_WORLD);
+  check_ints("alltoall spaced pairs into shifted", bigr + 2, want, 2 * size);
+
+  /* zero elements of a type with holes */
+  MPI_Alltoall(sbuf, 0, spaced, rbuf, 0, shifted, MPI_COMM_WORLD);
+  check(1, "alltoall of nothing", 0, 0, 0);
+
+  free(big), free(bigr), free(sbuf), free(rbuf), free(want), free(flat);
+  MPI_Type_free(&shifted);
+  MPI_Type_free(&spaced);
+}
+
 static void case_layouts(void) {
   MPI_Datatype swapped = swapped_pair(), overlap = overlapping_three();
   int *all = calloc((size_t)size * 3, sizeof(int)), *want = calloc((size_t)size * 3, sizeof(int));
@@ -151,6 +207,7 @@ static void case_layouts(void) {
   free(want);
   MPI_Type_free(&swapped);
   MPI_Type_free(&overlap);
+  alltoall_plain_types();
   bcast_strided_one_side();
 }
 

@@ -46,7 +46,7 @@ def test_reordered_and_overlapping_typemaps(flavour, np, topo):
     on the others', where the caller's-stack try and the meeting meet."""
     env = {"MCOLL_TOPO": topo} if topo else {}
     _, checks = run_case(flavour, np, "layouts", env)
-    assert checks == 7 * np * np + 8 * np + 24 * np
+    assert checks == 15 * np * np + 8 * np + 26 * np
 
 
 @pytest.mark.parametrize("flavour", [flavour_param(f) for f in mpijob.FLAVOURS])

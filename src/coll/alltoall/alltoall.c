@@ -76,11 +76,12 @@ static size_t cma_min(void) {
 }
 
 void mcoll__a2a_engine_config(const struct mcoll_a2a *a, int alg, struct mcoll_a2a_engine *e) {
-  e->slot_frag = slot_bytes(a->c, 1);
   e->cma_min = SIZE_MAX;
   e->cma_frag = SIZE_MAX;
   e->double_buffer = 0;
   e->pair_inline = alg == MCOLL_A2A_PAIR_INLINE;
+  /* (pair_inline moves no block through the areas' slots) */
+  e->slot_frag = e->pair_inline ? 0 : slot_bytes(a->c, 1);
   switch (alg) {
   case MCOLL_A2A_PAIRWISE_CMA: e->cma_min = cma_min(); break;
   case MCOLL_A2A_TILED_CMA:
