@@ -20,7 +20,7 @@ int thr_Finalize(struct thr_rank *r)
   thr_wait_end(&w);
   thr_Barrier(r, MPI_COMM_WORLD);
   thr_orphans_reap(r, 1); /* (their receives are complete: only the envelopes remain) */
-  thr_node_send_progress(r, 1);
+  thr_node_send_progress(&r->node_out, 1);
   r->finalized = 1;
   const char *stats = getenv("MCOLL_THREADS_STATS");
   if (stats && atoi(stats) && r->thread == 0) {

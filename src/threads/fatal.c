@@ -1,13 +1,15 @@
 /* Ending the job: a fatal error's message, the job's abort, and the allocations whose
  * failure no caller could report. */
+#include <mpi.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime.h"
+#include "fatal.h"
 
 static void exit_quietly(int sig)
 {

@@ -17,7 +17,8 @@
  * Without the rings (MCOLL_THREADS_NODE_RINGS=0, or a segment that cannot be shared)
  * messages cross through the host MPI, and from the single-copy limit only their
  * envelope does. The copies are libmcoll's (shm/cma.c). */
-#include "runtime.h"
+#include "node_copy.h"
+#include "fatal.h"
 #include "shm/shm.h"
 
 #include <fcntl.h>
@@ -49,7 +50,7 @@ static struct thr_ring *node_rings;
 static struct block_flag *block_flags; /* [node rank x BLOCKS] */
 static unsigned char *blocks;          /* [node rank x BLOCKS][BLOCK_BYTES] */
 static size_t segment_bytes;
-static int node_ranks, first_node_rank;
+static int node_ranks, first_node_rank, node_threads;
 static int *node_place; /* per host process: its place on this node, or -1 */
 
 /* A message waiting for room (its pair's queue, in the order sent): inline, its bytes
@@ -80,6 +81,7 @@ static void rings_init(MPI_Comm node, int me, int n, int threads)
     return;
   node_ranks = n * threads;
   first_node_rank = me * threads;
+  node_threads = threads;
   size_t rings_bytes = (size_t)node_ranks * (size_t)node_ranks * sizeof(struct thr_ring);
   size_t flags_bytes = (size_t)node_ranks * BLOCKS * sizeof(struct block_flag);
   segment_bytes = rings_bytes + flags_bytes + (size_t)node_ranks * BLOCKS * BLOCK_BYTES;
@@ -167,21 +169,21 @@ int thr_node_copy_takes(int process, size_t len)
   return copy_min && len >= copy_min && same_node[process];
 }
 
-void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len)
+void thr_node_copy_read(const struct thr_peer_ref *ref, void *dst, size_t len)
 {
-  int err = mcoll__cma_read(m->peer_pid, dst, m->peer_addr, len);
+  int err = mcoll__cma_read(ref->pid, dst, ref->addr, len);
   if (err)
-    thr_fatal("process_vm_readv of %zu bytes from process %d: %s", len, (int)m->peer_pid,
+    thr_fatal("process_vm_readv of %zu bytes from process %d: %s", len, (int)ref->pid,
               strerror(err));
 }
 
-void thr_node_copy_release(const struct thr_msg *m)
+void thr_node_copy_release(const struct thr_peer_ref *ref)
 {
   atomic_fetch_add_explicit(&messages_read, 1, memory_order_relaxed);
   int one = 1;
-  int err = mcoll__cma_write(m->peer_pid, m->peer_done, &one, sizeof one);
+  int err = mcoll__cma_write(ref->pid, ref->done, &one, sizeof one);
   if (err)
-    thr_fatal("process_vm_writev to process %d: %s", (int)m->peer_pid, strerror(err));
+    thr_fatal("process_vm_writev to process %d: %s", (int)ref->pid, strerror(err));
 }
 
 long thr_node_copy_count(void)
@@ -195,7 +197,7 @@ int thr_node_rank(int process, int thread)
 {
   if (!node_rings || !same_node[process])
     return -1;
-  return node_place[process] * thr_proc.threads + thread;
+  return node_place[process] * node_threads + thread;
 }
 
 int thr_node_rings_on(void)
@@ -215,7 +217,7 @@ int thr_node_rank_of_thread(int thread)
 
 int thr_node_rank_is_local(int node_rank)
 {
-  return node_rank >= first_node_rank && node_rank < first_node_rank + thr_proc.threads;
+  return node_rank >= first_node_rank && node_rank < first_node_rank + node_threads;
 }
 
 struct thr_ring *thr_node_ring(int receiver, int sender)
@@ -229,14 +231,14 @@ static unsigned char *block_bytes(int block)
 }
 
 /* One of the rank's blocks that no receiver holds, marked busy; -1 when none is free. */
-static int free_block(struct thr_rank *r)
+static int free_block(struct thr_node_out *out)
 {
-  int first = thr_node_rank_of_thread(r->thread) * BLOCKS;
+  int first = out->node_rank * BLOCKS;
   for (int i = 0; i < BLOCKS; i++) {
-    int block = first + (r->node_next_block + i) % BLOCKS;
+    int block = first + (out->next_block + i) % BLOCKS;
     if (!atomic_load_explicit(&block_flags[block].busy, memory_order_acquire)) {
       atomic_store_explicit(&block_flags[block].busy, 1, memory_order_relaxed);
-      r->node_next_block = (r->node_next_block + i + 1) % BLOCKS;
+      out->next_block = (out->next_block + i + 1) % BLOCKS;
       return block;
     }
   }
@@ -254,9 +256,10 @@ void thr_node_block_free(const struct thr_peer_ref *ref)
 }
 
 /* Into dst's ring now, if it has room (and a block-sized message a block). */
-static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const void *bytes)
+static int put_now(struct thr_node_out *out, const struct thr_node_pending *p,
+                   const void *bytes)
 {
-  struct thr_ring *ring = thr_node_ring(p->dst, thr_node_rank_of_thread(r->thread));
+  struct thr_ring *ring = thr_node_ring(p->dst, out->node_rank);
   size_t inline_len = p->kind == THR_SLOT_INLINE ? p->len : 0;
   struct thr_slot *first = thr_ring_reserve(ring, inline_len);
   if (!first)
@@ -267,7 +270,7 @@ static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const v
   }
   struct thr_peer_ref ref = p->ref;
   if (p->kind == THR_SLOT_BLOCK) {
-    int block = free_block(r);
+    int block = free_block(out);
     if (block < 0)
       return 0;
     memcpy(block_bytes(block), bytes, p->len);
@@ -279,28 +282,28 @@ static int put_now(struct thr_rank *r, const struct thr_node_pending *p, const v
 
 /* At the tail of the sender's queue for p->dst (one queue per node rank: a full ring
  * holds up only its own pair). */
-static void queue_pending(struct thr_rank *r, const struct thr_node_pending *p,
+static void queue_pending(struct thr_node_out *out, const struct thr_node_pending *p,
                           const void *bytes)
 {
-  if (!r->node_pending)
-    r->node_pending = thr_calloc((size_t)node_ranks, sizeof *r->node_pending);
+  if (!out->pending)
+    out->pending = thr_calloc((size_t)node_ranks, sizeof *out->pending);
   size_t extra = p->kind == THR_SLOT_INLINE ? p->len : 0;
   struct thr_node_pending *copy = thr_malloc(sizeof *copy + extra);
   *copy = *p;
   copy->next = NULL;
   if (extra)
     memcpy(copy->bytes, bytes, extra);
-  struct thr_node_queue *q = &r->node_pending[p->dst];
+  struct thr_node_queue *q = &out->pending[p->dst];
   if (q->head)
     q->tail->next = copy;
   else
     q->head = copy;
   q->tail = copy;
-  r->node_queued++;
+  out->queued++;
 }
 
-int thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
-                  size_t len, atomic_int *done)
+int thr_node_send(struct thr_node_out *out, int dst, int ctx, int src, int tag,
+                  const void *bytes, size_t len, atomic_int *done)
 {
   struct thr_node_pending p = {.dst = dst, .ctx = ctx, .src = src, .tag = tag, .len = len,
                                .kind = THR_SLOT_BLOCK, .send_bytes = bytes, .done = done};
@@ -312,29 +315,29 @@ int thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const 
                                   .done = (uint64_t)(uintptr_t)done, .pid = (int32_t)getpid()};
   }
   /* (behind the pair's older messages, if any wait) */
-  if (!(r->node_queued && r->node_pending[dst].head) && put_now(r, &p, bytes))
+  if (!(out->queued && out->pending[dst].head) && put_now(out, &p, bytes))
     return p.kind != THR_SLOT_PEER;
-  queue_pending(r, &p, bytes);
+  queue_pending(out, &p, bytes);
   return p.kind == THR_SLOT_INLINE;
 }
 
-void thr_node_send_progress(struct thr_rank *r, int finalize)
+void thr_node_send_progress(struct thr_node_out *out, int finalize)
 {
-  for (int dst = 0; r->node_queued && dst < node_ranks; dst++) {
-    struct thr_node_queue *q = &r->node_pending[dst];
+  for (int dst = 0; out->queued && dst < node_ranks; dst++) {
+    struct thr_node_queue *q = &out->pending[dst];
     for (struct thr_node_pending *p; (p = q->head);) {
       const void *bytes = p->kind == THR_SLOT_BLOCK ? p->send_bytes : p->bytes;
-      if (!finalize && !put_now(r, p, bytes))
+      if (!finalize && !put_now(out, p, bytes))
         break;
       if (p->kind == THR_SLOT_BLOCK && !finalize) /* (in the block: the send is complete) */
         atomic_store_explicit(p->done, 1, memory_order_release);
       q->head = p->next;
       free(p);
-      r->node_queued--;
+      out->queued--;
     }
   }
   if (finalize) { /* (what is left was never received: dropped) */
-    free(r->node_pending);
-    r->node_pending = NULL;
+    free(out->pending);
+    out->pending = NULL;
   }
 }

@@ -173,22 +173,22 @@ static int receive_from_peer(struct thr_recv *rv, const struct thr_msg *m)
   int err;
   if (!rv->take && thr_type_is_contiguous(rv->type, rv->count)) {
     size_t capacity = thr_type_bytes(rv->type, rv->count);
-    thr_node_copy_read(m, rv->buf, m->len < capacity ? m->len : capacity);
+    thr_node_copy_read(&m->peer, rv->buf, m->len < capacity ? m->len : capacity);
     err = m->len > capacity ? MPI_ERR_TRUNCATE : MPI_SUCCESS;
   } else {
     void *bytes = thr_malloc(m->len);
-    thr_node_copy_read(m, bytes, m->len);
+    thr_node_copy_read(&m->peer, bytes, m->len);
     err = receive_bytes(rv, bytes, m->len, &bytes);
     free(bytes);
   }
-  thr_node_copy_release(m);
+  thr_node_copy_release(&m->peer);
   return err;
 }
 
 /* The receive gets the message's bytes; the sender of a large message is released. */
 static void complete_recv(struct thr_recv *rv, struct thr_msg *m)
 {
-  int err = m->peer_pid ? receive_from_peer(rv, m)
+  int err = m->peer.pid ? receive_from_peer(rv, m)
             : !m->data && split_receive(m, rv)
                 ? MPI_SUCCESS
                 : receive_bytes(rv, m->data ? m->data : m->sender_buf, m->len, &m->data);
@@ -231,7 +231,7 @@ static void queue_unexpected(struct thr_mailbox *box, struct thr_msg *m)
     copy->on_stack = 0;
     m = copy;
   }
-  if (!m->data && !m->peer_pid && m->len <= EAGER_BYTES) {
+  if (!m->data && !m->peer.pid && m->len <= EAGER_BYTES) {
     m->data = thr_malloc(m->len ? m->len : 1);
     memcpy(m->data, m->sender_buf, m->len);
     atomic_store_explicit(m->sender_done, 1, memory_order_release);
@@ -293,8 +293,7 @@ static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot
       memcpy(&ref, first->data, sizeof ref);
       m = thr_calloc(1, sizeof *m);
       *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag,
-                            .len = ref.len, .peer_pid = ref.pid, .peer_addr = ref.addr,
-                            .peer_done = ref.done};
+                            .len = ref.len, .peer = ref};
     }
     if (rv)
       complete_recv(rv, m);
@@ -540,9 +539,8 @@ void thr_host_drain(void)
     m->src = env.src;
     m->tag = env.tag;
     m->len = env.len;
-    m->peer_pid = env.pid;
-    m->peer_addr = env.addr;
-    m->peer_done = env.done;
+    m->peer = (struct thr_peer_ref){.len = env.len, .addr = env.addr, .done = env.done,
+                                    .pid = env.pid};
     if (inlined)
       m->data = inlined; /* (the bytes first: freed as the message's data) */
     else if (!env.pid)
@@ -566,8 +564,8 @@ static void progress(void)
     drain_rings(thr_self);
     if (thr_self->orphans)
       thr_orphans_reap(thr_self, 0);
-    if (thr_self->node_queued)
-      thr_node_send_progress(thr_self, 0);
+    if (thr_self->node_out.queued)
+      thr_node_send_progress(&thr_self->node_out, 0);
   }
 }
 
@@ -753,7 +751,8 @@ struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, c
   int dst_node_rank = thr_node_rank(dst_process, dst_world % thr_proc.threads);
   if (dst_node_rank >= 0) { /* (another process of the node: its ring) */
     struct thr_request *q = new_request(SEND_NODE);
-    if (thr_node_send(r, dst_node_rank, ctx, c->rank, tag, bytes, len, &q->send_done)) {
+    if (thr_node_send(&r->node_out, dst_node_rank, ctx, c->rank, tag, bytes, len,
+                      &q->send_done)) {
       free(owned);
       q->kind = DONE;
     } else {
@@ -894,6 +893,7 @@ void thr_rank_init(struct thr_rank *r, int thread)
   memset(r, 0, sizeof *r);
   r->thread = thread;
   r->world = thr_proc.process * thr_proc.threads + thread;
+  r->node_out.node_rank = thr_node_rank_of_thread(thread);
   pthread_mutex_init(&r->box.lock, NULL);
   r->box.unexpected_tail = &r->box.unexpected;
   r->box.posted_tail = &r->box.posted;
@@ -1106,8 +1106,8 @@ int thr_Send(struct thr_rank *r, const void *buf, int count, MPI_Datatype type, 
     int dst_process = c->world[dst] / thr_proc.threads;
     int dst_node_rank = thr_node_rank(dst_process, c->world[dst] % thr_proc.threads);
     if (dst_node_rank >= 0 && !thr_node_copy_takes(dst_process, thr_type_bytes(type, count))) {
-      thr_node_send(r, dst_node_rank, c->ctx, c->rank, tag, buf, thr_type_bytes(type, count),
-                    NULL); /* (inline: complete) */
+      thr_node_send(&r->node_out, dst_node_rank, c->ctx, c->rank, tag, buf,
+                    thr_type_bytes(type, count), NULL); /* (inline: complete) */
       return MPI_SUCCESS;
     }
   }

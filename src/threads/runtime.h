@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fatal.h"
+#include "node_copy.h"
 #include "rings.h"
 #include "table.h"
 
@@ -27,10 +29,9 @@ struct thr_msg {
   struct thr_split *split; /* the sender copies half when it waits (rings.h), or NULL */
   int src_thread; /* (in an overflow queue) the sending thread rank */
   int on_stack; /* a blocking sender's: copied before it is queued, never freed */
-  /* From another process of the node (node_copy.c), when peer_pid is not 0: the bytes
-   * at peer_addr and the sender's completion flag at peer_done, in process peer_pid. */
-  int peer_pid;
-  uint64_t peer_addr, peer_done;
+  /* From another process of the node (node_copy.c), when peer.pid is not 0: its bytes
+   * and the sender's completion flag, read and set there. */
+  struct thr_peer_ref peer;
 };
 
 /* The collectives' (coll.c, coll_nbc.c) address arithmetic on typed buffers. */
@@ -83,7 +84,6 @@ struct thr_comm {
 
 struct thr_request;
 struct thr_smpi_send;
-struct thr_node_queue;
 
 struct thr_rank {
   int world, thread;
@@ -96,12 +96,8 @@ struct thr_rank {
   struct thr_smpi_send *smpi_sends; /* SMPI sends to other processes still in flight */
   struct thr_nbc *nbc_pending; /* non-blocking collectives not complete, in start order */
   struct thr_request *orphans;   /* freed sends whose receiver has not read them yet */
-  /* To other processes of the node (node_copy.c): per node rank, messages waiting for
-   * room, in the order sent (allocated at the first), and how many wait. */
-  struct thr_node_queue *node_pending;
-  long node_queued;
+  struct thr_node_out node_out; /* its sends to other processes of the node */
   long node_ring_taken; /* messages it took from other processes' rings (statistics) */
-  int node_next_block;  /* where its look for a free block of the segment starts */
   int nbc_busy;                /* (their progress is running: no reentry) */
   struct thr_group **groups;   /* handle index -> group (groups.c) */
   int ngroups;
@@ -148,57 +144,11 @@ struct thr_nbc_calls {
 };
 extern const struct thr_nbc_calls thr_coll_nbc_calls; /* coll_nbc.c */
 void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc);
-/* Between processes of a node (node_copy.c): set up over the node's processes
- * (collective), and unmapped at the end. */
-void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads);
-void thr_node_copy_finalize(void);
-/* The rings: a thread rank's node rank, or -1 when messages to it do not take them;
- * how many the node has; this process's; whether one is a thread of this process; the
- * ring from sender to receiver (node ranks). */
-int thr_node_rings_on(void);
-int thr_node_rank(int process, int thread);
-int thr_node_rank_count(void);
-int thr_node_rank_of_thread(int thread);
-int thr_node_rank_is_local(int node_rank);
-struct thr_ring *thr_node_ring(int receiver, int sender);
-/* A message into node rank dst's ring, or its pair's queue at the sender while there
- * is no room. Returns 1 when the send is complete (its bytes inline, or in a block);
- * else *done is set once they are in a block (by this rank's progress) or once the
- * receiver has read them from bytes (from the single-copy limit). */
-int thr_node_send(struct thr_rank *r, int dst, int ctx, int src, int tag, const void *bytes,
-                  size_t len, atomic_int *done);
-/* The bytes of a THR_SLOT_BLOCK message, and its block given back once they are copied. */
-const void *thr_node_block(const struct thr_peer_ref *ref);
-void thr_node_block_free(const struct thr_peer_ref *ref);
-/* The sender's queues into the rings; at finalize (after the last barrier) what is
- * left, never received, dropped. */
-void thr_node_send_progress(struct thr_rank *r, int finalize);
-/* Single copy: whether a message of len bytes to host process `process` goes that way;
- * its bytes read from the sender; the sender's flag set. */
-int thr_node_copy_takes(int process, size_t len);
-void thr_node_copy_read(const struct thr_msg *m, void *dst, size_t len);
-void thr_node_copy_release(const struct thr_msg *m);
-long thr_node_copy_count(void); /* messages this process read so */
 /* Frees the rank's freed sends that are complete; with wait, waits for all. */
 void thr_orphans_reap(struct thr_rank *r, int wait);
 /* After the ranks' threads have ended. */
 void thr_runtime_finalize(void);
 void thr_rank_init(struct thr_rank *rank, int thread);
-_Noreturn void thr_fatal(const char *fmt, ...);
-/* Ends the job once, whichever ranks ask (fatal.c). */
-_Noreturn void thr_abort_job(int code);
-_Noreturn void thr_out_of_memory(size_t bytes, const char *where);
-/* Allocations whose failure the runtime cannot report to the caller (a send already
- * complete, a message arriving): out of memory stops the job with MPI_ERR_NO_MEM and
- * the function that asked. */
-void *thr_malloc_in(size_t bytes, const char *where);
-void *thr_calloc_in(size_t n, size_t size, const char *where);
-#define thr_malloc(bytes) thr_malloc_in((bytes), __func__)
-#define thr_calloc(n, size) thr_calloc_in((n), (size), __func__)
-void *thr_realloc_in(void *p, size_t bytes, const char *where);
-void *thr_aligned_alloc_in(size_t align, size_t bytes, const char *where);
-#define thr_realloc(p, bytes) thr_realloc_in((p), (bytes), __func__)
-#define thr_aligned_alloc(align, bytes) thr_aligned_alloc_in((align), (bytes), __func__)
 
 /* Runtime-internal point-to-point used by the collectives (context ctx). */
 struct thr_request *thr_isend(struct thr_rank *r, struct thr_comm *c, int ctx, const void *buf,

@@ -188,8 +188,8 @@ def test_p2p_as_processes():
 def test_datatypes_as_thread_ranks(flavour, threads, np):
     result = run_job(threads_argv(threads, np, "mcoll-test-datatypes", flavour=flavour), None,
                      JOB_TIMEOUT)
-    # (test_datatypes.py's count of the layouts case: 7 n^2 + 8 n + 24 n)
-    checks = 7 * np * np + 32 * np
+    # (test_datatypes.py's count of the layouts case: 15 n^2 + 8 n + 26 n)
+    checks = 15 * np * np + 34 * np
     assert result.returncode == 0 and f"test_datatypes: {checks} checks, 0 errors" in result.stdout, \
         result.describe()
 
