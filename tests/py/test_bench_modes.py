@@ -77,6 +77,23 @@ def test_latency_mode(flavour, tmp_path):
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
+def test_forced_sweep(flavour, tmp_path):
+    """-F: each round's blocks (native, the default, every forced algorithm) run in a
+    shuffled order; every one is timed in every round and checked (-c)."""
+    # (a forced algorithm that cannot run for a row falls back to the choice: not an error)
+    doc, stdout = run_bench(flavour, tmp_path, ["-m", "latency", "-n", "10", "-w", "1", "-F"],
+                            {"MCOLL_FALLBACK": "silent"})
+    assert "def/best" in stdout
+    for r in doc["results"]:
+        forced = r["forced_us"]
+        assert forced and all(positive(t) for t in forced.values()), (r["coll"], r["bytes"])
+        assert r["best_forced_alg"] in forced
+        assert r["best_forced_us"] == min(forced.values())
+        assert len(r["native_samples_us"]) == 3 and len(r["mcoll_samples_us"]) == 3
+        assert positive(r["native_us"]) and positive(r["mcoll_us"])
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
 def test_nbc_mode(flavour, tmp_path):
     doc, stdout = run_bench(flavour, tmp_path, ["-m", "nbc", "-n", "20", "-w", "2"],
                             {"MCOLL_PROGRESS_THREAD": "0"})

@@ -282,8 +282,35 @@ static void forced_end(struct result *res, const struct options *o, double **sam
     }
 }
 
+/* The order of round k's blocks: 0 native, 1 mcoll's default, 2.. the forced
+ * algorithms (-F). Two blocks: they alternate. More: a shuffle drawn from k alone (the
+ * same on every rank), so that no block always follows the same one: a block runs
+ * faster after some algorithms than after others (the lines and pages they leave),
+ * and a fixed order gave the default a predecessor its forced twin never had. */
+static void block_order(int *order, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    if (n == 2) {
+        if (k % 2)
+            order[0] = 1, order[1] = 0;
+        return;
+    }
+    uint64_t x = 0x9e3779b97f4a7c15ULL * (uint64_t)(k + 1);
+    for (int i = n - 1; i > 0; i--) {
+        x ^= x >> 33;
+        x *= 0xff51afd7ed558ccdULL;
+        x ^= x >> 33;
+        int j = (int)(x % (uint64_t)(i + 1));
+        int tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+    }
+}
+
 /* One row: native and mcoll alternate, `rounds` times each, each a block timed by
- * `timer` (back-to-back or latency mode); medians. */
+ * `timer` (back-to-back or latency mode); with -F the forced algorithms' blocks too,
+ * all in an order shuffled per round (block_order); medians. */
 void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
                            bench_block_timer timer)
 {
@@ -296,9 +323,17 @@ void bench_alternating_row(const struct row *r, const struct options *o, struct 
     double *forced_samples[8] = {0};
     if (o->forced_sweep)
         forced_begin(r, o, res, forced_samples);
+    int blocks = 2 + res->forced_n, order[10];
     for (int k = 0; k < o->rounds; k++) {
-        for (int side = 0; side < 2; side++) {
-            bool native = (side == 0) == (k % 2 == 0);
+        block_order(order, blocks, k);
+        for (int b = 0; b < blocks; b++) {
+            int which = order[b];
+            if (which >= 2) {
+                int a = which - 2;
+                forced_samples[a][k] = forced_block(r, o, res->forced_alg[a], timer, warmup, iters);
+                continue;
+            }
+            bool native = which == 0;
             const struct mpi_api *api = bench_side_api(native ? 0 : 1, r, o);
             if (o->check) /* a collective that writes nothing must not pass */
                 memset(r->recv, 0xA5, r->recv_bytes);
@@ -307,8 +342,6 @@ void bench_alternating_row(const struct row *r, const struct options *o, struct 
             if (o->check)
                 bench_check_block(api, r);
         }
-        for (int a = 0; a < res->forced_n; a++)
-            forced_samples[a][k] = forced_block(r, o, res->forced_alg[a], timer, warmup, iters);
     }
     forced_end(res, o, forced_samples);
     res->coll = r->name;
@@ -347,8 +380,9 @@ static void usage(void)
             "  -V       NAME=a,b: mcoll with MCOLL_NAME=a (the native columns) against b\n"
             "           (ALG_<COLL>=a,b: that collective's algorithm, e.g. the barrier between\n"
             "           latency mode's calls: -V ALG_BARRIER=counter,dissemination)\n"
-            "  -F       each round also times every mcoll algorithm forced in turn (back2back\n"
-            "           and latency): the fastest and default/fastest per row\n"
+            "  -F       each round also times every mcoll algorithm forced (back2back and\n"
+            "           latency), the round's blocks in an order shuffled per round: the\n"
+            "           fastest and default/fastest per row\n"
             "  -X       -F over the algorithms between nodes (e.g. alltoall's direct and\n"
             "           grid_rsend), each one's median printed per row\n"
             "  -m       back2back (default): warm calls timed as a block; cold: each of\n"
