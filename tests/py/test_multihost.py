@@ -290,6 +290,29 @@ def test_bcast_first_arrival_random_skew_multihost(hosts, flavour, ranks):
         assert counts.get("other_leader", 0) > 0, counts
 
 
+@pytest.mark.parametrize("flavour,ranks", [flavour_param(f, r) for f in ("openmpi", "mpich")
+                                           for r in ("1,1,1", "2,2,2")])
+def test_bcast_first_arrival_default_multihost(hosts, flavour, ranks):
+    """The built-in choice between test hosts (nodes sharing one kernel's cores), nothing
+    forced: under Open MPI at 3 hosts of 1 rank, first_arrival for every call of whole
+    256 KiB pieces (1 MiB + 3, 1 of the 5 sizes of test_first_arrival's random mode: 8 of
+    40 calls), the fixed leader for the others; the fixed leader for every call under
+    MPICH and at 2 ranks per host (3 hosts: bench/records/net16). Every byte right under
+    random arrival."""
+    program = BUILD.bin(flavour, "mcoll-test-first-arrival")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"}
+    result = run_on_hosts(flavour, ranks, program, ["--random", "2000", "--calls", "40"], env,
+                          finished=r"^random checks \d+ errors 0$")
+    nprocs = sum(int(n) for n in ranks.split(","))
+    checks = re.search(r"^random checks (\d+) errors (\d+)$", result.stdout, re.M)
+    assert checks and int(checks.group(2)) == 0 and int(checks.group(1)) == 40 * nprocs, result.describe()
+    assert result.finalize_hang or result.returncode == 0, result.describe()
+    counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+    chosen = 8 if (flavour, ranks) == ("openmpi", "1,1,1") else 0
+    assert counts.get("calls") == 40 and counts.get("first_arrival", 0) == chosen, counts
+    assert counts.get("binomial", 0) == 40 - chosen, counts
+
+
 @pytest.mark.parametrize("flavour,ranks", [flavour_param("openmpi", "2,1,2"), flavour_param("mpich", "1,2,1")])
 def test_bcast_push_multihost(hosts, request, flavour, ranks):
     """Bcast with push forced between real hosts (the root sends to every rank of the

@@ -12,10 +12,12 @@
  * rank to arrive leads) and mcoll with push (the root sends to every rank of the
  * other nodes), and first_arrival again with its waits' naps off (MCOLL_WAIT_NAP_US=0;
  * task/host.h). A row reports per side the median over rounds of the median
- * call. */
+ * call. -A a,b (side names, e.g. -A fixed_leader,first_arrival): those two sides
+ * alone, the others' columns nan. */
 #include "bench.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -96,6 +98,14 @@ static const struct mpi_api *side_api(int side)
     return &bench_mcoll_api;
 }
 
+/* -A a,b: the sides named there; else all of them. */
+static bool side_wanted(const struct options *o, int side)
+{
+    if (!o->versus[0])
+        return true;
+    return !strcmp(o->versus[0], side_names[side]) || !strcmp(o->versus[1], side_names[side]);
+}
+
 /* The median call's time from the last arrival to the last completion. */
 static double time_calls(const struct mpi_api *api, const struct row *r, const struct delays *d,
                          int warmup, int iters, uint64_t *rng)
@@ -126,6 +136,12 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
     struct delays d;
     if (!parse_delays(o->arrival ? o->arrival : "random:100", &d))
         bench_usage_exit("-D: random:US or late:RANK:US");
+    int nwanted = 0;
+    for (int s = 0; s < NSIDES; s++)
+        nwanted += side_wanted(o, s);
+    if (o->versus[0] && nwanted != 2)
+        bench_usage_exit("-A in arrival mode: two of host, fixed_leader, first_arrival, push, "
+                         "first_arrival_no_nap");
     uint64_t rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(rank + 1);
     int iters = o->iters > 0 ? o->iters : 50, warmup = o->warmup >= 0 ? o->warmup : 5;
     FILE *json = rank == 0 && o->json_path ? fopen(o->json_path, "w") : NULL;
@@ -152,7 +168,7 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
             for (int turn = 0; turn < NSIDES; turn++) {
                 int side = (turn + round) % NSIDES;
                 samples[side * o->rounds + round] =
-                    time_calls(side_api(side), &r, &d, warmup, iters, &rng);
+                    side_wanted(o, side) ? time_calls(side_api(side), &r, &d, warmup, iters, &rng) : NAN;
             }
         double med[NSIDES];
         for (int s = 0; s < NSIDES; s++)
@@ -164,6 +180,8 @@ void bench_arrival(const struct run_info *ri, const struct options *o, MPI_Comm 
         if (json) {
             fprintf(json, "%s  {\"bytes\": %zu", first ? "" : ",\n", r.block);
             for (int s = 0; s < NSIDES; s++) {
+                if (!side_wanted(o, s))
+                    continue;
                 fprintf(json, ", \"%s_us\": %.4f, \"%s_samples_us\": [", side_names[s], med[s] * 1e6,
                         side_names[s]);
                 for (int round = 0; round < o->rounds; round++)

@@ -124,6 +124,25 @@ int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_c
   return alg;
 }
 
+/* The CP bcast (first_arrival) in place of the fixed leader, on nodes sharing one
+ * kernel's cores (the caller checks), under Open MPI: the root's flat sends reach
+ * the leaders that arrived without a relay through a tree node that must first get
+ * a core. Nodes of one rank: from four nodes and pieces of INTER_SAG_MIN, at three
+ * from whole pieces (INTER_PIECE); nodes of several ranks: from four nodes, pieces
+ * from INTER_SAG_MIN up to a whole piece. Under MPICH the fixed leader's data goes
+ * eagerly and waits in a late leader's socket (bench/records/net16). */
+static int first_arrival_pays(const struct mcoll_comm *c, size_t piece) {
+#ifdef OPEN_MPI
+  size_t sag_min = (size_t)mcoll__cfg.INTER_SAG_MIN, whole = (size_t)mcoll__cfg.INTER_PIECE;
+  int nodes = c->topo.nnodes;
+  if (c->size == nodes) return (nodes >= 4 && piece >= sag_min) || (nodes == 3 && piece >= whole);
+  return nodes >= 4 && piece >= sag_min && piece < whole;
+#else
+  (void)c, (void)piece;
+  return 0;
+#endif
+}
+
 int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece) {
   /* van de Geijn moves 2(p-1)/p of a piece per leader where the tree moves lg p
    * whole pieces through the root: worth its p-1 extra steps from three nodes on. */
@@ -137,9 +156,10 @@ int mcoll__bcast_inter_select(const struct mcoll_comm *c, size_t piece) {
   /* Nodes sharing one kernel's cores: every dependent step between them waits for a
    * core, so the tree's fewer steps beat van de Geijn's at every size (the model's
    * shared_step_wait_us); a rules file of the user's still decides. */
-  if (preferred == MCOLL_BCAST_INTER_SAG && !strcmp(mcoll__rules_source(), "built-in") &&
-      !mcoll__params_user_set(threshold, 1) && mcoll__topo_nodes_share_cores(&c->topo))
-    preferred = MCOLL_BCAST_INTER_BINOMIAL;
+  int shared = !strcmp(mcoll__rules_source(), "built-in") && !mcoll__params_user_set(threshold, 1) &&
+               mcoll__topo_nodes_share_cores(&c->topo);
+  if (preferred == MCOLL_BCAST_INTER_SAG && shared) preferred = MCOLL_BCAST_INTER_BINOMIAL;
+  if (shared && first_arrival_pays(c, piece)) preferred = MCOLL_BCAST_INTER_FIRST;
   return mcoll__inter_select(MCOLL_COLL_BCAST, &facts, preferred);
 }
 

@@ -27,12 +27,24 @@ def model_bytes(coll, nbytes, nprocs):
 # bytes the C side chooses a bcast's inter-node algorithm by: one piece
 # (src/core/config.h INTER_PIECE, src/coll/bcast/bcast.c bcast_by)
 INTER_PIECE = 256 * 1024
+INTER_SAG_MIN = 64 * 1024  # MCOLL_INTER_SAG_MIN's default
 _builtin_rules = None
 
 
-def rules_inter(coll, nodes, nbytes, shared_cores=False):
+def first_arrival_pays(nodes, ranks_per_node, piece):
+    """src/coll/bcast/bcast.c's first_arrival_pays: nodes of 1 rank from 4 nodes and
+    pieces of INTER_SAG_MIN, at 3 from whole pieces; nodes of several ranks from 4
+    nodes, pieces from INTER_SAG_MIN below a whole piece."""
+    if ranks_per_node == 1:
+        return (nodes >= 4 and piece >= INTER_SAG_MIN) or (nodes == 3 and piece >= INTER_PIECE)
+    return nodes >= 4 and INTER_SAG_MIN <= piece < INTER_PIECE
+
+
+def rules_inter(coll, nodes, nbytes, shared_cores=False, ranks_per_node=None, flavour=None):
     """The inter-node algorithm of mcoll's built-in rules for this row, or None;
-    shared_cores: the nodes share one machine's cores, more ranks than cores."""
+    shared_cores: the nodes share one machine's cores, more ranks than cores (there
+    bcast takes the tree, and under Open MPI first_arrival where first_arrival_pays:
+    src/coll/bcast/bcast.c)."""
     global _builtin_rules
     if _builtin_rules is None:
         from . import tune
@@ -41,6 +53,9 @@ def rules_inter(coll, nodes, nbytes, shared_cores=False):
     from . import tune
     n = min(nbytes, INTER_PIECE) if coll == "bcast" else nbytes
     alg = tune.prior_pick(_builtin_rules, coll, "inter", n, nodes)
+    if shared_cores and coll == "bcast" and flavour == "openmpi" and first_arrival_pays(
+            nodes, ranks_per_node, n):
+        return "first_arrival"
     if shared_cores and coll == "bcast" and alg == "scatter_allgather":
         return "binomial"
     return alg
@@ -53,12 +68,12 @@ def shares_cores(m):
     return bool(cores) and m.topo["nodes"] > 1 and m.topo["nodes"] * m.topo["ranks_per_node"] > cores
 
 
-def predict(coll, m, nbytes, table, choice="rules"):
-    """(µs, node algorithm, inter algorithm) of the row."""
+def predict(coll, m, nbytes, table, choice="rules", flavour=None):
+    """(µs, node algorithm, inter algorithm) of the row; flavour: the results' MPI."""
     options = cost.costs(coll, m, nbytes, table)
     if choice in ("rules", "built-in") and m.topo["nodes"] > 1:
         inter = rules_inter(cost.canonical(coll, table), m.topo["nodes"], nbytes,
-                            choice == "rules" and shares_cores(m))
+                            choice == "rules" and shares_cores(m), m.topo["ranks_per_node"], flavour)
         ran = [o for o in options if o[2] == inter]
         if ran:
             return ran[0]
@@ -80,7 +95,8 @@ def compare(machine_path, results_path, table=None, nodes=1, choice="rules"):
         coll = r["coll"]
         if cost.canonical(coll, table) not in table["node"] or not r.get("mcoll_us"):
             continue
-        t, alg, inter = predict(coll, m, model_bytes(coll, r["bytes"], n), table, choice)
+        t, alg, inter = predict(coll, m, model_bytes(coll, r["bytes"], n), table, choice,
+                                doc.get("flavour"))
         rows.append({"coll": coll, "bytes": r["bytes"], "measured_us": r["mcoll_us"],
                      "native_us": r.get("native_us"), "predicted_us": t,
                      "algorithm": alg + (" + " + inter if inter else ""),
