@@ -35,7 +35,6 @@
 enum { NODE_COPY_MIN = 65536 };
 
 static atomic_long messages_read; /* (MCOLL_THREADS_STATS) */
-static unsigned char *same_node; /* per host process: 1 when single copy reaches it */
 static size_t copy_min;          /* messages from this size go by single copy; 0: none */
 
 /* The segment, mapped by every process of the node (NULL without it): the rings,
@@ -52,6 +51,7 @@ static unsigned char *blocks;          /* [node rank x BLOCKS][BLOCK_BYTES] */
 static size_t segment_bytes;
 static int node_ranks, first_node_rank, node_threads;
 static int *node_place; /* per host process: its place on this node, or -1 */
+static int my_place;
 
 /* A message waiting for room (its pair's queue, in the order sent): inline, its bytes
  * follow; a block, its bytes stay the send's until a block takes them, and done is the
@@ -123,7 +123,6 @@ static void rings_init(MPI_Comm node, int me, int n, int threads)
  * allows it only to a declared tracer: declare any; a container may forbid it). */
 void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads)
 {
-  same_node = thr_calloc((size_t)processes, 1);
   node_place = thr_malloc((size_t)processes * sizeof *node_place);
   for (int p = 0; p < processes; p++)
     node_place[p] = -1;
@@ -145,10 +144,10 @@ void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads)
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
   for (int i = 0; i < n; i++) {
-    same_node[all[3 * i]] = all_ok && i != me;
     node_place[all[3 * i]] = i;
   }
   free(all);
+  my_place = me;
   copy_min = min > 0 && all_ok ? (size_t)min : 0;
   if (copy_min)
     rings_init(node, me, n, threads);
@@ -164,9 +163,15 @@ void thr_node_copy_finalize(void)
   node_ranks = 0;
 }
 
+/* Another process of this node, which single copy reaches (copy_min is 0 otherwise). */
+static int reached(int process)
+{
+  return copy_min && node_place[process] >= 0 && node_place[process] != my_place;
+}
+
 int thr_node_copy_takes(int process, size_t len)
 {
-  return copy_min && len >= copy_min && same_node[process];
+  return reached(process) && len >= copy_min;
 }
 
 void thr_node_copy_read(const struct thr_peer_ref *ref, void *dst, size_t len)
@@ -195,7 +200,7 @@ long thr_node_copy_count(void)
 
 int thr_node_rank(int process, int thread)
 {
-  if (!node_rings || !same_node[process])
+  if (!node_rings || !reached(process))
     return -1;
   return node_place[process] * node_threads + thread;
 }

@@ -268,9 +268,10 @@ static void deliver(struct thr_rank *dest, struct thr_msg *m)
 static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot *first)
 {
   struct thr_recv *rv = take_posted(&r->box, first->ctx, first->src, first->tag);
-  if (first->kind == THR_SLOT_BLOCK) { /* (copied out now: the block goes back at once) */
-    struct thr_peer_ref ref;
+  struct thr_peer_ref ref; /* (THR_SLOT_BLOCK, THR_SLOT_PEER) */
+  if (first->kind == THR_SLOT_BLOCK || first->kind == THR_SLOT_PEER)
     memcpy(&ref, first->data, sizeof ref);
+  if (first->kind == THR_SLOT_BLOCK) { /* (copied out now: the block goes back at once) */
     const void *bytes = thr_node_block(&ref);
     if (rv) {
       int err = receive_bytes(rv, bytes, ref.len, NULL);
@@ -289,8 +290,6 @@ static void take_slot(struct thr_rank *r, struct thr_ring *ring, struct thr_slot
   if (first->kind != THR_SLOT_INLINE) {
     struct thr_msg *m = first->msg;
     if (first->kind == THR_SLOT_PEER) { /* (bytes in another process: read when matched) */
-      struct thr_peer_ref ref;
-      memcpy(&ref, first->data, sizeof ref);
       m = thr_calloc(1, sizeof *m);
       *m = (struct thr_msg){.ctx = first->ctx, .src = first->src, .tag = first->tag,
                             .len = ref.len, .peer = ref};
