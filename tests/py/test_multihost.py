@@ -267,6 +267,20 @@ def test_bcast_first_arrival_multihost(hosts, request, flavour, ranks):
             assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
 
 
+def first_arrival_random_counts(flavour, ranks, extra_env):
+    """40 bcasts under random arrival (tests/mpi/test_first_arrival.c --random): every
+    byte right on every rank, the job ended; returns the bcast's inter-node counts."""
+    program = BUILD.bin(flavour, "mcoll-test-first-arrival")
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", **extra_env}
+    result = run_on_hosts(flavour, ranks, program, ["--random", "2000", "--calls", "40"], env,
+                          finished=r"^random checks \d+ errors 0$")
+    nprocs = sum(int(n) for n in ranks.split(","))
+    checks = re.search(r"^random checks (\d+) errors (\d+)$", result.stdout, re.M)
+    assert checks and int(checks.group(2)) == 0 and int(checks.group(1)) == 40 * nprocs, result.describe()
+    assert result.finalize_hang or result.returncode == 0, result.describe()
+    return mpijob.parse_inter_report(result.stderr).get("bcast", {})
+
+
 @pytest.mark.parametrize("flavour,ranks", [flavour_param(f, r) for f in ("openmpi", "mpich")
                                            for r in ("1,1,1", "2,2,2")])
 def test_bcast_first_arrival_random_skew_multihost(hosts, flavour, ranks):
@@ -276,15 +290,7 @@ def test_bcast_first_arrival_random_skew_multihost(hosts, flavour, ranks):
     rank at 1 and 2 ranks per host, first_arrival ran every inter-node call, and at 2
     ranks per host another rank than local rank 0 led some calls (the first to
     arrive)."""
-    program = BUILD.bin(flavour, "mcoll-test-first-arrival")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_ALG_BCAST_INTER": "first_arrival"}
-    result = run_on_hosts(flavour, ranks, program, ["--random", "2000", "--calls", "40"], env,
-                          finished=r"^random checks \d+ errors 0$")
-    nprocs = sum(int(n) for n in ranks.split(","))
-    checks = re.search(r"^random checks (\d+) errors (\d+)$", result.stdout, re.M)
-    assert checks and int(checks.group(2)) == 0 and int(checks.group(1)) == 40 * nprocs, result.describe()
-    assert result.finalize_hang or result.returncode == 0, result.describe()
-    counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+    counts = first_arrival_random_counts(flavour, ranks, {"MCOLL_ALG_BCAST_INTER": "first_arrival"})
     assert counts.get("calls", 0) > 0 and counts.get("first_arrival") == counts["calls"], counts
     if ranks == "2,2,2":
         assert counts.get("other_leader", 0) > 0, counts
@@ -299,15 +305,7 @@ def test_bcast_first_arrival_default_multihost(hosts, flavour, ranks):
     40 calls), the fixed leader for the others; the fixed leader for every call under
     MPICH and at 2 ranks per host (3 hosts: bench/records/net16). Every byte right under
     random arrival."""
-    program = BUILD.bin(flavour, "mcoll-test-first-arrival")
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"}
-    result = run_on_hosts(flavour, ranks, program, ["--random", "2000", "--calls", "40"], env,
-                          finished=r"^random checks \d+ errors 0$")
-    nprocs = sum(int(n) for n in ranks.split(","))
-    checks = re.search(r"^random checks (\d+) errors (\d+)$", result.stdout, re.M)
-    assert checks and int(checks.group(2)) == 0 and int(checks.group(1)) == 40 * nprocs, result.describe()
-    assert result.finalize_hang or result.returncode == 0, result.describe()
-    counts = mpijob.parse_inter_report(result.stderr).get("bcast", {})
+    counts = first_arrival_random_counts(flavour, ranks, {})
     chosen = 8 if (flavour, ranks) == ("openmpi", "1,1,1") else 0
     assert counts.get("calls") == 40 and counts.get("first_arrival", 0) == chosen, counts
     assert counts.get("binomial", 0) == 40 - chosen, counts
