@@ -14,11 +14,16 @@
  * rank's progress finds room (a block-sized one then stays in the send's buffer, and
  * the send completes once it is copied into a block).
  *
+ * Each process's wake word (wake_word.h) is in the segment too: whatever another
+ * process may wait for (a message in its rings, a slot or block freed, its send read)
+ * wakes its sleeping waits.
+ *
  * Without the rings (MCOLL_THREADS_NODE_RINGS=0, or a segment that cannot be shared)
  * messages cross through the host MPI, and from the single-copy limit only their
  * envelope does. The copies are libmcoll's (shm/cma.c). */
 #include "node_copy.h"
 #include "fatal.h"
+#include "wake_word.h"
 #include "shm/shm.h"
 
 #include <fcntl.h>
@@ -39,8 +44,8 @@ static size_t copy_min;          /* messages from this size go by single copy; 0
 
 /* The segment, mapped by every process of the node (NULL without it): the rings,
  * [receiver x node_ranks + sender] by node rank (the process's place on the node x T +
- * thread); per node rank its blocks' busy flags, a line each, and its blocks. Only the
- * pages used are ever made. */
+ * thread); per node rank its blocks' busy flags, a line each, and its blocks; per
+ * process its wake word. Only the pages used are ever made. */
 enum { BLOCKS = 16, BLOCK_BYTES = NODE_COPY_MIN };
 struct block_flag {
   _Alignas(64) atomic_int busy; /* set by the sender before it publishes, cleared by the receiver */
@@ -48,10 +53,12 @@ struct block_flag {
 static struct thr_ring *node_rings;
 static struct block_flag *block_flags; /* [node rank x BLOCKS] */
 static unsigned char *blocks;          /* [node rank x BLOCKS][BLOCK_BYTES] */
+static struct thr_wake_word *wake_words; /* [place] */
 static size_t segment_bytes;
 static int node_ranks, first_node_rank, node_threads;
 static int *node_place; /* per host process: its place on this node, or -1 */
 static int my_place;
+static pid_t *place_pid; /* per place on this node: its process id */
 
 /* A message waiting for room (its pair's queue, in the order sent): inline, its bytes
  * follow; a block, its bytes stay the send's until a block takes them, and done is the
@@ -84,7 +91,9 @@ static void rings_init(MPI_Comm node, int me, int n, int threads)
   node_threads = threads;
   size_t rings_bytes = (size_t)node_ranks * (size_t)node_ranks * sizeof(struct thr_ring);
   size_t flags_bytes = (size_t)node_ranks * BLOCKS * sizeof(struct block_flag);
-  segment_bytes = rings_bytes + flags_bytes + (size_t)node_ranks * BLOCKS * BLOCK_BYTES;
+  size_t words_bytes = (size_t)n * sizeof(struct thr_wake_word);
+  size_t blocks_bytes = (size_t)node_ranks * BLOCKS * BLOCK_BYTES;
+  segment_bytes = rings_bytes + flags_bytes + words_bytes + blocks_bytes;
   int fd = -1;
   int where[2] = {(int)getpid(), -1};
   if (me == 0) {
@@ -110,7 +119,8 @@ static void rings_init(MPI_Comm node, int me, int n, int threads)
   if (all_ok) {
     node_rings = base;
     block_flags = (struct block_flag *)((char *)base + rings_bytes);
-    blocks = (unsigned char *)base + rings_bytes + flags_bytes;
+    wake_words = (struct thr_wake_word *)((char *)base + rings_bytes + flags_bytes);
+    blocks = (unsigned char *)base + rings_bytes + flags_bytes + words_bytes;
     return;
   }
   if (base != MAP_FAILED)
@@ -143,8 +153,10 @@ void thr_node_copy_init(MPI_Comm node, int process, int processes, int threads)
     ok = mcoll__cma_read((pid_t)next[1], &got, next[2], sizeof got) == 0 && got == probe_word;
   }
   PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
+  place_pid = thr_malloc((size_t)n * sizeof *place_pid);
   for (int i = 0; i < n; i++) {
     node_place[all[3 * i]] = i;
+    place_pid[i] = (pid_t)all[3 * i + 1];
   }
   free(all);
   my_place = me;
@@ -160,7 +172,25 @@ void thr_node_copy_finalize(void)
   node_rings = NULL;
   block_flags = NULL;
   blocks = NULL;
+  wake_words = NULL;
   node_ranks = 0;
+}
+
+struct thr_wake_word *thr_node_wake_word(void)
+{
+  return wake_words ? &wake_words[my_place] : NULL;
+}
+
+/* What the process at `place` may wait for has happened (not this process's own). */
+static void wake_place(int place)
+{
+  if (place != my_place)
+    thr_wake_word_wake(&wake_words[place]);
+}
+
+void thr_node_wake_sender(int node_rank)
+{
+  wake_place(node_rank / node_threads);
 }
 
 /* Another process of this node, which single copy reaches (copy_min is 0 otherwise). */
@@ -189,6 +219,9 @@ void thr_node_copy_release(const struct thr_peer_ref *ref)
   int err = mcoll__cma_write(ref->pid, ref->done, &one, sizeof one);
   if (err)
     thr_fatal("process_vm_writev to process %d: %s", (int)ref->pid, strerror(err));
+  for (int place = 0; wake_words && place < node_ranks / node_threads; place++)
+    if (place_pid[place] == ref->pid)
+      wake_place(place);
 }
 
 long thr_node_copy_count(void)
@@ -271,6 +304,7 @@ static int put_now(struct thr_node_out *out, const struct thr_node_pending *p,
     return 0;
   if (p->kind == THR_SLOT_INLINE) {
     thr_ring_put_inline(ring, first, p->ctx, p->src, p->tag, bytes, p->len);
+    wake_place(p->dst / node_threads);
     return 1;
   }
   struct thr_peer_ref ref = p->ref;
@@ -282,6 +316,7 @@ static int put_now(struct thr_node_out *out, const struct thr_node_pending *p,
     ref = (struct thr_peer_ref){.len = p->len, .addr = (uint64_t)block};
   }
   thr_ring_put_peer(ring, first, p->kind, p->ctx, p->src, p->tag, &ref);
+  wake_place(p->dst / node_threads);
   return 1;
 }
 

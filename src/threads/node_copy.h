@@ -39,6 +39,10 @@ struct thr_ring *thr_node_ring(int receiver, int sender);
  * receiver has read them from bytes (from the single-copy limit). */
 int thr_node_send(struct thr_node_out *out, int dst, int ctx, int src, int tag,
                   const void *bytes, size_t len, atomic_int *done);
+/* This process's wake word in the segment (NULL without one); after a rank drained a
+ * ring, what its sender in another process may wait for (a slot, a block) is free. */
+struct thr_wake_word *thr_node_wake_word(void);
+void thr_node_wake_sender(int node_rank);
 /* The bytes of a THR_SLOT_BLOCK message, and its block given back once they are copied. */
 const void *thr_node_block(const struct thr_peer_ref *ref);
 void thr_node_block_free(const struct thr_peer_ref *ref);

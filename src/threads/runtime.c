@@ -361,11 +361,14 @@ static int drain_locked(struct thr_rank *r)
       if (thr_node_rank_is_local(s))
         continue;
       struct thr_ring *ring = thr_node_ring(me, s);
+      long before = r->node_ring_taken;
       for (struct thr_slot *first; (first = thr_ring_peek(ring)); taken++) {
         take_slot(r, ring, first);
         thr_ring_release(ring, first);
         r->node_ring_taken++;
       }
+      if (r->node_ring_taken != before)
+        thr_node_wake_sender(s);
     }
   }
   /* (after every ring: a pair's messages there are older than its overflowed ones) */
@@ -928,7 +931,7 @@ void thr_runtime_init(int threads, const struct thr_nbc_calls *nbc)
   thr_proc.cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   PMPI_Comm_free(&node);
   thr_handles_init();
-  thr_wait_set_progress(progress);
+  thr_waits_init(progress, host_carries ? NULL : thr_node_wake_word(), host_carries);
   thr_proc.ranks = thr_calloc((size_t)threads, sizeof *thr_proc.ranks);
   thr_rings_init(threads);
   for (int t = 0; t < threads; t++)

@@ -174,8 +174,11 @@ void thr_wait_end(struct thr_waiter *w);
 /* After any change another rank may wait for (a message delivered or received, a
  * stage reached): wakes the sleeping waiters (a read of a shared line while none sleeps). */
 void thr_wake_waiters(void);
-/* What a wait runs while it waits (waits.c calls it; runtime.c sets it at its start). */
-void thr_wait_set_progress(void (*fn)(void));
+/* Set at the runtime's start, before any wait: what a wait runs while it waits, the word
+ * its sleepers wait on in the node's segment (NULL: the process's own), and whether
+ * messages may cross the host MPI (which wakes nobody, so waits then never sleep). */
+struct thr_wake_word;
+void thr_waits_init(void (*progress)(void), struct thr_wake_word *node_word, int host_carries);
 /* A setting from the environment, read once (cache starts at -1), at least `least`. */
 int thr_env_cached(atomic_int *cache, const char *name, int fallback, int least);
 void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,

@@ -9,14 +9,29 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "wake_word.h"
 #include "../core/relax.h"
 
 /* The runtime's progress (rings, host MPI, non-blocking schedules), set at its start. */
 static void (*progress_fn)(void);
+/* Whether a message may arrive that wakes nobody (through the host MPI). */
+static int silent_arrivals;
 
-void thr_wait_set_progress(void (*fn)(void))
+/* The word this process's waits sleep on: its own, or its word in the node's segment. */
+static struct thr_wake_word own_word;
+static struct thr_wake_word *word = &own_word;
+
+static int yield_us(void);
+
+void thr_waits_init(void (*progress)(void), struct thr_wake_word *node_word, int host_carries)
 {
-  progress_fn = fn;
+  progress_fn = progress;
+  silent_arrivals = host_carries;
+  if (node_word) {
+    word = node_word;
+    word->shared = 1;
+  }
+  word->exact = yield_us() == 0;
 }
 
 static void wait_progress(void)
@@ -84,50 +99,28 @@ static double now_us(void)
  * virtual machine pays dearly for), but it may return to the yielding thread while the
  * rank waited for sits on the run queue, or hand the core to another job: past this a
  * waiter leaves the run queue on a futex, and every event a rank may wait for wakes it
- * (thr_wake_waiters). In a job of several processes waits yield on: a message through
- * the host MPI wakes nobody. */
+ * (thr_wake_waiters, and between a node's processes their rings: wake_word.h). Where
+ * messages cross the host MPI, waits yield on: such a message wakes nobody. */
 enum { YIELD_US = 1000 };
 static int yield_us(void)
 {
   static atomic_int us = -1;
-  return thr_env_cached(&us, "MCOLL_THREADS_YIELD_US", thr_proc.processes > 1 ? INT_MAX : YIELD_US,
-                    0);
+  return thr_env_cached(&us, "MCOLL_THREADS_YIELD_US", silent_arrivals ? INT_MAX : YIELD_US, 0);
 }
-
-/* The sleepers of this process and the event count they sleep on, on lines of their
- * own: every event reads sleepers (shared while nobody sleeps), seq moves only when
- * somebody does. */
-static struct {
-  _Alignas(64) atomic_uint seq;
-  _Alignas(64) atomic_int sleepers;
-  char pad[60];
-} waits;
 
 void thr_wake_waiters(void)
 {
-  /* Exact only when waits may sleep at once (MCOLL_THREADS_YIELD_US=0): a fence, Dekker
-   * with the sleeper's increment then look (either it sees the event, or this sees it
-   * and moves seq, which its futex compares). Otherwise the fence, which waits for the
-   * event's store to leave the core (a cache-line round trip on every event of the small
-   * collectives), is left out: a sleeper has waited YIELD_US already, and a wake-up lost
-   * to the race costs it at most one sleep (MCOLL_THREADS_SLEEP_US). */
-  if (yield_us() == 0)
-    atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&waits.sleepers, memory_order_relaxed) == 0)
-    return;
-  atomic_fetch_add(&waits.seq, 1);
-  syscall(SYS_futex, &waits.seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+  thr_wake_word_wake(word);
 }
 
 /* The longest sleep, after which the waiter looks again (MCOLL_THREADS_SLEEP_US): only
- * a safety net inside one process, where every event wakes; with other processes (where
- * waits sleep only when MCOLL_THREADS_YIELD_US says so) a message arriving through the
- * host MPI wakes nobody, so it bounds that latency. */
+ * a safety net where every event wakes; where messages cross the host MPI (and waits
+ * sleep only when MCOLL_THREADS_YIELD_US says so) such a message wakes nobody, so it
+ * bounds that latency. */
 static long sleep_ns(void)
 {
   static atomic_int us = -1;
-  return thr_env_cached(&us, "MCOLL_THREADS_SLEEP_US", thr_proc.processes > 1 ? 100 : 1000, 1) *
-         1000L;
+  return thr_env_cached(&us, "MCOLL_THREADS_SLEEP_US", silent_arrivals ? 100 : 1000, 1) * 1000L;
 }
 
 /* Progress every PROGRESS_POLLS polls while spinning (a message from another process
@@ -142,14 +135,15 @@ void thr_wait_pause(struct thr_waiter *w)
     if (w->armed) {
       long ns = sleep_ns();
       struct timespec timeout = {ns / 1000000000L, ns % 1000000000L};
-      syscall(SYS_futex, &waits.seq, FUTEX_WAIT_PRIVATE, w->seq, &timeout, NULL, 0);
-      atomic_fetch_sub(&waits.sleepers, 1);
+      syscall(SYS_futex, &word->seq, word->shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, w->seq,
+              &timeout, NULL, 0);
+      atomic_fetch_sub(&word->sleepers, 1);
       w->armed = 0;
     }
     wait_progress();
     /* Armed before the caller looks again: an event after this look wakes the futex. */
-    atomic_fetch_add(&waits.sleepers, 1);
-    w->seq = atomic_load(&waits.seq);
+    atomic_fetch_add(&word->sleepers, 1);
+    w->seq = atomic_load(&word->seq);
     w->armed = 1;
     return;
   }
@@ -177,6 +171,6 @@ void thr_wait_pause(struct thr_waiter *w)
 void thr_wait_end(struct thr_waiter *w)
 {
   if (w->armed)
-    atomic_fetch_sub(&waits.sleepers, 1);
+    atomic_fetch_sub(&word->sleepers, 1);
   w->armed = 0;
 }

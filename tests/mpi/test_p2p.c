@@ -5,13 +5,21 @@
  * split_type) keeping messages apart, a storm of small any-source messages, messages
  * of sizes around the thread ranks' inline limit in a row, large messages of odd
  * sizes (the split copy); with --only overflow, sends that find a thread rank's ring
- * full (each rank pair in one process). Any rank count >= 2; prints "test_p2p: N checks, 0 errors"
- * at rank 0. usage: test_p2p [--max-bytes N] [--only eager|split|overflow] */
+ * full (each rank pair in one process); with --only idle, every rank but 0 waits in a
+ * barrier while rank 0 sleeps, and reports the CPU its thread used meanwhile (a thread
+ * rank's wait must sleep: the caller compares). Any rank count >= 2; prints
+ * "test_p2p: N checks, 0 errors" at rank 0.
+ * usage: test_p2p [--max-bytes N] [--only eager|split|overflow|idle] */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* (RUSAGE_THREAD) */
+#endif
 #include <mpi.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 
 static int rank, size;
 static long checks, errors;
@@ -633,6 +641,34 @@ static void split_sizes(void)
   free(in);
 }
 
+static double thread_cpu_ms(void)
+{
+  struct rusage u;
+  getrusage(RUSAGE_THREAD, &u);
+  return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+         (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
+
+/* Rank 0 sleeps IDLE_MS before the barrier; the others print how long they waited in it
+ * and the CPU their thread used meanwhile ("idle: rank R waited W ms, used C ms"). A
+ * second barrier after the report checks that the sleepers are woken again. */
+enum { IDLE_MS = 400 };
+static void idle(void)
+{
+  MPI_Barrier(MPI_COMM_WORLD);
+  double start = MPI_Wtime(), cpu = thread_cpu_ms();
+  if (rank == 0) {
+    struct timespec nap = {IDLE_MS / 1000, (IDLE_MS % 1000) * 1000000L};
+    nanosleep(&nap, NULL);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  double waited = (MPI_Wtime() - start) * 1e3, used = thread_cpu_ms() - cpu;
+  check(rank == 0 || waited >= IDLE_MS * 0.9, "idle: ms waited for rank 0", (long)waited, IDLE_MS);
+  if (rank != 0)
+    fprintf(stderr, "idle: rank %d waited %.1f ms, used %.1f ms\n", rank, waited, used);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
@@ -657,6 +693,8 @@ int main(int argc, char **argv)
       split_sizes();
     else if (!strcmp(only, "overflow"))
       overflow();
+    else if (!strcmp(only, "idle"))
+      idle();
     else
       MPI_Abort(MPI_COMM_WORLD, 2);
   } else {

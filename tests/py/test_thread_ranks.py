@@ -98,14 +98,18 @@ SLEEP_TIMEOUT_S = 30
 
 
 @pytest.mark.parametrize("flavour,threads,np",
-                         flavoured([layout(2, 2), layout(4, 4), layout(8, 8, full=True)]))
+                         flavoured([layout(2, 2), layout(4, 4), layout(1, 2), layout(2, 4),
+                                    layout(1, 3, full=True), layout(8, 8, full=True)],
+                                   openmpi_default=["2x2", "2x1"]))
 @pytest.mark.parametrize("program,args,summary", [
     ("mcoll-test-p2p", ["--max-bytes", "65536"], "test_p2p"),
     ("mcoll-test-coll", ["--quick", "--count-api", "0"], "test_coll")], ids=["p2p", "coll"])
 def test_sleeping_waits_are_woken(flavour, threads, np, program, args, summary):
     """Point-to-point (a storm of small any-source messages, probes, Waitany, Testall)
     and every blocking collective with each wait asleep on the futex: all complete,
-    correct, in less time than one lost wake-up would cost."""
+    correct, in less time than one lost wake-up would cost. Across processes of the node
+    (2x1, 2x2, 3x1) the wake-ups cross too: a message in a ring, a slot or block freed,
+    a large send read."""
     result = run_job(threads_argv(threads, np, program, args, flavour=flavour), SLEEPING_WAITS,
                      JOB_TIMEOUT)
     check_passed(result, summary)
@@ -165,6 +169,25 @@ def test_full_ring_sends_do_not_wait(flavour, threads, np):
                                   flavour=flavour), {}, JOB_TIMEOUT)
     assert check_passed(result, "test_p2p") == SECTION_CHECKS["overflow"] * (np // 2), \
         result.describe()
+
+
+IDLE_REPORT = re.compile(r"idle: rank (\d+) waited ([\d.]+) ms, used ([\d.]+) ms")
+
+
+@pytest.mark.parametrize("flavour,threads,np",
+                         flavoured([layout(1, 2), layout(2, 4)], openmpi_default=["2x1"]))
+def test_waits_between_processes_sleep(flavour, threads, np):
+    """Where every message between the job's processes takes the node's rings, a rank
+    that waits long for another process (a barrier while rank 0 sleeps 400 ms) leaves
+    its core: past its spin and yield windows it sleeps until woken, and uses under a
+    quarter of its wait in CPU (yielding throughout, as before, it used 55-99%)."""
+    result = run_job(threads_argv(threads, np, "mcoll-test-p2p", ["--only", "idle"],
+                                  flavour=flavour), {}, JOB_TIMEOUT)
+    check_passed(result, "test_p2p")
+    reports = [(int(r), float(w), float(u)) for r, w, u in IDLE_REPORT.findall(result.stderr)]
+    assert sorted(r for r, _, _ in reports) == list(range(1, np)), result.describe()
+    for rank, waited, used in reports:
+        assert used < 0.25 * waited, (rank, waited, used, result.describe())
 
 
 @pytest.mark.parametrize("flavour,threads,np", flavoured([layout(2, 2), layout(4, 4)]))
