@@ -29,8 +29,9 @@ int thr_Finalize(struct thr_rank *r)
     for (int t = 0; t < thr_proc.threads; t++) /* (the others may still be counting) */
       ring_taken += thr_proc.ranks[t].node_ring_taken;
     fprintf(stderr, "mcoll threads: process %d: %ld messages split, %ld chunks copied by senders, "
-            "%ld read from other processes, %ld through the node's rings\n", thr_proc.process,
-            messages, chunks, thr_node_copy_count(), ring_taken);
+            "%ld read from other processes, %ld through the node's rings, %ld sleeps\n",
+            thr_proc.process, messages, chunks, thr_node_copy_count(), ring_taken,
+            thr_wait_sleep_count());
   }
   return MPI_SUCCESS;
 }

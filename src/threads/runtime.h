@@ -179,6 +179,7 @@ void thr_wake_waiters(void);
  * messages may cross the host MPI (which wakes nobody, so waits then never sleep). */
 struct thr_wake_word;
 void thr_waits_init(void (*progress)(void), struct thr_wake_word *node_word, int host_carries);
+long thr_wait_sleep_count(void); /* sleeps on the futex so far, in this process */
 /* A setting from the environment, read once (cache starts at -1), at least `least`. */
 int thr_env_cached(atomic_int *cache, const char *name, int fallback, int least);
 void thr_send(struct thr_rank *r, struct thr_comm *c, const void *buf, int count,

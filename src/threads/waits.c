@@ -22,6 +22,12 @@ static struct thr_wake_word own_word;
 static struct thr_wake_word *word = &own_word;
 
 static int yield_us(void);
+static atomic_long sleeps; /* (MCOLL_THREADS_STATS) */
+
+long thr_wait_sleep_count(void)
+{
+  return atomic_load_explicit(&sleeps, memory_order_relaxed);
+}
 
 void thr_waits_init(void (*progress)(void), struct thr_wake_word *node_word, int host_carries)
 {
@@ -135,13 +141,16 @@ void thr_wait_pause(struct thr_waiter *w)
     if (w->armed) {
       long ns = sleep_ns();
       struct timespec timeout = {ns / 1000000000L, ns % 1000000000L};
+      atomic_fetch_add_explicit(&sleeps, 1, memory_order_relaxed);
       syscall(SYS_futex, &word->seq, word->shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, w->seq,
               &timeout, NULL, 0);
       atomic_fetch_sub(&word->sleepers, 1);
       w->armed = 0;
     }
     wait_progress();
-    /* Armed before the caller looks again: an event after this look wakes the futex. */
+    /* Armed before the caller looks again: an event after this look wakes the futex
+     * (one that found a wake-up already out, before this arming, is seen by the look). */
+    atomic_store_explicit(&word->woken, 0, memory_order_relaxed);
     atomic_fetch_add(&word->sleepers, 1);
     w->seq = atomic_load(&word->seq);
     w->armed = 1;

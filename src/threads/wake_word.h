@@ -12,12 +12,16 @@
 #include <unistd.h>
 
 /* seq moves only when somebody sleeps; every event reads sleepers (a line shared while
- * nobody sleeps). exact (set once by the word's process): its waits may sleep at once,
- * so an event must order its store before its look at sleepers. shared: the word is in
- * memory other processes map (a futex on it is not private). */
+ * nobody sleeps). woken: a wake-up went out since the last sleeper armed, so the events
+ * until one runs again need no system call (sharing cores, a woken sleeper may wait a
+ * time slice for one, while the others' events go on). exact (set once by the word's
+ * process): its waits may sleep at once, so an event must order its store before its
+ * look at sleepers. shared: the word is in memory other processes map (a futex on it is
+ * not private). */
 struct thr_wake_word {
   _Alignas(64) atomic_uint seq;
   _Alignas(64) atomic_int sleepers;
+  atomic_int woken;
   int exact;
   int shared;
 };
@@ -31,7 +35,9 @@ static inline void thr_wake_word_wake(struct thr_wake_word *w)
 {
   if (w->exact)
     atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&w->sleepers, memory_order_relaxed) == 0)
+  if (atomic_load_explicit(&w->sleepers, memory_order_relaxed) == 0 ||
+      atomic_load_explicit(&w->woken, memory_order_relaxed) ||
+      atomic_exchange(&w->woken, 1))
     return;
   atomic_fetch_add(&w->seq, 1);
   syscall(SYS_futex, &w->seq, w->shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
