@@ -202,7 +202,7 @@ def test_compare_on_synthetic_results(tmp_path):
     m = M.load("here", ranks_per_node=2, nodes=1)
     results = []
     for coll, n in (("bcast", 8), ("bcast", 65536), ("reduce_scatter", 1024), ("barrier", 0)):
-        t = cost.choose(coll, m, C.model_bytes(coll, n, 2))[0]
+        t = cost.choose(coll, m, cost.model_bytes(coll, n, 2))[0]
         results.append({"coll": coll, "bytes": n, "mcoll_us": 1.25 * t, "native_us": t})
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"nprocs": 2, "flavour": "x", "mode": "latency", "results": results}))
@@ -215,7 +215,7 @@ def test_compare_on_synthetic_results(tmp_path):
     md = C.markdown(doc, M.load("here"), rows)
     assert "median |error| over all rows: 20.0%" in md
     # reduce_scatter's bench size is the per-rank block; the model's the whole vector
-    assert C.model_bytes("reduce_scatter", 1024, 2) == 2048 and C.model_bytes("bcast", 8, 2) == 8
+    assert cost.model_bytes("reduce_scatter", 1024, 2) == 2048 and cost.model_bytes("bcast", 8, 2) == 8
 
 
 def test_compare_here_at_two_ranks_within_target():

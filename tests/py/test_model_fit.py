@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "py"))
 sys.path.insert(0, str(ROOT / "tools" / "bench"))
-from mcoll_model import cost, fit, machine as M, tune  # noqa: E402
+from mcoll_model import corrections, cost, fit, machine as M, tune  # noqa: E402
 import test_mismatch  # noqa: E402
 
 
@@ -69,12 +69,12 @@ def test_corrections_are_chosen_by_mode():
     lat = {"ranks_per_node": 2, "factors": {"bcast": {"cma": [[8, 2.0]]}}}
     b2b = {"ranks_per_node": 2, "mode": "back2back", "factors": {"bcast": {"cma": [[8, 5.0]]}}}
     m = machine_with([lat, b2b])
-    assert fit.for_machine(m) is lat and fit.for_machine(m, "back2back") is b2b
-    assert fit.modes_for(m) == ["latency", "back2back"]
+    assert corrections.for_machine(m) is lat and corrections.for_machine(m, "back2back") is b2b
+    assert corrections.modes_for(m) == ["latency", "back2back"]
     raw = cost.node_cost("bcast", "cma", m, 8, corrected=False)
     assert cost.node_cost("bcast", "cma", m, 8) == pytest.approx(2 * raw)
     assert cost.node_cost("bcast", "cma", m, 8, mode="back2back") == pytest.approx(5 * raw)
-    assert fit.modes_for(machine_with([lat])) == ["latency"]
+    assert corrections.modes_for(machine_with([lat])) == ["latency"]
 
 
 def test_choice_weighs_every_measured_mode():
@@ -91,10 +91,10 @@ def test_choice_weighs_every_measured_mode():
     both = machine_with([{"ranks_per_node": 2, "factors": lat},
                          {"ranks_per_node": 2, "mode": "back2back", "factors": b2b}])
     table = cost.load_table()
-    regret = tune._node_regrets(table, "bcast", both, 4096, fit.modes_for(both))
+    regret = tune._node_regrets(table, "bcast", both, 4096, corrections.modes_for(both))
     assert regret["cma"] == pytest.approx(2.4) and regret["shm_pipeline"] == pytest.approx(1.4)
     only_latency = machine_with([{"ranks_per_node": 2, "factors": lat}])
-    costs = tune._node_regrets(table, "bcast", only_latency, 4096, fit.modes_for(only_latency))
+    costs = tune._node_regrets(table, "bcast", only_latency, 4096, corrections.modes_for(only_latency))
     assert min(costs, key=costs.get) == "cma"
 
 
@@ -108,9 +108,9 @@ def test_reduce_scatter_is_fitted_at_the_whole_vector(tmp_path):
 
 def test_factor_interpolates_in_log_size_and_clamps():
     corr = {"factors": {"reduce": {"flat": [[1024, 1.0], [4096, 4.0]]}}}
-    assert fit.factor(corr, "reduce", "flat", 2048) == pytest.approx(2.0)  # halfway in log
-    assert fit.factor(corr, "reduce", "flat", 8) == 1.0 and fit.factor(corr, "reduce", "flat", 1 << 30) == 4.0
-    assert fit.factor(corr, "reduce", "hsra", 2048) == 1.0                 # none: unchanged
+    assert corrections.factor(corr, "reduce", "flat", 2048) == pytest.approx(2.0)  # halfway in log
+    assert corrections.factor(corr, "reduce", "flat", 8) == 1.0 and corrections.factor(corr, "reduce", "flat", 1 << 30) == 4.0
+    assert corrections.factor(corr, "reduce", "hsra", 2048) == 1.0                 # none: unchanged
 
 
 def test_corrections_apply_only_where_measured():
@@ -172,7 +172,7 @@ def test_calibrated_tolerance_changes_only_the_calibrated_rank_count():
             continue
         # each algorithm's worst ratio to the cheapest over the modes measured there
         regret = {}
-        for mode in fit.modes_for(m):
+        for mode in corrections.modes_for(m):
             costs = {a: t for a in cost.load_table()["node"][e["coll"]]
                      if a != "p2p" and (t := cost.node_cost(e["coll"], a, m, n, mode=mode)) is not None}
             for a, t in costs.items():

@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "py"))
-from mcoll_model import compare, cost, machine as M, runs  # noqa: E402
+from mcoll_model import cost, machine as M, runs  # noqa: E402
 
 COLLS = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan", "exscan",
          "allgather", "gather", "scatter", "alltoall"]
@@ -87,7 +87,7 @@ def summarize(directory, rules_path=None):
                 n = res["bytes"]
                 forced.setdefault(n, {})[alg] = (res["native_us"], res["mcoll_us"])
         for n in sorted(forced):
-            nm = 0 if coll == "barrier" else compare.model_bytes(coll, n, np_)  # the rules' bytes
+            nm = 0 if coll == "barrier" else cost.model_bytes(coll, n, np_)  # the rules' bytes
             ok = {a: t for a, t in forced[n].items()
                   if cost.node_cost(coll, a, m, max(nm, 1), table) is not None}
             if not ok:
@@ -112,7 +112,7 @@ def score(rows, rules):
     was not measured there."""
     out = []
     for r in rows:
-        nm = 0 if r["coll"] == "barrier" else compare.model_bytes(r["coll"], r["bytes"], r["np"])
+        nm = 0 if r["coll"] == "barrier" else cost.model_bytes(r["coll"], r["bytes"], r["np"])
         pick = rules_pick(rules, r["coll"], nm, r["np"])
         best = max(r["ratios"].values())
         ratio = best / r["ratios"][pick] if pick in r["ratios"] else None

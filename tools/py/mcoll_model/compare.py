@@ -16,14 +16,6 @@ from pathlib import Path
 
 from . import cost, machine as M
 
-# mcoll-bench's "bytes": the per-rank block of these; the model's n is their whole vector
-PER_RANK_VECTOR = {"reduce_scatter", "reduce_scatter_block"}
-
-
-def model_bytes(coll, nbytes, nprocs):
-    return nbytes * nprocs if coll in PER_RANK_VECTOR else nbytes
-
-
 # bytes the C side chooses a bcast's inter-node algorithm by: one piece
 # (src/core/config.h INTER_PIECE, src/coll/bcast/bcast.c bcast_by)
 INTER_PIECE = 256 * 1024
@@ -95,7 +87,7 @@ def compare(machine_path, results_path, table=None, nodes=1, choice="rules"):
         coll = r["coll"]
         if cost.canonical(coll, table) not in table["node"] or not r.get("mcoll_us"):
             continue
-        t, alg, inter = predict(coll, m, model_bytes(coll, r["bytes"], n), table, choice,
+        t, alg, inter = predict(coll, m, cost.model_bytes(coll, r["bytes"], n), table, choice,
                                 doc.get("flavour"))
         rows.append({"coll": coll, "bytes": r["bytes"], "measured_us": r["mcoll_us"],
                      "native_us": r.get("native_us"), "predicted_us": t,

@@ -10,9 +10,16 @@ import math
 import operator
 from pathlib import Path
 
-from . import formulas as F
+from . import corrections, formulas as F
 
 TABLE_PATH = Path(__file__).resolve().parent / "cost_table.json"
+
+# mcoll-bench's "bytes": the per-rank block of these; the model's n is their whole vector
+PER_RANK_VECTOR = {"reduce_scatter", "reduce_scatter_block"}
+
+
+def model_bytes(coll, nbytes, nprocs):
+    return nbytes * nprocs if coll in PER_RANK_VECTOR else nbytes
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -151,10 +158,9 @@ def node_cost(coll, alg, machine, nbytes, table=None, corrected=True, mode="late
         return None
     t = node_terms_us(entry["terms"], machine, env)
     if corrected:
-        from . import fit
-        corr = fit.for_machine(machine, mode)
+        corr = corrections.for_machine(machine, mode)
         if corr:
-            t *= fit.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
+            t *= corrections.factor(corr, c, alg, 0 if c == "barrier" else nbytes)
     return t
 
 

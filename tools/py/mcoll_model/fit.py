@@ -16,17 +16,16 @@ is the nearest one. It applies only at the rank count it was measured at, on one
 the machine file keeps a list under "corrections", one entry per rank count and
 mcoll-bench mode (`latency`: OSU's barrier after every call; `back2back`: calls in a row,
 where an algorithm whose root returns before its readers are done gains), and
-cost.node_cost uses the entry of its rank count and mode (for_machine). An entry without
-a mode is a latency one.
+cost.node_cost uses the entry of its rank count and mode (corrections.py reads them). An
+entry without a mode is a latency one.
 """
 
-import bisect
 import json
 import math
 import statistics
 from pathlib import Path
 
-from . import compare, cost, runs as runs_mod
+from . import cost, runs as runs_mod
 
 SKIP = {"p2p"}  # the restrictions' fallback, never forced by the evidence tool
 
@@ -44,7 +43,7 @@ def measured(dirs):
             modes.add(doc.get("mode", "latency"))
             for r in doc["results"]:
                 coll = r["coll"]
-                n = 0 if coll == "barrier" else compare.model_bytes(coll, r["bytes"], doc["nprocs"])
+                n = 0 if coll == "barrier" else cost.model_bytes(coll, r["bytes"], doc["nprocs"])
                 if r.get("mcoll_us"):
                     out.setdefault((coll, alg, n), []).append(r["mcoll_us"])
     if len(nprocs) > 1:
@@ -71,44 +70,6 @@ def fit(dirs, machine, table=None):
         factors.setdefault(coll, {}).setdefault(alg, []).append([n, round(ratio, 4)])
     return {"ranks_per_node": nprocs, "mode": mode, "runs": [str(d) for d in dirs],
             "factors": factors}
-
-
-def mode_of(entry):
-    return entry.get("mode", "latency")
-
-
-def for_machine(machine, mode="latency"):
-    """The corrections measured in mode at the machine's rank count on one node, or None."""
-    if machine.topo["nodes"] != 1:
-        return None
-    for entry in machine.data.get("corrections") or []:
-        if entry["ranks_per_node"] == machine.topo["ranks_per_node"] and mode_of(entry) == mode:
-            return entry
-    return None
-
-
-def modes_for(machine):
-    """The modes the machine's corrections were measured in at its rank count (latency
-    first), or ["latency"] when there are none."""
-    found = [mode_of(e) for e in machine.data.get("corrections") or []
-             if machine.topo["nodes"] == 1 and e["ranks_per_node"] == machine.topo["ranks_per_node"]]
-    return sorted(set(found) | {"latency"}, key=lambda m: (m != "latency", m))
-
-
-def factor(corrections, coll, alg, nbytes):
-    """The interpolated correction (1 where there is none)."""
-    pts = corrections["factors"].get(coll, {}).get(alg)
-    if not pts:
-        return 1.0
-    xs = [math.log2(max(n, 1)) for n, _ in pts]
-    x = math.log2(max(nbytes, 1))
-    i = bisect.bisect_left(xs, x)
-    if i == 0:
-        return pts[0][1]
-    if i == len(xs):
-        return pts[-1][1]
-    w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
-    return math.exp((1 - w) * math.log(pts[i - 1][1]) + w * math.log(pts[i][1]))
 
 
 def dumps_machine(data):

@@ -11,7 +11,7 @@ of built-in rules (`--c`, src/coll/rules_builtin.c).
 import json
 from pathlib import Path
 
-from . import cost, fit, machine as M
+from . import corrections, cost, machine as M
 
 # Sizes the argmin is evaluated at before bisecting the crossovers: 2^(i/2) up to this.
 MAX_BYTES = 1 << 30
@@ -157,7 +157,7 @@ def _off_windows(ranges, windows):
 def _calibrated_up_to(m, coll):
     """The largest size the machine's corrections measured coll at, when they were
     measured at its rank count on one node (fit.py); else None."""
-    corr = fit.for_machine(m)
+    corr = corrections.for_machine(m)
     if not corr:
         return None
     sizes = [n for pts in corr["factors"].get(coll, {}).values() for n, _ in pts]
@@ -205,7 +205,7 @@ def tune(machine="here", ranks=(2, 4, 8), nodes=(2, 4, 8), colls=None, table=Non
             top = _calibrated_up_to(m, coll) if calibrated_tolerance is not None else None
             tol = tolerance if top is None else \
                 (lambda n, top=top: calibrated_tolerance if n <= top else tolerance)
-            modes = fit.modes_for(m) if top is not None else ["latency"]
+            modes = corrections.modes_for(m) if top is not None else ["latency"]
             sizes = _ranges(lambda n, m=m, modes=modes: _node_regrets(table, coll, m, n, modes), tol,
                             prior_for(coll, "node", r), prior_for(coll, "node", r, pinned=True))
             if coll == "barrier":  # no bytes: its cost at any size
