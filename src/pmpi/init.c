@@ -11,6 +11,7 @@
 #include "coll/alltoall/alltoall.h"
 #include "core/xmalloc.h"
 #include "core/host_progress.h"
+#include "shm/call.h"
 #include "shm/shm.h"
 #include "task/progress_thread.h"
 #include "topo/topo.h"
@@ -166,6 +167,7 @@ static int progress_thread_wanted(void) {
 
 void mcoll__started(void) {
   if (mcoll__cfg.DISABLE || atomic_exchange(&started_once, 1)) return;
+  mcoll__wait_set_poll(mcoll__call_poll);
   mcoll__host_progress_init();
   mcoll__topo_world_init();
   mcoll__cores_shared = mcoll__topo_world_cores_shared();

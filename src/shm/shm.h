@@ -195,6 +195,11 @@ uint32_t mcoll__flag_add(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t
 /* Whether process pid has exited (gone, or a zombie). */
 int mcoll__process_gone(pid_t pid);
 
+/* What the waits below also run past their spin (every 32 polls), given the node's
+ * segment: the call descriptors' check (shm/call.c, which sits above the waits), set
+ * once at the start of mcoll (pmpi/init.c). */
+void mcoll__wait_set_poll(void (*poll)(const struct mcoll_shm *shm));
+
 /* Waits until *flag reaches target. Aborts the job if a node peer dies meanwhile.
  * Inside a reduction (shm/call.h), past the spin it also looks at the peers' call
  * descriptors, and leaves the call (longjmp) when they disagree with this rank's. */

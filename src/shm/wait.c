@@ -30,7 +30,6 @@
 #include "core/fiber.h"
 #include "core/host_progress.h"
 #include "core/relax.h"
-#include "shm/call.h"
 #include "shm/shm.h"
 
 /* Whether the application may run MPI calls from several threads (MPI_THREAD_MULTIPLE,
@@ -270,6 +269,17 @@ static void check_peers(const struct mcoll_shm *shm) {
   }
 }
 
+static void (*_Atomic wait_poll)(const struct mcoll_shm *shm);
+
+void mcoll__wait_set_poll(void (*poll)(const struct mcoll_shm *shm)) {
+  atomic_store_explicit(&wait_poll, poll, memory_order_release);
+}
+
+static void poll_call(const struct mcoll_shm *shm) {
+  void (*poll)(const struct mcoll_shm *) = atomic_load_explicit(&wait_poll, memory_order_acquire);
+  if (poll) poll(shm);
+}
+
 static int flag_ok(uint32_t value, uint32_t target, int exact) {
   return exact ? value == target : mcoll__reached(value, target);
 }
@@ -287,7 +297,7 @@ static int wait_in_fiber(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t
       return 1;
     if (i % 32 != 0) continue;
     if (stop && stop(stop_arg)) return 0;
-    if (!ready) mcoll__call_poll(shm);
+    if (!ready) poll_call(shm);
     double now = now_us();
     if (now - last_check > liveness_us) {
       check_peers(shm);
@@ -326,7 +336,7 @@ static int wait_slow(const struct mcoll_shm *shm, mcoll_flag *flag, uint32_t tar
     }
     if (stop && stop(stop_arg)) return 0;
     mcoll__host_progress();
-    mcoll__call_poll(shm);
+    poll_call(shm);
     double now = now_us();
     if (now - last_check > liveness_us) {
       check_peers(shm);
