@@ -35,6 +35,20 @@ static int index_of(const struct addr_map *m, void *handle)
   return (int)addr_map_get(m, (uintptr_t)handle, -1);
 }
 
+struct thr_comm_shells thr_standin_shells;
+
+void *thr_standin_comm_shell_handle(void *handle)
+{
+  const struct thr_comm_shells *s = &thr_standin_shells;
+  unsigned char *p = handle;
+  if (!s->base || p < s->base || p >= s->base + s->count * s->bytes)
+    return handle;
+  void *runtime_handle;
+  memcpy(&runtime_handle, s->base + (size_t)(p - s->base) / s->bytes * s->bytes + s->handle_at,
+         sizeof runtime_handle);
+  return runtime_handle;
+}
+
 void *thr_standin_to_host(void *handle)
 {
   int i = index_of(&rank_index, handle);

@@ -18,7 +18,15 @@ extern const int thr_standin_nobjects;
 void *thr_standin_to_host(void *handle);
 void *thr_standin_to_rank(void *handle);
 void thr_standin_objects_bind(const void *const *host_objects);
-/* (standin_openmpi_fortran.c) The runtime's handle of a Fortran communicator's C shell. */
+/* The shells that stand for Fortran communicators' C handles (standin_openmpi_fortran.c
+ * makes them and fills this in): where they are, and where each keeps the runtime's
+ * handle. The translation to the host turns a shell back into that handle. */
+struct thr_comm_shells {
+  unsigned char *base;
+  size_t count, bytes, handle_at;
+};
+extern struct thr_comm_shells thr_standin_shells;
+/* The runtime's handle of a shell, or handle itself. */
 void *thr_standin_comm_shell_handle(void *handle);
 
 /* (standin.c) */

@@ -50,18 +50,6 @@ static void shell_fill(unsigned char *object, unsigned char *group, int size)
   memcpy(group + GROUP_SIZE, &size, sizeof size);
 }
 
-/* The runtime's handle of a shell, or handle itself. */
-void *thr_standin_comm_shell_handle(void *handle)
-{
-  unsigned char *p = handle;
-  if (!shells || p < shells || p >= shells + (size_t)SHELLS * SHELL_BYTES)
-    return handle;
-  void *runtime_handle;
-  memcpy(&runtime_handle, shells + (size_t)(p - shells) / SHELL_BYTES * SHELL_BYTES + SHELL_HANDLE,
-         sizeof runtime_handle);
-  return runtime_handle;
-}
-
 BOTH(MPI_Fint, Comm_c2f, (MPI_Comm comm), {
   if (comm == MPI_COMM_WORLD)
     return 0;
@@ -83,8 +71,11 @@ BOTH(MPI_Comm, Comm_f2c, (MPI_Fint comm), {
   }
   if (comm >= SHELLS)
     api->missing(self, "MPI_Comm_f2c of more than 4096 communicators");
-  if (!shells)
+  if (!shells) {
     shells = calloc(SHELLS, SHELL_BYTES);
+    thr_standin_shells = (struct thr_comm_shells){shells, shells ? SHELLS : 0, SHELL_BYTES,
+                                                  SHELL_HANDLE};
+  }
   unsigned char *shell = shells + (size_t)comm * SHELL_BYTES;
   shell_fill(shell, shell, size);
   memcpy(shell + SHELL_HANDLE, &handle, sizeof handle);
