@@ -5,7 +5,9 @@
  *   bench_nbc.c     non-blocking, persistent and overlap (-m nbc); the idle progress
  *                   thread and a compute loop (-m idle)
  *   bench_calibrate.c  the performance model's machine file (--calibrate)
- *   mcoll_bench.c   options, timing (alternating rounds, medians), memcpy, main */
+ *   bench_rows.c    timing a row: the clock, medians, iteration counts, each side's
+ *                   calls, memcpy's rate, the alternating rounds (forced algorithms too)
+ *   mcoll_bench.c   options, the list of rows, main */
 #ifndef MCOLL_BENCH_H
 #define MCOLL_BENCH_H
 
@@ -210,6 +212,16 @@ typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row 
 /* A row with native and mcoll alternating, each round's block timed by `timer`. */
 void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
                            bench_block_timer timer);
+/* The back-to-back mode's timer: warm calls timed as one block. */
+double bench_time_block(const struct mpi_api *api, const struct row *r, int warmup, int iters);
+/* memcpy GB/s by size, measured once per size in a job (rank 0; collective). */
+struct memcpy_rates {
+    int n, cap;
+    size_t *bytes;
+    double *gbs;
+};
+double bench_memcpy_gbs(struct memcpy_rates *mr, size_t bytes, const struct options *o,
+                        MPI_Comm comm, int rank);
 void *bench_alloc_pages(size_t bytes);
 
 /* back-to-back: warm calls timed as one block (nccl-tests); cold: each of the first
