@@ -125,12 +125,22 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
                                         : NULL;
 }
 
+int mcoll__scatter_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scatterv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gather_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gatherv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+
 /* The tries that go before the meeting: the collectives in which the root waits
- * for the others and they for nobody (reduce), or the reverse (bcast). */
+ * for the others and they for nobody (reduce, gather(v)), or the reverse (bcast,
+ * scatter(v)). */
 static inline mcoll_task_direct_fn mcoll__direct_first_of(enum mcoll_coll coll) {
-  return coll == MCOLL_COLL_BCAST    ? mcoll__bcast_direct
-         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
-                                     : NULL;
+  return coll == MCOLL_COLL_BCAST      ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE   ? mcoll__reduce_direct
+         : coll == MCOLL_COLL_SCATTER  ? mcoll__scatter_direct
+         : coll == MCOLL_COLL_SCATTERV ? mcoll__scatterv_direct
+         : coll == MCOLL_COLL_GATHER   ? mcoll__gather_direct
+         : coll == MCOLL_COLL_GATHERV  ? mcoll__gatherv_direct
+                                       : NULL;
 }
 
 /* Every MPI_I* call's and persistent start's first try (pmpi/wrap.c): the whole call

@@ -133,23 +133,34 @@ static int gather_settled(struct mcoll_comm *c, const struct mcoll_gather_args *
   return err;
 }
 
+/* How the call moves its blocks (g->forced, g->cma_min); 1 when it runs the slot
+ * protocol (MCOLL_MOVE_SLOT). */
+static int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+                  struct gather_call *g, struct mcoll_adapt_call *timing) {
+  int is_root = c->rank == a->root;
+  g->forced = mcoll__move_forced(c, coll);
+  g->cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN);
+  timing->cls = NULL;
+  /* gatherv adapts only on two ranks: there the one block that moves, the other
+   * rank's, is known to both (more ranks: a rank knows only its own count). */
+  if (!a->v || c->size == 2)
+    g->forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN,
+                                     a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
+                                     g->forced, g->cma_min, timing);
+  return mcoll__move_slot_resolve(c, &g->forced, &g->cma_min);
+}
+
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
   unsigned stamp = 0;
   const struct mcoll_settled *s = a->v ? NULL : mcoll__settled_take(c, coll, a->my_len, 0, &stamp);
   if (s) return gather_settled(c, a, s);
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
-                          .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN)};
+  struct gather_call g = {.a = a};
   struct mcoll_adapt_call timing = {0};
-  /* gatherv adapts only on two ranks: there the one block that moves, the other
-   * rank's, is known to both (more ranks: a rank knows only its own count). */
-  if (!a->v || c->size == 2)
-    g.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN,
-                                    a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
-                                    g.forced, g.cma_min, &timing);
+  int slot = choose(c, coll, a, &g, &timing);
   size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
-  if (mcoll__move_slot_resolve(c, &g.forced, &g.cma_min)) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
+  if (slot) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
   else mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
@@ -175,4 +186,24 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
   free(g.lens);
   mcoll__adapt_done(&timing);
   return err;
+}
+
+int mcoll__gather_try(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+                      int *err) {
+  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c)) return -2;
+  if (a->v || a->my_len > 0) {
+    struct gather_call g = {.a = a};
+    struct mcoll_adapt_call timing;
+    choose(c, coll, a, &g, &timing);
+    mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
+    struct mcoll_gather_node node = {
+        .sink = mcoll__local_index(&c->topo, a->root), .mine = a->mine, .my_len = a->my_len,
+        .dst = c->rank == a->root ? a->dst : NULL, .lens = a->v ? NULL : &g.uniform,
+        .lens_everywhere = !a->v, .forced = g.forced, .cma_min = g.cma_min};
+    int ready = mcoll__gather_node_ready(c, &node, !a->v || c->size == 2);
+    if (ready < 0) return ready;
+  }
+  mcoll__count_try(coll);
+  *err = mcoll__gather(c, coll, a);
+  return 1;
 }
