@@ -60,9 +60,7 @@ MCOLL_SHARED_BODY int gather_direct(MPI_Comm comm, void *ctx, enum mcoll_coll co
   struct mcoll_gather_args a = {.mine = in_place ? NULL : send.ptr,
                                 .my_len = in_place ? mcoll__block_len(&dst, root) : send.bytes,
                                 .dst = is_root ? &dst : NULL, .root = root, .v = v};
-  mcoll__as_task = 1;
   int tried = mcoll__gather_try(c, coll, &a, err);
-  mcoll__as_task = 0;
   if (tried == 1) c->tasks_entered++;
   return tried;
 }

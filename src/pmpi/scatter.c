@@ -60,9 +60,7 @@ MCOLL_SHARED_BODY int scatter_direct(MPI_Comm comm, void *ctx, enum mcoll_coll c
   struct mcoll_scatter_args a = {.src = is_root ? &src : NULL, .mine = in_place ? NULL : recv.ptr,
                                  .my_len = in_place ? mcoll__block_len(&src, root) : recv.bytes,
                                  .root = root, .v = v};
-  mcoll__as_task = 1;
   int tried = mcoll__scatter_try(c, coll, &a, err);
-  mcoll__as_task = 0;
   if (tried == 1) c->tasks_entered++;
   return tried;
 }

@@ -199,10 +199,20 @@ int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
 int mcoll__gather_try(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
                       int *err) {
   if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c)) return -2;
-  /* (as a task: no settled choice, mcoll__settled_here) */
   struct gather_call g = {.a = a};
   struct mcoll_adapt_call timing = {0};
-  int slot = choose(c, coll, a, &g, &timing);
+  /* A size whose blocking calls keep their choice (coll/settled.h): that choice, the
+   * one a task makes through the whole path (the try runs on the application's
+   * thread, where the kept choice may be read). */
+  const struct mcoll_settled *kept = a->v ? NULL : mcoll__settled_find(c, coll, a->my_len);
+  mcoll__as_task = 1;
+  int slot = 0;
+  if (kept) {
+    g.forced = kept->alg;
+    g.cma_min = kept->value;
+  } else {
+    slot = choose(c, coll, a, &g, &timing);
+  }
   if (a->v || a->my_len > 0) {
     mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
     struct mcoll_gather_node node = {
@@ -210,9 +220,14 @@ int mcoll__gather_try(struct mcoll_comm *c, enum mcoll_coll coll, const struct m
         .dst = c->rank == a->root ? a->dst : NULL, .lens = a->v ? NULL : &g.uniform,
         .lens_everywhere = !a->v, .forced = g.forced, .cma_min = g.cma_min};
     int ready = mcoll__gather_node_ready(c, &node, !a->v || c->size == 2);
-    if (ready < 0) return ready;
+    if (ready < 0) {
+      mcoll__as_task = 0;
+      return ready;
+    }
   }
   mcoll__count_try(coll);
-  *err = gather_by(c, coll, a, &g, slot, &timing, 0);
+  if (kept) mcoll__count_alg(coll, kept->counted);
+  *err = kept ? gather_settled(c, a, kept) : gather_by(c, coll, a, &g, slot, &timing, 0);
+  mcoll__as_task = 0;
   return 1;
 }

@@ -163,6 +163,7 @@ int mcoll__scatter_try(struct mcoll_comm *c, enum mcoll_coll coll,
   if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c)) return -2;
   struct scatter_call s = {.a = a};
   struct mcoll_adapt_call timing = {0};
+  mcoll__as_task = 1;
   int slot = choose(c, coll, a, &s, &timing);
   if (a->v || a->my_len > 0) {
     struct mcoll_scatter_node node = {
@@ -170,9 +171,13 @@ int mcoll__scatter_try(struct mcoll_comm *c, enum mcoll_coll coll,
         .src = c->rank == a->root ? a->src : NULL, .mine = a->mine, .my_len = a->my_len,
         .forced = s.forced, .cma_min = s.cma_min, .uniform = !a->v};
     int ready = mcoll__scatter_node_ready(c, &node, !a->v || c->size == 2);
-    if (ready < 0) return ready;
+    if (ready < 0) {
+      mcoll__as_task = 0;
+      return ready;
+    }
   }
   mcoll__count_try(coll);
   *err = scatter_by(c, coll, a, &s, slot, &timing);
+  mcoll__as_task = 0;
   return 1;
 }
