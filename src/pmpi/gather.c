@@ -41,10 +41,10 @@ MCOLL_SHARED_BODY int gather(struct mcoll_comm *c, enum mcoll_coll coll, int v, 
   return err;
 }
 
-/* An MPI_Igather(v) or persistent start, tried before the meeting (pmpi/entries.c): a
- * member of a one-generation call waits only for its slot, the root only for the
- * members' blocks (mcoll__gather_try). A send buffer that needs packing, and what
- * the body gives to the host MPI, stay with the meeting or the task (-2). */
+/* An MPI_Igather(v) or persistent start, tried once the meeting failed (pmpi/wrap.h:
+ * mcoll__direct_of): a member of a one-generation call waits only for its slot, the
+ * root only for the members' blocks (mcoll__gather_try). A send buffer that needs packing, and what
+ * the body gives to the host MPI, stay with the task (-2). */
 MCOLL_SHARED_BODY int gather_direct(MPI_Comm comm, void *ctx, enum mcoll_coll coll, int v,
                                     const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                                     void *recvbuf, int recvcount, const int *recvcounts,

@@ -115,6 +115,10 @@ int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *re
 int mcoll__allreduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__scan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__exscan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scatter_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scatterv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gather_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gatherv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
   return coll == MCOLL_COLL_BARRIER     ? mcoll__barrier_direct
          : coll == MCOLL_COLL_BCAST     ? mcoll__bcast_direct
@@ -122,24 +126,22 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
          : coll == MCOLL_COLL_ALLREDUCE ? mcoll__allreduce_direct
          : coll == MCOLL_COLL_SCAN      ? mcoll__scan_direct
          : coll == MCOLL_COLL_EXSCAN    ? mcoll__exscan_direct
+         : coll == MCOLL_COLL_SCATTER   ? mcoll__scatter_direct
+         : coll == MCOLL_COLL_SCATTERV  ? mcoll__scatterv_direct
+         : coll == MCOLL_COLL_GATHER    ? mcoll__gather_direct
+         : coll == MCOLL_COLL_GATHERV   ? mcoll__gatherv_direct
                                         : NULL;
 }
 
-int mcoll__scatter_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
-int mcoll__scatterv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
-int mcoll__gather_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
-int mcoll__gatherv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
-
 /* The tries that go before the meeting: the collectives in which the root waits
- * for the others and they for nobody (reduce, gather(v)), or the reverse (bcast,
- * scatter(v)). */
+ * for the others and they for nobody (reduce), or the reverse (bcast, scatter(v)).
+ * Gather(v)'s try, the same shape, comes after the meeting (mcoll__direct_of):
+ * before it, post + wait of gather measured slower than with the meeting. */
 static inline mcoll_task_direct_fn mcoll__direct_first_of(enum mcoll_coll coll) {
   return coll == MCOLL_COLL_BCAST      ? mcoll__bcast_direct
          : coll == MCOLL_COLL_REDUCE   ? mcoll__reduce_direct
          : coll == MCOLL_COLL_SCATTER  ? mcoll__scatter_direct
          : coll == MCOLL_COLL_SCATTERV ? mcoll__scatterv_direct
-         : coll == MCOLL_COLL_GATHER   ? mcoll__gather_direct
-         : coll == MCOLL_COLL_GATHERV  ? mcoll__gatherv_direct
                                        : NULL;
 }
 

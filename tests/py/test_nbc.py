@@ -376,10 +376,11 @@ FIRST = [("openmpi", 2, "0", 64), ("mpich", 2, "1", 64), ("openmpi", 2, "1", 0),
 @pytest.mark.parametrize("flavour,np,root,meet", [flavour_param(f, n, r, m, full=n != 2 or m == 0)
                                                    for f, n, r, m in FIRST])
 def test_nbc_first_tries_without_meeting(request, flavour, np, root, meet):
-    """Bcast, reduce, scatter(v) and gather(v) try before the meeting (pmpi/wrap.h:
-    mcoll__direct_first_of): a bcast or scatter root or a reduce or gather sender
-    that need not wait runs its call at once, a reader or a reduce or gather root
-    once its data is in, whatever the others do. mcoll-bench's nbc mode with every
+    """Bcast, reduce and scatter(v) try before the meeting (pmpi/wrap.h:
+    mcoll__direct_first_of), gather(v) after it (mcoll__direct_of): a bcast or
+    scatter root or a reduce or gather sender that need not wait runs its call at
+    once, a reader or a reduce or gather root once its data is in, whatever the
+    others do. mcoll-bench's nbc mode with every
     block's results checked (-c), sizes 8 B-4 KiB, several roots, many calls in a
     row: most calls need no task at 2 ranks; then test_nbc's scenarios (late ranks,
     several outstanding, persistent starts; sizes from 0, odd counts, in place,

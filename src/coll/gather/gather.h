@@ -43,12 +43,12 @@ struct mcoll_gather_args {
 
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a);
 
-/* MPI_Igather(v) or a persistent start, on the caller's stack before any task and
- * before the meeting, run as a task would run it (it sets mcoll__as_task): on one node,
- * a call of the one-generation protocol that would not wait beyond a spin
+/* MPI_Igather(v) or a persistent start, on the caller's stack before any task (once
+ * the meeting failed), run as a task would run it (it sets mcoll__as_task): on one
+ * node, a call of the one-generation protocol that would not wait beyond a spin
  * (mcoll__gather_node_ready) runs here: 1, *err its result. Else -1, nothing taken:
- * a task runs the whole call; -2 likewise, and not such a call: the same on every
- * rank, which then meet (pmpi/wrap.c). */
+ * a task runs the whole call; -2 likewise, and not such a call (the same on every
+ * rank). */
 int mcoll__gather_try(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
                       int *err);
 
