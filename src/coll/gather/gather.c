@@ -135,7 +135,7 @@ static int gather_settled(struct mcoll_comm *c, const struct mcoll_gather_args *
 
 /* How the call moves its blocks (g->forced, g->cma_min); 1 when it runs the slot
  * protocol (MCOLL_MOVE_SLOT). */
-static int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+__attribute__((always_inline)) static inline int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
                   struct gather_call *g, struct mcoll_adapt_call *timing) {
   int is_root = c->rank == a->root;
   g->forced = mcoll__move_forced(c, coll);
@@ -152,7 +152,7 @@ static int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
 
 /* The call once chosen (g: choose's answer, slot its return; stamp for the settled
  * choice). */
-static int gather_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+__attribute__((always_inline)) static inline int gather_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
                      struct gather_call *g, int slot, struct mcoll_adapt_call *timing,
                      unsigned stamp) {
   const struct mcoll_topo *t = &c->topo;

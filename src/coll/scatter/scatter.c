@@ -110,7 +110,7 @@ static size_t largest_block(const struct mcoll_blocks *b) {
 
 /* How the call moves its blocks (s->forced, s->cma_min); 1 when it runs the slot
  * protocol (MCOLL_MOVE_SLOT). */
-static int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
+__attribute__((always_inline)) static inline int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
                   struct scatter_call *s, struct mcoll_adapt_call *timing) {
   int is_root = c->rank == a->root;
   s->forced = mcoll__move_forced(c, coll);
@@ -126,7 +126,7 @@ static int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll
 }
 
 /* The call once chosen (s: choose's answer, slot its return). */
-static int scatter_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
+__attribute__((always_inline)) static inline int scatter_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
                       struct scatter_call *s, int slot, struct mcoll_adapt_call *timing) {
   const struct mcoll_topo *t = &c->topo;
   int is_root = c->rank == a->root, root_node = t->node_of[a->root];
