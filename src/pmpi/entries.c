@@ -71,8 +71,8 @@
 #define MCOLL_ARRAYS_SCALAR(lower, UPPER)
 #define MCOLL_ARRAYS_W MCOLL_ARRAYS_VECTOR
 #define MCOLL_ARRAYS_VECTOR(lower, UPPER)                                       \
-  static struct mcoll_task_keep *lower##_keep(struct mcoll_mpi_##lower##_args *a, \
-                                              struct mcoll_task_keep *keep) {  \
+  static struct mcoll_task_keep *lower##_keep(void *args, struct mcoll_task_keep *keep) { \
+    struct mcoll_mpi_##lower##_args *a = args;                                  \
     size_t entries = (size_t)mcoll__array_entries(a->comm);                     \
     int at_root = 1;                                                            \
     MCOLL_PARAMS_##UPPER(MCOLL_FIND_ROOT)                                       \
@@ -80,11 +80,16 @@
     (void)at_root;                                                              \
     return keep;                                                                \
   }
-/* The keep argument of mcoll__start / mcoll__persistent_make for record a. */
+/* The keep argument of mcoll__persistent_make for record a; mcoll__start's, which
+ * copies the arrays only when it makes a task. */
 #define MCOLL_KEPT_NONE(lower, a) NULL
 #define MCOLL_KEPT_SCALAR(lower, a) NULL
 #define MCOLL_KEPT_VECTOR(lower, a) lower##_keep(&a, &(struct mcoll_task_keep){.n = 0})
 #define MCOLL_KEPT_W MCOLL_KEPT_VECTOR
+#define MCOLL_KEEP_FN_NONE(lower) NULL
+#define MCOLL_KEEP_FN_SCALAR(lower) NULL
+#define MCOLL_KEEP_FN_VECTOR(lower) lower##_keep
+#define MCOLL_KEEP_FN_W MCOLL_KEEP_FN_VECTOR
 
 /* The blocking call's offer to T-NBC: its result, or MCOLL_TNBC_DECLINED (no MPI
  * error code is negative). Apart and not inlined, so that with T-NBC off the
@@ -191,7 +196,7 @@
     if (!mcoll__nbc_on(comm)) return PMPI_I##lower(MCOLL_NAMES(UPPER), request); \
     struct mcoll_mpi_##lower##_args a = {MCOLL_NAMES(UPPER)};                   \
     return mcoll__start(comm, lower##_task, lower##_direct, &a, sizeof a,      \
-                        MCOLL_KEPT_##shape(lower, a), lower##_moved, request);  \
+                        MCOLL_KEEP_FN_##shape(lower), lower##_moved, request);  \
   }                                                                             \
   MCOLL_PERSISTENT_FORM(Name, lower, UPPER, shape)
 

@@ -115,6 +115,10 @@ int mcoll__reduce_direct(const void *args, void *ctx, struct mcoll_task_rest *re
 int mcoll__allreduce_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__scan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 int mcoll__exscan_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scatter_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__scatterv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gather_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
+int mcoll__gatherv_direct(const void *args, void *ctx, struct mcoll_task_rest *rest, int *err);
 static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
   return coll == MCOLL_COLL_BARRIER     ? mcoll__barrier_direct
          : coll == MCOLL_COLL_BCAST     ? mcoll__bcast_direct
@@ -122,15 +126,23 @@ static inline mcoll_task_direct_fn mcoll__direct_of(enum mcoll_coll coll) {
          : coll == MCOLL_COLL_ALLREDUCE ? mcoll__allreduce_direct
          : coll == MCOLL_COLL_SCAN      ? mcoll__scan_direct
          : coll == MCOLL_COLL_EXSCAN    ? mcoll__exscan_direct
+         : coll == MCOLL_COLL_SCATTER   ? mcoll__scatter_direct
+         : coll == MCOLL_COLL_SCATTERV  ? mcoll__scatterv_direct
+         : coll == MCOLL_COLL_GATHER    ? mcoll__gather_direct
+         : coll == MCOLL_COLL_GATHERV   ? mcoll__gatherv_direct
                                         : NULL;
 }
 
 /* The tries that go before the meeting: the collectives in which the root waits
- * for the others and they for nobody (reduce), or the reverse (bcast). */
+ * for the others and they for nobody (reduce), or the reverse (bcast, scatter(v)).
+ * Gather(v)'s try, the same shape, comes after the meeting (mcoll__direct_of):
+ * before it, post + wait of gather measured slower than with the meeting. */
 static inline mcoll_task_direct_fn mcoll__direct_first_of(enum mcoll_coll coll) {
-  return coll == MCOLL_COLL_BCAST    ? mcoll__bcast_direct
-         : coll == MCOLL_COLL_REDUCE ? mcoll__reduce_direct
-                                     : NULL;
+  return coll == MCOLL_COLL_BCAST      ? mcoll__bcast_direct
+         : coll == MCOLL_COLL_REDUCE   ? mcoll__reduce_direct
+         : coll == MCOLL_COLL_SCATTER  ? mcoll__scatter_direct
+         : coll == MCOLL_COLL_SCATTERV ? mcoll__scatterv_direct
+                                       : NULL;
 }
 
 /* Every MPI_I* call's and persistent start's first try (pmpi/wrap.c): the whole call
@@ -157,24 +169,29 @@ static inline struct mcoll_comm *mcoll__direct_context(MPI_Comm comm, void *ctx)
   return c && c->nbc == MCOLL_NBC_YES ? c : NULL;
 }
 
-/* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep: its
- * copied arrays, or NULL; moved(args): the bytes of its first buffer (SIZE_MAX: not
- * known from the arguments), asked only for the hand-over, after a try (a type's
- * size is a call of the host MPI). */
+/* An MPI_I* call: `run(args)` (the blocking wrapper's body) as a task; keep(args,
+ * kept): copies its arrays into kept and points args at them, or NULL (no arrays),
+ * asked only when a task is made (a call that its try or the meeting takes uses
+ * the caller's arrays while it runs); moved(args): the bytes of its first buffer
+ * (SIZE_MAX: not known from the arguments), asked only for the hand-over, after a
+ * try (a type's size is a call of the host MPI). A try that begins a call (0) is
+ * not a collective with arrays (mcoll__direct_of). */
 static inline int mcoll__start(MPI_Comm comm, mcoll_task_fn run, mcoll_task_direct_fn direct,
-                               const void *args, size_t bytes, struct mcoll_task_keep *keep,
+                               void *args, size_t bytes,
+                               struct mcoll_task_keep *(*keep)(void *args, struct mcoll_task_keep *kept),
                                size_t (*moved)(const void *args), MPI_Request *req) {
   mcoll__tnbc_settle_pending();
+  struct mcoll_task_keep kept = {.n = 0};
   /* (MCOLL_NBC_HANDOFF=1 hands every call to the progress thread; 2 only calls across
    * nodes, which no try takes) */
   if (direct && mcoll__cfg.NBC_HANDOFF != 1 && mcoll__task_direct_ok()) {
     struct mcoll_task_rest rest;
     int err = MPI_SUCCESS, tried = direct(args, NULL, &rest, &err);
     if (tried == 1) return mcoll__task_direct_done(err, req);
-    if (tried == 0) return mcoll__task_start(comm, rest.fn, rest.args, rest.bytes, keep, req);
+    if (tried == 0) return mcoll__task_start(comm, rest.fn, rest.args, rest.bytes, NULL, req);
   }
   if (mcoll__nbc_handoff(comm, moved, args)) mcoll__task_defer_next();
-  return mcoll__task_start(comm, run, args, bytes, keep, req);
+  return mcoll__task_start(comm, run, args, bytes, keep ? keep(args, &kept) : NULL, req);
 }
 
 /* Each collective's body, pmpi/: on comm's context c, checks the arguments and runs

@@ -351,7 +351,8 @@ def test_nbc_meet_mixed_with_tasks(request, flavour, np, progress):
 
 def test_nbc_meet_off_makes_tasks():
     """MCOLL_NBC_MEET=0: only the collectives with a try of their own (barrier, bcast,
-    reduce, allreduce, scan, exscan) run calls on the caller's stack."""
+    reduce, allreduce, scan, exscan, gather(v), scatter(v)) run calls on the caller's
+    stack."""
     flavour = "mpich"
     program = BUILD.bin(flavour, "mcoll-bench")
     args = ["-m", "nbc", "-C", "gather,scatter,alltoall,allgather,reduce_scatter", "-b", "8",
@@ -359,39 +360,56 @@ def test_nbc_meet_off_makes_tasks():
     env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_NBC_MEET": "0"}
     result = run_job(mpiexec_argv(flavour, 2, program, args), env, JOB_TIMEOUT)
     assert result.returncode == 0, result.describe()
-    for coll in ["gather", "scatter", "alltoall", "allgather", "reduce_scatter"]:
+    for coll in ["alltoall", "allgather", "reduce_scatter"]:
         assert callers_stack(result, coll) == 0, result.describe()
+    for coll in ["gather", "scatter"]:
+        assert callers_stack(result, coll) > 0, result.describe()
 
 
-FIRST = [("openmpi", 2, "0"), ("mpich", 2, "1"), ("openmpi", 3, "1"), ("mpich", 3, "0")]
+FIRST_COLLS = ["bcast", "reduce", "scatter", "scatterv", "gather", "gatherv"]
+# (flavour, np, root, MCOLL_NBC_MEET: 64 the default, 0 leaves the calls a try does not take to tasks)
+FIRST = [("openmpi", 2, "0", 64), ("mpich", 2, "1", 64), ("openmpi", 2, "1", 0), ("mpich", 2, "0", 0),
+         ("openmpi", 1, "0", 64), ("mpich", 1, "0", 0), ("openmpi", 3, "1", 64), ("mpich", 3, "0", 0),
+         ("mpich", 4, "3", 64), ("openmpi", 5, "2", 0), ("openmpi", 8, "7", 64), ("mpich", 8, "5", 0)]
 
 
-@pytest.mark.parametrize("flavour,np,root", [flavour_param(f, n, r, full=n > 2) for f, n, r in FIRST])
-def test_nbc_first_tries_without_meeting(request, flavour, np, root):
-    """Bcast and reduce try before the meeting (pmpi/wrap.h: mcoll__direct_first_of):
-    a bcast root or reduce sender that need not wait runs its call at once, a reader
-    or reduce root once its data is in, whatever the others do. mcoll-bench's nbc mode
-    with every block's results checked (-c), roots 0 and 1, many calls in a row:
-    most calls need no task at 2 ranks; then
-    test_nbc's scenarios (late ranks, several outstanding, persistent starts) on
-    bcast and reduce alone, every result checked. At 3 ranks on 2 cores few calls
-    find the others in time: there only the results and the completions count."""
+@pytest.mark.parametrize("flavour,np,root,meet", [flavour_param(f, n, r, m, full=n != 2 or m == 0)
+                                                   for f, n, r, m in FIRST])
+def test_nbc_first_tries_without_meeting(request, flavour, np, root, meet):
+    """Bcast, reduce and scatter(v) try before the meeting (pmpi/wrap.h:
+    mcoll__direct_first_of), gather(v) after it (mcoll__direct_of): a bcast or
+    scatter root or a reduce or gather sender that need not wait runs its call at
+    once, a reader or a reduce or gather root once its data is in, whatever the
+    others do. mcoll-bench's nbc mode with every
+    block's results checked (-c), sizes 8 B-4 KiB, several roots, many calls in a
+    row: most calls need no task at 2 ranks; then test_nbc's scenarios (late ranks,
+    several outstanding, persistent starts; sizes from 0, odd counts, in place,
+    derived datatypes) on these collectives alone, every result checked against the
+    point-to-point reference. MCOLL_NBC_MEET=0: the calls no try takes go to tasks,
+    beside the tries of the other ranks. At 3 ranks and more on 2 cores few calls
+    find the others in time: there only the results and the completions count; at
+    1 rank no call tries."""
     program = BUILD.bin(flavour, "mcoll-bench")
     # (3 ranks on 2 cores: fewer calls; MPICH's ranks spin there, 77 s with 100)
-    args = ["-m", "nbc", "-C", "bcast,reduce", "-b", "8", "-e", "4K", "-f", "8", "-r", "2",
-            "-N", "100" if np == 2 else "10", "-c", "-R", root]
-    env = {**BASE_ENV, "MCOLL_VERBOSE": "1"}
+    colls = FIRST_COLLS if np <= 4 else ["bcast", "scatter", "gatherv"]
+    args = ["-m", "nbc", "-C", ",".join(colls), "-b", "8", "-e", "4K", "-f", "8", "-r", "2",
+            "-N", "100" if np <= 2 else "10" if np <= 4 else "3", "-c", "-R", root]
+    env = {**BASE_ENV, "MCOLL_VERBOSE": "1", "MCOLL_NBC_MEET": str(meet)}
     result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     assert result.returncode == 0 and "mcoll-bench: done" in result.stdout + result.stderr, result.describe()
     calls, direct = meet_totals(result)
     if np == 2:  # (3 ranks on 2 cores: one is off its core, and its peers make tasks)
         assert direct > calls // 2, f"calls={calls}, with no task={direct}\n{result.describe()}"
-        for coll in ["bcast", "reduce"]:
+        for coll in FIRST_COLLS:
             assert callers_stack(result, coll) > 0, f"no {coll} ran on the caller's stack\n{result.describe()}"
+    if np == 1:
+        for coll in FIRST_COLLS:
+            assert callers_stack(result, coll) == 0, result.describe()
     program = BUILD.bin(flavour, PROGRAM)
-    args = nbc_args(flavour, np) + ["--colls", "bcast,reduce", "--iters", "6", "--seed", seed_for(request)]
-    result = run_job(mpiexec_argv(flavour, np, program, args), {**nbc_env("flat", 0), "MCOLL_VERBOSE": "1"},
-                     JOB_TIMEOUT)
+    args = nbc_args(flavour, np) + ["--colls", ",".join(FIRST_COLLS), "--iters", "6",
+                                    "--seed", seed_for(request)]
+    env = {**nbc_env("flat", 0), "MCOLL_VERBOSE": "1", "MCOLL_NBC_MEET": str(meet)}
+    result = run_job(mpiexec_argv(flavour, np, program, args), env, JOB_TIMEOUT)
     check_summary(result, flavour)
     calls, direct = meet_totals(result)
-    assert calls > 0 and (np > 2 or direct > 0), f"calls={calls}, with no task={direct}\n{result.describe()}"
+    assert calls > 0 and (np != 2 or direct > 0), f"calls={calls}, with no task={direct}\n{result.describe()}"

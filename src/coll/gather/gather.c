@@ -133,46 +133,101 @@ static int gather_settled(struct mcoll_comm *c, const struct mcoll_gather_args *
   return err;
 }
 
+/* How the call moves its blocks (g->forced, g->cma_min); 1 when it runs the slot
+ * protocol (MCOLL_MOVE_SLOT). */
+__attribute__((always_inline)) static inline int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+                  struct gather_call *g, struct mcoll_adapt_call *timing) {
+  int is_root = c->rank == a->root;
+  g->forced = mcoll__move_forced(c, coll);
+  g->cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN);
+  timing->cls = NULL;
+  /* gatherv adapts only on two ranks: there the one block that moves, the other
+   * rank's, is known to both (more ranks: a rank knows only its own count). */
+  if (!a->v || c->size == 2)
+    g->forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN,
+                                     a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
+                                     g->forced, g->cma_min, timing);
+  return mcoll__move_slot_resolve(c, &g->forced, &g->cma_min);
+}
+
+/* The call once chosen (g: choose's answer, slot its return; stamp for the settled
+ * choice). */
+__attribute__((always_inline)) static inline int gather_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+                     struct gather_call *g, int slot, struct mcoll_adapt_call *timing,
+                     unsigned stamp) {
+  const struct mcoll_topo *t = &c->topo;
+  int is_root = c->rank == a->root, root_node = t->node_of[a->root];
+  size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
+  if (slot) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
+  else mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g->forced, g->cma_min);
+  mcoll__inter_single(c, coll, counted);
+  if (!a->v && a->my_len == 0) return MPI_SUCCESS;
+  if (!a->v && g->forced < 0)
+    mcoll__settled_offer(c, coll, stamp, a->my_len, 0, timing, g->forced,
+                         mcoll__move_of(c, a->my_len, g->forced, g->cma_min), g->cma_min);
+
+  int err = MPI_SUCCESS;
+  g->sink = t->node == root_node ? mcoll__local_index(t, a->root) : 0;
+  g->remote_leader = t->node != root_node && t->local_rank == 0;
+  mcoll__blocks_plain(&g->uniform, NULL, c->size, a->my_len);
+  if (is_root) mcoll__blocks_acquire(a->dst, 0, -1);
+  if (is_root && a->v && t->nnodes > 1) err = send_lengths(c, a);
+  if (g->remote_leader) {
+    int prep_err = prepare_node(c, g);
+    if (err == MPI_SUCCESS) err = prep_err;
+  }
+  struct mcoll_hier_call hc = {.c = c, .steps = &gather_steps, .leader = g->sink, .args = g};
+  int run_err = mcoll__hier_run(&hc);
+  if (err == MPI_SUCCESS) err = run_err;
+  if (is_root) mcoll__blocks_release(a->dst, err == MPI_SUCCESS, a->mine ? -2 : a->root);
+  if (g->remote_leader) mcoll__blocks_release(&g->node, 0, -2);
+  free(g->lens);
+  mcoll__adapt_done(timing);
+  return err;
+}
+
 int mcoll__gather(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a) {
   unsigned stamp = 0;
   const struct mcoll_settled *s = a->v ? NULL : mcoll__settled_take(c, coll, a->my_len, 0, &stamp);
   if (s) return gather_settled(c, a, s);
-  const struct mcoll_topo *t = &c->topo;
-  int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct gather_call g = {.a = a, .forced = mcoll__move_forced(c, coll),
-                          .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_GATHER_CMA_MIN)};
+  struct gather_call g = {.a = a};
   struct mcoll_adapt_call timing = {0};
-  /* gatherv adapts only on two ranks: there the one block that moves, the other
-   * rank's, is known to both (more ranks: a rank knows only its own count). */
-  if (!a->v || c->size == 2)
-    g.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_GATHER_CMA_MIN,
-                                    a->v && is_root ? mcoll__block_len(a->dst, 1 - a->root) : a->my_len,
-                                    g.forced, g.cma_min, &timing);
-  size_t counted = is_root && a->v ? largest_block(a->dst) : a->my_len;
-  if (mcoll__move_slot_resolve(c, &g.forced, &g.cma_min)) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
-  else mcoll__count_moves(c, coll, is_root && a->v ? a->dst : NULL, a->my_len, g.forced, g.cma_min);
-  mcoll__inter_single(c, coll, counted);
-  if (!a->v && a->my_len == 0) return MPI_SUCCESS;
-  if (!a->v && g.forced < 0)
-    mcoll__settled_offer(c, coll, stamp, a->my_len, 0, &timing, g.forced,
-                         mcoll__move_of(c, a->my_len, g.forced, g.cma_min), g.cma_min);
+  int slot = choose(c, coll, a, &g, &timing);
+  return gather_by(c, coll, a, &g, slot, &timing, stamp);
+}
 
-  int err = MPI_SUCCESS;
-  g.sink = t->node == root_node ? mcoll__local_index(t, a->root) : 0;
-  g.remote_leader = t->node != root_node && t->local_rank == 0;
-  mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
-  if (is_root) mcoll__blocks_acquire(a->dst, 0, -1);
-  if (is_root && a->v && t->nnodes > 1) err = send_lengths(c, a);
-  if (g.remote_leader) {
-    int prep_err = prepare_node(c, &g);
-    if (err == MPI_SUCCESS) err = prep_err;
+int mcoll__gather_try(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_gather_args *a,
+                      int *err) {
+  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c)) return -2;
+  struct gather_call g = {.a = a};
+  struct mcoll_adapt_call timing = {0};
+  /* A size whose blocking calls keep their choice (coll/settled.h): that choice, the
+   * one a task makes through the whole path (the try runs on the application's
+   * thread, where the kept choice may be read). */
+  const struct mcoll_settled *kept = a->v ? NULL : mcoll__settled_find(c, coll, a->my_len);
+  mcoll__as_task = 1;
+  int slot = 0;
+  if (kept) {
+    g.forced = kept->alg;
+    g.cma_min = kept->value;
+  } else {
+    slot = choose(c, coll, a, &g, &timing);
   }
-  struct mcoll_hier_call hc = {.c = c, .steps = &gather_steps, .leader = g.sink, .args = &g};
-  int run_err = mcoll__hier_run(&hc);
-  if (err == MPI_SUCCESS) err = run_err;
-  if (is_root) mcoll__blocks_release(a->dst, err == MPI_SUCCESS, a->mine ? -2 : a->root);
-  if (g.remote_leader) mcoll__blocks_release(&g.node, 0, -2);
-  free(g.lens);
-  mcoll__adapt_done(&timing);
-  return err;
+  if (a->v || a->my_len > 0) {
+    mcoll__blocks_plain(&g.uniform, NULL, c->size, a->my_len);
+    struct mcoll_gather_node node = {
+        .sink = mcoll__local_index(&c->topo, a->root), .mine = a->mine, .my_len = a->my_len,
+        .dst = c->rank == a->root ? a->dst : NULL, .lens = a->v ? NULL : &g.uniform,
+        .lens_everywhere = !a->v, .forced = g.forced, .cma_min = g.cma_min};
+    int ready = mcoll__gather_node_ready(c, &node, !a->v || c->size == 2);
+    if (ready < 0) {
+      mcoll__as_task = 0;
+      return ready;
+    }
+  }
+  mcoll__count_try(coll);
+  if (kept) mcoll__count_alg(coll, kept->counted);
+  *err = kept ? gather_settled(c, a, kept) : gather_by(c, coll, a, &g, slot, &timing, 0);
+  mcoll__as_task = 0;
+  return 1;
 }

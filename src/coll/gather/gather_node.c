@@ -222,3 +222,31 @@ int mcoll__gather_node(struct mcoll_comm *c, const struct mcoll_gather_node *g) 
   if (!lens || lens->counts) guard.expects = expects;
   return mcoll__move_guarded(c, &guard);
 }
+
+int mcoll__gather_node_ready(struct mcoll_comm *c, const struct mcoll_gather_node *g, int known) {
+  const struct mcoll_shm *shm = &c->chan->shm;
+  int me = shm->local_rank, n = shm->local_size, sink = me == g->sink;
+  if (!one_generation(c, g, sink ? g->dst : g->lens)) return -2;
+  uint32_t gen = c->chan->area_gen + 1;
+  if (!sink) { /* (a block by single copy: its owner waits for the sink's read) */
+    if (mcoll__move_of(c, g->my_len, g->forced, g->cma_min) == MCOLL_MOVE_CMA) return known ? -2 : -1;
+    struct mcoll_slot_run run = c->chan->area_slots; /* (a copy: the call begins the real one) */
+    uint32_t lag = mcoll__slot_begin(&run, gen);
+    return mcoll__slot_poll_free(shm, &run, gen, lag) ? 1 : -1;
+  }
+  for (int s = 1; s < n && known; s++) {
+    size_t len = mcoll__block_len(g->dst, c->topo.local_ranks[(me + s) % n]);
+    if (mcoll__move_of(c, len, g->forced, g->cma_min) == MCOLL_MOVE_CMA) return -2;
+  }
+  /* The sink: every member's block (or its address) in, as one_generation_sink reads it. */
+  for (int s = 1; s < n; s++) {
+    int j = (me + s) % n;
+    size_t len = mcoll__block_len(g->dst, c->topo.local_ranks[j]);
+    if (!len) continue;
+    int cma = mcoll__move_of(c, len, g->forced, g->cma_min) == MCOLL_MOVE_CMA;
+    mcoll_flag *flag = !cma && len <= MCOLL_INLINE_MAX ? &mcoll__inline_line(shm, j, gen)->stamp
+                                                       : &shm->data[j].posted;
+    if (!mcoll__flag_poll(shm, flag, gen)) return -1;
+  }
+  return 1;
+}

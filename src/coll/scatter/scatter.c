@@ -108,35 +108,76 @@ static size_t largest_block(const struct mcoll_blocks *b) {
   return most;
 }
 
-int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
-                   const struct mcoll_scatter_args *a) {
-  const struct mcoll_topo *t = &c->topo;
-  int is_root = c->rank == a->root, root_node = t->node_of[a->root];
-  struct scatter_call s = {.a = a, .forced = mcoll__move_forced(c, coll),
-                           .cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN)};
-  struct mcoll_adapt_call timing = {0};
+/* How the call moves its blocks (s->forced, s->cma_min); 1 when it runs the slot
+ * protocol (MCOLL_MOVE_SLOT). */
+__attribute__((always_inline)) static inline int choose(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
+                  struct scatter_call *s, struct mcoll_adapt_call *timing) {
+  int is_root = c->rank == a->root;
+  s->forced = mcoll__move_forced(c, coll);
+  s->cma_min = mcoll__move_threshold(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN);
+  timing->cls = NULL;
   /* scatterv adapts only on two ranks: there the one block that moves, the other
    * rank's, is known to both (more ranks: a rank knows only its own count). */
   if (!a->v || c->size == 2)
-    s.forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN,
-                                    a->v && is_root ? mcoll__block_len(a->src, 1 - a->root) : a->my_len,
-                                    s.forced, s.cma_min, &timing);
+    s->forced = mcoll__move_adaptive(c, coll, MCOLL_PARAM_SCATTER_CMA_MIN,
+                                     a->v && is_root ? mcoll__block_len(a->src, 1 - a->root) : a->my_len,
+                                     s->forced, s->cma_min, timing);
+  return mcoll__move_slot_resolve(c, &s->forced, &s->cma_min);
+}
+
+/* The call once chosen (s: choose's answer, slot its return). */
+__attribute__((always_inline)) static inline int scatter_by(struct mcoll_comm *c, enum mcoll_coll coll, const struct mcoll_scatter_args *a,
+                      struct scatter_call *s, int slot, struct mcoll_adapt_call *timing) {
+  const struct mcoll_topo *t = &c->topo;
+  int is_root = c->rank == a->root, root_node = t->node_of[a->root];
   size_t counted = is_root && a->v ? largest_block(a->src) : a->my_len;
-  if (mcoll__move_slot_resolve(c, &s.forced, &s.cma_min)) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
-  else mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s.forced, s.cma_min);
+  if (slot) mcoll__count_alg(coll, MCOLL_MOVE_SLOT);
+  else mcoll__count_moves(c, coll, is_root && a->v ? a->src : NULL, a->my_len, s->forced, s->cma_min);
   mcoll__inter_single(c, coll, counted);
   if (!a->v && a->my_len == 0) return MPI_SUCCESS;
 
-  s.source = t->node == root_node ? mcoll__local_index(t, a->root) : 0;
-  s.remote_leader = t->node != root_node && t->local_rank == 0;
+  s->source = t->node == root_node ? mcoll__local_index(t, a->root) : 0;
+  s->remote_leader = t->node != root_node && t->local_rank == 0;
   if (is_root) mcoll__blocks_acquire(a->src, 0, -2);
-  struct mcoll_hier_call hc = {.c = c, .steps = &scatter_steps, .leader = s.source, .args = &s};
+  struct mcoll_hier_call hc = {.c = c, .steps = &scatter_steps, .leader = s->source, .args = s};
   int err = mcoll__hier_run(&hc);
   if (is_root) mcoll__blocks_release(a->src, 0, -2);
-  if (s.remote_leader) mcoll__blocks_release(&s.node, 0, -2);
-  free(s.lens);
-  free(s.req);
-  free(s.types);
-  mcoll__adapt_done(&timing);
+  if (s->remote_leader) mcoll__blocks_release(&s->node, 0, -2);
+  free(s->lens);
+  free(s->req);
+  free(s->types);
+  mcoll__adapt_done(timing);
   return err;
+}
+
+int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
+                   const struct mcoll_scatter_args *a) {
+  struct scatter_call s = {.a = a};
+  struct mcoll_adapt_call timing = {0};
+  int slot = choose(c, coll, a, &s, &timing);
+  return scatter_by(c, coll, a, &s, slot, &timing);
+}
+
+int mcoll__scatter_try(struct mcoll_comm *c, enum mcoll_coll coll,
+                       const struct mcoll_scatter_args *a, int *err) {
+  if (c->topo.nnodes != 1 || !mcoll__node_has_peers(c)) return -2;
+  struct scatter_call s = {.a = a};
+  struct mcoll_adapt_call timing = {0};
+  mcoll__as_task = 1;
+  int slot = choose(c, coll, a, &s, &timing);
+  if (a->v || a->my_len > 0) {
+    struct mcoll_scatter_node node = {
+        .source = mcoll__local_index(&c->topo, a->root),
+        .src = c->rank == a->root ? a->src : NULL, .mine = a->mine, .my_len = a->my_len,
+        .forced = s.forced, .cma_min = s.cma_min, .uniform = !a->v};
+    int ready = mcoll__scatter_node_ready(c, &node, !a->v || c->size == 2);
+    if (ready < 0) {
+      mcoll__as_task = 0;
+      return ready;
+    }
+  }
+  mcoll__count_try(coll);
+  *err = scatter_by(c, coll, a, &s, slot, &timing);
+  mcoll__as_task = 0;
+  return 1;
 }

@@ -23,6 +23,14 @@ struct mcoll_scatter_node {
  * expects (an erroneous program: it keeps what fits). */
 int mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s);
 
+/* Whether a one-node call would run to its end now without waiting (within a
+ * spin): 1; -1 not now; -2 not a call of the one-generation protocol whose source
+ * waits only for its slot and whose members only for their line (known: every rank
+ * knows every block's length, so a source's single-copy readers, which it would
+ * wait for, are -2 too; else -1 where this rank would wait for them). Nothing is
+ * taken. */
+int mcoll__scatter_node_ready(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int known);
+
 /* Scatter(v) of bytes: rank r's `mine` receives block r of src (root only). */
 struct mcoll_scatter_args {
   struct mcoll_blocks *src; /* root only */
@@ -34,5 +42,14 @@ struct mcoll_scatter_args {
 
 int mcoll__scatter(struct mcoll_comm *c, enum mcoll_coll coll,
                    const struct mcoll_scatter_args *a);
+
+/* MPI_Iscatter(v) or a persistent start, on the caller's stack before any task and
+ * before the meeting, run as a task would run it (it sets mcoll__as_task): on one node,
+ * a call of the one-generation protocol that would not wait beyond a spin
+ * (mcoll__scatter_node_ready) runs here: 1, *err its result. Else -1, nothing taken:
+ * a task runs the whole call; -2 likewise, and not such a call: the same on every
+ * rank, which then meet (pmpi/wrap.c). */
+int mcoll__scatter_try(struct mcoll_comm *c, enum mcoll_coll coll,
+                       const struct mcoll_scatter_args *a, int *err);
 
 #endif

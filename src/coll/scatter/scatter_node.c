@@ -291,3 +291,44 @@ int mcoll__scatter_node(struct mcoll_comm *c, const struct mcoll_scatter_node *s
   else source_side(c, s);
   return MPI_SUCCESS;
 }
+
+/* The members a one-generation source would hand their block by single copy (their
+ * block goes so, or does not fit its slot beside the others': one_generation_source),
+ * for which it would wait. At a member (known lengths only): every member's block
+ * has my length. */
+static int source_readers(const struct mcoll_comm *c, const struct mcoll_scatter_node *s) {
+  const struct mcoll_shm *shm = &c->chan->shm;
+  int me = shm->local_rank, n = shm->local_size, at_source = me == s->source, readers = 0;
+  size_t pos = head_bytes(n), room = mcoll__slot_bytes(shm);
+  for (int step = 1; step < n; step++) {
+    int j = (s->source + step) % n;
+    size_t len = at_source ? mcoll__block_len(s->src, c->topo.local_ranks[j]) : s->my_len;
+    if (len <= MCOLL_INLINE_MAX && move_of(c, s, len) != MCOLL_MOVE_CMA) continue;
+    if (move_of(c, s, len) == MCOLL_MOVE_CMA || pos + len > room) readers++;
+    else pos += len;
+  }
+  return readers;
+}
+
+int mcoll__scatter_node_ready(struct mcoll_comm *c, const struct mcoll_scatter_node *s, int known) {
+  if (!one_generation(c, s)) return -2;
+  struct mcoll_channel *ch = c->chan;
+  const struct mcoll_shm *shm = &ch->shm;
+  uint32_t gen = ch->area_gen + 1;
+  int at_source = shm->local_rank == s->source;
+  if ((at_source || known) && source_readers(c, s)) return known ? -2 : -1;
+  if (at_source) {
+    struct mcoll_slot_run run = ch->area_slots; /* (a copy: the call begins the real one) */
+    uint32_t lag = mcoll__slot_begin(&run, gen);
+    return mcoll__slot_poll_free(shm, &run, gen, lag) ? 1 : -1;
+  }
+  /* A member: its block, or its entry, in its line (a single-copy reader's entry
+   * means waiting its turn among the readers: not here). */
+  if (move_of(c, s, s->my_len) == MCOLL_MOVE_CMA) return -1;
+  struct mcoll_inline_line *line = mcoll__inline_line(shm, shm->local_rank, gen);
+  if (!mcoll__flag_poll(shm, &line->stamp, gen)) return -1;
+  if (line->len != ENTRY_LINE) return 1;
+  struct entry e;
+  memcpy(&e, line->data, sizeof e);
+  return e.reader < 0 ? 1 : -1;
+}
