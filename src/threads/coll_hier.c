@@ -117,12 +117,12 @@ static int reports(void)
 
 /* Where thread ranks share cores, each step in place waits until every rank of the
  * process has been scheduled, while the message path's eager sends let ranks run calls
- * ahead: there only the reductions, barrier, gatherv and gather below
- * HIER_GATHER_BYTES a block take two levels (they measured faster than the message path
- * through the node's rings; bcast, scatter(v), allgather(v), alltoall(v,w), scan and
- * exscan measured slower at every size, bench/records/threads-11). The answer depends
- * only on what every rank knows alike (the bytes of a regular call's block). */
-enum { HIER_GATHER_BYTES = 65536 };
+ * ahead. There only reduce, gather(v) and allreduce take two levels: reduce at every
+ * size, gather below HIER_GATHER_BYTES a block (gatherv at every size: only the root
+ * knows the sizes), allreduce from HIER_ALLREDUCE_BYTES or between two processes; the
+ * others measured slower than the message path through the node's rings at every size
+ * (bench/records/threads-11). The answer depends only on what every rank knows alike. */
+enum { HIER_GATHER_BYTES = 65536, HIER_ALLREDUCE_BYTES = 32768 };
 
 int thr_hier_takes(const struct thr_hier *h, enum thr_hier_coll coll, size_t bytes)
 {
@@ -131,11 +131,10 @@ int thr_hier_takes(const struct thr_hier *h, enum thr_hier_coll coll, size_t byt
   if (!h->oversubscribed || forced())
     return 1;
   switch (coll) {
-  case THR_HIER_BARRIER:
   case THR_HIER_REDUCE:
-  case THR_HIER_ALLREDUCE:
   case THR_HIER_GATHERV: return 1;
   case THR_HIER_GATHER: return bytes < HIER_GATHER_BYTES;
+  case THR_HIER_ALLREDUCE: return bytes >= HIER_ALLREDUCE_BYTES || h->nprocs == 2;
   default: return 0;
   }
 }
