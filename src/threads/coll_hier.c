@@ -120,7 +120,7 @@ static int reports(void)
  * ahead. There only reduce, gather(v) and allreduce take two levels: reduce at every
  * size, gather below HIER_GATHER_BYTES a block (gatherv at every size: only the root
  * knows the sizes), allreduce from HIER_ALLREDUCE_BYTES or between two processes; the
- * others measured slower than the message path through the node's rings at every size
+ * others measured slower than the message path through the node's rings, or no faster
  * (bench/records/threads-11). The answer depends only on what every rank knows alike. */
 enum { HIER_GATHER_BYTES = 65536, HIER_ALLREDUCE_BYTES = 32768 };
 
