@@ -10,6 +10,16 @@
 
 enum { TAG_BARRIER = 1, TAG_BCAST, TAG_REDUCE, TAG_SCAN, TAG_GATHER, TAG_SCATTER, TAG_ALL };
 
+/* The message algorithms of the v calls, which the regular calls use where they do not
+ * take two levels (whatever their v call would take). */
+static void alltoallv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                               const int *scounts, const int *sdispls, MPI_Datatype stype,
+                               void *rbuf, const int *rcounts, const int *rdispls,
+                               MPI_Datatype rtype);
+static void allgatherv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                                int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
+                                const int *displs, MPI_Datatype rtype);
+
 int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
 {
   struct thr_comm *c = thr_comm_of(r, comm);
@@ -19,7 +29,7 @@ int thr_Barrier(struct thr_rank *r, MPI_Comm comm)
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h) {
+  if (h && thr_hier_takes(h, THR_HIER_BARRIER, 0)) {
     thr_hier_barrier(r, c, h);
     return MPI_SUCCESS;
   }
@@ -47,7 +57,7 @@ int thr_Bcast(struct thr_rank *r, void *buf, int count, MPI_Datatype type, int r
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_BCAST, thr_type_bytes(type, count))) {
     thr_hier_bcast(r, c, h, buf, count, type, root);
     return MPI_SUCCESS;
   }
@@ -78,7 +88,8 @@ int thr_Reduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_folds_in_order(h, op)) {
+  if (h && thr_hier_folds_in_order(h, op) &&
+      thr_hier_takes(h, THR_HIER_REDUCE, thr_type_bytes(type, count))) {
     thr_hier_reduce(r, c, h, sbuf, rbuf, count, type, op, root);
     return MPI_SUCCESS;
   }
@@ -114,7 +125,8 @@ int thr_Allreduce(struct thr_rank *r, const void *sbuf, void *rbuf, int count, M
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_folds_in_order(h, op)) {
+  if (h && thr_hier_folds_in_order(h, op) &&
+      thr_hier_takes(h, THR_HIER_ALLREDUCE, thr_type_bytes(type, count))) {
     thr_hier_allreduce(r, c, h, sbuf, rbuf, count, type, op);
     return MPI_SUCCESS;
   }
@@ -179,7 +191,7 @@ static void prefix(struct thr_rank *r, const void *sbuf, void *rbuf, int count,
     return;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_scans(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_SCAN, thr_type_bytes(type, count))) {
     thr_hier_scan(r, c, h, sbuf, rbuf, count, type, op, exclusive);
     return;
   }
@@ -215,6 +227,24 @@ int thr_Exscan(struct thr_rank *r, const void *sbuf, void *rbuf, int count, MPI_
   return MPI_SUCCESS;
 }
 
+/* Each rank sends its block to the root. */
+static void gatherv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                             int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
+                             const int *displs, MPI_Datatype rtype, int root)
+{
+  if (c->rank != root) {
+    thr_send(r, c, sbuf, scount, stype, root, TAG_GATHER);
+    return;
+  }
+  for (int i = 0; i < c->size; i++) {
+    char *at = thr_block_at(rbuf, displs[i], rtype);
+    if (i != root)
+      thr_recv(r, c, at, rcounts[i], rtype, i, TAG_GATHER);
+    else if (sbuf != MPI_IN_PLACE)
+      thr_copy_typed(at, rcounts[i], rtype, sbuf, scount, stype);
+  }
+}
+
 int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                 const int *rcounts, const int *displs, MPI_Datatype rtype, int root,
                 MPI_Comm comm)
@@ -227,21 +257,11 @@ int thr_Gatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_GATHERV, 0)) {
     thr_hier_gatherv(r, c, h, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root);
     return MPI_SUCCESS;
   }
-  if (c->rank != root) {
-    thr_send(r, c, sbuf, scount, stype, root, TAG_GATHER);
-    return MPI_SUCCESS;
-  }
-  for (int i = 0; i < c->size; i++) {
-    char *at = thr_block_at(rbuf, displs[i], rtype);
-    if (i != root)
-      thr_recv(r, c, at, rcounts[i], rtype, i, TAG_GATHER);
-    else if (sbuf != MPI_IN_PLACE)
-      thr_copy_typed(at, rcounts[i], rtype, sbuf, scount, stype);
-  }
+  gatherv_messages(r, c, sbuf, scount, stype, rbuf, rcounts, displs, rtype, root);
   return MPI_SUCCESS;
 }
 
@@ -278,14 +298,33 @@ int thr_Gather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype st
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h) {
+  if (h && thr_hier_takes(h, THR_HIER_GATHER, c->rank == root ? thr_type_bytes(rtype, rcount)
+                                                                 : thr_type_bytes(stype, scount))) {
     thr_hier_gather(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, rcount);
-  thr_Gatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root, comm);
+  gatherv_messages(r, c, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, root);
   free_layout(l);
   return MPI_SUCCESS;
+}
+
+/* The root sends each rank its block. */
+static void scatterv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                              const int *scounts, const int *displs, MPI_Datatype stype,
+                              void *rbuf, int rcount, MPI_Datatype rtype, int root)
+{
+  if (c->rank != root) {
+    thr_recv(r, c, rbuf, rcount, rtype, root, TAG_SCATTER);
+    return;
+  }
+  for (int i = 0; i < c->size; i++) {
+    const char *at = thr_block_at(sbuf, displs[i], stype);
+    if (i != root)
+      thr_send(r, c, at, scounts[i], stype, i, TAG_SCATTER);
+    else if (rbuf != MPI_IN_PLACE)
+      thr_copy_typed(rbuf, rcount, rtype, at, scounts[i], stype);
+  }
 }
 
 int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const int *displs,
@@ -300,21 +339,11 @@ int thr_Scatterv(struct thr_rank *r, const void *sbuf, const int *scounts, const
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_SCATTERV, 0)) {
     thr_hier_scatterv(r, c, h, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
-  if (c->rank != root) {
-    thr_recv(r, c, rbuf, rcount, rtype, root, TAG_SCATTER);
-    return MPI_SUCCESS;
-  }
-  for (int i = 0; i < c->size; i++) {
-    const char *at = thr_block_at(sbuf, displs[i], stype);
-    if (i != root)
-      thr_send(r, c, at, scounts[i], stype, i, TAG_SCATTER);
-    else if (rbuf != MPI_IN_PLACE)
-      thr_copy_typed(rbuf, rcount, rtype, at, scounts[i], stype);
-  }
+  scatterv_messages(r, c, sbuf, scounts, displs, stype, rbuf, rcount, rtype, root);
   return MPI_SUCCESS;
 }
 
@@ -329,12 +358,13 @@ int thr_Scatter(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype s
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h) {
+  if (h && thr_hier_takes(h, THR_HIER_SCATTER, c->rank == root ? thr_type_bytes(stype, scount)
+                                                                  : thr_type_bytes(rtype, rcount))) {
     thr_hier_scatter(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype, root);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, scount);
-  thr_Scatterv(r, sbuf, l.counts, l.displs, stype, rbuf, rcount, rtype, root, comm);
+  scatterv_messages(r, c, sbuf, l.counts, l.displs, stype, rbuf, rcount, rtype, root);
   free_layout(l);
   return MPI_SUCCESS;
 }
@@ -404,7 +434,7 @@ int thr_Alltoallw(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_ALLTOALLW, 0)) {
     thr_hier_alltoallw(r, c, h, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes);
     return MPI_SUCCESS;
   }
@@ -448,10 +478,20 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_ALLTOALLV, 0)) {
     thr_hier_alltoallv(r, c, h, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
     return MPI_SUCCESS;
   }
+  alltoallv_messages(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
+  return MPI_SUCCESS;
+}
+
+/* The exchange (from a copy of the receive buffer in place). */
+static void alltoallv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                               const int *scounts, const int *sdispls, MPI_Datatype stype,
+                               void *rbuf, const int *rcounts, const int *rdispls,
+                               MPI_Datatype rtype)
+{
   if (sbuf == MPI_IN_PLACE) { /* send from a copy of the receive buffer */
     MPI_Aint span = 0;
     for (int i = 0; i < c->size; i++)
@@ -461,10 +501,9 @@ int thr_Alltoallv(struct thr_rank *r, const void *sbuf, const int *scounts, cons
     thr_copy_typed(copy, (int)span, rtype, rbuf, (int)span, rtype);
     exchange_v(r, c, copy, rcounts, rdispls, rtype, rbuf, rcounts, rdispls, rtype);
     thr_free_typed(copy, rtype);
-    return MPI_SUCCESS;
+    return;
   }
   exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype);
-  return MPI_SUCCESS;
 }
 
 int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
@@ -479,12 +518,12 @@ int thr_Alltoall(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype 
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h && thr_hier_moves_fit(h)) {
+  if (h && thr_hier_takes(h, THR_HIER_ALLTOALL, thr_type_bytes(rtype, rcount))) {
     thr_hier_alltoall(r, c, h, sbuf, scount, stype, rbuf, rcount, rtype);
     return MPI_SUCCESS;
   }
   struct layout s = regular_layout(r, comm, scount), d = regular_layout(r, comm, rcount);
-  thr_Alltoallv(r, sbuf, s.counts, s.displs, stype, rbuf, d.counts, d.displs, rtype, comm);
+  alltoallv_messages(r, c, sbuf, s.counts, s.displs, stype, rbuf, d.counts, d.displs, rtype);
   free_layout(s);
   free_layout(d);
   return MPI_SUCCESS;
@@ -503,10 +542,18 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h) {
+  if (h && thr_hier_takes(h, THR_HIER_ALLGATHERV, 0)) {
     thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, 0, rcounts, displs, rtype);
     return MPI_SUCCESS;
   }
+  allgatherv_messages(r, c, sbuf, scount, stype, rbuf, rcounts, displs, rtype);
+  return MPI_SUCCESS;
+}
+
+static void allgatherv_messages(struct thr_rank *r, struct thr_comm *c, const void *sbuf,
+                                int scount, MPI_Datatype stype, void *rbuf, const int *rcounts,
+                                const int *displs, MPI_Datatype rtype)
+{
   int n = c->size;
   if (sbuf == MPI_IN_PLACE) {
     sbuf = thr_block_at(rbuf, displs[c->rank], rtype);
@@ -521,7 +568,6 @@ int thr_Allgatherv(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatyp
   exchange_v(r, c, sbuf, scounts, sdispls, stype, rbuf, rcounts, displs, rtype);
   free(scounts);
   free(sdispls);
-  return MPI_SUCCESS;
 }
 
 int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype stype,
@@ -535,12 +581,12 @@ int thr_Allgather(struct thr_rank *r, const void *sbuf, int scount, MPI_Datatype
     return MPI_SUCCESS;
   }
   struct thr_hier *h = thr_hier_of(r, c);
-  if (h) {
+  if (h && thr_hier_takes(h, THR_HIER_ALLGATHER, thr_type_bytes(rtype, rcount))) {
     thr_hier_allgatherv(r, c, h, sbuf, scount, stype, rbuf, rcount, NULL, NULL, rtype);
     return MPI_SUCCESS;
   }
   struct layout l = regular_layout(r, comm, rcount);
-  thr_Allgatherv(r, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype, comm);
+  allgatherv_messages(r, c, sbuf, scount, stype, rbuf, l.counts, l.displs, rtype);
   free_layout(l);
   return MPI_SUCCESS;
 }

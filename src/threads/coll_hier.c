@@ -115,14 +115,28 @@ static int reports(void)
   return hier_mode() == 2 || hier_mode() == 4;
 }
 
-/* Bcast, gatherv, scatterv, alltoall(v,w) and scan: where thread ranks share cores they
- * keep the message algorithms, which measured faster there at every size from 8 B to
- * 4 MiB (alltoall; alltoallv/w take its steps and more): eager sends let ranks run
- * calls ahead, where each step in place waits for every rank of the process to be
- * scheduled (bench/records/threads-coll/two-levels.md). */
-int thr_hier_moves_fit(const struct thr_hier *h)
+/* Where thread ranks share cores, each step in place waits until every rank of the
+ * process has been scheduled, while the message path's eager sends let ranks run calls
+ * ahead. There only reduce, gather(v) and allreduce take two levels: reduce at every
+ * size, gather below HIER_GATHER_BYTES a block (gatherv at every size: only the root
+ * knows the sizes), allreduce from HIER_ALLREDUCE_BYTES or between two processes; the
+ * others measured slower than the message path through the node's rings, or no faster
+ * (bench/records/threads-11). The answer depends only on what every rank knows alike. */
+enum { HIER_GATHER_BYTES = 65536, HIER_ALLREDUCE_BYTES = 32768 };
+
+int thr_hier_takes(const struct thr_hier *h, enum thr_hier_coll coll, size_t bytes)
 {
-  return !h->oversubscribed || forced();
+  if (coll == THR_HIER_SCAN && !h->contiguous)
+    return 0;
+  if (!h->oversubscribed || forced())
+    return 1;
+  switch (coll) {
+  case THR_HIER_REDUCE:
+  case THR_HIER_GATHERV: return 1;
+  case THR_HIER_GATHER: return bytes < HIER_GATHER_BYTES;
+  case THR_HIER_ALLREDUCE: return bytes >= HIER_ALLREDUCE_BYTES || h->nprocs == 2;
+  default: return 0;
+  }
 }
 
 /* (Every rank of c calls it in the same collective call, the first on c.) */
@@ -168,11 +182,6 @@ void thr_hier_release(struct thr_comm *c)
   free(h->first), free(h->members), free(h->proc_of), free(h->local_of);
   free(h);
   c->hier = NULL;
-}
-
-int thr_hier_scans(const struct thr_hier *h)
-{
-  return h->contiguous && thr_hier_moves_fit(h);
 }
 
 int thr_hier_folds_in_order(const struct thr_hier *h, MPI_Op op)
@@ -1051,7 +1060,7 @@ void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
   free(out), free(in), free(reqs), free(types);
 }
 
-/* Scan and exscan when each process's ranks are consecutive (thr_hier_scans): a scan in
+/* Scan and exscan when each process's ranks are consecutive (thr_hier_takes): a scan in
  * place within each process, its last rank's total to the leader, a chain of the
  * leaders passing the prefix of the processes before them (folded in process order:
  * rank order), and each rank folds its process's prefix in front of its own result. */

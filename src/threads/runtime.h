@@ -283,9 +283,14 @@ void thr_free_typed(void *buf, MPI_Datatype type);
  * communicator is inside one process, has one rank per process, or MCOLL_THREADS_HIER=0. */
 struct thr_hier;
 struct thr_hier *thr_hier_of(struct thr_rank *r, struct thr_comm *c);
-/* Whether bcast, gatherv, scatterv, alltoall(v,w) and scan take two levels (not where the
- * node's thread ranks outnumber its CPUs). */
-int thr_hier_moves_fit(const struct thr_hier *h);
+/* Whether a collective takes two levels (the same answer at every rank of the call):
+ * bytes is a regular call's block (gather, scatter, allgather, alltoall) or vector
+ * (bcast, reductions, scan), in bytes; scan stands for exscan too. */
+enum thr_hier_coll { THR_HIER_BARRIER, THR_HIER_BCAST, THR_HIER_REDUCE, THR_HIER_ALLREDUCE,
+                     THR_HIER_ALLGATHER, THR_HIER_ALLGATHERV, THR_HIER_GATHER, THR_HIER_GATHERV,
+                     THR_HIER_SCATTER, THR_HIER_SCATTERV, THR_HIER_ALLTOALL, THR_HIER_ALLTOALLV,
+                     THR_HIER_ALLTOALLW, THR_HIER_SCAN };
+int thr_hier_takes(const struct thr_hier *h, enum thr_hier_coll coll, size_t bytes);
 void thr_hier_release(struct thr_comm *c);
 /* The processes' partial results may be folded in process order: the operation is
  * commutative, or each process's ranks are consecutive in the communicator. */
@@ -314,7 +319,7 @@ void thr_hier_scatterv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *
 void thr_hier_alltoall(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                        const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                        int rcount, MPI_Datatype rtype);
-/* As alltoall (thr_hier_moves_fit); any layout, in place too. */
+/* As alltoall; any layout, in place too. */
 void thr_hier_alltoallv(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h,
                         const void *sbuf, const int *scounts, const int *sdispls,
                         MPI_Datatype stype, void *rbuf, const int *rcounts, const int *rdispls,
@@ -323,8 +328,7 @@ void thr_hier_alltoallw(struct thr_rank *r, struct thr_comm *c, struct thr_hier 
                         const void *sbuf, const int *scounts, const int *sdispls,
                         const MPI_Datatype *stypes, void *rbuf, const int *rcounts,
                         const int *rdispls, const MPI_Datatype *rtypes);
-/* Only when thr_hier_scans: each process's ranks are consecutive (and as moves_fit). */
-int thr_hier_scans(const struct thr_hier *h);
+/* Only where thr_hier_takes THR_HIER_SCAN (each process's ranks are consecutive). */
 void thr_hier_scan(struct thr_rank *r, struct thr_comm *c, struct thr_hier *h, const void *sbuf,
                    void *rbuf, int count, MPI_Datatype type, MPI_Op op, int exclusive);
 /* counts NULL: regular (block j at j x count). */

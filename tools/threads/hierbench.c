@@ -4,10 +4,12 @@
  * the second (context 6) the message algorithms. Per collective and size, --rounds
  * rounds, each timing a batch of calls on A then on B; a batch's time is the slowest
  * rank's per call. Prints "coll bytes two_level_us message_us message/two_level" with
- * the medians at rank 0. Bytes are the whole vector of bcast, allreduce and scan, each rank's
- * block of gatherv and scatterv (root 0), each block of alltoall.
+ * the medians at rank 0. Bytes are the whole vector of bcast, reduce, allreduce, scan and
+ * exscan (doubles, MPI_SUM), each rank's block of allgather(v), gather(v) and scatter(v)
+ * (root 0), each block of alltoall(v,w); barrier runs at the first size only. Under
+ * process ranks both communicators take the same path (a reference for the same calls).
  * usage: mcoll-hierbench [--rounds N] [--budget MICROSECONDS_PER_BATCH]
- *                        [--colls bcast,allreduce,...] [--sizes 8,65536,...] */
+ *                        [--colls bcast,allreduce,...|all] [--sizes 8,65536,...] */
 #include <mpi.h>
 
 #include <stdio.h>
@@ -20,17 +22,32 @@ static int by_value(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-static const char *const names[] = {"bcast", "allreduce", "gatherv", "scatterv", "alltoall",
-                                    "scan"};
+static const char *const names[] = {"bcast",     "allreduce", "gatherv",   "scatterv",
+                                    "alltoall",  "scan",      "barrier",   "reduce",
+                                    "allgather", "allgatherv", "gather",   "scatter",
+                                    "alltoallv", "alltoallw", "exscan"};
 enum { NCOLLS = sizeof names / sizeof names[0] };
-static int *counts, *displs; /* (gatherv, scatterv: bytes each, in rank order) */
+static int *counts, *displs; /* (the v calls: bytes each, in rank order) */
+static MPI_Datatype *types;  /* (alltoallw: MPI_BYTE each) */
+
+/* Whether the comma-separated list names coll exactly (or is "all"). */
+static int listed(const char *list, const char *name)
+{
+  size_t len = strlen(name);
+  if (!strcmp(list, "all"))
+    return 1;
+  for (const char *at = list; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+    if (!strncmp(at, name, len) && (at[len] == ',' || at[len] == 0))
+      return 1;
+  return 0;
+}
 
 static void call(int coll, char *in, char *out, int bytes, MPI_Comm comm)
 {
   int n;
   MPI_Comm_size(comm, &n);
   for (int i = 0; i < n; i++)
-    counts[i] = bytes, displs[i] = i * bytes;
+    counts[i] = bytes, displs[i] = i * bytes, types[i] = MPI_BYTE;
   if (coll == 0)
     MPI_Bcast(in, bytes, MPI_BYTE, 0, comm);
   else if (coll == 1)
@@ -41,8 +58,26 @@ static void call(int coll, char *in, char *out, int bytes, MPI_Comm comm)
     MPI_Scatterv(in, counts, displs, MPI_BYTE, out, bytes, MPI_BYTE, 0, comm);
   else if (coll == 4)
     MPI_Alltoall(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm);
-  else
+  else if (coll == 5)
     MPI_Scan(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, comm);
+  else if (coll == 6)
+    MPI_Barrier(comm);
+  else if (coll == 7)
+    MPI_Reduce(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, 0, comm);
+  else if (coll == 8)
+    MPI_Allgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, comm);
+  else if (coll == 9)
+    MPI_Allgatherv(in, bytes, MPI_BYTE, out, counts, displs, MPI_BYTE, comm);
+  else if (coll == 10)
+    MPI_Gather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, 0, comm);
+  else if (coll == 11)
+    MPI_Scatter(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE, 0, comm);
+  else if (coll == 12)
+    MPI_Alltoallv(in, counts, displs, MPI_BYTE, out, counts, displs, MPI_BYTE, comm);
+  else if (coll == 13)
+    MPI_Alltoallw(in, counts, displs, types, out, counts, displs, types, comm);
+  else
+    MPI_Exscan(in, out, bytes / 8, MPI_DOUBLE, MPI_SUM, comm);
 }
 
 /* Seconds per call of a batch of iters calls, the slowest rank's. */
@@ -60,7 +95,7 @@ static double batch(int coll, char *in, char *out, int bytes, int iters, MPI_Com
 int main(int argc, char **argv)
 {
   MPI_Init(&argc, &argv);
-  int rounds = 9, rank, size, nsizes = 0, sizes[16], wanted[NCOLLS] = {1, 1, 0, 0, 0, 0};
+  int rounds = 9, rank, size, nsizes = 0, sizes[16], wanted[NCOLLS] = {1, 1};
   double budget = 20000; /* (microseconds of calls per batch) */
   for (int i = 1; i + 1 < argc; i++) {
     if (!strcmp(argv[i], "--rounds"))
@@ -69,7 +104,7 @@ int main(int argc, char **argv)
       budget = atof(argv[i + 1]);
     if (!strcmp(argv[i], "--colls"))
       for (int c = 0; c < NCOLLS; c++)
-        wanted[c] = strstr(argv[i + 1], names[c]) != NULL;
+        wanted[c] = listed(argv[i + 1], names[c]);
     if (!strcmp(argv[i], "--sizes"))
       for (char *at = argv[i + 1]; *at && nsizes < 16; at += *at == ',')
         sizes[nsizes++] = (int)strtol(at, &at, 10);
@@ -78,6 +113,7 @@ int main(int argc, char **argv)
     sizes[0] = 8, sizes[1] = 65536, sizes[2] = 1 << 20, nsizes = 3;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   counts = malloc(sizeof(int) * (size_t)size * 2), displs = counts + size;
+  types = malloc(sizeof *types * (size_t)size);
   size_t room = 1;
   for (int s = 0; s < nsizes; s++)
     if ((size_t)sizes[s] * (size_t)size > room)
@@ -91,7 +127,7 @@ int main(int argc, char **argv)
   if (rank == 0)
     printf("%-10s %8s %14s %14s %10s\n", "coll", "bytes", "two-level us", "messages us", "ratio");
   for (int coll = 0; coll < NCOLLS; coll++)
-    for (int s = 0; s < nsizes && wanted[coll]; s++) {
+    for (int s = 0; s < (coll == 6 ? 1 : nsizes) && wanted[coll]; s++) {
       int bytes = sizes[s];
       /* (batch length from a warm-up of the slower path, the same for both) */
       double once = batch(coll, in, out, bytes, 3, paths[1]);
@@ -111,7 +147,7 @@ int main(int argc, char **argv)
     }
   MPI_Comm_free(&paths[0]);
   MPI_Comm_free(&paths[1]);
-  free(in), free(out), free(times), free(counts);
+  free(in), free(out), free(times), free(counts), free(types);
   MPI_Finalize();
   return 0;
 }
