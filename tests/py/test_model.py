@@ -627,14 +627,15 @@ def test_the_model_predicts_the_recorded_4_host_rows_better_with_the_shared_core
 def test_compare_knows_bcast_first_arrival_on_shared_cores():
     """`mcoll model compare` mirrors the library's choice of first_arrival for bcast
     (src/coll/bcast/bcast.c): nodes sharing cores, Open MPI, 4+ nodes of 1 rank from
-    64 KiB pieces, 3 nodes of 1 rank from whole (256 KiB) pieces, 4+ nodes of 2 ranks
-    at 64-256 KiB; the tree elsewhere on shared cores (bench/records/net16/)."""
+    64 KiB pieces, 3 nodes of 1 rank from 128 KiB pieces, 4+ nodes of 2 ranks at
+    64-256 KiB; the tree elsewhere on shared cores (bench/records/net16/)."""
     from mcoll_model import compare as C
     shared = dict(shared_cores=True, ranks_per_node=1, flavour="openmpi")
     two = {**shared, "ranks_per_node": 2}
     assert C.rules_inter("bcast", 4, 65536, **shared) == "first_arrival"
     assert C.rules_inter("bcast", 4, 1 << 20, **shared) == "first_arrival"
     assert C.rules_inter("bcast", 3, 1 << 20, **shared) == "first_arrival"
+    assert C.rules_inter("bcast", 3, 131072, **shared) == "first_arrival"
     assert C.rules_inter("bcast", 3, 65536, **shared) == "binomial"
     assert C.rules_inter("bcast", 4, 32768, **shared) == "binomial"
     assert C.rules_inter("bcast", 2, 1 << 20, **shared) == "binomial"

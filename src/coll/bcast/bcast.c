@@ -128,14 +128,15 @@ int mcoll__bcast_select(struct mcoll_comm *c, size_t bytes, struct mcoll_adapt_c
  * kernel's cores (the caller checks), under Open MPI: the root's flat sends reach
  * the leaders that arrived without a relay through a tree node that must first get
  * a core. Nodes of one rank: from four nodes and pieces of INTER_SAG_MIN, at three
- * from whole pieces (INTER_PIECE); nodes of several ranks: from four nodes, pieces
- * from INTER_SAG_MIN up to a whole piece. Under MPICH the fixed leader's data goes
- * eagerly and waits in a late leader's socket (bench/records/net16). */
+ * from pieces of twice that (at INTER_SAG_MIN itself some jobs lost); nodes of several
+ * ranks: from four nodes, pieces from INTER_SAG_MIN up to a whole piece (INTER_PIECE;
+ * whole pieces won by less). Under MPICH the fixed leader's data goes eagerly and
+ * waits in a late leader's socket (bench/records/net16). */
 static int first_arrival_pays(const struct mcoll_comm *c, size_t piece) {
 #ifdef OPEN_MPI
   size_t sag_min = (size_t)mcoll__cfg.INTER_SAG_MIN, whole = (size_t)mcoll__cfg.INTER_PIECE;
   int nodes = c->topo.nnodes;
-  if (c->size == nodes) return (nodes >= 4 && piece >= sag_min) || (nodes == 3 && piece >= whole);
+  if (c->size == nodes) return (nodes >= 4 && piece >= sag_min) || (nodes == 3 && piece >= 2 * sag_min);
   return nodes >= 4 && piece >= sag_min && piece < whole;
 #else
   (void)c, (void)piece;

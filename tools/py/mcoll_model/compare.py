@@ -25,10 +25,10 @@ _builtin_rules = None
 
 def first_arrival_pays(nodes, ranks_per_node, piece):
     """src/coll/bcast/bcast.c's first_arrival_pays: nodes of 1 rank from 4 nodes and
-    pieces of INTER_SAG_MIN, at 3 from whole pieces; nodes of several ranks from 4
-    nodes, pieces from INTER_SAG_MIN below a whole piece."""
+    pieces of INTER_SAG_MIN, at 3 from pieces of twice that; nodes of several ranks from
+    4 nodes, pieces from INTER_SAG_MIN below a whole piece."""
     if ranks_per_node == 1:
-        return (nodes >= 4 and piece >= INTER_SAG_MIN) or (nodes == 3 and piece >= INTER_PIECE)
+        return (nodes >= 4 and piece >= INTER_SAG_MIN) or (nodes == 3 and piece >= 2 * INTER_SAG_MIN)
     return nodes >= 4 and INTER_SAG_MIN <= piece < INTER_PIECE
 
 
