@@ -148,11 +148,14 @@ void thr_wait_pause(struct thr_waiter *w)
       w->armed = 0;
     }
     wait_progress();
-    /* Armed before the caller looks again: an event after this look wakes the futex
-     * (one that found a wake-up already out, before this arming, is seen by the look). */
-    atomic_store_explicit(&word->woken, 0, memory_order_relaxed);
+    /* Armed before the caller looks again: an event after this look wakes the futex.
+     * woken is cleared after seq is read: a wake-up that set it before then either moved
+     * seq past what was read (the futex returns at once) or moved it before (and every
+     * event from the clearing on wakes again); cleared before the read, an event after
+     * it could find the flag of a wake-up whose seq this sleeper already read, and skip. */
     atomic_fetch_add(&word->sleepers, 1);
     w->seq = atomic_load(&word->seq);
+    atomic_exchange(&word->woken, 0);
     w->armed = 1;
     return;
   }
