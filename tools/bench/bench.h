@@ -212,6 +212,8 @@ typedef double (*bench_block_timer)(const struct mpi_api *api, const struct row 
 /* A row with native and mcoll alternating, each round's block timed by `timer`. */
 void bench_alternating_row(const struct row *r, const struct options *o, struct result *res,
                            bench_block_timer timer);
+/* A result's description of its row (name, sizes, calls timed per block). */
+void bench_result_of_row(struct result *res, const struct row *r, int iters, int warmup);
 /* The back-to-back mode's timer: warm calls timed as one block. */
 double bench_time_block(const struct mpi_api *api, const struct row *r, int warmup, int iters);
 /* memcpy GB/s by size, measured once per size in a job (rank 0; collective). */

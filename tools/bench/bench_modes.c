@@ -110,13 +110,7 @@ void bench_cold_row(const struct row *r, const struct options *o, struct result 
     struct cold_side s[2];
     for (int side = 0; side < 2; side++)
         cold_summary(samples[side], o->rounds, n, &s[side]);
-    res->coll = r->name;
-    res->bytes = r->block;
-    res->total = r->total;
-    res->count = r->count;
-    res->iters = n;
-    res->warmup = 0;
-    res->busbw_factor = r->busbw_factor;
+    bench_result_of_row(res, r, n, 0);
     res->cold_calls = n;
     res->native = s[0].first_all;
     res->mcoll = s[1].first_all;

@@ -343,13 +343,7 @@ void bench_nbc_row(const struct row *r, const struct options *o, struct result *
                 samples[(side * NQ + q) * o->rounds + k] = out[q];
         }
     }
-    res->coll = r->name;
-    res->bytes = r->block;
-    res->total = r->total;
-    res->count = r->count;
-    res->iters = iters;
-    res->warmup = warmup;
-    res->busbw_factor = r->busbw_factor;
+    bench_result_of_row(res, r, iters, warmup);
     res->nbc = true;
     res->native_samples = bench_alloc_doubles(o->rounds);
     res->mcoll_samples = bench_alloc_doubles(o->rounds);

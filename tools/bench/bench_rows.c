@@ -286,6 +286,16 @@ static void block_order(int *order, int n, int k)
     }
 }
 
+void bench_result_of_row(struct result *res, const struct row *r, int iters, int warmup)
+{
+    res->coll = r->name;
+    res->bytes = r->block;
+    res->total = r->total;
+    res->count = r->count;
+    res->iters = iters;
+    res->warmup = warmup;
+    res->busbw_factor = r->busbw_factor;
+}
 /* One row: native and mcoll alternate, `rounds` times each, each a block timed by
  * `timer` (back-to-back or latency mode); with -F the forced algorithms' blocks too,
  * all in an order shuffled per round (block_order); medians. */
@@ -322,13 +332,7 @@ void bench_alternating_row(const struct row *r, const struct options *o, struct 
         }
     }
     forced_end(res, o, forced_samples);
-    res->coll = r->name;
-    res->bytes = r->block;
-    res->total = r->total;
-    res->count = r->count;
-    res->iters = iters;
-    res->warmup = warmup;
-    res->busbw_factor = r->busbw_factor;
+    bench_result_of_row(res, r, iters, warmup);
     res->native = bench_median(res->native_samples, o->rounds);
     res->mcoll = bench_median(res->mcoll_samples, o->rounds);
 }
