@@ -663,7 +663,8 @@ static void idle(void)
   }
   MPI_Barrier(MPI_COMM_WORLD);
   double waited = (MPI_Wtime() - start) * 1e3, used = thread_cpu_ms() - cpu;
-  check(rank == 0 || waited >= IDLE_MS * 0.9, "idle: ms waited for rank 0", (long)waited, IDLE_MS);
+  /* (at least half: a rank that left the first barrier late waits less) */
+  check(rank == 0 || waited >= IDLE_MS * 0.5, "idle: ms waited for rank 0", (long)waited, IDLE_MS);
   if (rank != 0)
     fprintf(stderr, "idle: rank %d waited %.1f ms, used %.1f ms\n", rank, waited, used);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -618,17 +618,19 @@ def test_runtime_allocations_are_checked():
 
 @pytest.mark.parametrize("flavour", flavours())
 def test_allocation_failure_in_a_collective_stops_the_job(flavour):
-    """A real shortage's path: with MCOLL_THREADS_FAIL_ALLOC_IN=thr_Allgatherv (fatal.c's
-    hook) every checked allocation of MPI_Allgatherv's runtime fails as malloc's NULL
-    would. The job must stop at once with MPI_ERR_NO_MEM and the function named, not
-    crash or hang, and leave nothing in /dev/shm (run_job checks); without the hook the
-    same job passes."""
+    """A real shortage's path: with MCOLL_THREADS_FAIL_ALLOC_IN=allgatherv_messages
+    (fatal.c's hook) every checked allocation of MPI_Allgatherv's message algorithm (the
+    one across processes with MCOLL_THREADS_HIER=0, whatever the cores) fails as malloc's
+    NULL would. The job must stop at once with MPI_ERR_NO_MEM and the function named,
+    not crash or hang, and leave nothing in /dev/shm (run_job checks); without the hook
+    the same job passes."""
     argv = threads_argv(2, 4, "mcoll-test-coll", ["--quick", "--count-api", "0"], flavour=flavour)
-    result = run_job(argv, {"MCOLL_THREADS_FAIL_ALLOC_IN": "thr_Allgatherv"}, JOB_TIMEOUT)
+    result = run_job(argv, {"MCOLL_THREADS_FAIL_ALLOC_IN": "allgatherv_messages",
+                            "MCOLL_THREADS_HIER": "0"}, JOB_TIMEOUT)
     assert result.returncode != 0, result.describe()
     assert "mcoll threads: out of memory (MPI_ERR_NO_MEM): " in result.stderr, result.describe()
-    assert re.search(r"out of memory \(MPI_ERR_NO_MEM\): \d+ bytes in thr_Allgatherv$", result.stderr, re.M), \
-        result.describe()
+    assert re.search(r"out of memory \(MPI_ERR_NO_MEM\): \d+ bytes in allgatherv_messages$",
+                     result.stderr, re.M), result.describe()
     assert "Segmentation fault" not in result.stderr + result.stdout, result.describe()
     check_passed(run_job(argv, {"MCOLL_THREADS_FAIL_ALLOC_IN": "no_such_function"}, JOB_TIMEOUT))
 
